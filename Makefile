@@ -1,0 +1,59 @@
+# mlenergy: the README's two commands, plus lint. Everything installs into .venv.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+TORCH  ?= torch==2.13.0
+export OMP_NUM_THREADS ?= 1
+export MKL_NUM_THREADS ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+export HF_HUB_DISABLE_TELEMETRY ?= 1
+
+.PHONY: demo test lint format install install-dev browser-deps clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+# torch first (local CPU wheel; a bare `torch` requirement would pull a multi-GB CUDA build).
+$(VENV)/.installed: $(BIN)/python pyproject.toml
+	$(BIN)/pip install -q "$(TORCH)"
+	$(BIN)/pip install -q -e .
+	@$(MAKE) --no-print-directory fix-amdsmi
+	@touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed
+	$(BIN)/pip install -q -e '.[dev,ray]'
+	@$(MAKE) --no-print-directory fix-amdsmi
+	@touch $@
+
+# zeus pulls in amdsmi, whose import raises KeyError (not ImportError) on machines without the
+# AMD SMI library; ray then fails to import beside it. Keep amdsmi only where it actually loads.
+.PHONY: fix-amdsmi
+fix-amdsmi:
+	@$(BIN)/python -c "import amdsmi" >/dev/null 2>&1 || \
+		{ $(BIN)/pip uninstall -q -y amdsmi >/dev/null 2>&1 && \
+		  echo "note: removed amdsmi (no AMD SMI library on this machine; AMD GPUs are not monitored)"; } || true
+
+install: $(VENV)/.installed
+install-dev: $(VENV)/.installed-dev
+
+demo: $(VENV)/.installed
+	$(BIN)/mlenergy demo
+
+test: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest -q
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check mlenergy leaderboard tests benchmarks
+	$(BIN)/ruff format --check mlenergy leaderboard tests benchmarks
+
+format: $(VENV)/.installed-dev
+	$(BIN)/ruff format mlenergy leaderboard tests benchmarks
+	$(BIN)/ruff check --fix mlenergy leaderboard tests benchmarks
+
+# Browser tests need Debian's chromium (never `playwright install`: it downloads a browser).
+browser-deps:
+	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq chromium; }
+
+clean:
+	rm -rf $(VENV) .pytest_cache reports

@@ -1,0 +1,75 @@
+"""The ``mlenergy`` command: assembles the sub-commands of :mod:`mlenergy.commands`.
+
+Each command is a few lines calling the library. Bad input raises
+:class:`mlenergy.errors.UserError`, shown here as a one-line ``error:`` message with exit code 2.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import sys
+
+import typer
+
+import mlenergy.commands
+from mlenergy.errors import UserError
+
+app = typer.Typer(
+    name="mlenergy",
+    help="Measure, estimate, reduce and publish the energy of AI models.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+
+def _register_commands() -> None:
+    """Import every module of :mod:`mlenergy.commands` that defines ``register`` and call it."""
+    for info in sorted(pkgutil.iter_modules(mlenergy.commands.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"mlenergy.commands.{info.name}")
+        register = getattr(module, "register", None)
+        if callable(register):
+            register(app)
+
+
+_register_commands()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; return the process exit code (2 for bad input).
+
+    Args:
+        argv: Arguments without the program name (default: ``sys.argv[1:]``).
+    """
+    try:
+        result = app(args=argv, standalone_mode=False)
+    except UserError as exc:
+        typer.echo(f"error: {exc.message}", err=True)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        typer.echo("interrupted: completed runs are kept in the store", err=True)
+        return 130
+    except SystemExit as exc:  # typer/click exits (e.g. --help)
+        return int(exc.code or 0)
+    except Exception as exc:  # click usage errors carry their own exit code
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            return 2
+        if isinstance(exc, click.exceptions.Abort):
+            typer.echo("aborted", err=True)
+            return 130
+        raise
+    # In non-standalone mode click returns the exit code of ``typer.Exit`` / ``ctx.exit``.
+    return result if isinstance(result, int) else 0
+
+
+def run() -> None:
+    """Console-script entry point: run :func:`main` and exit with its status."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    run()

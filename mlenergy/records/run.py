@@ -1,0 +1,260 @@
+"""The run record: one measured, modelled or estimated workload and its results."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from mlenergy.records.base import (
+    SCHEMA_VERSION,
+    EnergySource,
+    FrozenModel,
+    NonNegFloat,
+    NonNegInt,
+    PosInt,
+    RepeatStats,
+    canonical_json,
+    sha256_hex,
+)
+from mlenergy.records.provenance import Hardware, ModelInfo, Software
+
+
+class Phase(StrEnum):
+    """Which part of a workload a :class:`PhaseResult` covers."""
+
+    PREFILL = "prefill"
+    DECODE = "decode"
+    REQUEST = "request"  # prefill + decode: the whole request
+    TRAIN = "train"  # training steps
+
+
+class Workload(FrozenModel):
+    """What was run.
+
+    Attributes:
+        kind: ``inference`` or ``training``.
+        task: Optional workload label (``lm-arena-chat``, ``perplexity``, ``dense-vs-moe``...).
+        batch_size: Sequences processed together (for serving data: the engine cap's target).
+        avg_batch_size: Achieved average concurrency, when it differs from ``batch_size``.
+        max_num_seqs: The serving engine's concurrency cap, when relevant.
+        input_tokens: Prompt tokens per sequence.
+        output_tokens: Generated tokens per sequence (0 for training).
+        num_requests: Sequences in the whole run (``batch_size`` x batches).
+        prompt_source: Where prompts came from (``synthetic``, a dataset id, a file path).
+        device: ``cpu``, ``cuda`` or another torch device string.
+        tensor_parallel: Tensor-parallel degree.
+        expert_parallel: Expert-parallel degree.
+        data_parallel: Data-parallel degree.
+        pipeline_parallel: Pipeline-parallel degree.
+        steps: Training steps (training only).
+        seq_len: Training sequence length in tokens (training only).
+    """
+
+    kind: Literal["inference", "training"]
+    task: str | None = None
+    batch_size: PosInt
+    avg_batch_size: float | None = Field(default=None, gt=0)
+    max_num_seqs: PosInt | None = None
+    input_tokens: NonNegInt
+    output_tokens: NonNegInt
+    num_requests: PosInt
+    prompt_source: str = "synthetic"
+    device: str = "cpu"
+    tensor_parallel: PosInt = 1
+    expert_parallel: PosInt = 1
+    data_parallel: PosInt = 1
+    pipeline_parallel: PosInt = 1
+    steps: PosInt | None = None
+    seq_len: PosInt | None = None
+
+    @model_validator(mode="after")
+    def _kind_consistent(self) -> Workload:
+        if self.kind == "inference" and self.output_tokens < 1:
+            raise ValueError("an inference workload needs output_tokens >= 1")
+        return self
+
+
+class PhaseResult(FrozenModel):
+    """Results of one phase (prefill, decode, whole request, training).
+
+    Scalars are means over repeats; ``*_repeats`` keep every repeat and the 95% CI.
+    ``energy_j`` is ``None`` when no energy figure exists: it is never silently 0.
+
+    Attributes:
+        phase: Which phase.
+        duration_s: Wall time of the phase in seconds.
+        energy_j: Energy of the phase in joules over the measured scope.
+        avg_power_w: ``energy_j / duration_s`` in watts.
+        tokens: Tokens processed (prefill: input tokens; decode: generated tokens; train:
+            tokens seen), summed over the batch.
+        energy_per_token_j: ``energy_j / tokens`` in joules per token.
+        throughput_tokens_per_s: ``tokens / duration_s``.
+        ttft_s: Time to first token in seconds (request phase).
+        itl_p50_s: Median inter-token latency in seconds (decode/request phases).
+        itl_p90_s: 90th-percentile inter-token latency in seconds.
+        itl_p99_s: 99th-percentile inter-token latency in seconds.
+        energy_by_device_j: Energy per measured device in joules, e.g. ``{"gpu:0": 12.3}``.
+        energy_j_repeats: Per-repeat energies with mean and 95% CI.
+        duration_s_repeats: Per-repeat durations with mean and 95% CI.
+    """
+
+    phase: Phase
+    duration_s: NonNegFloat
+    energy_j: NonNegFloat | None = None
+    avg_power_w: NonNegFloat | None = None
+    tokens: NonNegInt
+    energy_per_token_j: NonNegFloat | None = None
+    throughput_tokens_per_s: NonNegFloat | None = None
+    ttft_s: NonNegFloat | None = None
+    itl_p50_s: NonNegFloat | None = None
+    itl_p90_s: NonNegFloat | None = None
+    itl_p99_s: NonNegFloat | None = None
+    energy_by_device_j: dict[str, NonNegFloat] = Field(default_factory=dict)
+    energy_j_repeats: RepeatStats | None = None
+    duration_s_repeats: RepeatStats | None = None
+
+
+class MeasuredScope(FrozenModel):
+    """Which devices an energy figure covers.
+
+    Attributes:
+        gpu_indices: GPU indices whose energy is included.
+        cpu_indices: CPU packages whose energy is included.
+        includes_dram: Whether DRAM energy is included.
+        description: Free text, e.g. ``"CPU package modelled from utilisation x TDP"``.
+    """
+
+    gpu_indices: tuple[NonNegInt, ...] = ()
+    cpu_indices: tuple[NonNegInt, ...] = ()
+    includes_dram: bool = False
+    description: str | None = None
+
+
+class IdleBaseline(FrozenModel):
+    """Power drawn by the measured scope while nothing runs, measured before the workload."""
+
+    avg_power_w: NonNegFloat | None
+    duration_s: NonNegFloat
+    energy_source: EnergySource
+
+
+class PowerTimeline(FrozenModel):
+    """A downsampled power trace of the measured scope during the run.
+
+    Attributes:
+        t_s: Sample times in seconds since the start of the run.
+        power_w: Total power of the measured scope in watts at each time.
+        energy_source: Where the samples came from.
+    """
+
+    t_s: tuple[float, ...]
+    power_w: tuple[NonNegFloat, ...]
+    energy_source: EnergySource
+
+    @model_validator(mode="after")
+    def _same_length(self) -> PowerTimeline:
+        if len(self.t_s) != len(self.power_w):
+            raise ValueError("power timeline t_s and power_w differ in length")
+        return self
+
+
+class TrainingCheckpoint(FrozenModel):
+    """State of a training run at one evaluation point (the energy-to-quality curve).
+
+    Attributes:
+        step: Optimizer steps done.
+        tokens_seen: Training tokens processed so far.
+        duration_s: Training wall time so far in seconds (evaluation excluded).
+        energy_j: Training energy so far in joules (``None`` if no figure exists).
+        train_loss: Mean training loss over the last interval (nats per token).
+        val_perplexity: Validation perplexity at this point.
+        load_balancing_loss: Mean auxiliary load-balancing loss over the last interval (MoE).
+    """
+
+    step: NonNegInt
+    tokens_seen: NonNegInt
+    duration_s: NonNegFloat
+    energy_j: NonNegFloat | None
+    train_loss: float | None = None
+    val_perplexity: float | None = Field(default=None, gt=0)
+    load_balancing_loss: float | None = None
+
+
+class SubmissionInfo(FrozenModel):
+    """How a record entered the store through community submission."""
+
+    submission_id: str
+    submitter: str
+    submitted_at: datetime
+    approved_at: datetime | None = None
+
+
+def new_run_id() -> str:
+    """Return a fresh, unique run id (32 hex digits)."""
+    return uuid.uuid4().hex
+
+
+def utc_now() -> datetime:
+    """Return the current time, timezone-aware in UTC."""
+    return datetime.now(UTC)
+
+
+class RunRecord(FrozenModel):
+    """One run: a measured or modelled workload, or an estimate, with full provenance.
+
+    ``energy_source`` says where every energy figure on the record came from.
+    """
+
+    schema_version: Literal["1.0"] = SCHEMA_VERSION
+    record_type: Literal["run"] = "run"
+    run_id: str = Field(default_factory=new_run_id, pattern=r"^[A-Za-z0-9_\-]{8,64}$")
+    created_at: datetime = Field(default_factory=utc_now)
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    status: Literal["ok", "failed"] = "ok"
+    error: str | None = None
+    model: ModelInfo
+    workload: Workload
+    hardware: Hardware
+    software: Software
+    energy_source: EnergySource
+    scope: MeasuredScope = Field(default_factory=MeasuredScope)
+    repeats: PosInt = 1
+    warmup_runs: NonNegInt = 0
+    phases: tuple[PhaseResult, ...] = ()
+    idle: IdleBaseline | None = None
+    power_timeline: PowerTimeline | None = None
+    checkpoints: tuple[TrainingCheckpoint, ...] = ()
+    expert_utilisation: tuple[NonNegFloat, ...] | None = Field(
+        default=None, description="Fraction of routed tokens per expert, averaged over layers."
+    )
+    tags: dict[str, str] = Field(default_factory=dict)
+    submission: SubmissionInfo | None = None
+
+    @model_validator(mode="after")
+    def _status_consistent(self) -> RunRecord:
+        if self.status == "failed" and not self.error:
+            raise ValueError("a failed run needs an error message")
+        if self.status == "ok" and not self.phases and not self.checkpoints:
+            raise ValueError("a successful run needs at least one phase result")
+        return self
+
+    def phase(self, phase: Phase | str) -> PhaseResult | None:
+        """Return the result of ``phase``, or ``None`` if the run has none."""
+        for p in self.phases:
+            if p.phase == phase:
+                return p
+        return None
+
+    def content_hash(self) -> str:
+        """SHA-256 of the record's content, excluding how it was submitted.
+
+        Two appends of the same record (a retry, a resubmission) share a hash; the store and
+        the submission intake use it to reject duplicates.
+        """
+        data = self.model_dump(mode="json", exclude={"submission"})
+        return sha256_hex(canonical_json(data))

@@ -1,0 +1,31 @@
+"""A community submission: a bundle of run and quality records from one submitter."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from mlenergy.records.base import SCHEMA_VERSION, FrozenModel
+from mlenergy.records.quality import QualityResult
+from mlenergy.records.run import RunRecord
+
+
+class Submission(FrozenModel):
+    """What a submitter uploads (``mlenergy submit results.json``).
+
+    Attributes:
+        submitter: Name or handle of the person or lab submitting (shown on the leaderboard).
+        contact: Optional e-mail or URL.
+        description: Optional free text about how the runs were made.
+        runs: The run records (``mlenergy bench --json`` output).
+        quality: Quality results linked to those runs, if any.
+    """
+
+    schema_version: Literal["1.0"] = SCHEMA_VERSION
+    record_type: Literal["submission"] = "submission"
+    submitter: str = Field(min_length=1, max_length=200)
+    contact: str | None = Field(default=None, max_length=200)
+    description: str | None = Field(default=None, max_length=5000)
+    runs: tuple[RunRecord, ...] = Field(min_length=1)
+    quality: tuple[QualityResult, ...] = ()
