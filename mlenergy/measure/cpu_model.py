@@ -1,0 +1,238 @@
+"""The CPU power model used when Zeus finds no energy counter (no GPU, no RAPL).
+
+Energy on such machines is *modelled*, never silently zero, and labelled ``modelled:cpu-tdp``.
+
+The model
+---------
+The modelled scope is the set of logical CPUs this process may run on
+(``os.sched_getaffinity(0)``, ``n`` of them). Its full-load power is ``tdp_w``: by default
+``per_cpu_w x n`` with ``per_cpu_w`` from :data:`CPU_TDP_TABLE` (matched against the CPU model
+name in ``/proc/cpuinfo``), overridable by ``EnergyMeter(cpu_tdp_w=...)``, the environment
+variable ``MLENERGY_CPU_TDP_W`` or the workloads' ``--cpu-tdp-w`` flag (all three give the
+full-load power of the modelled scope in watts, not of the whole socket). Power is linear in
+utilisation::
+
+    idle_w  = idle_fraction x tdp_w
+    power_w = idle_w + (tdp_w - idle_w) x u,        u in [0, 1]
+
+where ``u`` is the CPU utilisation of this process over the window: the CPU seconds it used
+(user + system, all threads, plus reaped children; ``os.times()``) divided by
+``wall seconds x n``. Because the model is linear, a window's energy is exact from two
+``os.times()`` readings (no sampling thread)::
+
+    energy_j = idle_w x duration_s + (tdp_w - idle_w) x cpu_s / n
+
+Utilisation is the process's own, not the whole machine's, so a busy neighbour on a shared
+machine does not inflate a run's figure; the idle share is charged in full to the scope.
+
+Constants and sources
+---------------------
+* ``idle_fraction = 0.3``: servers idle at roughly 30-50 % of peak power (Barroso, Hölzle and
+  Ranganathan, *The Datacenter as a Computer*, 3rd ed., 2018, ch. 5; SPECpower_ssj2008
+  published results), and modern CPU packages idle lower than whole servers; we take the low
+  end. Override with ``EnergyMeter(cpu_idle_fraction=...)`` or ``MLENERGY_CPU_IDLE_FRACTION``.
+* Per-logical-CPU figures in :data:`CPU_TDP_TABLE` are vendor TDPs divided by hardware threads
+  of a typical part of each family (sources in the table). They are coarse by design: the model
+  is for comparing runs on the same machine, not for absolute accuracy.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from mlenergy.errors import UserError
+
+CPU_TDP_ENV = "MLENERGY_CPU_TDP_W"
+"""Environment variable overriding the modelled scope's full-load power in watts."""
+
+CPU_TDP_FLAG_HELP = (
+    "Full-load power in watts of the CPUs this process may use, for the CPU power model "
+    "(used only when Zeus finds no GPU or RAPL counter; default: env MLENERGY_CPU_TDP_W, "
+    "else a per-CPU figure for the detected CPU family x usable CPUs)."
+)
+"""Help text for the workloads' ``--cpu-tdp-w`` flag, so every command says the same."""
+
+CPU_IDLE_FRACTION_ENV = "MLENERGY_CPU_IDLE_FRACTION"
+"""Environment variable overriding the idle share of full-load power (0 to 1)."""
+
+DEFAULT_IDLE_FRACTION = 0.3
+"""Idle power as a share of full-load power (see the module docstring for sources)."""
+
+DEFAULT_PER_CPU_W = 3.0
+"""Watts per logical CPU when the CPU model matches no entry of :data:`CPU_TDP_TABLE`."""
+
+CPU_TDP_TABLE: tuple[tuple[str, float, str], ...] = (
+    # (regex on the /proc/cpuinfo model name, watts per logical CPU, source)
+    (r"AMD EPYC", 280.0 / 128, "AMD EPYC 7763: 280 W TDP, 64 cores / 128 threads (amd.com)"),
+    (r"AMD Ryzen Threadripper", 280.0 / 128, "Threadripper PRO 5995WX: 280 W, 64C/128T (amd.com)"),
+    (r"AMD Ryzen", 105.0 / 32, "Ryzen 9 5950X: 105 W TDP, 16 cores / 32 threads (amd.com)"),
+    (r"Intel.*Xeon", 270.0 / 80, "Xeon Platinum 8380: 270 W TDP, 40 cores / 80 threads (ark)"),
+    (r"Intel.*Core", 125.0 / 32, "Core i9-13900K: 125 W base power, 32 threads (ark.intel.com)"),
+    (r"Neoverse|Graviton", 100.0 / 64, "AWS Graviton3: ~100 W, 64 cores (AWS re:Invent 2021)"),
+    (r"Ampere|Altra", 250.0 / 80, "Ampere Altra Q80-30: 250 W, 80 cores (amperecomputing.com)"),
+    (r"Apple M", 20.0 / 8, "Apple M1/M2: ~20 W CPU package, 8 cores (Apple, AnandTech)"),
+)
+"""Coarse per-logical-CPU power figures by CPU family, first match wins."""
+
+
+@lru_cache(maxsize=1)
+def cpu_model_name() -> str | None:
+    """Return the CPU model name from ``/proc/cpuinfo`` (or ``platform``), ``None`` if unknown."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() in ("model name", "Model", "cpu model") and value.strip():
+                    return value.strip()
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or None
+
+
+def usable_cpu_count() -> int:
+    """Return the logical CPUs this process may run on (its affinity mask), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - non-Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def per_cpu_watts(model_name: str | None) -> tuple[float, str]:
+    """Look up the power of one logical CPU for a CPU model name.
+
+    Args:
+        model_name: The CPU model string, e.g. ``"AMD EPYC 7763 64-Core Processor"``.
+
+    Returns:
+        ``(watts per logical CPU, source text)``; the fallback is :data:`DEFAULT_PER_CPU_W`.
+    """
+    if model_name:
+        for pattern, watts, source in CPU_TDP_TABLE:
+            if re.search(pattern, model_name, flags=re.IGNORECASE):
+                return watts, source
+    return DEFAULT_PER_CPU_W, "default (CPU model not in the table)"
+
+
+def _env_float(name: str, low: float, high: float | None) -> float | None:
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not (value >= low and (high is None or value <= high)):
+        bound = f"between {low} and {high}" if high is not None else f"above {low}"
+        raise UserError(
+            f"environment variable {name}={raw!r} is not a number {bound}",
+            f"Set {name} to a number {bound} or unset it",
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class CpuPowerModel:
+    """A linear utilisation x TDP power model of the CPUs this process may use.
+
+    Attributes:
+        tdp_w: Full-load power of the modelled scope in watts.
+        idle_fraction: Idle power as a share of ``tdp_w``.
+        num_cpus: Logical CPUs in the modelled scope.
+        tdp_source: Where ``tdp_w`` came from (argument, environment, table row, default).
+        cpu_model: The CPU model name the table was matched against.
+    """
+
+    tdp_w: float
+    idle_fraction: float
+    num_cpus: int
+    tdp_source: str
+    cpu_model: str | None = None
+
+    @property
+    def idle_w(self) -> float:
+        """Modelled idle power of the scope in watts."""
+        return self.idle_fraction * self.tdp_w
+
+    def power_w(self, utilisation: float) -> float:
+        """Modelled power in watts at a utilisation in ``[0, 1]`` (clipped)."""
+        u = min(1.0, max(0.0, utilisation))
+        return self.idle_w + (self.tdp_w - self.idle_w) * u
+
+    def energy_j(self, duration_s: float, cpu_s: float) -> float:
+        """Modelled energy in joules of a window.
+
+        Args:
+            duration_s: Wall time of the window in seconds.
+            cpu_s: CPU seconds the process used in the window (all threads).
+
+        Returns:
+            ``duration_s x power_w(cpu_s / (duration_s x num_cpus))``; utilisation is clipped
+            to ``[0, 1]``.
+        """
+        if duration_s <= 0:
+            return 0.0
+        return duration_s * self.power_w(cpu_s / (duration_s * self.num_cpus))
+
+    def describe(self) -> str:
+        """One line for :class:`~mlenergy.records.MeasuredScope.description`."""
+        return (
+            f"CPU modelled (modelled:cpu-tdp): {self.num_cpus} logical CPU(s) of "
+            f"{self.cpu_model or 'unknown CPU'}, full load {self.tdp_w:.1f} W "
+            f"[{self.tdp_source}], idle {self.idle_fraction:.0%} of it, "
+            "linear in this process's CPU utilisation"
+        )
+
+
+def process_cpu_seconds() -> float:
+    """CPU seconds used so far by this process (user + system, all threads, reaped children)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def resolve_cpu_power_model(
+    cpu_tdp_w: float | None = None, idle_fraction: float | None = None
+) -> CpuPowerModel:
+    """Build the CPU power model: argument, then environment, then the table.
+
+    Args:
+        cpu_tdp_w: Full-load power of the modelled scope in watts (the logical CPUs this
+            process may use); ``None`` reads ``MLENERGY_CPU_TDP_W`` then the table.
+        idle_fraction: Idle share of ``cpu_tdp_w`` in ``[0, 1)``; ``None`` reads
+            ``MLENERGY_CPU_IDLE_FRACTION`` then uses :data:`DEFAULT_IDLE_FRACTION`.
+
+    Returns:
+        The model.
+
+    Raises:
+        UserError: A TDP that is not a positive number, or an idle fraction outside ``[0, 1)``.
+    """
+    name = cpu_model_name()
+    n = usable_cpu_count()
+    if cpu_tdp_w is not None:
+        if not (isinstance(cpu_tdp_w, int | float) and cpu_tdp_w > 0 and cpu_tdp_w < 1e5):
+            raise UserError(
+                f"cpu_tdp_w={cpu_tdp_w!r} is not a positive power in watts",
+                "Pass the full-load power of the CPUs this process may use, e.g. 65",
+            )
+        tdp, source = float(cpu_tdp_w), "argument cpu_tdp_w"
+    elif (env := _env_float(CPU_TDP_ENV, 1e-6, 1e5)) is not None:
+        tdp, source = env, f"environment {CPU_TDP_ENV}"
+    else:
+        per_cpu, row = per_cpu_watts(name)
+        tdp, source = per_cpu * n, f"{per_cpu:.2f} W/CPU x {n}: {row}"
+    if idle_fraction is None:
+        idle_fraction = _env_float(CPU_IDLE_FRACTION_ENV, 0.0, 0.999)
+        idle_fraction = DEFAULT_IDLE_FRACTION if idle_fraction is None else idle_fraction
+    elif not 0.0 <= idle_fraction < 1.0:
+        raise UserError(
+            f"cpu_idle_fraction={idle_fraction!r} is outside [0, 1)",
+            "Pass the idle share of full-load power, e.g. 0.3",
+        )
+    return CpuPowerModel(
+        tdp_w=tdp, idle_fraction=float(idle_fraction), num_cpus=n, tdp_source=source, cpu_model=name
+    )
