@@ -1,0 +1,476 @@
+"""Load a model for a benchmark: a preset, a hub id, a local folder, a config.json or a config.
+
+Real weights come from the Hugging Face Hub or a local folder with a checkpoint; everything else
+(a preset, a ``config.json``, a folder with only a config, a ``PretrainedConfig`` object) is
+built with random weights from a fixed seed. Bad sources raise :class:`~mlenergy.errors.UserError`
+with a one-line fix; an unreachable hub fails within seconds rather than after long retries.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlparse
+
+from mlenergy.errors import UserError
+from mlenergy.models.info import model_info_from_config, parameter_counts
+from mlenergy.models.presets import PRESET_PREFIX, PRESETS, preset_config
+from mlenergy.records import ModelInfo
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PretrainedConfig
+
+SourceKind = Literal["preset", "hub", "local_dir", "config_file", "config"]
+
+DTYPES = {
+    "float32": "float32",
+    "fp32": "float32",
+    "float": "float32",
+    "float16": "float16",
+    "fp16": "float16",
+    "half": "float16",
+    "bfloat16": "bfloat16",
+    "bf16": "bfloat16",
+}
+"""Accepted ``--dtype`` spellings and the canonical name each maps to."""
+
+_WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.pt", "*.pth")
+_SOURCE_FIX = "Use preset:<name> (" + ", ".join(PRESETS) + "), a local path, or a config.json"
+
+
+def _one_line(exc: BaseException) -> str:
+    """The first line of an exception's message (error messages stay on one line)."""
+    text = str(exc).strip()
+    return text.splitlines()[0][:300] if text else type(exc).__name__
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """Where a model comes from, parsed from a user string.
+
+    Attributes:
+        kind: ``preset``, ``hub``, ``local_dir``, ``config_file`` or ``config`` (an object).
+        value: Preset name, hub id or path (empty for a config object).
+    """
+
+    kind: SourceKind
+    value: str
+
+    @classmethod
+    def parse(cls, source: str | os.PathLike[str]) -> ModelSource:
+        """Classify a model source string.
+
+        Args:
+            source: ``preset:<name>``, a hub id (``org/name``), a folder, or a ``.json`` path.
+
+        Raises:
+            UserError: If the string is empty, names a missing file, or an unknown preset.
+        """
+        text = str(source).strip()
+        if not text:
+            raise UserError("empty model source", _SOURCE_FIX)
+        if text.startswith(PRESET_PREFIX):
+            name = text.removeprefix(PRESET_PREFIX)
+            preset_config(name)  # validates the name
+            return cls("preset", name)
+        path = Path(text).expanduser()
+        if path.is_dir():
+            return cls("local_dir", str(path))
+        if path.is_file():
+            return cls("config_file", str(path))
+        looks_like_path = (
+            text.endswith(".json") or text.startswith((".", "/", "~")) or text.count("/") > 1
+        )
+        if looks_like_path:
+            raise UserError(
+                f"model path {text!r} does not exist",
+                "Check the path, or u" + _SOURCE_FIX[1:],
+            )
+        return cls("hub", text)
+
+
+@dataclass
+class LoadedModel:
+    """A model ready to run.
+
+    Attributes:
+        model: The ``torch.nn.Module`` (causal LM), in eval mode, on ``device``.
+        config: Its ``transformers`` config.
+        tokenizer: Its tokenizer, or ``None`` (presets and config-only models have none).
+        info: The record description (fingerprint, parameter counts, dtype, weights).
+        model_id: The id recorded for the model (``preset:<name>``, hub id or path).
+        source: The parsed source.
+        dtype: Canonical dtype name (``float32``, ``float16``, ``bfloat16``).
+        device: Torch device string the model lives on.
+    """
+
+    model: torch.nn.Module
+    config: PretrainedConfig
+    tokenizer: Any
+    info: ModelInfo
+    model_id: str
+    source: ModelSource
+    dtype: str
+    device: str
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of token ids the model accepts."""
+        return int(self.config.get_text_config().vocab_size)
+
+
+def canonical_dtype(dtype: str) -> str:
+    """Return the canonical dtype name for a user spelling.
+
+    Raises:
+        UserError: If the dtype is not supported.
+    """
+    key = str(dtype).strip().lower().removeprefix("torch.")
+    if key not in DTYPES:
+        raise UserError(f"unsupported dtype {dtype!r}", "Use one of float32, float16, bfloat16")
+    return DTYPES[key]
+
+
+def check_device(device: str) -> str:
+    """Validate a torch device string and that the device exists here.
+
+    Raises:
+        UserError: If the string is malformed or the device is absent.
+    """
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise UserError(
+            f"invalid device {device!r} ({_one_line(exc)})", "Use cpu, cuda or cuda:<index>"
+        ) from exc
+    if dev.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise UserError(
+                f"device {device!r} requested but no CUDA GPU is available", "Use --device cpu"
+            )
+        if dev.index is not None and dev.index >= count:
+            raise UserError(
+                f"device {device!r} requested but only {count} CUDA GPU(s) exist",
+                f"Use cuda:0 to cuda:{count - 1}",
+            )
+    elif dev.type == "mps" and not torch.backends.mps.is_available():
+        raise UserError(f"device {device!r} requested but MPS is unavailable", "Use --device cpu")
+    return str(dev)
+
+
+def read_config_file(path: str | Path) -> PretrainedConfig:
+    """Read a ``config.json`` into a ``transformers`` config.
+
+    Keys starting with ``_`` and ``model_id`` (annotations, as in the reference configs) and
+    ``quantization_config`` (random weights are never quantized) are ignored.
+
+    Raises:
+        UserError: If the file is unreadable, not JSON, not an object, or has an unknown
+            ``model_type``.
+    """
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(
+            f"cannot read config file {str(file)!r} ({_one_line(exc)})", "Check the path"
+        ) from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserError(
+            f"malformed config file {str(file)!r}: {exc.msg} "
+            f"at line {exc.lineno} column {exc.colno}",
+            "Fix the JSON (a Hugging Face config.json object)",
+        ) from exc
+    if not isinstance(data, dict):
+        raise UserError(
+            f"config file {str(file)!r} holds a JSON {type(data).__name__}, not an object",
+            "Give a Hugging Face config.json (a JSON object with model_type)",
+        )
+    return config_from_dict(data, origin=str(file))
+
+
+def config_from_dict(data: dict[str, Any], origin: str = "config") -> PretrainedConfig:
+    """Build a ``transformers`` config from a ``config.json`` dict.
+
+    Args:
+        data: The parsed JSON object (must hold ``model_type``).
+        origin: Where it came from, for error messages.
+
+    Raises:
+        UserError: If ``model_type`` is missing or unknown, or the values are invalid.
+    """
+    from transformers import AutoConfig
+
+    clean = {
+        k: v
+        for k, v in data.items()
+        if not k.startswith("_") and k not in ("model_id", "quantization_config")
+    }
+    model_type = clean.pop("model_type", None)
+    if not isinstance(model_type, str) or not model_type:
+        raise UserError(
+            f"config {origin!r} has no model_type",
+            'add "model_type" (e.g. "llama", "mixtral", "qwen3_moe", "deepseek_v3")',
+        )
+    try:
+        return AutoConfig.for_model(model_type, **clean)
+    except ValueError as exc:
+        if "Unrecognized" in str(exc) or "model_type" in str(exc):
+            raise UserError(
+                f"config {origin!r} has unknown model_type {model_type!r}",
+                "Use a model_type known to the installed transformers (e.g. llama, mixtral)",
+            ) from exc
+        raise UserError(
+            f"invalid config {origin!r}: {_one_line(exc)}", "Fix the listed value"
+        ) from exc
+    except (TypeError, KeyError) as exc:
+        raise UserError(
+            f"invalid config {origin!r}: {_one_line(exc)}", "Fix the listed value"
+        ) from exc
+
+
+def _check_fits_in_memory(config: PretrainedConfig, dtype: str, origin: str) -> None:
+    """Refuse to build random weights that cannot fit in host memory."""
+    import psutil
+
+    try:
+        total, _ = parameter_counts(config)
+    except Exception:  # not buildable as a causal LM: build_random reports it
+        return
+    bytes_per = 4 if dtype == "float32" else 2
+    need = total * bytes_per
+    have = psutil.virtual_memory().available
+    if need > 0.8 * have:
+        raise UserError(
+            f"model {origin!r} has {total / 1e9:.2f}B parameters ({need / 2**30:.1f} GiB in "
+            f"{dtype}) but only {have / 2**30:.1f} GiB of memory is free",
+            "Use a smaller config (fewer layers, smaller hidden size) or a preset",
+        )
+
+
+def _to_torch_dtype(dtype: str) -> torch.dtype:
+    import torch
+
+    return getattr(torch, dtype)
+
+
+def check_buildable(config: PretrainedConfig, dtype: str, origin: str) -> None:
+    """Check, without allocating weights, that ``config`` builds a causal LM that fits in memory.
+
+    Raises:
+        UserError: If the architecture has no causal-LM class or is too large for free memory.
+    """
+    from transformers import MODEL_FOR_CAUSAL_LM_MAPPING
+
+    if type(config) not in MODEL_FOR_CAUSAL_LM_MAPPING:
+        raise UserError(
+            f"cannot build a causal language model from {origin!r} "
+            f"(model_type {config.model_type!r} has no causal-LM class)",
+            "Use a decoder-only architecture config (llama, mixtral, qwen3_moe, deepseek_v3...)",
+        )
+    _check_fits_in_memory(config, canonical_dtype(dtype), origin)
+
+
+def build_random(
+    config: PretrainedConfig, dtype: str, device: str, seed: int, origin: str
+) -> torch.nn.Module:
+    """Build a causal LM with random weights from ``config`` with a fixed seed.
+
+    Raises:
+        UserError: If the architecture has no causal-LM class or the model does not fit.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    check_buildable(config, dtype, origin)
+    torch.manual_seed(seed)
+    try:
+        model = AutoModelForCausalLM.from_config(config)
+    except ValueError as exc:
+        raise UserError(
+            f"cannot build a causal language model from {origin!r} ({_one_line(exc)})",
+            "Use a decoder-only architecture config (llama, mixtral, qwen3_moe, deepseek_v3...)",
+        ) from exc
+    return model.to(device=device, dtype=_to_torch_dtype(dtype)).eval()
+
+
+def hub_reachable(timeout_s: float = 3.0) -> bool:
+    """Whether the Hugging Face Hub endpoint answers a TCP connection within ``timeout_s``.
+
+    Honours ``HF_HUB_OFFLINE`` / ``TRANSFORMERS_OFFLINE`` (then always ``False``).
+    """
+    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        if os.environ.get(var, "").strip().lower() in ("1", "true", "yes", "on"):
+            return False
+    endpoint = os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
+    parsed = urlparse(endpoint)
+    host = parsed.hostname or "huggingface.co"
+    port = parsed.port or (443 if parsed.scheme != "http" else 80)
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
+def _pretrained_config(name: str, local_files_only: bool) -> PretrainedConfig:
+    from transformers import AutoConfig
+
+    try:
+        return AutoConfig.from_pretrained(name, local_files_only=local_files_only)
+    except (OSError, ValueError) as exc:
+        if Path(name).exists():
+            raise UserError(
+                f"could not read the model config in {name!r} ({_one_line(exc)})",
+                "Check that the folder holds a valid config.json",
+            ) from exc
+        raise UserError(
+            f"could not load {name!r} from the Hugging Face Hub (no network or unknown id)",
+            _SOURCE_FIX,
+        ) from exc
+
+
+def _load_pretrained(
+    name: str, dtype: str, device: str, local_files_only: bool
+) -> tuple[torch.nn.Module, Any]:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    try:
+        model = AutoModelForCausalLM.from_pretrained(
+            name, local_files_only=local_files_only, dtype=_to_torch_dtype(dtype)
+        )
+    except (OSError, ValueError) as exc:
+        if Path(name).exists():
+            raise UserError(
+                f"could not load the model weights in {name!r} ({_one_line(exc)})",
+                "Check that the folder holds a config.json and its weights",
+            ) from exc
+        raise UserError(
+            f"could not load {name!r} from the Hugging Face Hub (no network or unknown id)",
+            _SOURCE_FIX,
+        ) from exc
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(name, local_files_only=local_files_only)
+    except Exception:  # a checkpoint without a tokenizer still benchmarks on synthetic ids
+        tokenizer = None
+    return model.to(device).eval(), tokenizer
+
+
+@dataclass(frozen=True)
+class ResolvedSource:
+    """A model source whose config has been read (no weights loaded yet).
+
+    Attributes:
+        source: The parsed source.
+        config: The model config.
+        model_id: The id to record.
+        pretrained: Whether real weights will be loaded (hub or a folder with a checkpoint).
+        local_files_only: For pretrained sources: read only the local cache (hub unreachable).
+    """
+
+    source: ModelSource
+    config: PretrainedConfig
+    model_id: str
+    pretrained: bool
+    local_files_only: bool = True
+
+
+def resolve_source(source: str | os.PathLike[str] | PretrainedConfig) -> ResolvedSource:
+    """Parse a model source and read its config, without loading weights.
+
+    Cheap enough to validate every ``--model`` of a command before anything runs.
+
+    Raises:
+        UserError: For an unknown preset, a missing or malformed path or config, or a hub id
+            that cannot be resolved (no network or unknown id).
+    """
+    from transformers import PretrainedConfig
+
+    if isinstance(source, PretrainedConfig):
+        return ResolvedSource(
+            ModelSource("config", ""), source, f"config:{source.model_type or 'unknown'}", False
+        )
+    src = ModelSource.parse(source)
+    if src.kind == "preset":
+        return ResolvedSource(src, preset_config(src.value), PRESETS[src.value].model_id, False)
+    if src.kind == "config_file":
+        return ResolvedSource(src, read_config_file(src.value), src.value, False)
+    if src.kind == "local_dir":
+        folder = Path(src.value)
+        if not (folder / "config.json").is_file():
+            raise UserError(
+                f"folder {src.value!r} has no config.json",
+                "Point --model at a Hugging Face model folder or a config.json file",
+            )
+        if any(any(folder.glob(p)) for p in _WEIGHT_PATTERNS):
+            return ResolvedSource(src, _pretrained_config(src.value, True), src.value, True, True)
+        return ResolvedSource(src, read_config_file(folder / "config.json"), src.value, False)
+    offline = not hub_reachable()
+    config = _pretrained_config(src.value, offline)
+    return ResolvedSource(src, config, src.value, True, offline)
+
+
+def load_model(
+    source: str | os.PathLike[str] | PretrainedConfig | ResolvedSource,
+    dtype: str = "float32",
+    device: str = "cpu",
+    seed: int = 0,
+    *,
+    model_id: str | None = None,
+) -> LoadedModel:
+    """Load or build a causal language model.
+
+    Args:
+        source: ``preset:<name>``; a hub id (real weights, cached or downloaded); a local
+            folder (real weights if it holds a checkpoint, else random from its config.json);
+            a path to a ``config.json`` (random weights); a ``PretrainedConfig`` object
+            (random weights); or a :class:`ResolvedSource` from :func:`resolve_source`.
+        dtype: ``float32``, ``float16`` or ``bfloat16``.
+        device: Torch device string (``cpu``, ``cuda``, ``cuda:1``).
+        seed: Seed of the random weights.
+        model_id: Id to record instead of the default (``preset:<name>``, the hub id, the
+            path, or ``config:<model_type>`` for a config object).
+
+    Returns:
+        The loaded model with its config, tokenizer (or ``None``) and record description.
+
+    Raises:
+        UserError: For an unknown preset, a missing or malformed path, a hub id that cannot be
+            loaded (no network or unknown id), a bad dtype or device, or a model too large.
+    """
+    dtype = canonical_dtype(dtype)
+    device = check_device(device)
+    resolved = source if isinstance(source, ResolvedSource) else resolve_source(source)
+    config = resolved.config
+    tokenizer = None
+    if resolved.pretrained:
+        model, tokenizer = _load_pretrained(
+            resolved.source.value, dtype, device, resolved.local_files_only
+        )
+        config = model.config
+        weights: Literal["pretrained", "random"] = "pretrained"
+    else:
+        model = build_random(config, dtype, device, seed, resolved.model_id)
+        weights = "random"
+    recorded_id = model_id or resolved.model_id
+    info = model_info_from_config(config, recorded_id, dtype, weights, model=model)
+    return LoadedModel(
+        model=model,
+        config=config,
+        tokenizer=tokenizer,
+        info=info,
+        model_id=recorded_id,
+        source=resolved.source,
+        dtype=dtype,
+        device=device,
+    )

@@ -1,0 +1,413 @@
+"""The inference runner: a batch-size sweep of fixed-length greedy generation, measured.
+
+For each batch size the runner warms up, then repeats one request batch ``repeats`` times.
+Each repeat measures two windows of the meter: *prefill* (one forward pass over the prompts,
+ending with the first token: the time to first token) and *decode* (the remaining
+``output_tokens - 1`` steps, one forward pass each, whose step times are the inter-token
+latencies). The *request* phase is their sum. Every point becomes a
+:class:`~mlenergy.records.RunRecord`; a batch size that runs out of memory becomes a failed
+record and the sweep goes on.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from mlenergy.errors import UserError
+from mlenergy.records import (
+    Hardware,
+    IdleBaseline,
+    RunRecord,
+    Software,
+    Workload,
+    utc_now,
+)
+from mlenergy.workloads.phases import PointMeasurement, RepeatWindows, summarise_phases
+
+if TYPE_CHECKING:
+    import torch
+
+    from mlenergy.measure import EnergyMeter
+    from mlenergy.models import LoadedModel
+    from mlenergy.workloads.prompts import PromptSet
+
+
+@dataclass(frozen=True)
+class InferenceSpec:
+    """What to run for every model of a sweep.
+
+    Attributes:
+        batch_sizes: Batch sizes to sweep (sequences per batch, each >= 1).
+        input_tokens: Prompt length in tokens of every sequence (>= 1).
+        output_tokens: Generated tokens per sequence (>= 1; EOS ignored).
+        repeats: Measured repeats per batch size (>= 1).
+        warmup: Unmeasured warm-up generations per batch size (>= 0).
+        prompts: Prompt source (``synthetic``, a file, ``hf:<id>``; see ``prompts``).
+        seed: Seed of random weights and synthetic prompts.
+        dtype: Weight dtype when the runner loads the model itself.
+        device: Torch device when the runner loads the model itself.
+        idle_s: Seconds of idle power measured once per sweep (0: skip).
+        task: Optional workload label recorded on every run.
+        tags: Extra tags recorded on every run.
+    """
+
+    batch_sizes: tuple[int, ...] = (1,)
+    input_tokens: int = 64
+    output_tokens: int = 64
+    repeats: int = 3
+    warmup: int = 1
+    prompts: str = "synthetic"
+    seed: int = 0
+    dtype: str = "float32"
+    device: str = "cpu"
+    idle_s: float = 0.5
+    task: str | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+
+    def validate(self) -> InferenceSpec:
+        """Check every value; return ``self``.
+
+        Raises:
+            UserError: Naming the first bad value and its fix.
+        """
+        if not self.batch_sizes:
+            raise UserError("no batch sizes given", "Pass e.g. --batch-sizes 1,4,16")
+        for b in self.batch_sizes:
+            if not isinstance(b, int) or isinstance(b, bool) or b < 1:
+                raise UserError(
+                    f"batch size {b!r} is not a positive integer",
+                    "Use batch sizes >= 1, e.g. --batch-sizes 1,4,16",
+                )
+        _check_int("input tokens", self.input_tokens, 1, "--input-tokens 64")
+        _check_int("output tokens", self.output_tokens, 1, "--output-tokens 64")
+        _check_int("repeats", self.repeats, 1, "--repeats 3")
+        _check_int("warm-up runs", self.warmup, 0, "--warmup 1")
+        if not (0 <= self.idle_s <= 600):
+            raise UserError(f"idle duration {self.idle_s!r} s is out of range", "Use 0 to 600 s")
+        return self
+
+
+def check_context_length(config: Any, spec: InferenceSpec, model_id: str) -> None:
+    """Refuse sequences longer than the model's ``max_position_embeddings``.
+
+    Raises:
+        UserError: If ``input_tokens + output_tokens`` exceeds the model's context.
+    """
+    text_config = config.get_text_config() if hasattr(config, "get_text_config") else config
+    limit = getattr(text_config, "max_position_embeddings", None)
+    total = spec.input_tokens + spec.output_tokens
+    if isinstance(limit, int) and limit > 0 and total > limit:
+        raise UserError(
+            f"{spec.input_tokens} input + {spec.output_tokens} output tokens exceed the "
+            f"{limit}-token context of {model_id!r}",
+            "Use fewer --input-tokens or --output-tokens",
+        )
+
+
+def _check_int(what: str, value: Any, low: int, example: str) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        raise UserError(
+            f"{what} must be an integer >= {low}, got {value!r}", f"Pass e.g. {example}"
+        )
+
+
+def parse_batch_sizes(text: str) -> tuple[int, ...]:
+    """Parse ``"1,4,16"`` into ``(1, 4, 16)``.
+
+    Raises:
+        UserError: If an item is not an integer >= 1.
+    """
+    sizes = []
+    for item in str(text).split(","):
+        item = item.strip()
+        if not item:
+            continue
+        try:
+            value = int(item)
+        except ValueError:
+            raise UserError(
+                f"batch size {item!r} is not an integer", "Use e.g. --batch-sizes 1,4,16"
+            ) from None
+        if value < 1:
+            raise UserError(
+                f"batch size {value} must be at least 1", "Use e.g. --batch-sizes 1,4,16"
+            )
+        sizes.append(value)
+    if not sizes:
+        raise UserError(f"no batch sizes in {text!r}", "Use e.g. --batch-sizes 1,4,16")
+    return tuple(dict.fromkeys(sizes))
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` is an out-of-memory failure (GPU or host)."""
+    import torch
+
+    if isinstance(exc, torch.OutOfMemoryError | MemoryError):
+        return True
+    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+
+
+def measure_point(
+    loaded: LoadedModel,
+    meter: EnergyMeter,
+    input_ids: torch.Tensor,
+    output_tokens: int,
+    repeats: int,
+    warmup: int,
+    on_step: Callable[[], None] | None = None,
+) -> PointMeasurement:
+    """Warm up, then measure ``repeats`` generations of one batch (prefill and decode windows).
+
+    For MoE models the warm-up (unmeasured) also counts the tokens routed to each expert.
+
+    Args:
+        loaded: The model.
+        meter: The energy meter.
+        input_ids: ``(batch, input_tokens)`` prompt ids on the model's device.
+        output_tokens: Tokens per sequence to generate.
+        repeats: Measured repeats.
+        warmup: Unmeasured generations first.
+        on_step: Called after every warm-up and measured generation (progress).
+
+    Returns:
+        The window results of each repeat and the expert utilisation (``None`` for dense
+        models or without warm-up).
+    """
+    from mlenergy.workloads.generation import (
+        cache_argument,
+        decode,
+        generate,
+        prefill,
+        synchronize,
+    )
+    from mlenergy.workloads.routing import ExpertCounter
+
+    model, device = loaded.model, loaded.device
+    cache_arg = cache_argument(model)
+    counter = ExpertCounter(model, loaded.info.num_experts)
+    for i in range(warmup):
+        if i == 0:
+            with counter:
+                generate(model, input_ids, output_tokens)
+        else:
+            generate(model, input_ids, output_tokens)
+        if on_step:
+            on_step()
+    results = []
+    for _ in range(repeats):
+        with meter.window("prefill") as wp:
+            state = prefill(model, input_ids)
+            synchronize(device)
+        wd = None
+        steps: list[float] = []
+        if output_tokens > 1:
+            with meter.window("decode") as wd:
+                steps = decode(model, state, output_tokens - 1, cache_arg, device)
+        del state
+        results.append(RepeatWindows(wp.result, wd.result if wd else None, steps))
+        if on_step:
+            on_step()
+    return PointMeasurement(results, counter.utilisation())
+
+
+def _free_memory(device: str) -> None:
+    import torch
+
+    gc.collect()
+    if device.startswith("cuda") and torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+@dataclass
+class _Context:
+    loaded: LoadedModel
+    spec: InferenceSpec
+    meter: EnergyMeter
+    prompts: PromptSet
+    hardware: Hardware
+    software: Software
+    idle: IdleBaseline | None
+
+
+def _workload(ctx: _Context, batch_size: int) -> Workload:
+    return Workload(
+        kind="inference",
+        task=ctx.spec.task,
+        batch_size=batch_size,
+        input_tokens=ctx.spec.input_tokens,
+        output_tokens=ctx.spec.output_tokens,
+        num_requests=batch_size,
+        prompt_source=ctx.prompts.source.label,
+        device=ctx.loaded.device,
+    )
+
+
+def _tags(ctx: _Context) -> dict[str, str]:
+    import torch
+
+    tags = {
+        "runner": "mlenergy.workloads.inference",
+        "prompt_tokenizer": ctx.prompts.tokenizer_kind,
+        "torch_threads": str(torch.get_num_threads()),
+        "seed": str(ctx.spec.seed),
+    }
+    tags.update(ctx.spec.tags)
+    return tags
+
+
+def run_point(
+    ctx: _Context, batch_size: int, on_step: Callable[[], None] | None = None
+) -> RunRecord:
+    """Measure one batch size; return an ``ok`` record, or a ``failed`` one on out-of-memory."""
+    import time
+
+    spec = ctx.spec
+    started = utc_now()
+    start_s = time.time()
+    common = {
+        "started_at": started,
+        "model": ctx.loaded.info,
+        "workload": _workload(ctx, batch_size),
+        "hardware": ctx.hardware,
+        "software": ctx.software,
+        "energy_source": ctx.meter.energy_source,
+        "scope": ctx.meter.scope,
+        "repeats": spec.repeats,
+        "warmup_runs": spec.warmup,
+        "idle": ctx.idle,
+        "tags": _tags(ctx),
+    }
+    try:
+        ids = ctx.prompts.batch(batch_size, spec.input_tokens).to(ctx.loaded.device)
+        point = measure_point(
+            ctx.loaded, ctx.meter, ids, spec.output_tokens, spec.repeats, spec.warmup, on_step
+        )
+        phases = summarise_phases(point.repeats, batch_size, spec.input_tokens, spec.output_tokens)
+    except Exception as exc:
+        if not is_out_of_memory(exc):
+            raise
+        _free_memory(ctx.loaded.device)
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return RunRecord(
+            status="failed",
+            error=f"out of memory at batch size {batch_size}: {message}"[:1000],
+            ended_at=utc_now(),
+            **common,
+        )
+    _free_memory(ctx.loaded.device)
+    return RunRecord(
+        status="ok",
+        phases=phases,
+        ended_at=utc_now(),
+        expert_utilisation=point.expert_utilisation,
+        power_timeline=ctx.meter.timeline(start_s),
+        **common,
+    )
+
+
+def run_inference_sweep(
+    loaded_or_model_id: LoadedModel | str,
+    spec: InferenceSpec,
+    meter: EnergyMeter,
+    store: Any = None,
+    progress: bool = True,
+    on_record: Callable[[RunRecord], None] | None = None,
+    reuse_idle: bool = False,
+) -> list[RunRecord]:
+    """Run the batch-size sweep of ``spec`` on one model.
+
+    Args:
+        loaded_or_model_id: A :class:`~mlenergy.models.LoadedModel`, or a source string for
+            :func:`~mlenergy.models.load_model` (loaded with ``spec.dtype``, ``device``, ``seed``).
+        spec: What to run.
+        meter: The energy meter (its label and scope go on every record).
+        store: A :class:`mlenergy.store.RunStore` to append each record to as soon as it is
+            made (so an interrupted sweep keeps its finished points), or ``None``.
+        progress: Show a rich progress bar on stderr.
+        on_record: Called with each record as soon as it is made.
+        reuse_idle: Reuse the meter's last idle baseline (``meter.idle``) when it has one,
+            instead of measuring idle power again (several models in one command).
+
+    Returns:
+        One record per batch size, in order (failed ones for out-of-memory points).
+
+    Raises:
+        UserError: For a bad spec, model source or prompt source (before anything runs).
+    """
+    from mlenergy.measure.provenance import collect_hardware, collect_software
+    from mlenergy.models import load_model
+    from mlenergy.workloads.prompts import PromptSet
+
+    spec.validate()
+    if isinstance(loaded_or_model_id, str):
+        loaded = load_model(loaded_or_model_id, spec.dtype, spec.device, spec.seed)
+    else:
+        loaded = loaded_or_model_id
+    check_context_length(loaded.config, spec, loaded.model_id)
+    prompts = PromptSet.prepare(spec.prompts, loaded.vocab_size, loaded.tokenizer, spec.seed)
+    idle = None
+    if spec.idle_s > 0:
+        previous = getattr(meter, "idle", None)
+        idle = previous if reuse_idle and previous is not None else meter.measure_idle(spec.idle_s)
+    ctx = _Context(loaded, spec, meter, prompts, collect_hardware(meter), collect_software(), idle)
+    records: list[RunRecord] = []
+    done = 0
+    with _progress_bar(progress) as bar:
+        task = bar.add_task(
+            loaded.model_id, total=len(spec.batch_sizes) * (spec.repeats + spec.warmup)
+        )
+        for batch_size in spec.batch_sizes:
+            bar.update(task, description=f"{loaded.model_id} batch {batch_size}")
+            record = run_point(ctx, batch_size, on_step=lambda: bar.advance(task))
+            done += spec.repeats + spec.warmup
+            bar.update(task, completed=done)
+            if store is not None:
+                store.append([record])
+            if on_record is not None:
+                on_record(record)
+            records.append(record)
+    return records
+
+
+class _NoProgress:
+    def __enter__(self) -> _NoProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def add_task(self, *args: Any, **kwargs: Any) -> int:
+        return 0
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def advance(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def _progress_bar(enabled: bool) -> Any:
+    if not enabled:
+        return _NoProgress()
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    return Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=False,
+    )

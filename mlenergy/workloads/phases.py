@@ -1,0 +1,132 @@
+"""Summaries of measured repeats into prefill, decode and request phase results.
+
+Scalars on a :class:`~mlenergy.records.PhaseResult` are means over repeats; each repeat is kept
+(``*_repeats``) with a Student-t 95% confidence interval. Inter-token latency percentiles pool
+every decode step of every repeat; time to first token is the mean prefill duration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from mlenergy.records import Phase, PhaseResult, RepeatStats
+
+
+@dataclass
+class RepeatWindows:
+    """One measured repeat: its prefill and decode window results and decode step times (s)."""
+
+    prefill: Any
+    decode: Any | None
+    step_times_s: list[float]
+
+
+@dataclass
+class PointMeasurement:
+    """What :func:`mlenergy.workloads.inference.measure_point` measured for one batch size.
+
+    Attributes:
+        repeats: Per repeat: prefill and decode window results and decode step times (s).
+        expert_utilisation: Fraction of routed tokens per expert (MoE), else ``None``.
+    """
+
+    repeats: list[RepeatWindows]
+    expert_utilisation: tuple[float, ...] | None = None
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    import numpy as np
+
+    return float(np.percentile(np.asarray(values, dtype=float), q))
+
+
+def _stats(values: list[float | None]) -> RepeatStats | None:
+    if not values or any(v is None for v in values):
+        return None
+    return RepeatStats.from_values([float(v) for v in values if v is not None])
+
+
+def _phase(
+    phase: Phase,
+    durations: list[float],
+    energies: list[float | None],
+    tokens: int,
+    by_device: list[dict[str, float]],
+    **latency: float | None,
+) -> PhaseResult:
+    """Summarise one phase over repeats (means as scalars, every repeat kept)."""
+    duration = sum(durations) / len(durations)
+    energy_stats = _stats(energies)
+    energy = energy_stats.mean if energy_stats is not None else None
+    if energy is not None and energy < 0:
+        energy = None
+    devices: dict[str, float] = {}
+    if energy is not None and by_device:
+        keys = set().union(*by_device)
+        devices = {k: sum(d.get(k, 0.0) for d in by_device) / len(by_device) for k in keys}
+    return PhaseResult(
+        phase=phase,
+        duration_s=duration,
+        energy_j=energy,
+        avg_power_w=energy / duration if energy is not None and duration > 0 else None,
+        tokens=tokens,
+        energy_per_token_j=energy / tokens if energy is not None and tokens > 0 else None,
+        throughput_tokens_per_s=tokens / duration if duration > 0 and tokens > 0 else None,
+        energy_by_device_j=devices,
+        energy_j_repeats=energy_stats,
+        duration_s_repeats=_stats(list(durations)),
+        **latency,
+    )
+
+
+def summarise_phases(
+    repeats: list[RepeatWindows], batch_size: int, input_tokens: int, output_tokens: int
+) -> tuple[PhaseResult, ...]:
+    """Turn measured repeats into prefill, decode and request phase results."""
+    pre_d = [r.prefill.duration_s for r in repeats]
+    pre_e = [r.prefill.energy_j for r in repeats]
+    steps = [t for r in repeats for t in r.step_times_s]
+    ttft = sum(pre_d) / len(pre_d)
+    itl = {
+        "itl_p50_s": _percentile(steps, 50),
+        "itl_p90_s": _percentile(steps, 90),
+        "itl_p99_s": _percentile(steps, 99),
+    }
+    phases = [
+        _phase(
+            Phase.PREFILL,
+            pre_d,
+            pre_e,
+            batch_size * input_tokens,
+            [r.prefill.energy_by_device_j for r in repeats],
+            ttft_s=ttft,
+        )
+    ]
+    req_d, req_e, req_dev = (
+        list(pre_d),
+        list(pre_e),
+        [r.prefill.energy_by_device_j for r in repeats],
+    )
+    if output_tokens > 1:
+        dec_d = [r.decode.duration_s for r in repeats]
+        dec_e = [r.decode.energy_j for r in repeats]
+        dec_dev = [r.decode.energy_by_device_j for r in repeats]
+        phases.append(
+            _phase(Phase.DECODE, dec_d, dec_e, batch_size * (output_tokens - 1), dec_dev, **itl)
+        )
+        req_d = [a + b for a, b in zip(pre_d, dec_d, strict=True)]
+        req_e = [
+            a + b if a is not None and b is not None else None
+            for a, b in zip(pre_e, dec_e, strict=True)
+        ]
+        req_dev = [
+            {k: a.get(k, 0.0) + b.get(k, 0.0) for k in set(a) | set(b)}
+            for a, b in zip(req_dev, dec_dev, strict=True)
+        ]
+    phases.append(
+        _phase(Phase.REQUEST, req_d, req_e, batch_size * output_tokens, req_dev, ttft_s=ttft, **itl)
+    )
+    return tuple(phases)

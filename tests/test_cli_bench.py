@@ -1,0 +1,219 @@
+"""``mlenergy bench`` end to end on the presets, and one-line errors for bad input."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from mlenergy.cli import main
+from mlenergy.records import RunRecord
+
+torch.set_num_threads(1)
+
+FAST = ["--input-tokens", "8", "--output-tokens", "4", "--repeats", "2", "--idle-s", "0.05"]
+
+
+def _snapshot(folder: Path) -> dict[str, str]:
+    if not folder.exists():
+        return {}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != ".lock"
+    }
+
+
+@pytest.fixture(scope="module")
+def filled_store(tmp_path_factory):
+    """A store holding the records of one small bench, and the JSON lines it printed."""
+    data = tmp_path_factory.mktemp("store") / "data"
+    import contextlib
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main(
+            [
+                "bench",
+                "--model",
+                "preset:tiny-dense",
+                "--model",
+                "preset:tiny-moe",
+                "--batch-sizes",
+                "1,2",
+                *FAST,
+                "--json",
+                "--data-dir",
+                str(data),
+            ]
+        )
+    assert rc == 0, err.getvalue()
+    return data, out.getvalue(), err.getvalue()
+
+
+def test_bench_json_prints_records_and_fills_store(filled_store):
+    data, stdout, stderr = filled_store
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    assert len(lines) == 4
+    records = [RunRecord.model_validate_json(line) for line in lines]
+    assert [(r.model.model_id, r.workload.batch_size) for r in records] == [
+        ("preset:tiny-dense", 1),
+        ("preset:tiny-dense", 2),
+        ("preset:tiny-moe", 1),
+        ("preset:tiny-moe", 2),
+    ]
+    assert all(r.status == "ok" and r.energy_source == "modelled:cpu-tdp" for r in records)
+    assert "mlenergy bench" in stderr  # the table goes to stderr with --json
+
+    from mlenergy.store import RunStore
+
+    store = RunStore(data)
+    assert {r.run_id for r in store.runs()} == {r.run_id for r in records}
+    frame = store.runs_frame()
+    assert frame["decode_energy_per_token_j"].notna().all()
+    assert set(frame["model_id"]) == {"preset:tiny-dense", "preset:tiny-moe"}
+
+
+def test_bench_table_and_env_data_dir(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MLENERGY_DATA_DIR", str(tmp_path / "envdata"))
+    rc = main(["bench", "--model", "preset:tiny-moe-deepseek", "--batch-sizes", "2", *FAST])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    assert "preset:tiny-moe-deepseek" in captured.out
+    assert "store:" in captured.out and "envdata" in captured.out
+    assert (tmp_path / "envdata" / "results").is_dir()
+
+
+def test_no_store_writes_nothing(tmp_path, capsys):
+    data = tmp_path / "data"
+    rc = main(
+        [
+            "bench",
+            "-m",
+            "preset:tiny-dense",
+            "-b",
+            "1",
+            *FAST,
+            "--no-store",
+            "--json",
+            "--data-dir",
+            str(data),
+        ]
+    )
+    assert rc == 0
+    assert len(capsys.readouterr().out.strip().splitlines()) == 1
+    assert not data.exists()
+
+
+def _bad_config(tmp_path: Path) -> str:
+    path = tmp_path / "config.json"
+    path.write_text('{"model_type": "llama", "hidden_size": ')
+    return str(path)
+
+
+BAD = {
+    "unknown hub id offline": (["--model", "no-such-org/no-such-model-xyz"], "Hugging Face Hub"),
+    "malformed config.json": (["--model", "{bad}"], "malformed config file"),
+    "unknown preset": (["--model", "preset:huge"], "unknown preset 'huge'"),
+    "batch size 0": (["--model", "preset:tiny-dense", "--batch-sizes", "0"], "batch size 0"),
+    "negative batch size": (
+        ["--model", "preset:tiny-dense", "--batch-sizes=4,-1"],
+        "batch size -1",
+    ),
+    "output tokens 0": (["--model", "preset:tiny-dense", "--output-tokens", "0"], "output tokens"),
+    "good then bad model": (
+        ["--model", "preset:tiny-dense", "--model", "{bad}"],
+        "malformed config file",
+    ),
+    "good then non-causal config": (
+        ["--model", "preset:tiny-dense", "--model", "{t5}"],
+        "cannot build a causal language model",
+    ),
+    "context too long": (
+        ["--model", "preset:tiny-dense", "--input-tokens", "4000"],
+        "exceed the 2048-token context",
+    ),
+    "prompt file without text": (
+        ["--model", "preset:tiny-dense", "--prompts", "{notext}"],
+        "no text column",
+    ),
+    "missing prompt file": (
+        ["--model", "preset:tiny-dense", "--prompts", "nope.jsonl"],
+        "prompt file 'nope.jsonl' does not exist",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_input_one_line_exit_2_store_unchanged(
+    case, filled_store, tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    data = tmp_path / "data"
+    shutil.copytree(filled_store[0], data)
+    before = _snapshot(data)
+    args, expected = BAD[case]
+    t5 = tmp_path / "t5.json"
+    t5.write_text('{"model_type": "t5", "d_model": 32}')
+    notext = tmp_path / "numbers.jsonl"
+    notext.write_text('{"a": 1}\n')
+    args = [
+        a.replace("{bad}", _bad_config(tmp_path))
+        .replace("{notext}", str(notext))
+        .replace("{t5}", str(t5))
+        for a in args
+    ]
+    # later options win: the case's own --batch-sizes / --output-tokens override the defaults
+    rc = main(["bench", "--batch-sizes", "1", *FAST, *args, "--data-dir", str(data)])
+    captured = capsys.readouterr()
+    assert rc == 2
+    err_lines = [line for line in captured.err.splitlines() if line.strip()]
+    assert len(err_lines) == 1, captured.err
+    assert err_lines[0].startswith("error: ") and expected in err_lines[0]
+    assert captured.out == ""
+    assert _snapshot(data) == before
+
+
+def test_unwritable_data_dir(tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    rc = main(
+        ["bench", "-m", "preset:tiny-dense", "-b", "1", *FAST, "--data-dir", str(blocker / "data")]
+    )
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and err.startswith("error: ") and "\n" not in err
+    assert "data directory" in err and "--data-dir" in err
+    assert blocker.read_text() == "x"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can write read-only folders")
+def test_read_only_data_dir(tmp_path, capsys):
+    data = tmp_path / "ro"
+    data.mkdir()
+    data.chmod(0o555)
+    try:
+        rc = main(["bench", "-m", "preset:tiny-dense", "-b", "1", *FAST, "--data-dir", str(data)])
+    finally:
+        data.chmod(0o755)
+    assert rc == 2
+    assert "not writable" in capsys.readouterr().err
+    assert list(data.iterdir()) == []
+
+
+def test_corrupted_store_file(filled_store, tmp_path, capsys):
+    data = tmp_path / "data"
+    shutil.copytree(filled_store[0], data)
+    segments = sorted((data / "results").rglob("*.parquet"))
+    assert segments
+    segments[0].write_bytes(b"this is not parquet")
+    before = _snapshot(data)
+    rc = main(["bench", "-m", "preset:tiny-dense", "-b", "1", *FAST, "--data-dir", str(data)])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and err.startswith("error: ") and "\n" not in err
+    assert segments[0].name in err
+    assert _snapshot(data) == before
