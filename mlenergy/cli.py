@@ -24,6 +24,23 @@ app = typer.Typer(
 )
 
 
+def _version_callback(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"mlenergy {version('mlenergy-lab')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version_callback, is_eager=True, help="Print the version."
+    ),
+) -> None:
+    """Measure, estimate, reduce and publish the energy of AI models."""
+
+
 def _register_commands() -> None:
     """Import every module of :mod:`mlenergy.commands` that defines ``register`` and call it."""
     for info in sorted(pkgutil.iter_modules(mlenergy.commands.__path__), key=lambda m: m.name):

@@ -75,7 +75,9 @@ def test_imports_point_down(area, path):
             ok = LAYER[target] < LAYER[area] or (area, sub) in ALLOWED_SAME_LAYER
             if LAYER[target] == LAYER[area] and LAYER[area] >= 3:
                 ok = True  # upper tiers may share siblings (e.g. workloads <-> quality)
-            assert ok, f"{path.relative_to(ROOT)} imports {name}: layer {target} is not below {area}"
+            assert ok, (
+                f"{path.relative_to(ROOT)} imports {name}: layer {target} is not below {area}"
+            )
         else:
             banned = FORBIDDEN_THIRD_PARTY.get(area, set())
             assert top not in banned, f"{path.relative_to(ROOT)} must not import {top}"

@@ -127,4 +127,6 @@ class RepeatStats(FrozenModel):
         var = sum((v - mean) ** 2 for v in vals) / (n - 1)
         std = math.sqrt(var)
         half = float(stats.t.ppf(0.975, n - 1)) * std / math.sqrt(n)
-        return cls(n=n, values=vals, mean=mean, std=std, ci95=Interval(low=mean - half, high=mean + half))
+        return cls(
+            n=n, values=vals, mean=mean, std=std, ci95=Interval(low=mean - half, high=mean + half)
+        )

@@ -41,7 +41,9 @@ def test_matches_brute_force():
     rng = np.random.default_rng(0)
     x, y = rng.random(200), rng.random(200)
     brute = [
-        not any((x[j] <= x[i] and y[j] <= y[i]) and (x[j] < x[i] or y[j] < y[i]) for j in range(200))
+        not any(
+            (x[j] <= x[i] and y[j] <= y[i]) and (x[j] < x[i] or y[j] < y[i]) for j in range(200)
+        )
         for i in range(200)
     ]
     assert pareto_mask(x, y).tolist() == brute

@@ -1,0 +1,30 @@
+"""``mlenergy demo``: the main job on the embedded default (the dense-vs-MoE study)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mlenergy.commands.options import DataDirOption, resolve_data_dir
+
+
+def demo(
+    data_dir: DataDirOption = None,
+    report_dir: Annotated[Path, typer.Option(help="Where the study report is written.")] = Path(
+        "reports/dense-vs-moe"
+    ),
+) -> None:
+    """Run the default dense-vs-MoE study end to end (about 5 minutes on 2 CPU cores)."""
+    from mlenergy.sweep.dense_vs_moe import run_study
+
+    result = run_study(
+        size="tiny", data_dir=resolve_data_dir(data_dir), report_dir=report_dir, progress=True
+    )
+    typer.echo(f"store: {result.data_dir}  report: {result.report_path}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``demo`` to the root app."""
+    app.command("demo")(demo)
