@@ -39,6 +39,7 @@ def export_schemas(out_dir: str | Path) -> list[Path]:
         fd, tmp = tempfile.mkstemp(dir=out, prefix=f".{name}.", suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; the schema is meant to be read by anyone
         os.replace(tmp, path)
         written.append(path)
     return written

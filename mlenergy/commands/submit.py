@@ -1,0 +1,130 @@
+"""``mlenergy submit`` and ``mlenergy submissions``: community result bundles."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mlenergy.commands.options import DataDirOption, resolve_data_dir
+
+submissions_app = typer.Typer(
+    name="submissions", help="Review queued result bundles.", no_args_is_help=True
+)
+
+
+def catalog_tdp_lookup(name: str) -> float | None:
+    """TDP in watts of a catalog accelerator (by name or alias), else ``None``.
+
+    Never reads a file: submitted names are not trusted as paths.
+    """
+    try:
+        from mlenergy.estimate.catalog import catalog_names, resolve_gpu
+    except ImportError:
+        return None
+    from mlenergy.errors import UserError
+
+    text = (name or "").strip()
+    if not text or text.lower().endswith((".yaml", ".yml", ".json")) or "/" in text:
+        return None
+    if text in catalog_names():
+        return resolve_gpu(text).tdp_w
+    try:
+        if Path(text).exists():
+            return None
+        return resolve_gpu(text).tdp_w
+    except (UserError, OSError, ValueError):
+        return None
+
+
+def _queue(data_dir: Path | None):
+    from mlenergy.store.submissions import SubmissionQueue
+
+    return SubmissionQueue(resolve_data_dir(data_dir), tdp_lookup=catalog_tdp_lookup)
+
+
+def submit(
+    bundle: Annotated[
+        Path, typer.Argument(help="Result bundle: Submission JSON or JSONL records.")
+    ],
+    submitter: Annotated[
+        str | None,
+        typer.Option(help="Your name or lab (required when the bundle holds bare records)."),
+    ] = None,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Validate a result bundle and queue it for approval (every problem is listed)."""
+    from mlenergy.errors import UserError, ValidationFailed
+    from mlenergy.store.validation import terminal_text
+
+    if not bundle.is_file():
+        raise UserError(f"bundle {bundle} does not exist", "pass the path of a results file")
+    try:
+        entry = _queue(data_dir).submit(bundle, submitter=submitter)
+    except ValidationFailed as exc:
+        for problem in exc.problems:
+            typer.echo(f"  - {terminal_text(problem, 500)}", err=True)
+        raise
+    sub = entry.submission
+    typer.echo(
+        f"queued {entry.submission_id}: {len(sub.runs)} run(s), {len(sub.quality)} quality "
+        f"result(s) from {terminal_text(sub.submitter)}; awaiting approval"
+    )
+
+
+@submissions_app.command("list")
+def list_submissions(
+    status: Annotated[str, typer.Option(help="pending, approved, rejected or all.")] = "pending",
+    data_dir: DataDirOption = None,
+) -> None:
+    """List queued submissions (submitter names are printed literally, never interpreted)."""
+    from mlenergy.errors import UserError
+    from mlenergy.store.validation import terminal_text
+
+    if status not in ("pending", "approved", "rejected", "all"):
+        raise UserError(f"unknown status {status!r}", "use pending, approved, rejected or all")
+    entries = _queue(data_dir).list(None if status == "all" else status)  # type: ignore[arg-type]
+    if not entries:
+        typer.echo(f"no {status if status != 'all' else ''} submissions".replace("  ", " "))
+        return
+    for q in entries:
+        models = sorted({r.model.model_id for r in q.submission.runs})
+        line = (
+            f"{q.submission_id}  {q.status:<8}  {q.submitted_at:%Y-%m-%d %H:%M}  "
+            f"runs={len(q.submission.runs)} quality={len(q.submission.quality)}  "
+            f"submitter={terminal_text(q.submission.submitter, 60)}  "
+            f"models={terminal_text(', '.join(models), 120)}"
+        )
+        if q.reason:
+            line += f"  why={terminal_text(q.reason, 200)}"
+        typer.echo(line)
+
+
+@submissions_app.command("approve")
+def approve(
+    submission_id: Annotated[str, typer.Argument(help="Id from `mlenergy submissions list`.")],
+    data_dir: DataDirOption = None,
+) -> None:
+    """Add a pending submission's runs to the results (with submitter and provenance)."""
+    res = _queue(data_dir).approve(submission_id)
+    typer.echo(
+        f"approved {submission_id}: {res.added} record(s) added, {res.duplicates} duplicate(s)"
+    )
+
+
+@submissions_app.command("reject")
+def reject(
+    submission_id: Annotated[str, typer.Argument(help="Id from `mlenergy submissions list`.")],
+    why: Annotated[str, typer.Option("--why", help="Reason shown to the submitter.")],
+    data_dir: DataDirOption = None,
+) -> None:
+    """Move a pending submission to rejected/, with the reason."""
+    _queue(data_dir).reject(submission_id, why)
+    typer.echo(f"rejected {submission_id}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``submit`` and the ``submissions`` group to the root app."""
+    app.command("submit")(submit)
+    app.add_typer(submissions_app, name="submissions")

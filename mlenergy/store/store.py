@@ -1,0 +1,504 @@
+"""The embedded store: append-only Parquet segments under ``<data_dir>/results``, read by DuckDB.
+
+Layout::
+
+    <data_dir>/results/
+        runs-<utc>-<id>.parquet      one per append (or per compaction): flat run columns
+                                     (see :mod:`mlenergy.store.tables`) + ``record_json``
+        quality-<utc>-<id>.parquet   the same for quality results
+        .lock                        the file lock every writer holds
+        .journal-*.json, .tmp-*      transient files of a change in progress (see segments.py)
+
+Every append writes new files next to the old ones and publishes them atomically under the
+lock, after checking content hashes against what is already stored, so concurrent processes
+neither lose nor duplicate records. Readers take no lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, TypeVar
+
+import filelock
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pydantic import ValidationError
+
+from mlenergy.errors import StoreError, UserError
+from mlenergy.records import QualityResult, RunRecord
+from mlenergy.store import scan
+from mlenergy.store import segments as seg
+from mlenergy.store.export import export_store
+from mlenergy.store.tables import (
+    RECORD_JSON,
+    quality_table,
+    runs_table,
+)
+
+if TYPE_CHECKING:
+    import duckdb
+    import pandas as pd
+
+AUTO_COMPACT_SEGMENTS = 256
+"""An append that leaves more segments than this of one kind merges the small ones."""
+AUTO_COMPACT_MAX_ROWS = 20_000
+"""Segments with at least this many records are left alone by the automatic compaction."""
+
+_T = TypeVar("_T")
+_READ_RETRIES = 4
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    """What an append did.
+
+    Attributes:
+        added: Records written.
+        duplicates: Records skipped because the store (or the same batch) already held
+            their content hash.
+        added_ids: ``run_id`` / ``quality_id`` of the written records.
+        duplicate_ids: Ids of the skipped records.
+    """
+
+    added: int
+    duplicates: int
+    added_ids: tuple[str, ...] = ()
+    duplicate_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _SegmentIndex:
+    ids: tuple[str, ...]
+    hashes: tuple[str, ...]
+
+
+class RunStore:
+    """Append-only store of :class:`RunRecord` and :class:`QualityResult` records.
+
+    Args:
+        data_dir: The data folder; records live in ``data_dir/results``. Nothing is created
+            until the first append.
+        lock_timeout_s: How long an append waits for another process's append, in seconds.
+
+    Raises:
+        StoreError: ``data_dir`` or its ``results`` folder exists but is not a folder.
+    """
+
+    def __init__(self, data_dir: str | Path, *, lock_timeout_s: float = 120.0) -> None:
+        self.data_dir = Path(data_dir)
+        self.results_dir = self.data_dir / "results"
+        self.lock_timeout_s = lock_timeout_s
+        for path in (self.data_dir, self.results_dir):
+            if path.exists() and not path.is_dir():
+                raise StoreError(
+                    f"data directory {path} is not a folder",
+                    "pass --data-dir pointing to a folder (or set MLENERGY_DATA_DIR)",
+                )
+        self._index: dict[str, _SegmentIndex] = {}
+
+    def __repr__(self) -> str:
+        return f"RunStore({str(self.data_dir)!r})"
+
+    # ------------------------------------------------------------------ writing
+
+    @contextlib.contextmanager
+    def _locked(self):
+        """Create the results folder if needed, hold the store lock, finish crashed changes."""
+        try:
+            self.results_dir.mkdir(parents=True, exist_ok=True)
+            lock = filelock.FileLock(str(self.results_dir / ".lock"), timeout=self.lock_timeout_s)
+            lock.acquire()
+        except filelock.Timeout as exc:
+            raise StoreError(
+                f"the store in {self.data_dir} stayed locked for {self.lock_timeout_s:.0f} s",
+                "wait for the other mlenergy process to finish, then retry",
+            ) from exc
+        except OSError as exc:
+            raise StoreError(
+                f"data directory {self.data_dir} is not writable ({exc.strerror or exc})",
+                "pass --data-dir pointing to a folder you can write (or fix its permissions)",
+            ) from exc
+        try:
+            seg.recover(self.results_dir)
+            yield
+        finally:
+            lock.release()
+
+    def append(self, records: Iterable[RunRecord | QualityResult]) -> AppendResult:
+        """Add records atomically, skipping those whose content hash is already stored.
+
+        Safe with several processes appending at once. Either every new record of the call
+        is stored or none is (also on a crash or Ctrl-C).
+
+        Args:
+            records: Run records and/or quality results.
+
+        Returns:
+            Counts and ids of added and duplicate records.
+
+        Raises:
+            StoreError: The folder is not writable, a segment is corrupted, or a record
+                reuses the id of a stored record with different content (nothing written).
+        """
+        runs: list[RunRecord] = []
+        quality: list[QualityResult] = []
+        for rec in records:
+            if isinstance(rec, RunRecord):
+                runs.append(rec)
+            elif isinstance(rec, QualityResult):
+                quality.append(rec)
+            else:
+                raise TypeError(
+                    f"cannot store {type(rec).__name__}: expected RunRecord/QualityResult"
+                )
+        batches = {
+            "runs": [(r.run_id, r.content_hash(), r) for r in runs],
+            "quality": [(q.quality_id, q.content_hash(), q) for q in quality],
+        }
+        if not runs and not quality:
+            return AppendResult(0, 0)
+        added_ids: list[str] = []
+        dup_ids: list[str] = []
+        with self._locked():
+            adds: list[tuple[Path, str]] = []
+            try:
+                for kind, batch in batches.items():
+                    if not batch:
+                        continue
+                    new = self._filter_new(kind, batch, dup_ids)
+                    if not new:
+                        continue
+                    table = (runs_table if kind == "runs" else quality_table)(
+                        [r for _, _, r in new], [h for _, h, _ in new]
+                    )
+                    tmp = seg.write_tmp_parquet(table, self.results_dir)
+                    name = seg.segment_name(kind)
+                    adds.append((tmp, name))
+                    self._index[name] = _SegmentIndex(
+                        tuple(i for i, _, _ in new), tuple(h for _, h, _ in new)
+                    )
+                    added_ids.extend(i for i, _, _ in new)
+                if adds:
+                    seg.commit(self.results_dir, adds)
+            except BaseException as exc:
+                self._abandon(adds)
+                if isinstance(exc, OSError):
+                    raise StoreError(
+                        f"cannot write to the store in {self.results_dir} ({exc.strerror or exc})",
+                        "free disk space or fix the folder's permissions, then retry",
+                    ) from exc
+                raise
+            for kind in seg.KINDS:
+                if len(seg.list_segments(self.results_dir, kind)) > AUTO_COMPACT_SEGMENTS:
+                    self._compact_locked(kind, max_rows=AUTO_COMPACT_MAX_ROWS)
+        return AppendResult(len(added_ids), len(dup_ids), tuple(added_ids), tuple(dup_ids))
+
+    def _abandon(self, adds: list[tuple[Path, str]]) -> None:
+        """Clean up after a failed change: drop its temporaries unless it already committed."""
+        if seg.pending_journals(self.results_dir):  # committed: the next writer finishes it
+            self._index.clear()
+            return
+        for tmp, name in adds:
+            self._index.pop(name, None)
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+
+    def _filter_new(
+        self, kind: str, batch: list[tuple[str, str, _T]], dup_ids: list[str]
+    ) -> list[tuple[str, str, _T]]:
+        """Drop records already stored (by hash); refuse id reuse with different content."""
+        id_to_hash = self._stored_ids(kind)
+        hashes = set(id_to_hash.values())
+        new: list[tuple[str, str, _T]] = []
+        for rid, h, rec in batch:
+            if h in hashes:
+                dup_ids.append(rid)
+                continue
+            if rid in id_to_hash:
+                raise StoreError(
+                    f"{scan.KIND_ID[kind]} {rid} is already in the store with different content",
+                    "give the new record a fresh id (or keep the stored one)",
+                )
+            hashes.add(h)
+            id_to_hash[rid] = h
+            new.append((rid, h, rec))
+        return new
+
+    def _stored_ids(self, kind: str) -> dict[str, str]:
+        """Map id -> content hash of every stored record of ``kind`` (index cached per segment)."""
+        out: dict[str, str] = {}
+        paths = seg.list_segments(self.results_dir, kind)
+        live = {p.name for p in paths}
+        for name in [n for n in self._index if n.startswith(f"{kind}-") and n not in live]:
+            del self._index[name]  # merged away by a compaction
+        for path in paths:
+            idx = self._index.get(path.name)
+            if idx is None:
+                try:
+                    table = pq.read_table(path, columns=[scan.KIND_ID[kind], "content_hash"])
+                except FileNotFoundError:
+                    raise  # compacted away meanwhile (only without the lock): callers retry
+                except (OSError, pa.ArrowException) as exc:
+                    raise scan.corrupted(path, str(exc).splitlines()[0]) from exc
+                idx = _SegmentIndex(
+                    tuple(table.column(0).to_pylist()), tuple(table.column(1).to_pylist())
+                )
+                self._index[path.name] = idx
+            out.update(zip(idx.ids, idx.hashes, strict=True))
+        return out
+
+    def run_hashes(self) -> dict[str, str]:
+        """Return ``run_id -> content hash`` of every stored run."""
+        return self._retry(lambda: dict(self._stored_ids("runs")))
+
+    def content_hashes(self) -> set[str]:
+        """Return the content hashes of every stored record (runs and quality)."""
+        hashes: set[str] = set()
+        for kind in seg.KINDS:
+            hashes.update(self._retry(lambda k=kind: self._stored_ids(k)).values())
+        return hashes
+
+    def compact(self, *, rebuild: bool = False) -> int:
+        """Merge all segments of each kind into one, atomically.
+
+        Args:
+            rebuild: Also recompute every flat column from the stored record JSON (after the
+                flat columns changed); slower, about 0.3 ms per record.
+
+        Returns:
+            How many segment files were merged away.
+        """
+        if not self.results_dir.exists():
+            return 0
+        with self._locked():
+            return sum(self._compact_locked(kind, rebuild=rebuild) for kind in seg.KINDS)
+
+    def _compact_locked(
+        self, kind: str, *, rebuild: bool = False, max_rows: int | None = None
+    ) -> int:
+        """Merge segments of ``kind`` (only those under ``max_rows`` records, if given)."""
+        paths = seg.list_segments(self.results_dir, kind)
+        if max_rows is not None:
+            self._stored_ids(kind)  # fills the per-segment index
+            paths = [p for p in paths if len(self._index[p.name].ids) < max_rows]
+        if len(paths) <= (0 if rebuild else 1):
+            return 0
+        schema = scan.KIND_SCHEMA[kind]
+        tables = []
+        for path in paths:
+            try:
+                table = pq.read_table(path)
+            except (OSError, pa.ArrowException) as exc:
+                raise scan.corrupted(path, scan.first_line(exc)) from exc
+            for field in schema:  # columns added to the schema since this segment was written
+                if field.name not in table.column_names:
+                    table = table.append_column(field, pa.nulls(table.num_rows, field.type))
+            try:
+                tables.append(table.select(schema.names).cast(schema))
+            except (pa.ArrowException, KeyError) as exc:
+                raise scan.corrupted(path, scan.first_line(exc)) from exc
+        merged = pa.concat_tables(tables)
+        # Keep the first copy of each content hash (duplicates only come from outside damage).
+        hashes = merged.column("content_hash").to_pylist()
+        seen: set[str] = set()
+        keep = [not (h in seen or seen.add(h)) for h in hashes]  # type: ignore[func-returns-value]
+        merged = merged.filter(pa.array(keep, pa.bool_()))
+        if rebuild:
+            merged = self._rebuild(kind, merged)
+        merged = merged.sort_by([("created_at", "ascending"), (scan.KIND_ID[kind], "ascending")])
+        tmp = seg.write_tmp_parquet(merged, self.results_dir)
+        name = seg.segment_name(kind)
+        try:
+            seg.commit(self.results_dir, [(tmp, name)], [p.name for p in paths])
+        except BaseException:
+            self._abandon([(tmp, name)])
+            raise
+        for p in paths:
+            self._index.pop(p.name, None)
+        ids = merged.column(scan.KIND_ID[kind]).to_pylist()
+        self._index[name] = _SegmentIndex(
+            tuple(ids), tuple(merged.column("content_hash").to_pylist())
+        )
+        return len(paths)
+
+    def _rebuild(self, kind: str, table: pa.Table) -> pa.Table:
+        model = RunRecord if kind == "runs" else QualityResult
+        records = []
+        for text in table.column(RECORD_JSON).to_pylist():
+            try:
+                records.append(model.model_validate_json(text))
+            except ValidationError as exc:
+                raise StoreError(
+                    f"a stored {kind} record fails validation ({scan.first_line(exc)})",
+                    "restore the store from a backup, or compact without --rebuild",
+                ) from exc
+        hashes = table.column("content_hash").to_pylist()
+        build = runs_table if kind == "runs" else quality_table
+        return build(records, hashes)  # type: ignore[arg-type]
+
+    # ------------------------------------------------------------------ reading
+
+    def _retry(self, fn: Callable[[], _T]) -> _T:
+        """Run a read; if the segment list changed under it (a compaction), run it again."""
+        for attempt in range(_READ_RETRIES):
+            before = self._listing()
+            try:
+                return fn()
+            except StoreError:
+                if attempt + 1 < _READ_RETRIES and self._listing() != before:
+                    continue
+                raise
+            except Exception as exc:
+                if attempt + 1 < _READ_RETRIES and self._listing() != before:
+                    continue
+                if not scan.is_read_error(exc):
+                    raise
+                scan.diagnose(self.results_dir)
+                raise StoreError(
+                    f"the store in {self.results_dir} could not be read ({scan.first_line(exc)})",
+                    "run `mlenergy runs check` to find the damaged file",
+                ) from exc
+        raise AssertionError("unreachable")
+
+    def _listing(self) -> tuple[str, ...]:
+        return tuple(p.name for k in seg.KINDS for p in seg.list_segments(self.results_dir, k))
+
+    def check(self) -> int:
+        """Read every segment fully and check its columns; return the number of records.
+
+        Raises:
+            StoreError: Naming the first damaged file and how to fix it.
+        """
+        return scan.diagnose(self.results_dir)
+
+    def _connect(self) -> duckdb.DuckDBPyConnection:
+        return scan.connect(self.results_dir)
+
+    def query(self, sql: str, params: list | None = None) -> pd.DataFrame:
+        """Run DuckDB SQL over the views ``runs`` and ``quality`` (flat columns).
+
+        Integer columns holding missing values come back as float64 with NaN.
+
+        Args:
+            sql: The query, e.g. ``"SELECT model_id, avg(decode_energy_per_token_j) FROM runs
+                GROUP BY 1"``.
+            params: Values for ``?`` placeholders.
+
+        Raises:
+            UserError: The SQL is invalid.
+            StoreError: A store file is damaged.
+        """
+        return self._query_arrow(sql, params).to_pandas()
+
+    def _query_arrow(self, sql: str, params: list | None = None) -> pa.Table:
+        def _run() -> pa.Table:
+            con = self._connect()
+            try:
+                return con.sql(sql, params=params or None).to_arrow_table()
+            finally:
+                con.close()
+
+        try:
+            return self._retry(_run)
+        except StoreError:
+            raise
+        except Exception as exc:
+            if scan.is_duckdb(exc) and not scan.is_read_error(exc):
+                raise UserError(f"query failed: {scan.first_line(exc)}", "fix the SQL") from exc
+            raise
+
+    def runs_frame(self) -> pd.DataFrame:
+        """Return one row per run with the flat columns, oldest first."""
+        return self.query("SELECT * FROM runs ORDER BY created_at, run_id")
+
+    def quality_frame(self) -> pd.DataFrame:
+        """Return one row per quality result with the flat columns, oldest first."""
+        return self.query("SELECT * FROM quality ORDER BY created_at, quality_id")
+
+    def _records(self, kind: str, where: str = "", params: list | None = None) -> list:
+        """Parse the records matching ``where``, oldest first.
+
+        Finds matching rows on the small columns first, then decodes ``record_json`` only
+        from the row groups that hold them.
+        """
+        model = RunRecord if kind == "runs" else QualityResult
+        view = "_runs_all" if kind == "runs" else "_quality_all"
+        order = scan.KIND_ID[kind]
+        sql = f"SELECT filename, file_row_number FROM {view} {where} ORDER BY created_at, {order}"
+
+        def _run() -> list[tuple[str, str]]:
+            hits = self._query_arrow(sql, params)
+            wanted: dict[str, list[int]] = {}
+            for name, row in zip(
+                hits.column(0).to_pylist(), hits.column(1).to_pylist(), strict=True
+            ):
+                wanted.setdefault(name, []).append(row)
+            texts: dict[tuple[str, int], str] = {}
+            for name, rows in wanted.items():
+                texts.update(scan.read_json_rows(Path(name), rows))
+            return [
+                (texts[(n, r)], n)
+                for n, r in zip(hits.column(0).to_pylist(), hits.column(1).to_pylist(), strict=True)
+            ]
+
+        out = []
+        for text, filename in self._retry(_run):
+            try:
+                out.append(model.model_validate_json(text))
+            except ValidationError as exc:
+                raise scan.corrupted(
+                    Path(filename), f"a stored record fails validation: {scan.first_line(exc)}"
+                ) from exc
+        return out
+
+    def runs(self) -> list[RunRecord]:
+        """Return every stored run, oldest first.
+
+        Parses every record (about 0.3 ms each): use :meth:`runs_frame` for large stores.
+        """
+        return self._records("runs")
+
+    def quality(self) -> list[QualityResult]:
+        """Return every stored quality result, oldest first."""
+        return self._records("quality")
+
+    def get(self, run_id: str) -> RunRecord:
+        """Return the run with ``run_id``.
+
+        Raises:
+            UserError: No such run.
+        """
+        found = self._records("runs", "WHERE run_id = ?", [run_id])
+        if not found:
+            raise UserError(
+                f"no run {run_id!r} in the store at {self.data_dir}",
+                "list the stored runs with `mlenergy runs list`",
+            )
+        return found[0]
+
+    def count(self) -> int:
+        """Return the number of stored runs (no ``__len__``: an empty store stays truthy)."""
+        return int(self.query("SELECT count(*) AS n FROM runs")["n"].iloc[0])
+
+    # ------------------------------------------------------------------ export
+
+    def export(
+        self,
+        path: str | Path,
+        fmt: Literal["csv", "parquet", "jsonl"] = "csv",
+        table: Literal["runs", "quality"] = "runs",
+    ) -> Path:
+        """Write the flat table (csv, parquet) or full records (jsonl) to ``path`` atomically.
+
+        Args:
+            path: Output file; its folder must exist.
+            fmt: ``csv``, ``parquet`` (flat columns) or ``jsonl`` (one full record per line).
+            table: ``runs`` or ``quality``.
+
+        Returns:
+            The written path.
+        """
+        return export_store(self, path, fmt, table)

@@ -1,0 +1,309 @@
+"""The submission queue: validated bundles wait under ``data/submissions`` until a decision.
+
+Layout::
+
+    <data_dir>/submissions/
+        pending/<id>.json    a QueuedSubmission waiting for approval
+        approved/<id>.json   approved (its runs are in the results, with SubmissionInfo)
+        rejected/<id>.json   rejected, with the reason
+        .lock                held while the queue changes
+
+Every file is written atomically (temp file + rename). An approval first appends the runs to
+the store (idempotent: content hashes deduplicate) and then moves the entry, so a crash in
+between is finished by approving again. A rejected bundle writes nothing at all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+import filelock
+from pydantic import Field, ValidationError
+
+from mlenergy.errors import StoreError, UserError, ValidationFailed
+from mlenergy.records import FrozenModel, RunRecord, Submission, SubmissionInfo
+from mlenergy.store import segments as seg
+from mlenergy.store.store import AppendResult, RunStore
+from mlenergy.store.validation import (
+    MAX_BUNDLE_BYTES,
+    TdpLookup,
+    ValidationReport,
+    validate_bundle,
+)
+
+Status = Literal["pending", "approved", "rejected"]
+_STATES: tuple[Status, ...] = ("pending", "approved", "rejected")
+_ID_PATTERN = r"^[0-9A-Za-z][0-9A-Za-z_\-]{5,63}$"
+_ID_RE = re.compile(_ID_PATTERN)
+
+
+class QueuedSubmission(FrozenModel):
+    """A submission in the queue, with how and when it arrived and what was decided.
+
+    Attributes:
+        submission_id: Queue id (``YYYYmmdd-HHMMSS-<hex>``).
+        status: ``pending``, ``approved`` or ``rejected``.
+        submitted_at: When it was queued (UTC).
+        source: File name it came from, if any.
+        content_hashes: Content hashes of its records (runs, then quality).
+        submission: The validated bundle.
+        decided_at: When it was approved or rejected.
+        reason: Why it was rejected.
+    """
+
+    submission_id: str = Field(pattern=_ID_PATTERN)
+    status: Status
+    submitted_at: datetime
+    source: str | None = None
+    content_hashes: tuple[str, ...]
+    submission: Submission
+    decided_at: datetime | None = None
+    reason: str | None = None
+
+    def approved_runs(self, approved_at: datetime) -> list[RunRecord]:
+        """The runs with :class:`SubmissionInfo` filled in, ready for the store."""
+        info = SubmissionInfo(
+            submission_id=self.submission_id,
+            submitter=self.submission.submitter,
+            submitted_at=self.submitted_at,
+            approved_at=approved_at,
+        )
+        return [r.model_copy(update={"submission": info}) for r in self.submission.runs]
+
+
+class SubmissionQueue:
+    """Intake of community result bundles into the store at ``data_dir``.
+
+    Args:
+        data_dir: The data folder (``data_dir/submissions`` and ``data_dir/results``).
+        tdp_lookup: Accelerator name -> TDP in watts for the physics checks (the CLI passes
+            the estimator's GPU catalog); records may carry ``accelerator_tdp_w`` instead.
+        lock_timeout_s: How long to wait for another process changing the queue, in seconds.
+    """
+
+    def __init__(
+        self,
+        data_dir: str | Path,
+        *,
+        tdp_lookup: TdpLookup | None = None,
+        lock_timeout_s: float = 60.0,
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self.root = self.data_dir / "submissions"
+        self.store = RunStore(self.data_dir)
+        self.tdp_lookup = tdp_lookup
+        self.lock_timeout_s = lock_timeout_s
+
+    # ------------------------------------------------------------------ reading
+
+    def _dir(self, status: Status) -> Path:
+        return self.root / status
+
+    def _load(self, path: Path) -> QueuedSubmission:
+        try:
+            return QueuedSubmission.model_validate_json(path.read_bytes())
+        except (OSError, ValidationError, ValueError) as exc:
+            raise StoreError(
+                f"submission file {path} is corrupted or unreadable",
+                f"move it out of {path.parent} (or restore it from a backup), then retry",
+            ) from exc
+
+    def list(self, status: Status | None = "pending") -> list[QueuedSubmission]:
+        """Return queued submissions (``status=None``: all), oldest first."""
+        out: list[QueuedSubmission] = []
+        decided = self._decided_ids()
+        for state in _STATES if status is None else (status,):
+            folder = self._dir(state)
+            if not folder.is_dir():
+                continue
+            for path in sorted(folder.glob("*.json")):
+                if state == "pending" and path.stem in decided:
+                    continue  # a decision was recorded; only the cleanup was interrupted
+                out.append(self._load(path))
+        return sorted(out, key=lambda q: (q.submitted_at, q.submission_id))
+
+    def _decided_ids(self) -> set[str]:
+        ids: set[str] = set()
+        for state in ("approved", "rejected"):
+            folder = self._dir(state)  # type: ignore[arg-type]
+            if folder.is_dir():
+                ids.update(p.stem for p in folder.glob("*.json"))
+        return ids
+
+    def get(self, submission_id: str) -> QueuedSubmission:
+        """Return one submission, whatever its status.
+
+        Raises:
+            UserError: Unknown id.
+        """
+        if not _ID_RE.match(submission_id or ""):
+            raise UserError(f"invalid submission id {submission_id!r}", "copy it from the list")
+        for state in ("approved", "rejected", "pending"):
+            path = self._dir(state) / f"{submission_id}.json"  # type: ignore[arg-type]
+            if path.is_file():
+                return self._load(path)
+        raise UserError(
+            f"no submission {submission_id!r} in {self.root}",
+            "list them with `mlenergy submissions list`",
+        )
+
+    def pending_hashes(self) -> set[str]:
+        """Content hashes of the records waiting in the queue."""
+        return {h for q in self.list("pending") for h in q.content_hashes}
+
+    # ------------------------------------------------------------------ validating
+
+    def validate(
+        self, data: bytes | str | Path, *, submitter: str | None = None
+    ) -> ValidationReport:
+        """Validate a bundle against every rule, including duplicates in store and queue.
+
+        Writes nothing. See :func:`mlenergy.store.validation.validate_bundle`.
+        """
+        stored_ids = self.store.run_hashes()
+        known = self.store.content_hashes() | self.pending_hashes()
+        return validate_bundle(
+            data,
+            submitter=submitter,
+            tdp_lookup=self.tdp_lookup,
+            known_hashes=known,
+            known_run_ids=stored_ids,
+            max_bytes=MAX_BUNDLE_BYTES,
+        )
+
+    # ------------------------------------------------------------------ changing
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        try:
+            for state in _STATES:
+                self._dir(state).mkdir(parents=True, exist_ok=True)
+            lock = filelock.FileLock(str(self.root / ".lock"), timeout=self.lock_timeout_s)
+            lock.acquire()
+        except filelock.Timeout as exc:
+            raise StoreError(
+                f"the submission queue in {self.root} stayed locked",
+                "wait for the other mlenergy process to finish, then retry",
+            ) from exc
+        except OSError as exc:
+            raise StoreError(
+                f"data directory {self.data_dir} is not writable ({exc.strerror or exc})",
+                "pass --data-dir pointing to a folder you can write (or fix its permissions)",
+            ) from exc
+        try:
+            for state in _STATES:  # leftovers of interrupted atomic writes
+                for tmp in self._dir(state).glob(f"{seg.TMP_PREFIX}*"):
+                    with contextlib.suppress(OSError):
+                        tmp.unlink()
+            for sid in self._decided_ids():  # a decision whose pending twin was not removed
+                with contextlib.suppress(FileNotFoundError):
+                    (self._dir("pending") / f"{sid}.json").unlink()
+            yield
+        finally:
+            lock.release()
+
+    def _write(self, entry: QueuedSubmission) -> Path:
+        path = self._dir(entry.status) / f"{entry.submission_id}.json"
+        seg.write_bytes_atomic(path, entry.model_dump_json(indent=2).encode("utf-8"))
+        return path
+
+    def submit(
+        self,
+        data: bytes | str | Path,
+        *,
+        submitter: str | None = None,
+        source: str | None = None,
+    ) -> QueuedSubmission:
+        """Validate a bundle and queue it in ``pending/``.
+
+        Args:
+            data: Bundle bytes or a path to the bundle.
+            submitter: Submitter name (required for a bundle of bare records).
+            source: Where it came from (file name), kept for provenance.
+
+        Returns:
+            The queued entry.
+
+        Raises:
+            ValidationFailed: With every problem; nothing is written.
+        """
+        report = self.validate(data, submitter=submitter)
+        if not report.ok or report.submission is None:
+            raise ValidationFailed(report.problems or ["bundle could not be read"])
+        if source is None and not isinstance(data, bytes):
+            source = Path(data).name
+        now = datetime.now(UTC)
+        entry = QueuedSubmission(
+            submission_id=f"{now:%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}",
+            status="pending",
+            submitted_at=now,
+            source=source,
+            content_hashes=report.content_hashes,
+            submission=report.submission,
+        )
+        with self._locked():
+            clash = self.pending_hashes() & set(entry.content_hashes)
+            if clash:  # queued by another process since we validated
+                raise ValidationFailed(
+                    [f"{len(clash)} record(s) duplicate a submission queued meanwhile"]
+                )
+            self._write(entry)
+        return entry
+
+    def approve(self, submission_id: str, *, approved_at: datetime | None = None) -> AppendResult:
+        """Move a pending submission's records into the results with their SubmissionInfo.
+
+        Quality results are stored as submitted (they carry no submission field).
+
+        Returns:
+            The store's append result (records already present count as duplicates).
+
+        Raises:
+            UserError: Unknown id, or the submission is not pending.
+        """
+        with self._locked():
+            entry = self.get(submission_id)
+            if entry.status != "pending":
+                raise UserError(
+                    f"submission {submission_id} is already {entry.status}",
+                    "only pending submissions can be approved",
+                )
+            when = approved_at or datetime.now(UTC)
+            records = [*entry.approved_runs(when), *entry.submission.quality]
+            result = self.store.append(records)
+            self._decide(entry, "approved", when, None)
+        return result
+
+    def reject(self, submission_id: str, why: str) -> QueuedSubmission:
+        """Move a pending submission to ``rejected/`` with the reason.
+
+        Raises:
+            UserError: Unknown id, not pending, or an empty reason.
+        """
+        if not why or not why.strip():
+            raise UserError("a rejection needs a reason", 'pass --why "what is wrong"')
+        with self._locked():
+            entry = self.get(submission_id)
+            if entry.status != "pending":
+                raise UserError(
+                    f"submission {submission_id} is already {entry.status}",
+                    "only pending submissions can be rejected",
+                )
+            return self._decide(entry, "rejected", datetime.now(UTC), why.strip())
+
+    def _decide(
+        self, entry: QueuedSubmission, status: Status, when: datetime, reason: str | None
+    ) -> QueuedSubmission:
+        decided = entry.model_copy(update={"status": status, "decided_at": when, "reason": reason})
+        with seg.deferred_interrupts():
+            self._write(decided)  # the decision is recorded: a pending twin is now ignored
+            with contextlib.suppress(FileNotFoundError):
+                (self._dir("pending") / f"{entry.submission_id}.json").unlink()
+            seg.fsync_dir(self._dir("pending"))
+        return decided
