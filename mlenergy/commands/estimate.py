@@ -1,0 +1,419 @@
+"""``mlenergy estimate``: predict energy, throughput and power before running anything.
+
+``mlenergy estimate --model M --gpu G --batch-size B --output-tokens O`` prints one estimate;
+``--sweep axis=values ...`` a what-if table (and ``--plot`` a figure); ``--batch in.csv --out
+out.csv`` many at once; ``estimate calibrate`` refits the coefficients; ``estimate validate``
+reports grouped cross-validated error.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import click
+import typer
+from typer.core import TyperGroup
+
+from mlenergy.commands.options import DataDirOption, resolve_data_dir
+from mlenergy.errors import UserError
+
+
+class _SweepGroup(TyperGroup):
+    """Lets ``--sweep a=1,2 b=3:9:3`` take several axes after one flag."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        out: list[str] = []
+        state = 0  # 0: normal, 1: expecting a --sweep value, 2: just after a sweep value
+        for arg in args:
+            if state == 1:
+                out.append(arg)
+                state = 2
+            elif arg == "--sweep":
+                out.append(arg)
+                state = 1
+            elif arg.startswith("--sweep="):
+                out.append(arg)
+                state = 2
+            elif state == 2 and "=" in arg and not arg.startswith("-"):
+                out += ["--sweep", arg]
+            else:
+                out.append(arg)
+                state = 0
+        return super().parse_args(ctx, out)
+
+
+app = typer.Typer(
+    name="estimate",
+    cls=_SweepGroup,
+    help="Predict energy per token, throughput and power of LLM serving on any GPU.",
+    no_args_is_help=False,
+)
+
+
+def _fmt_j(v: float) -> str:
+    if v >= 1:
+        return f"{v:.3f} J"
+    if v >= 1e-3:
+        return f"{v * 1e3:.2f} mJ"
+    return f"{v * 1e6:.1f} uJ"
+
+
+def _print_estimate(e: Any) -> None:
+    out = [
+        f"{e.model} on {e.num_gpus} x {e.gpu} ({e.precision}, TP{e.tensor_parallel} "
+        f"EP{e.expert_parallel} DP{e.data_parallel}), batch {e.batch_size:g}, "
+        f"{e.input_tokens:g} in / {e.output_tokens:g} out tokens, "
+        f"SM clock {e.sm_clock_mhz:.0f} MHz",
+        f"  energy per output token : {_fmt_j(e.energy_per_token_j)}"
+        f"   (90% interval {_fmt_j(e.energy_per_token_j_lo)} - {_fmt_j(e.energy_per_token_j_hi)})",
+        f"  energy per request      : {_fmt_j(e.energy_per_request_j)}",
+        f"  throughput              : {e.throughput_tokens_per_s:,.0f} output tokens/s",
+        f"  average power           : {e.avg_power_w:,.0f} W (all GPUs)",
+        f"  time                    : {e.itl_s * 1e3:.2f} ms per token per sequence, "
+        f"{e.request_duration_s:.2f} s per request",
+        "  breakdown per token     : "
+        + ", ".join(f"{k} {_fmt_j(v)}" for k, v in e.breakdown_j_per_token.items()),
+        "  memory per GPU          : "
+        + ", ".join(f"{k} {v:.1f} GB" for k, v in e.memory_gb_per_gpu.items()),
+        f"  source                  : {e.energy_source}",
+    ]
+    typer.echo("\n".join(out))
+
+
+def _sweep_table(results: list[Any], axes: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    import itertools
+
+    rows = []
+    for combo, r in zip(itertools.product(*axes.values()), results, strict=True):
+        row: dict[str, Any] = dict(zip(axes, combo, strict=True))
+        if isinstance(r, str):
+            row["error"] = r
+        else:
+            row.update(
+                energy_per_token_j=r.energy_per_token_j,
+                throughput_tokens_per_s=r.throughput_tokens_per_s,
+                avg_power_w=r.avg_power_w,
+                sm_clock_mhz=r.sm_clock_mhz,
+                error="",
+            )
+        rows.append(row)
+    return rows
+
+
+def _plot_sweep(rows: list[dict[str, Any]], axes: dict[str, list[Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(axes)
+    x = names[-1]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    groups: dict[Any, list[dict[str, Any]]] = {}
+    for row in rows:
+        if row.get("error"):
+            continue
+        key = tuple(row[n] for n in names[:-1])
+        groups.setdefault(key, []).append(row)
+    for key, items in groups.items():
+        label = ", ".join(
+            f"{n}={v:g}" if isinstance(v, float) else f"{n}={v}"
+            for n, v in zip(names[:-1], key, strict=True)
+        )
+        ax.plot(
+            [r[x] for r in items],
+            [r["energy_per_token_j"] for r in items],
+            "o-",
+            label=label or None,
+        )
+    ax.set_xlabel(x)
+    ax.set_ylabel("energy per output token (J)")
+    if len(groups) > 1:
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+@app.callback(invoke_without_command=True)
+def estimate_cmd(
+    ctx: typer.Context,
+    model: Annotated[str | None, typer.Option(help="config.json path or model id.")] = None,
+    gpu: Annotated[str | None, typer.Option(help="Catalog GPU name/alias or spec YAML.")] = None,
+    batch_size: Annotated[float | None, typer.Option(help="Sequences decoding together.")] = None,
+    input_tokens: Annotated[float | None, typer.Option(help="Mean prompt tokens.")] = None,
+    output_tokens: Annotated[float | None, typer.Option(help="Mean output tokens.")] = None,
+    task: Annotated[str | None, typer.Option(help="Task label (default prompt length).")] = None,
+    precision: Annotated[str | None, typer.Option(help="bfloat16|float16|fp8|mxfp4|nvfp4")] = None,
+    num_gpus: Annotated[int | None, typer.Option(help="GPUs (default tp*pp*dp).")] = None,
+    tensor_parallel: Annotated[int, typer.Option(help="Tensor-parallel degree.")] = 1,
+    expert_parallel: Annotated[int, typer.Option(help="Expert-parallel degree.")] = 1,
+    data_parallel: Annotated[int, typer.Option(help="Data-parallel replicas.")] = 1,
+    pipeline_parallel: Annotated[int, typer.Option(help="Pipeline stages.")] = 1,
+    sm_clock: Annotated[float | None, typer.Option(help="Locked SM clock (MHz).")] = None,
+    power_limit: Annotated[float | None, typer.Option(help="Power limit per GPU (W).")] = None,
+    sweep: Annotated[
+        list[str] | None, typer.Option(help="Axes: batch-size=1,8,64 sm-clock=900:1980:90")
+    ] = None,
+    plot: Annotated[Path | None, typer.Option(help="Write a sweep plot (PNG) here.")] = None,
+    train_seq_len: Annotated[
+        int | None,
+        typer.Option(help="Training mode: one optimizer step of --batch-size x this many tokens."),
+    ] = None,
+    batch: Annotated[Path | None, typer.Option(help="Batch input CSV.")] = None,
+    out: Annotated[Path | None, typer.Option(help="Batch output CSV.")] = None,
+    configs_dir: Annotated[Path | None, typer.Option(help="Folder of <org>__<name>.json.")] = None,
+    coefficients: Annotated[Path | None, typer.Option(help="Coefficients JSON.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    save: Annotated[bool, typer.Option(help="Save estimates as records in the store.")] = False,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Estimate energy per output token, energy per request, throughput and power."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from mlenergy.estimate.physics import Coefficients
+
+    coef = Coefficients.load(coefficients) if coefficients else None
+    if batch is not None:
+        from mlenergy.estimate.batch import estimate_csv
+
+        if out is None:
+            raise UserError("--batch needs --out", "Give the output CSV path with --out")
+        result = estimate_csv(batch, out, configs_dir, coef)
+        bad = int((result["error"] != "").sum())
+        typer.echo(f"estimated {len(result) - bad} of {len(result)} rows -> {out}", err=True)
+        return
+    if model is None and gpu is None and batch_size is None and not sweep:
+        typer.echo(ctx.get_help())
+        return
+    for name, value in (("--model", model), ("--gpu", gpu), ("--batch-size", batch_size)):
+        if value is None and not (sweep and name == "--batch-size"):
+            raise UserError(f"{name} is required", "See mlenergy estimate --help")
+    if train_seq_len is not None:
+        _training(
+            model,
+            gpu,
+            batch_size,
+            train_seq_len,
+            num_gpus,
+            tensor_parallel,
+            data_parallel,
+            precision,
+            sm_clock,
+            configs_dir,
+            coef,
+            as_json,
+        )
+        return
+    if output_tokens is None:
+        raise UserError("--output-tokens is required", "Give the mean output length in tokens")
+    from mlenergy.estimate.api import estimate, parse_sweep_axis
+    from mlenergy.estimate.api import sweep as run_sweep
+
+    base: dict[str, Any] = dict(
+        model=model,
+        gpu=gpu,
+        batch_size=batch_size,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        task=task,
+        precision=precision,
+        num_gpus=num_gpus,
+        tensor_parallel=tensor_parallel,
+        expert_parallel=expert_parallel,
+        data_parallel=data_parallel,
+        pipeline_parallel=pipeline_parallel,
+        sm_clock_mhz=sm_clock,
+        power_limit_w=power_limit,
+        configs_dir=configs_dir,
+        coefficients=coef,
+    )
+    if sweep:
+        axes = dict(parse_sweep_axis(s) for s in sweep)
+        results = run_sweep(base, axes)
+        rows = _sweep_table(results, axes)
+        if as_json:
+            typer.echo(json.dumps(rows, indent=1))
+        else:
+            _echo_table(rows)
+        if plot is not None:
+            _plot_sweep(rows, axes, plot)
+            typer.echo(f"plot -> {plot}", err=True)
+        estimates = [r for r in results if not isinstance(r, str)]
+    else:
+        est = estimate(**base)
+        if as_json:
+            typer.echo(json.dumps(est.to_dict(), indent=1))
+        else:
+            _print_estimate(est)
+        estimates = [est]
+    if save:
+        from mlenergy.estimate.records import to_run_record
+        from mlenergy.store import RunStore
+
+        target = resolve_data_dir(data_dir)
+        res = RunStore(target).append([to_run_record(e, configs_dir) for e in estimates])
+        typer.echo(f"saved {res.added} estimate record(s) to {target}", err=True)
+
+
+def _training(
+    model: Any,
+    gpu: Any,
+    batch_size: Any,
+    seq_len: int,
+    num_gpus: Any,
+    tp: int,
+    dp: int,
+    precision: Any,
+    sm_clock: Any,
+    configs_dir: Any,
+    coef: Any,
+    as_json: bool,
+) -> None:
+    from mlenergy.estimate.training import estimate_training
+
+    est = estimate_training(
+        model,
+        gpu,
+        int(batch_size),
+        seq_len,
+        num_gpus=num_gpus,
+        tensor_parallel=tp,
+        data_parallel=dp if num_gpus is None else None,
+        precision=precision,
+        sm_clock_mhz=sm_clock,
+        configs_dir=configs_dir,
+        coefficients=coef,
+    )
+    if as_json:
+        typer.echo(json.dumps(est.to_dict(), indent=1))
+        return
+    typer.echo(
+        f"training step of {est.batch_size} x {est.seq_len} tokens: {model} on {est.num_gpus} x "
+        f"{est.gpu} (TP{est.tensor_parallel} DP{est.data_parallel}, {est.precision})\n"
+        f"  energy per step  : {est.energy_per_step_j:,.0f} J ({_fmt_j(est.energy_per_token_j)}"
+        f" per token)\n"
+        f"  step time        : {est.step_duration_s:.3f} s ({est.throughput_tokens_per_s:,.0f}"
+        f" tokens/s, MFU {est.mfu:.0%})\n"
+        f"  average power    : {est.avg_power_w:,.0f} W (all GPUs)\n"
+        f"  source           : {est.energy_source} (uncalibrated for training: MFU prior)"
+    )
+
+
+def _configs_for(reference: Path | None, configs_dir: Path | None) -> Path | None:
+    """Model configs next to a given reference folder, unless --configs-dir says otherwise."""
+    if configs_dir is not None or reference is None:
+        return configs_dir
+    for candidate in (reference / "model-configs", reference.parent / "model-configs"):
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def _echo_table(rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        return
+    cols = list(rows[0])
+    for r in rows:
+        cols += [c for c in r if c not in cols]
+
+    def cell(v: Any) -> str:
+        if isinstance(v, float):
+            return f"{v:.4g}"
+        return str(v)
+
+    widths = {c: max(len(c), *(len(cell(r.get(c, ""))) for r in rows)) for c in cols}
+    typer.echo("  ".join(c.ljust(widths[c]) for c in cols))
+    for r in rows:
+        typer.echo("  ".join(cell(r.get(c, "")).ljust(widths[c]) for c in cols))
+
+
+@app.command("calibrate")
+def calibrate_cmd(
+    reference: Annotated[
+        Path | None, typer.Option(help="Reference folder (default ../shared/reference).")
+    ] = None,
+    store: Annotated[
+        Path | None, typer.Option(help="Also fit on GPU measurements of this data dir.")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Coefficients file (default: the package's).")
+    ] = None,
+    configs_dir: Annotated[Path | None, typer.Option(help="Folder of model configs.")] = None,
+    no_v2: Annotated[bool, typer.Option("--no-v2", help="Skip the 2024 v2 tables.")] = False,
+    folds: Annotated[int, typer.Option(help="CV folds for the prediction interval.")] = 10,
+) -> None:
+    """Fit the estimator's global coefficients on measurements and write them."""
+    from mlenergy.estimate.calibration import calibrate_all
+
+    runs = None
+    if store is not None:
+        try:
+            from mlenergy.store import RunStore
+
+            runs = RunStore(store).runs_frame()
+        except Exception as exc:  # no store there yet, or not readable: skip it, say so
+            typer.echo(f"note: no stored measurements used from {store} ({exc})", err=True)
+    configs_dir = _configs_for(reference, configs_dir)
+    coef, path, n = calibrate_all(reference, runs, out, configs_dir, not no_v2, folds)
+    typer.echo(f"fitted on {n} rows; coefficients -> {path}")
+    for name in coef.FITTED:
+        typer.echo(f"  {name:16s} {getattr(coef, name):.4g}")
+
+
+@app.command("validate")
+def validate_cmd(
+    reference: Annotated[Path | None, typer.Option(help="Reference folder.")] = None,
+    group_by: Annotated[
+        list[str] | None, typer.Option(help="Extra grouping: model, gpu, kind, task, source.")
+    ] = None,
+    folds: Annotated[int | None, typer.Option(help="Folds (default: leave-one-out).")] = None,
+    configs_dir: Annotated[Path | None, typer.Option(help="Folder of model configs.")] = None,
+    no_v2: Annotated[bool, typer.Option("--no-v2", help="Skip the 2024 v2 tables.")] = False,
+    out: Annotated[Path | None, typer.Option(help="Write out-of-fold predictions (CSV).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Grouped cross-validation (no model in both fit and test): error report."""
+    from mlenergy.estimate.reference import load_reference
+    from mlenergy.estimate.validation import TARGETS, cross_validate
+
+    df = load_reference(reference, include_v2=not no_v2)
+    cv = cross_validate(df, folds=folds, configs_dir=_configs_for(reference, configs_dir))
+    aliases = {"model": "model_group", "architecture": "kind", "dense-moe": "kind"}
+    tables = {"overall": cv.summary(), "gpu": cv.summary("gpu"), "kind": cv.summary("kind")}
+    tables["gpu x kind"] = cv.summary(["gpu", "kind"])
+    for g in group_by or []:
+        col = aliases.get(g, g)
+        if col not in cv.rows:
+            raise UserError(f"unknown --group-by '{g}'", "Use model, gpu, kind, task or source")
+        tables[g] = cv.summary(col)
+    if out is not None:
+        cv.rows.to_csv(out, index=False)
+    if as_json:
+        payload = {k: json.loads(v.to_json(orient="index")) for k, v in tables.items()}
+        payload["targets_percent"] = TARGETS
+        payload["meets_targets"] = cv.meets_targets()
+        typer.echo(json.dumps(payload, indent=1))
+        return
+    typer.echo(f"grouped cross-validation: {cv.folds} folds, {len(cv.rows)} rows; APE in %")
+    for name, table in tables.items():
+        typer.echo(f"\n== by {name}")
+        typer.echo(table.round(1).to_string())
+    met = cv.meets_targets()
+    typer.echo(
+        "\ntargets: "
+        + ", ".join(f"{k} <= {v}%: {'yes' if met[k] else 'NO'}" for k, v in TARGETS.items())
+    )
+
+
+def register(root: typer.Typer) -> None:
+    """Add the ``estimate`` sub-group to the root app."""
+    root.add_typer(app, name="estimate")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(app())

@@ -1,0 +1,269 @@
+"""Public entry points: one estimate, a what-if sweep.
+
+>>> from mlenergy.estimate import estimate
+>>> e = estimate("meta-llama/Llama-3.1-8B-Instruct", "H100", batch_size=64,
+...              input_tokens=512, output_tokens=256)            # doctest: +SKIP
+>>> e.energy_per_token_j, e.throughput_tokens_per_s               # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mlenergy.estimate.catalog import GpuSpec
+from mlenergy.estimate.inputs import (
+    Workload,
+    input_tokens_for,
+    memory_need_gb,
+    prepare,
+    stack,
+)
+from mlenergy.estimate.physics import Coefficients, default_coefficients, predict
+
+
+def estimator_version() -> str:
+    """Version of the installed ``mlenergy-lab`` distribution (``0+unknown`` if not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mlenergy-lab")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def energy_source() -> str:
+    """The ``energy_source`` label of estimates: ``estimated:mlenergy-<version>``."""
+    return f"estimated:mlenergy-{estimator_version()}"
+
+
+def interval_factors(coef: Coefficients, gpu_name: str) -> tuple[float, float]:
+    """Multiplicative (low, high) factors of the 90% prediction interval of energy per token."""
+    widen = 1.0 if gpu_name in coef.calibrated_gpus else coef.unseen_gpu_widen
+    return math.exp(coef.log_q05 * widen), math.exp(coef.log_q95 * widen)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """An estimate of steady-state serving (units in names).
+
+    Energy figures are GPU energy summed over all GPUs of the configuration.
+    """
+
+    model: str
+    gpu: str
+    precision: str
+    num_gpus: int
+    tensor_parallel: int
+    expert_parallel: int
+    data_parallel: int
+    pipeline_parallel: int
+    batch_size: float
+    input_tokens: float
+    output_tokens: float
+    task: str | None
+    sm_clock_mhz: float
+    power_limit_w: float | None
+    energy_per_token_j: float
+    energy_per_token_j_lo: float
+    energy_per_token_j_hi: float
+    energy_per_request_j: float
+    throughput_tokens_per_s: float
+    avg_power_w: float
+    itl_s: float
+    request_duration_s: float  # output_tokens x itl (prefill chunks interleaved)
+    prefill_duration_s: float  # part of request_duration_s spent prefilling
+    breakdown_j_per_token: dict[str, float]
+    memory_gb_per_gpu: dict[str, float]
+    total_params: int
+    active_params: int
+    architecture: str
+    is_moe: bool
+    energy_source: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-dict form (JSON-compatible)."""
+        return asdict(self)
+
+
+def _num_gpus(num_gpus: int | None, tp: int, ep: int, dp: int, pp: int) -> int:
+    if num_gpus is not None:
+        return int(num_gpus)
+    return max(tp * pp * dp, ep)
+
+
+def estimate(
+    model: str,
+    gpu: str | GpuSpec,
+    batch_size: float,
+    output_tokens: float,
+    input_tokens: float | None = None,
+    task: str | None = None,
+    precision: str | None = None,
+    num_gpus: int | None = None,
+    tensor_parallel: int = 1,
+    expert_parallel: int = 1,
+    data_parallel: int = 1,
+    pipeline_parallel: int = 1,
+    sm_clock_mhz: float | None = None,
+    power_limit_w: float | None = None,
+    configs_dir: str | Path | None = None,
+    coefficients: Coefficients | None = None,
+) -> Estimate:
+    """Estimate energy, throughput and power of serving ``model`` on ``gpu``.
+
+    Args:
+        model: ``config.json`` path or model id (see
+            :func:`~mlenergy.estimate.inputs.resolve_model`).
+        gpu: Catalog name/alias, a YAML/JSON spec file of a hypothetical GPU, or a
+            :class:`~mlenergy.estimate.catalog.GpuSpec`.
+        batch_size: Average number of sequences decoding together (all replicas).
+        output_tokens: Mean output length (tokens).
+        input_tokens: Mean prompt length (tokens); default: the task's.
+        task: Workload label used for the default prompt length.
+        precision: Weight precision (bfloat16, float16, fp8, mxfp4, nvfp4); default bfloat16.
+        num_gpus: GPUs used; default ``max(tp * pp * dp, ep)``.
+        tensor_parallel: Tensor-parallel degree.
+        expert_parallel: Expert-parallel degree.
+        data_parallel: Data-parallel replicas.
+        pipeline_parallel: Pipeline stages.
+        sm_clock_mhz: Locked SM clock in MHz (default: maximum).
+        power_limit_w: Power limit per GPU in watts (default: TDP).
+        configs_dir: Folder of ``<org>__<name>.json`` configs.
+        coefficients: Model coefficients (default: the shipped calibration).
+
+    Raises:
+        UserError: Bad input (naming the field) or a configuration that does not fit in memory.
+    """
+    coef = coefficients or default_coefficients()
+    n = _num_gpus(num_gpus, tensor_parallel, expert_parallel, data_parallel, pipeline_parallel)
+    w = Workload(
+        batch_size=batch_size,
+        input_tokens=input_tokens_for(task, input_tokens),
+        output_tokens=output_tokens,
+        num_gpus=n,
+        tensor_parallel=tensor_parallel,
+        expert_parallel=expert_parallel,
+        data_parallel=data_parallel,
+        pipeline_parallel=pipeline_parallel,
+        sm_clock_mhz=sm_clock_mhz,
+        power_limit_w=power_limit_w,
+    )
+    spec, prof, gpu_spec, feat = prepare(model, gpu, w, precision, configs_dir)
+    out = {k: float(v[0]) for k, v in predict(stack([feat]), coef).items()}
+    lo, hi = interval_factors(coef, gpu_spec.name)
+    e = out["energy_per_token_j"]
+    weights_gb, kv_gb, total_gb = memory_need_gb(prof, w)
+    itl = out["step_s"]
+    prefill_s = out["t_prefill_s"] * w.output_tokens  # prefill share of a request's lifetime
+    return Estimate(
+        model=str(model),
+        gpu=gpu_spec.name,
+        precision=prof.precision if not prof.is_moe else prof.expert_precision,
+        num_gpus=n,
+        tensor_parallel=tensor_parallel,
+        expert_parallel=expert_parallel,
+        data_parallel=data_parallel,
+        pipeline_parallel=pipeline_parallel,
+        batch_size=float(batch_size),
+        input_tokens=w.input_tokens,
+        output_tokens=float(output_tokens),
+        task=task,
+        sm_clock_mhz=out["clock_mhz"],
+        power_limit_w=power_limit_w,
+        energy_per_token_j=e,
+        energy_per_token_j_lo=e * lo,
+        energy_per_token_j_hi=e * hi,
+        energy_per_request_j=e * w.output_tokens,
+        throughput_tokens_per_s=out["throughput_tokens_per_s"],
+        avg_power_w=out["avg_power_w"],
+        itl_s=itl,
+        request_duration_s=itl * w.output_tokens,
+        prefill_duration_s=prefill_s,
+        breakdown_j_per_token={
+            "prefill": out["energy_prefill_j"],
+            "decode": out["energy_decode_j"],
+            "compute": out["energy_compute_j"],
+            "memory": out["energy_memory_j"],
+            "static_idle": out["energy_static_j"],
+            "overhead": out["energy_overhead_j"],
+        },
+        memory_gb_per_gpu={"weights": weights_gb, "kv_cache": kv_gb, "total": total_gb},
+        total_params=prof.total_params,
+        active_params=prof.active_params,
+        architecture=spec.model_type,
+        is_moe=spec.is_moe,
+        energy_source=energy_source(),
+    )
+
+
+SWEEPABLE = {
+    "batch-size": "batch_size",
+    "sm-clock": "sm_clock_mhz",
+    "power-limit": "power_limit_w",
+    "input-tokens": "input_tokens",
+    "output-tokens": "output_tokens",
+    "precision": "precision",
+    "gpu": "gpu",
+    "tensor-parallel": "tensor_parallel",
+    "num-gpus": "num_gpus",
+}
+"""Sweep axis names (CLI spelling) and the :func:`estimate` argument each sets."""
+
+
+def parse_sweep_axis(text: str) -> tuple[str, list[Any]]:
+    """Parse ``name=v1,v2,...`` or ``name=start:stop:step`` (inclusive) into values.
+
+    Raises:
+        UserError: Unknown axis or malformed values.
+    """
+    from mlenergy.errors import UserError
+
+    if "=" not in text:
+        raise UserError(f"sweep axis '{text}' must look like name=v1,v2 or name=a:b:step")
+    name, values = text.split("=", 1)
+    key = SWEEPABLE.get(name.strip().replace("_", "-"))
+    if key is None:
+        raise UserError(f"unknown sweep axis '{name}'", f"Use one of {', '.join(SWEEPABLE)}")
+    if key in ("precision", "gpu"):
+        return key, [v.strip() for v in values.split(",") if v.strip()]
+    try:
+        if ":" in values:
+            start, stop, step = (float(x) for x in values.split(":"))
+            if step <= 0:
+                raise ValueError
+            vals = list(np.arange(start, stop + step * 0.5, step))
+        else:
+            vals = [float(v) for v in values.split(",") if v.strip()]
+    except ValueError:
+        raise UserError(f"sweep axis '{text}' has malformed values") from None
+    if key in ("tensor_parallel", "num_gpus"):
+        vals = [int(v) for v in vals]
+    return key, vals
+
+
+def sweep(base: dict[str, Any], axes: dict[str, list[Any]]) -> list[Estimate | str]:
+    """Estimate every combination of ``axes`` over ``base`` arguments of :func:`estimate`.
+
+    Returns:
+        One :class:`Estimate` per combination, or the error message where it cannot be made
+        (e.g. a batch that does not fit), in :func:`itertools.product` order.
+    """
+    from mlenergy.errors import UserError
+
+    names = list(axes)
+    results: list[Estimate | str] = []
+    for combo in itertools.product(*(axes[n] for n in names)):
+        kw = dict(base)
+        kw.update(dict(zip(names, combo, strict=True)))
+        try:
+            results.append(estimate(**kw))
+        except UserError as exc:
+            results.append(exc.message)
+    return results

@@ -1,0 +1,300 @@
+"""Many estimates at once: the batch CSV contract, vectorised with numpy.
+
+Input columns: ``model``, ``gpu``, ``num_gpus``, ``tensor_parallel``, ``expert_parallel``,
+``data_parallel``, ``pipeline_parallel`` (optional, default 1), ``precision``, ``task``
+(optional), ``batch_size``, ``max_num_seqs``, ``input_tokens`` (may be empty: task default),
+``output_tokens``. Output: the input columns plus ``energy_per_token_j``,
+``energy_per_token_j_lo``, ``energy_per_token_j_hi``, ``throughput_tokens_per_s``,
+``avg_power_w`` and ``error`` (empty when the row was estimated). A bad row keeps its place.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from mlenergy.errors import UserError
+from mlenergy.estimate.catalog import resolve_gpu
+from mlenergy.estimate.inputs import (
+    MEMORY_UTILISATION,
+    TASK_INPUT_TOKENS,
+    feature_row,
+    resolve_model,
+    task_input_tokens,
+)
+from mlenergy.estimate.physics import FEATURES, Coefficients, default_coefficients, predict
+from mlenergy.estimate.profile import build_profile, normalise_precision
+
+INPUT_COLUMNS = (
+    "model",
+    "gpu",
+    "num_gpus",
+    "tensor_parallel",
+    "expert_parallel",
+    "data_parallel",
+    "pipeline_parallel",
+    "precision",
+    "task",
+    "batch_size",
+    "max_num_seqs",
+    "input_tokens",
+    "output_tokens",
+)
+OUTPUT_COLUMNS = (
+    "energy_per_token_j",
+    "energy_per_token_j_lo",
+    "energy_per_token_j_hi",
+    "throughput_tokens_per_s",
+    "avg_power_w",
+)
+REQUIRED = ("model", "gpu", "batch_size", "output_tokens")
+_INT_DEFAULTS = {
+    "tensor_parallel": 1,
+    "expert_parallel": 1,
+    "data_parallel": 1,
+    "pipeline_parallel": 1,
+}
+
+
+def _num(df: pd.DataFrame, col: str, default: float = np.nan) -> np.ndarray:
+    if col not in df:
+        return np.full(len(df), default, dtype=float)
+    raw = df[col]
+    vals = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
+    blank = raw.isna().to_numpy() | (raw.astype(str).str.strip() == "").to_numpy()
+    return np.where(blank, default, vals)
+
+
+def _bad_number(df: pd.DataFrame, col: str) -> np.ndarray:
+    """Rows whose ``col`` is non-blank but not a number."""
+    if col not in df:
+        return np.zeros(len(df), dtype=bool)
+    raw = df[col]
+    blank = raw.isna().to_numpy() | (raw.astype(str).str.strip() == "").to_numpy()
+    return ~blank & np.isnan(pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float))
+
+
+def estimate_frame(
+    df: pd.DataFrame,
+    configs_dir: str | Path | None = None,
+    coefficients: Coefficients | None = None,
+) -> pd.DataFrame:
+    """Estimate every row of a batch frame; rows that cannot be estimated get ``error``.
+
+    Args:
+        df: Frame with the batch input columns (extra columns are kept).
+        configs_dir: Folder of ``<org>__<name>.json`` model configs.
+        coefficients: Model coefficients (default: shipped).
+
+    Returns:
+        A copy of ``df`` with the output columns and ``error`` appended, same row order.
+    """
+    missing = [c for c in REQUIRED if c not in df]
+    if missing:
+        raise UserError(
+            f"batch input lacks column '{missing[0]}'", f"Columns: {', '.join(INPUT_COLUMNS)}"
+        )
+    coef = coefficients or default_coefficients()
+    n = len(df)
+    err = np.full(n, "", dtype=object)
+
+    def flag(mask: np.ndarray, message: str | np.ndarray) -> None:
+        hit = mask & (err == "")
+        if np.any(hit):
+            err[hit] = message if isinstance(message, str) else message[hit]
+
+    # Model / GPU / precision: resolved once per distinct combination.
+    models = df["model"].fillna("").astype(str).str.strip().to_numpy()
+    gpus = df["gpu"].fillna("").astype(str).str.strip().to_numpy()
+    precs = (
+        df["precision"].fillna("").astype(str).str.strip().to_numpy()
+        if "precision" in df
+        else np.full(n, "", dtype=object)
+    )
+    parts = [pd.factorize(col) for col in (models, gpus, precs)]
+    combined = (parts[0][0] * len(parts[1][1]) + parts[1][0]) * len(parts[2][1]) + parts[2][0]
+    _, first_idx, codes = np.unique(combined, return_index=True, return_inverse=True)
+    uniques = [(models[i], gpus[i], precs[i]) for i in first_idx]
+    key_rows: list[dict[str, float] | None] = []
+    key_err: list[str] = []
+    key_info: list[tuple[int, int, float, str]] = []  # heads, experts, memory, gpu name
+    dummy = _DummyWorkload()
+    for model, gpu, prec in uniques:
+        try:
+            spec, fp8 = resolve_model(model, configs_dir)
+            p = (
+                "fp8"
+                if fp8 and prec in ("", "fp8", "bfloat16")
+                else normalise_precision(prec or None)
+            )
+            gpu_spec = resolve_gpu(gpu)
+            if not gpu:
+                raise UserError("gpu is empty")
+            prof = build_profile(spec, p)
+            row = feature_row(prof, gpu_spec, dummy)  # type: ignore[arg-type]
+            row["_weights_common"] = prof.common_bytes + prof.embedding_bytes
+            row["_weights_experts"] = prof.expert_bytes * prof.num_experts * prof.n_moe_layers
+            key_rows.append(row)
+            key_err.append("")
+            key_info.append(
+                (spec.num_heads, spec.num_experts or 0, gpu_spec.memory_gb, gpu_spec.name)
+            )
+        except UserError as exc:
+            key_rows.append(None)
+            key_err.append(exc.message)
+            key_info.append((1, 0, math.inf, ""))
+    key_err_arr = np.array(key_err, dtype=object)
+    flag(key_err_arr[codes] != "", key_err_arr[codes])
+
+    tp = _num(df, "tensor_parallel", 1)
+    ep = _num(df, "expert_parallel", 1)
+    dp = _num(df, "data_parallel", 1)
+    pp = _num(df, "pipeline_parallel", 1)
+    ngpu = _num(df, "num_gpus", np.nan)
+    ngpu = np.where(np.isnan(ngpu), np.maximum(tp * pp * dp, ep), ngpu)
+    batch = _num(df, "batch_size")
+    out_tok = _num(df, "output_tokens")
+    in_tok = _num(df, "input_tokens")
+    tasks = df["task"].fillna("").astype(str).to_numpy() if "task" in df else np.full(n, "")
+    table = {t: task_input_tokens(t) for t in set(tasks) | set(TASK_INPUT_TOKENS)}
+    task_codes, task_names = pd.factorize(tasks)
+    task_len = np.array([table[t] for t in task_names], dtype=float)
+    in_tok = np.where(np.isnan(in_tok), task_len[task_codes], in_tok)
+
+    for col in ("num_gpus", *_INT_DEFAULTS, "batch_size", "input_tokens", "output_tokens"):
+        flag(_bad_number(df, col), f"{col} is not a number")
+    for col, arr in (("batch_size", batch), ("output_tokens", out_tok)):
+        flag(np.isnan(arr), f"{col} is missing")
+        flag(arr <= 0, f"{col} must be > 0")
+    flag(in_tok < 0, "input_tokens must be >= 0")
+    cap = _num(df, "max_num_seqs", np.nan)
+    flag(_bad_number(df, "max_num_seqs"), "max_num_seqs is not a number")
+    flag(~np.isnan(cap) & (batch > cap * 1.001), "batch_size exceeds max_num_seqs (the cap)")
+    for col, arr in (
+        ("num_gpus", ngpu),
+        ("tensor_parallel", tp),
+        ("expert_parallel", ep),
+        ("data_parallel", dp),
+        ("pipeline_parallel", pp),
+    ):
+        flag((arr < 1) | (arr != np.round(arr)), f"{col} must be a whole number >= 1")
+    safe_dp = np.where(dp >= 1, dp, 1)
+    flag(np.mod(ngpu, safe_dp) != 0, "data_parallel does not divide num_gpus")
+
+    heads = np.array([k[0] for k in key_info], dtype=float)[codes]
+    experts = np.array([k[1] for k in key_info], dtype=float)[codes]
+    safe_tp = np.where(tp >= 1, tp, 1)
+    bad_tp = np.mod(heads, safe_tp) != 0
+    if np.any(bad_tp):
+        msgs = np.full(n, "", dtype=object)
+        for i in np.flatnonzero(bad_tp):
+            msgs[i] = (
+                f"tensor_parallel ({tp[i]:g}) does not divide num_attention_heads ({heads[i]:g})"
+            )
+        flag(bad_tp, msgs)
+    flag((ep > 1) & (experts == 0), "expert_parallel > 1 needs an MoE model")
+    flag((experts > 0) & (ep > experts), "expert_parallel exceeds num_experts")
+
+    # Assemble features for every row (bad rows get harmless placeholders).
+    ok_key = np.array([r is not None for r in key_rows])
+    template = next((r for r in key_rows if r is not None), None)
+    feat: dict[str, np.ndarray] = {}
+    if template is not None:
+        for name in (*FEATURES, "_weights_common", "_weights_experts"):
+            col = np.array([(r or template)[name] for r in key_rows], dtype=float)
+            feat[name] = col[codes]
+    good = (err == "") & ok_key[codes] if template is not None else np.zeros(n, dtype=bool)
+    result = df.copy()
+    for col in OUTPUT_COLUMNS:
+        result[col] = np.nan
+    if template is not None:
+        fill = {
+            "num_gpus": ngpu,
+            "tp": tp,
+            "ep": ep,
+            "dp": dp,
+            "pp": pp,
+            "batch": batch,
+            "input_tokens": in_tok,
+            "output_tokens": out_tok,
+        }
+        for name, arr in fill.items():
+            feat[name] = np.where(good, arr, 1.0)
+        feat["clock"] = np.full(n, np.nan)
+        feat["power_limit"] = np.full(n, np.nan)
+        feat["legacy"] = np.zeros(n)
+        mem_gb = np.array([k[2] for k in key_info], dtype=float)[codes]
+        need = _memory_need_gb(feat)
+        too_big = good & (need > mem_gb * MEMORY_UTILISATION)
+        if np.any(too_big):
+            msgs = np.full(n, "", dtype=object)
+            for i in np.flatnonzero(too_big):
+                msgs[i] = (
+                    f"batch_size {batch[i]:g} does not fit: {need[i]:.1f} GB per GPU (weights + "
+                    f"KV cache) > {mem_gb[i] * MEMORY_UTILISATION:.1f} GB usable"
+                )
+            flag(too_big, msgs)
+            good &= ~too_big
+        pred = predict(feat, coef)
+        e = pred["energy_per_token_j"]
+        names = np.array([key_info[c][3] for c in codes], dtype=object)
+        widen = np.array(
+            [1.0 if g in coef.calibrated_gpus else coef.unseen_gpu_widen for g in names]
+        )
+        cols = {
+            "energy_per_token_j": e,
+            "energy_per_token_j_lo": e * np.exp(coef.log_q05 * widen),
+            "energy_per_token_j_hi": e * np.exp(coef.log_q95 * widen),
+            "throughput_tokens_per_s": pred["throughput_tokens_per_s"],
+            "avg_power_w": pred["avg_power_w"],
+        }
+        for col, arr in cols.items():
+            result[col] = np.where(good, arr, np.nan)
+    result["error"] = err
+    return result
+
+
+def _memory_need_gb(f: dict[str, np.ndarray]) -> np.ndarray:
+    """Vectorised per-GPU memory need (GB), mirroring :func:`inputs.memory_need_gb`."""
+    a = f["num_gpus"] / f["dp"]
+    shards = np.where(f["ep"] > 1, f["num_gpus"], a)
+    ctx = f["input_tokens"] + 0.5 * f["output_tokens"]
+    ctx_w = np.where(f["window"] > 0, np.minimum(ctx, f["window"]), ctx)
+    tp_eff = np.maximum(a / f["pp"], 1.0)
+    kv_shard = np.where(f["latent_kv"] > 0, 1.0, np.minimum(tp_eff, f["num_kv_heads"])) * f["pp"]
+    br = f["batch"] / f["dp"]
+    kv = br * (f["kv_full"] * ctx + f["kv_window"] * ctx_w) / kv_shard + br * f["ssm_bytes"] / a
+    weights = f["_weights_common"] / a + f["_weights_experts"] / shards
+    return (weights + kv) / 1e9
+
+
+class _DummyWorkload:
+    """Placeholder workload for per-key features (workload columns are filled per row)."""
+
+    batch_size = input_tokens = output_tokens = 1.0
+    num_gpus = tensor_parallel = expert_parallel = data_parallel = pipeline_parallel = 1
+    sm_clock_mhz = power_limit_w = None
+    legacy_engine = False
+
+
+def estimate_csv(
+    in_path: str | Path,
+    out_path: str | Path,
+    configs_dir: str | Path | None = None,
+    coefficients: Coefficients | None = None,
+) -> pd.DataFrame:
+    """Read a batch CSV, estimate every row and write the output CSV atomically."""
+    src = Path(in_path)
+    if not src.is_file():
+        raise UserError(f"batch file '{src}' does not exist", "Check the --batch path")
+    df = pd.read_csv(src, dtype=str, keep_default_na=False)
+    result = estimate_frame(df, configs_dir, coefficients)
+    dst = Path(out_path)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dst.with_name(dst.name + ".tmp")
+    result.to_csv(tmp, index=False)
+    tmp.replace(dst)
+    return result

@@ -1,0 +1,255 @@
+"""Fit the physical model's few global coefficients on measurements.
+
+Least squares in log space on throughput and average power (energy per token is their ratio,
+so fitting both keeps energy from being right by two wrong halves cancelling). Coefficients
+are global (not per model, not per GPU), so that they transfer to unseen models and chips.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from mlenergy.errors import UserError
+from mlenergy.estimate.inputs import Workload, has_value, input_tokens_for, prepare, stack
+from mlenergy.estimate.physics import Coefficients, default_coefficients, predict
+
+# (name, lower bound, upper bound) of fitted coefficients; fitted in log space.
+BOUNDS: dict[str, tuple[float, float]] = {
+    "eta_mem": (0.2, 1.0),
+    "eta_comp": (0.05, 1.0),
+    "eta_prefill": (0.05, 1.0),
+    "step_s": (1e-5, 0.05),
+    "layer_s": (1e-7, 5e-4),
+    "moe_layer_s": (1e-7, 1e-3),
+    "seq_s": (1e-7, 5e-4),
+    "collective_s": (1e-6, 2e-4),
+    "all_to_all_s": (1e-6, 5e-4),
+    "idle_frac": (0.1, 0.2),
+    "p_base": (0.01, 1.0),
+    "p_comp": (0.01, 1.5),
+    "p_mem": (0.01, 1.5),
+    "legacy_slowdown": (1.0, 10.0),
+}
+
+
+def featurise(
+    df: pd.DataFrame, configs_dir: str | Path | None = None
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Feature arrays for the rows of a reference-like frame.
+
+    Args:
+        df: Frame with ``config_id`` (or ``model_id``), ``gpu``, parallelism columns,
+            ``precision``, ``task``, ``batch_size``, ``output_tokens`` and optionally
+            ``input_tokens`` and ``legacy``.
+        configs_dir: Folder of model configs.
+
+    Returns:
+        The stacked features of the rows that could be prepared, and their row positions.
+    """
+    rows, keep = [], []
+    for pos, r in enumerate(df.itertuples(index=False)):
+        rec = r._asdict()
+        w = Workload(
+            batch_size=float(rec["batch_size"]),
+            input_tokens=input_tokens_for(rec.get("task"), rec.get("input_tokens")),
+            output_tokens=float(rec["output_tokens"]),
+            num_gpus=int(rec["num_gpus"]),
+            tensor_parallel=int(rec["tensor_parallel"]),
+            expert_parallel=int(rec["expert_parallel"]),
+            data_parallel=int(rec["data_parallel"]),
+            pipeline_parallel=int(rec.get("pipeline_parallel") or 1),
+            legacy_engine=bool(rec.get("legacy", False)),
+        )
+        model = rec.get("config_id") or rec["model_id"]
+        try:
+            *_, feat = prepare(model, rec["gpu"], w, rec["precision"], configs_dir, check_fit=False)
+        except UserError:
+            continue
+        rows.append(feat)
+        keep.append(pos)
+    if not rows:
+        raise UserError("no reference row could be prepared", "Check --reference and configs")
+    return stack(rows), np.array(keep, dtype=int)
+
+
+def _subset(feat: dict[str, np.ndarray], mask: np.ndarray) -> dict[str, np.ndarray]:
+    return {k: v[mask] for k, v in feat.items()}
+
+
+def fit(
+    feat: dict[str, np.ndarray],
+    throughput: np.ndarray,
+    power: np.ndarray,
+    start: Coefficients | None = None,
+    weights: np.ndarray | None = None,
+    tasks: np.ndarray | None = None,
+) -> Coefficients:
+    """Fit :data:`BOUNDS` coefficients to measured throughput (tokens/s) and power (W).
+
+    Args:
+        feat: Feature arrays (see :func:`featurise`).
+        throughput: Measured output throughput in tokens per second.
+        power: Measured average power in watts (sum over GPUs).
+        start: Starting coefficients (default: the shipped ones).
+        weights: Per-row weights (default: all rows weigh the same).
+        tasks: Per-row task label of rows whose prompt length is unknown (``""`` for rows
+            with a known length). The mean prompt length of each task is fitted too.
+
+    Returns:
+        The fitted coefficients.
+    """
+    from scipy.optimize import least_squares
+
+    base = start or default_coefficients()
+    names = list(BOUNDS)
+    lo = np.log([BOUNDS[n][0] for n in names])
+    hi = np.log([BOUNDS[n][1] for n in names])
+    x0 = np.clip(np.log([getattr(base, n) for n in names]), lo + 1e-9, hi - 1e-9)
+    task_names: list[str] = []
+    task_idx = np.full(len(throughput), -1)
+    if tasks is not None:
+        task_names = sorted({t for t in tasks if t})
+        lookup = {t: i for i, t in enumerate(task_names)}
+        task_idx = np.array([lookup.get(t, -1) for t in tasks])
+        t0 = [
+            max(float(np.median(feat["input_tokens"][task_idx == i])), 20.0)
+            for i in range(len(task_names))
+        ]
+        x0 = np.concatenate([x0, np.log(t0)])
+        lo = np.concatenate([lo, np.full(len(task_names), np.log(10.0))])
+        hi = np.concatenate([hi, np.full(len(task_names), np.log(2e5))])
+    n_coef = len(names)
+    w = np.ones_like(throughput) if weights is None else np.sqrt(weights)
+    log_thr, log_pow = np.log(throughput), np.log(power)
+
+    def with_tasks(x: np.ndarray) -> dict[str, np.ndarray]:
+        if not task_names:
+            return feat
+        lengths = np.exp(x[n_coef:])
+        f2 = dict(feat)
+        f2["input_tokens"] = np.where(
+            task_idx >= 0, lengths[np.maximum(task_idx, 0)], feat["input_tokens"]
+        )
+        return f2
+
+    def residuals(x: np.ndarray) -> np.ndarray:
+        c = base.replace(**dict(zip(names, np.exp(x[:n_coef]), strict=True)))
+        out = predict(with_tasks(x), c)
+        r1 = np.log(out["throughput_tokens_per_s"]) - log_thr
+        r2 = np.log(out["avg_power_w"]) - log_pow
+        return np.concatenate([w * r1, w * r2])
+
+    sol = least_squares(residuals, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.15)
+    fitted: dict[str, object] = dict(
+        zip(names, (float(v) for v in np.exp(sol.x[:n_coef])), strict=True)
+    )
+    if task_names:
+        table = dict(base.task_input_tokens)
+        table.update(
+            {t: round(float(v)) for t, v in zip(task_names, np.exp(sol.x[n_coef:]), strict=True)}
+        )
+        fitted["task_input_tokens"] = table
+    return base.replace(**fitted)
+
+
+def group_weights(groups: pd.Series) -> np.ndarray:
+    """Row weights giving every group the same total weight (big groups do not dominate)."""
+    counts = groups.map(groups.value_counts())
+    return (1.0 / counts.to_numpy(dtype=float)) * len(groups) / groups.nunique()
+
+
+def calibrate(
+    df: pd.DataFrame,
+    configs_dir: str | Path | None = None,
+    start: Coefficients | None = None,
+    fit_tasks: bool = False,
+) -> tuple[Coefficients, pd.DataFrame]:
+    """Fit coefficients on a measurement frame and attach the in-sample fit statistics.
+
+    Returns:
+        The coefficients (with ``calibrated_gpus`` and ``fit_info``) and the rows used.
+    """
+    feat, keep = featurise(df, configs_dir)
+    used = df.iloc[keep].reset_index(drop=True)
+    wts = group_weights(used["model_group"]) if "model_group" in used else None
+    tasks = None
+    if fit_tasks:
+        explicit = used["input_tokens"].map(has_value) if "input_tokens" in used else False
+        tasks = np.where(explicit, "", used["task"].fillna("").astype(str))
+    coef = fit(
+        feat,
+        used["throughput_tokens_per_s"].to_numpy(float),
+        used["avg_power_w"].to_numpy(float),
+        start=start,
+        weights=wts,
+        tasks=tasks,
+    )
+    gpus = tuple(sorted(set(used["gpu"])))
+    coef = coef.replace(
+        calibrated_gpus=gpus,
+        fit_info={"rows": len(used), "models": int(used["model_group"].nunique())},
+    )
+    return coef, used
+
+
+def coefficient_table(c: Coefficients) -> list[tuple[str, float]]:
+    """(name, value) pairs of the numeric coefficients, for display."""
+    return [
+        (f.name, float(getattr(c, f.name)))
+        for f in fields(c)
+        if isinstance(getattr(c, f.name), int | float)
+    ]
+
+
+def calibrate_all(
+    reference: str | Path | None = None,
+    store_runs: pd.DataFrame | None = None,
+    out: str | Path | None = None,
+    configs_dir: str | Path | None = None,
+    include_v2: bool = True,
+    folds: int = 10,
+) -> tuple[Coefficients, Path, int]:
+    """Fit on the reference (and optionally a store's GPU measurements) and write the result.
+
+    The prediction interval comes from the 5th/95th percentiles of cross-validated log
+    errors of energy per token (grouped by architecture, ``folds`` folds).
+
+    Args:
+        reference: Reference folder (default :func:`~mlenergy.estimate.reference.reference_dir`).
+        store_runs: The project's flat run table (``RunStore.runs_frame()``); its measured GPU
+            serving runs are added to the fit (none: skipped).
+        out: Output file or folder (default: the package's ``coefficients.json``).
+        configs_dir: Folder of model configs.
+        include_v2: Include the 2024 v2 tables.
+        folds: Cross-validation folds for the interval (0: keep the current interval).
+
+    Returns:
+        The coefficients, the path written and the number of rows fitted.
+    """
+    from mlenergy.estimate.physics import COEFFICIENTS_FILE
+    from mlenergy.estimate.reference import load_reference, measurements_from_runs
+    from mlenergy.estimate.validation import cross_validate
+
+    df = load_reference(reference, include_v2=include_v2)
+    if store_runs is not None:
+        extra = measurements_from_runs(store_runs)
+        if len(extra):
+            df = pd.concat([df, extra], ignore_index=True)
+    # Start from the code defaults (not the shipped file) so calibration is reproducible.
+    coef, used = calibrate(df, configs_dir, start=Coefficients())
+    if folds:
+        cv = cross_validate(df, folds=folds, configs_dir=configs_dir, start=coef)
+        logs = cv.rows["log_ratio_energy"].to_numpy(float)
+        coef = coef.replace(
+            log_q05=float(np.quantile(logs, 0.05)), log_q95=float(np.quantile(logs, 0.95))
+        )
+    target = Path(out) if out is not None else Path(__file__).parent / COEFFICIENTS_FILE
+    path = coef.save(target)
+    from mlenergy.estimate.physics import default_coefficients as _dc
+
+    _dc.cache_clear()
+    return coef, path, len(used)

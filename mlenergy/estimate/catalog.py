@@ -1,0 +1,175 @@
+"""Hardware catalog: datasheet figures of accelerators, by name, alias or spec file.
+
+The shipped catalog (``gpu_catalog.json``) is derived from vendor datasheets (dense tensor
+figures, no sparsity). A hypothetical chip is described by a YAML or JSON file with the same
+keys; only ``memory_gb``, ``memory_bandwidth_tb_s``, ``tdp_w`` and ``bf16_tflops`` are required.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from mlenergy.errors import UserError
+
+REQUIRED_FIELDS = ("memory_gb", "memory_bandwidth_tb_s", "tdp_w", "bf16_tflops")
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """Datasheet figures of one accelerator.
+
+    Attributes:
+        name: Catalog name (e.g. ``H100-SXM5-80GB``) or the spec file's ``name``.
+        memory_gb: Device memory in GB.
+        memory_bandwidth_tb_s: Peak memory bandwidth in TB/s.
+        tdp_w: Board power limit (TDP) in watts.
+        bf16_tflops: Dense BF16/FP16 tensor peak in TFLOP/s at ``spec_clock_mhz``.
+        fp8_tflops: Dense FP8 peak in TFLOP/s (``None``: no FP8 tensor cores).
+        fp4_tflops: Dense FP4 peak in TFLOP/s (``None``: no FP4 tensor cores).
+        max_sm_clock_mhz: Highest SM clock in MHz.
+        min_sm_clock_mhz: Lowest settable SM clock in MHz (``None``: unknown).
+        spec_clock_mhz: SM clock at which the TFLOP/s figures hold.
+        idle_power_w: Measured idle power in watts (``None``: use the fitted fraction of TDP).
+        interconnect_gb_s: Per-GPU GPU-to-GPU bandwidth in GB/s (NVLink, Infinity Fabric, PCIe).
+        vendor: Vendor name.
+        architecture: Micro-architecture name.
+        sm_count: Streaming multiprocessors (compute units).
+        aliases: Other names that resolve to this entry.
+    """
+
+    name: str
+    memory_gb: float
+    memory_bandwidth_tb_s: float
+    tdp_w: float
+    bf16_tflops: float
+    fp8_tflops: float | None = None
+    fp4_tflops: float | None = None
+    max_sm_clock_mhz: float = 1980.0
+    min_sm_clock_mhz: float | None = None
+    spec_clock_mhz: float | None = None
+    idle_power_w: float | None = None
+    interconnect_gb_s: float = 32.0
+    vendor: str = "unknown"
+    architecture: str = "unknown"
+    sm_count: int | None = None
+    aliases: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def clock_at_spec_mhz(self) -> float:
+        """SM clock (MHz) at which the peak TFLOP/s figures hold."""
+        return self.spec_clock_mhz or self.max_sm_clock_mhz
+
+    def peak_tflops(self, precision: str) -> float:
+        """Dense tensor peak (TFLOP/s) for matmuls with weights in ``precision``.
+
+        Weights without native tensor-core support are dequantised and multiplied at BF16 rate.
+        """
+        if precision in ("nvfp4", "mxfp4") and self.fp4_tflops:
+            return self.fp4_tflops
+        if precision == "fp8" and self.fp8_tflops:
+            return self.fp8_tflops
+        return self.bf16_tflops
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-dict form (JSON-compatible)."""
+        data = asdict(self)
+        data["aliases"] = list(self.aliases)
+        return data
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+@cache
+def _catalog() -> tuple[dict[str, GpuSpec], dict[str, str]]:
+    raw = json.loads((Path(__file__).parent / "gpu_catalog.json").read_text())
+    by_name: dict[str, GpuSpec] = {}
+    alias: dict[str, str] = {}
+    for entry in raw["gpus"]:
+        spec = _from_mapping(entry, source="catalog")
+        by_name[spec.name] = spec
+        alias[_norm(spec.name)] = spec.name
+        for a in spec.aliases:
+            alias[_norm(a)] = spec.name
+    return by_name, alias
+
+
+def catalog_names() -> list[str]:
+    """Names of the GPUs in the shipped catalog."""
+    return list(_catalog()[0])
+
+
+def _from_mapping(data: dict[str, Any], source: str) -> GpuSpec:
+    missing = [k for k in REQUIRED_FIELDS if data.get(k) in (None, "")]
+    if missing:
+        raise UserError(
+            f"GPU spec {source} is missing required field '{missing[0]}'",
+            "Give memory_gb, memory_bandwidth_tb_s, tdp_w and bf16_tflops",
+        )
+    known = set(GpuSpec.__dataclass_fields__)
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise UserError(
+            f"GPU spec {source} has unknown field '{unknown[0]}'",
+            f"Use only: {', '.join(sorted(known))}",
+        )
+    kw = dict(data)
+    kw.setdefault("name", Path(source).stem)
+    for key in ("memory_gb", "memory_bandwidth_tb_s", "tdp_w", "bf16_tflops"):
+        try:
+            value = float(kw[key])
+        except (TypeError, ValueError):
+            raise UserError(f"GPU spec field '{key}' must be a number, got {kw[key]!r}") from None
+        if value <= 0:
+            raise UserError(f"GPU spec field '{key}' must be positive, got {value}")
+        kw[key] = value
+    kw["aliases"] = tuple(kw.get("aliases") or ())
+    if kw.get("max_sm_clock_mhz") is None:
+        kw.pop("max_sm_clock_mhz", None)
+    if kw.get("interconnect_gb_s") is None:
+        kw.pop("interconnect_gb_s", None)
+    return GpuSpec(**kw)
+
+
+def load_gpu_spec_file(path: str | Path) -> GpuSpec:
+    """Read a hypothetical GPU from a YAML or JSON file with :class:`GpuSpec` keys."""
+    p = Path(path)
+    if not p.is_file():
+        raise UserError(f"GPU spec file '{p}' does not exist", "Check the --gpu path")
+    text = p.read_text()
+    if p.suffix.lower() == ".json":
+        data = json.loads(text)
+    else:
+        import yaml
+
+        data = yaml.safe_load(text)
+    if not isinstance(data, dict):
+        raise UserError(f"GPU spec file '{p}' must hold a mapping of fields")
+    return _from_mapping(data, source=str(p))
+
+
+def resolve_gpu(name_or_path: str | GpuSpec) -> GpuSpec:
+    """Return the spec for a catalog name, an alias or a YAML/JSON spec file path.
+
+    Raises:
+        UserError: Unknown name (lists the catalog) or a bad spec file.
+    """
+    if isinstance(name_or_path, GpuSpec):
+        return name_or_path
+    text = str(name_or_path).strip()
+    by_name, alias = _catalog()
+    key = alias.get(_norm(text))
+    if key:
+        return by_name[key]
+    if text.lower().endswith((".yaml", ".yml", ".json")) or Path(text).is_file():
+        return load_gpu_spec_file(text)
+    raise UserError(
+        f"unknown gpu '{text}'",
+        f"Use one of {', '.join(by_name)} or a YAML spec file",
+    )

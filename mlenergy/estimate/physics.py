@@ -1,0 +1,366 @@
+"""The physical model: time and power of steady-state LLM serving, vectorised with numpy.
+
+One serving step of a data-parallel replica decodes one token for each of its ``B/dp``
+sequences and, in steady state, prefills ``B/dp / O`` new requests of ``I`` tokens (chunked
+prefill is interleaved with decode). Per GPU and step:
+
+* memory traffic: weights outside routed experts once per step (sharded over the replica's
+  GPUs), routed experts actually hit by the step's tokens (expected distinct experts
+  ``E (1 - (1 - k/E)^T)`` per MoE layer), the KV cache of every sequence at its mean context
+  ``I + O/2`` (windowed layers capped at the window; MLA latent cache replicated across TP),
+  and the recurrent state of Mamba layers;
+* compute: matmul FLOPs (2 per active weight per token; experts at their own precision),
+  attention FLOPs growing with the context, prefill FLOPs of the new requests;
+* time: ``c_step + c_layer * L + c_moe * L_moe + c_seq * B/dp + (t_mem^p + t_comp^p)^(1/p)
+  + t_comm + t_prefill``, with achievable fractions of datasheet bandwidth and FLOP/s, fixed
+  launch costs and a per-collective latency fitted on measurements
+  (:mod:`mlenergy.estimate.calibration`);
+* power per GPU: ``idle + (TDP - idle) * (a0 r + a_c u_comp r v(r)^2 + a_m u_busy)`` capped
+  at the power limit, where ``u`` are busy fractions, ``r`` is the SM clock over its maximum
+  and ``v(r)`` the relative core voltage; above the cap the clock is lowered until power fits
+  (as the driver does).
+
+Energy per output token is total power over output throughput.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+COEFFICIENTS_FILE = "coefficients.json"
+
+
+@dataclass(frozen=True)
+class Coefficients:
+    """Fitted global coefficients of the physical model (few, so that they generalise).
+
+    Attributes:
+        eta_mem: Achieved fraction of datasheet memory bandwidth in decode.
+        eta_comp: Achieved fraction of datasheet tensor FLOP/s in decode matmuls.
+        eta_prefill: Achieved fraction of datasheet tensor FLOP/s in prefill.
+        overlap_p: Exponent of the soft maximum combining memory and compute time.
+        step_s: Fixed cost per serving step in seconds (launches, scheduler, sampling).
+        layer_s: Fixed cost per layer per step in seconds (kernel launches).
+        moe_layer_s: Extra fixed cost per MoE layer per step in seconds (routing, token
+            permutation, grouped-GEMM launches).
+        seq_s: Host cost per sequence per step in seconds.
+        collective_s: Latency per collective (all-reduce or all-to-all) per log2 step of its
+            participants, in seconds.
+        all_to_all_s: Latency per expert-parallel dispatch or combine per log2 step of its
+            participants, in seconds.
+        eta_link: Achieved fraction of interconnect bandwidth.
+        routing_spread: Effective fraction of the experts that a step's tokens draw from
+            (1: uniform routing; lower: skewed, fewer distinct experts hit). Not fitted: the
+            reference data prefer uniform routing.
+        dequant_flops: Work to dequantise one scaled low-precision weight element, in
+            tensor-core FLOP equivalents. Not fitted (0): the reference data cannot separate
+            it from other costs and a value fitted on FP8 did not transfer to MXFP4.
+        idle_frac: Idle power as a fraction of TDP, when the catalog has no idle figure.
+        p_base: Power above idle while serving, as a fraction of (TDP - idle).
+        p_comp: Extra power fraction at full compute utilisation.
+        p_mem: Extra power fraction while memory traffic or collectives keep the GPU busy.
+        voltage_floor: Core voltage at the lowest clock relative to the highest; dynamic
+            power scales as ``r * v(r)^2`` with ``v(r) = floor + (1 - floor) * r``.
+        legacy_slowdown: Factor on the host-side overheads (step, layer, sequence costs) for
+            the older engine of the v2 data (vLLM 0.5.4).
+        log_q05: 5th percentile of log(measured/predicted) energy per token (cross-validated).
+        log_q95: 95th percentile of the same.
+        unseen_gpu_widen: Interval widening factor for GPUs absent from calibration.
+        task_input_tokens: Mean prompt length per task label (tokens), fitted as workload
+            descriptors because the reference data does not publish prompt lengths.
+        calibrated_gpus: GPUs present in the calibration data.
+        fit_info: Free-form description of the fit.
+    """
+
+    eta_mem: float = 0.75
+    eta_comp: float = 0.5
+    eta_prefill: float = 0.5
+    overlap_p: float = 3.0
+    step_s: float = 2e-3
+    layer_s: float = 2e-5
+    moe_layer_s: float = 5e-5
+    seq_s: float = 2e-5
+    collective_s: float = 1.5e-5
+    all_to_all_s: float = 2e-5
+    eta_link: float = 0.5
+    routing_spread: float = 1.0
+    dequant_flops: float = 0.0
+    idle_frac: float = 0.12
+    p_base: float = 0.3
+    p_comp: float = 0.6
+    p_mem: float = 0.3
+    voltage_floor: float = 0.65
+    legacy_slowdown: float = 1.5
+    log_q05: float = -0.25
+    log_q95: float = 0.25
+    unseen_gpu_widen: float = 1.5
+    calibrated_gpus: tuple[str, ...] = ()
+    task_input_tokens: dict[str, float] = field(default_factory=dict)
+    fit_info: dict[str, object] = field(default_factory=dict, compare=False)
+
+    FITTED = (
+        "eta_mem",
+        "eta_comp",
+        "eta_prefill",
+        "step_s",
+        "layer_s",
+        "moe_layer_s",
+        "seq_s",
+        "collective_s",
+        "all_to_all_s",
+        "idle_frac",
+        "p_base",
+        "p_comp",
+        "p_mem",
+        "legacy_slowdown",
+    )
+
+    def replace(self, **kw: object) -> Coefficients:
+        """Return a copy with some fields replaced."""
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data.update(kw)
+        return Coefficients(**data)  # type: ignore[arg-type]
+
+    def save(self, path: str | Path) -> Path:
+        """Write the coefficients as JSON (atomically) and return the path."""
+        p = Path(path)
+        if p.is_dir():
+            p = p / COEFFICIENTS_FILE
+        p.parent.mkdir(parents=True, exist_ok=True)
+        data = asdict(self)
+        data["calibrated_gpus"] = list(self.calibrated_gpus)
+        tmp = p.with_suffix(p.suffix + ".tmp")
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+        tmp.replace(p)
+        return p
+
+    @classmethod
+    def load(cls, path: str | Path | None = None) -> Coefficients:
+        """Read coefficients from ``path`` (a file or folder), or the shipped defaults."""
+        if path is None:
+            return default_coefficients()
+        p = Path(path)
+        if p.is_dir():
+            p = p / COEFFICIENTS_FILE
+        from mlenergy.errors import UserError
+
+        if not p.is_file():
+            raise UserError(f"coefficients file '{p}' does not exist", "Run estimate calibrate")
+        return cls._from_dict(json.loads(p.read_text()))
+
+    @classmethod
+    def _from_dict(cls, data: dict) -> Coefficients:
+        names = {f.name for f in fields(cls)}
+        kw = {k: v for k, v in data.items() if k in names}
+        kw["calibrated_gpus"] = tuple(kw.get("calibrated_gpus") or ())
+        return cls(**kw)
+
+
+@cache
+def default_coefficients() -> Coefficients:
+    """The coefficients shipped with the package (fitted on the reference measurements)."""
+    res = Path(__file__).parent / COEFFICIENTS_FILE
+    if res.is_file():
+        return Coefficients._from_dict(json.loads(res.read_text()))
+    return Coefficients()
+
+
+FEATURES = (
+    # model
+    "common_bytes",
+    "expert_bytes",
+    "n_moe_layers",
+    "num_experts",
+    "experts_per_token",
+    "dense_flops",
+    "expert_flops",
+    "kv_full",
+    "kv_window",
+    "window",
+    "attn_full",
+    "attn_window",
+    "ssm_bytes",
+    "ssm_flops",
+    "quant_common",
+    "quant_expert",
+    "num_kv_heads",
+    "latent_kv",
+    "num_layers",
+    "hidden_size",
+    # gpu
+    "bandwidth",  # bytes/s
+    "peak_dense",  # FLOP/s at the spec clock
+    "peak_expert",
+    "spec_clock",
+    "max_clock",
+    "min_clock",
+    "tdp",
+    "idle",  # W, NaN when unknown
+    "link",  # bytes/s
+    # workload
+    "num_gpus",
+    "tp",
+    "ep",
+    "dp",
+    "pp",
+    "batch",
+    "input_tokens",
+    "output_tokens",
+    "legacy",
+    "clock",  # requested SM clock in MHz, NaN = max
+    "power_limit",  # W per GPU, NaN = TDP
+)
+
+
+def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> dict:
+    """Evaluate time and power at an SM clock (MHz) for every row."""
+    n, dp, pp = f["num_gpus"], f["dp"], f["pp"]
+    a = n / dp  # GPUs per replica
+    tp_eff = np.maximum(a / pp, 1.0)
+    br = f["batch"] / dp
+    ep_on = f["ep"] > 1
+    ep_shards = np.where(ep_on, n, a)
+    t_moe = np.where(ep_on, f["batch"], br)
+    e, k = f["num_experts"], f["experts_per_token"]
+    # Expected distinct experts hit per MoE layer; routing is skewed, so tokens draw from an
+    # effective pool smaller than E (``routing_spread`` = 1: uniform routing).
+    e_eff = np.maximum(k + (e - k) * c.routing_spread, 1.0)
+    hit = e_eff * (1.0 - np.power(np.clip(1.0 - k / e_eff, 0.0, 1.0), t_moe))
+    hit = np.minimum(hit, e)
+    ctx = f["input_tokens"] + 0.5 * f["output_tokens"]
+    ctx_w = np.minimum(ctx, np.where(f["window"] > 0, f["window"], ctx))
+    kv_shard = np.where(f["latent_kv"] > 0, 1.0, np.minimum(tp_eff, f["num_kv_heads"])) * pp
+
+    w_bytes = f["common_bytes"] / a + f["n_moe_layers"] * f["expert_bytes"] * hit / ep_shards
+    kv_bytes = br * (f["kv_full"] * ctx + f["kv_window"] * ctx_w) / kv_shard
+    ssm_bytes = 2.0 * br * f["ssm_bytes"] / a
+    t_mem = (w_bytes + kv_bytes + ssm_bytes) / (c.eta_mem * f["bandwidth"])
+
+    speed = clock / f["spec_clock"]
+    attn = br * (f["attn_full"] * ctx + f["attn_window"] * ctx_w) / kv_shard
+    dense_fl = br * (f["dense_flops"] + f["ssm_flops"]) / a + attn
+    expert_fl = t_moe * f["expert_flops"] / ep_shards
+    # Scaled low-precision weights are dequantised (scales applied) as they are read.
+    q_elems = f["quant_common"] / a + f["n_moe_layers"] * f["quant_expert"] * hit / ep_shards
+    dq_fl = c.dequant_flops * q_elems
+    t_comp = (dense_fl / f["peak_dense"] + expert_fl / f["peak_expert"]) / (c.eta_comp * speed)
+    t_comp = t_comp + dq_fl / (f["peak_dense"] * c.eta_comp * speed)
+    p = c.overlap_p
+    t_gpu = np.power(np.power(t_mem, p) + np.power(t_comp, p), 1.0 / p)
+
+    layers_per_stage = f["num_layers"] / pp
+    n_ar = np.where(tp_eff > 1, 2.0 * layers_per_stage, 0.0)
+    n_a2a = np.where(ep_on, 2.0 * f["n_moe_layers"] / pp, 0.0)
+    act = br * f["hidden_size"] * 2.0
+    comm_bytes = n_ar * act * 2.0 * (tp_eff - 1) / tp_eff + n_a2a * act * k * (ep_shards - 1) / n
+    # Collective latency grows with the number of participants (log2 of ring/tree steps).
+    lat = c.collective_s * n_ar * np.log2(2.0 * tp_eff)
+    lat = lat + c.all_to_all_s * n_a2a * np.log2(2.0 * ep_shards)
+    t_comm = lat + comm_bytes / (c.eta_link * f["link"])
+
+    slow = 1.0 + f["legacy"] * (c.legacy_slowdown - 1.0)
+    fixed = c.step_s + c.layer_s * layers_per_stage + c.moe_layer_s * f["n_moe_layers"] / pp
+    t_dec = (fixed + c.seq_s * br) * slow + t_gpu + t_comm
+    i = f["input_tokens"]
+    i_w = np.minimum(i, np.where(f["window"] > 0, f["window"], i))
+    pf_attn = 0.5 * i * (f["attn_full"] * i + f["attn_window"] * i_w)
+    pf_lin = i * (f["dense_flops"] + f["ssm_flops"]) / f["peak_dense"]
+    pf_lin = pf_lin + i * f["expert_flops"] / f["peak_expert"]
+    t_pf_req = (pf_lin + pf_attn / f["peak_dense"]) / (c.eta_prefill * speed * a)
+    t_pf = br / np.maximum(f["output_tokens"], 1.0) * t_pf_req
+    t_step = t_dec + t_pf
+
+    idle = np.where(np.isnan(f["idle"]), c.idle_frac * f["tdp"], f["idle"])
+    span = f["tdp"] - idle
+    r = clock / f["max_clock"]
+    u_comp = np.clip((t_comp + t_pf) / t_step, 0.0, 1.0)
+    # Busy time not bound by tensor cores: weight/KV traffic and collectives (NCCL kernels
+    # keep SMs and links busy).
+    u_mem = np.clip((t_mem + t_comm) / t_step, 0.0, 1.0)
+    dyn_base = span * c.p_base * r
+    volt = c.voltage_floor + (1.0 - c.voltage_floor) * r
+    dyn_comp = span * c.p_comp * u_comp * r * volt * volt
+    dyn_mem = span * c.p_mem * u_mem
+    power_gpu = idle + dyn_base + dyn_comp + dyn_mem
+    return {
+        "t_step": t_step,
+        "t_mem": t_mem,
+        "t_comp": t_comp,
+        "t_comm": t_comm,
+        "t_prefill": t_pf,
+        "power_gpu": power_gpu,
+        "idle": idle,
+        "dyn_base": dyn_base,
+        "dyn_comp": dyn_comp,
+        "dyn_mem": dyn_mem,
+        "weight_bytes": w_bytes,
+        "kv_bytes": kv_bytes,
+    }
+
+
+def predict(f: dict[str, np.ndarray], c: Coefficients) -> dict[str, np.ndarray]:
+    """Predict serving time, power and energy for every row of the feature arrays.
+
+    Args:
+        f: One float array per name in :data:`FEATURES` (same length).
+        c: Model coefficients.
+
+    Returns:
+        Arrays: ``throughput_tokens_per_s`` (output tokens, all GPUs), ``avg_power_w`` (sum
+        over GPUs), ``energy_per_token_j``, ``step_s`` (inter-token latency), ``clock_mhz``,
+        and the energy breakdown per output token in joules: ``energy_static_j`` (idle),
+        ``energy_compute_j``, ``energy_memory_j``, ``energy_overhead_j`` and the prefill /
+        decode split ``energy_prefill_j``, ``energy_decode_j``.
+    """
+    cap = np.where(np.isnan(f["power_limit"]), f["tdp"], np.minimum(f["power_limit"], f["tdp"]))
+    clock = np.where(np.isnan(f["clock"]), f["max_clock"], f["clock"])
+    clock = np.clip(clock, f["min_clock"], f["max_clock"])
+    res = _at_clock(f, c, clock)
+    over = res["power_gpu"] > cap * 1.0001
+    if np.any(over):
+        lo = np.where(over, f["min_clock"], clock)
+        hi = clock.copy()
+        for _ in range(14):
+            mid = 0.5 * (lo + hi)
+            trial = _at_clock(f, c, mid)
+            ok = trial["power_gpu"] <= cap
+            lo = np.where(over & ok, mid, lo)
+            hi = np.where(over & ~ok, mid, hi)
+        clock = np.where(over, lo, clock)
+        res = _at_clock(f, c, clock)
+    power_gpu = np.minimum(res["power_gpu"], cap)
+    dyn = res["power_gpu"] - res["idle"]
+    scale = np.where(dyn > 0, (power_gpu - res["idle"]) / np.where(dyn > 0, dyn, 1.0), 1.0)
+    n = f["num_gpus"]
+    t = res["t_step"]
+    thr = f["batch"] / t
+    power = n * power_gpu
+    per_tok = n * t / f["batch"]  # GPU-seconds per output token
+    e_static = res["idle"] * per_tok
+    e_over = res["dyn_base"] * scale * per_tok
+    e_comp = res["dyn_comp"] * scale * per_tok
+    e_mem = res["dyn_mem"] * scale * per_tok
+    energy = power / thr
+    share_pf = np.clip(res["t_prefill"] / t, 0.0, 1.0)
+    return {
+        "throughput_tokens_per_s": thr,
+        "avg_power_w": power,
+        "energy_per_token_j": energy,
+        "step_s": t,
+        "clock_mhz": clock,
+        "energy_static_j": e_static,
+        "energy_overhead_j": e_over,
+        "energy_compute_j": e_comp,
+        "energy_memory_j": e_mem,
+        "energy_prefill_j": energy * share_pf,
+        "energy_decode_j": energy * (1.0 - share_pf),
+        "t_mem_s": res["t_mem"],
+        "t_comp_s": res["t_comp"],
+        "t_comm_s": res["t_comm"],
+        "t_prefill_s": res["t_prefill"],
+    }

@@ -1,0 +1,235 @@
+"""Per-model workload profile: bytes and FLOPs per token that the physical model needs.
+
+A :class:`ModelProfile` condenses an :class:`~mlenergy.models.architecture.ArchitectureSpec`
+and a weight precision into a dozen numbers (weight bytes, expert bytes, FLOPs per token, KV
+bytes per context token, attention FLOPs per context token, recurrent-state bytes), so that
+the estimator's hot loop is pure numpy arithmetic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from mlenergy.errors import UserError
+from mlenergy.models.architecture import (
+    ArchitectureSpec,
+    count_parameters,
+    mixer_params,
+    mlp_params,
+)
+
+PRECISION_BYTES: dict[str, float] = {
+    "float32": 4.0,
+    "bfloat16": 2.0,
+    "float16": 2.0,
+    "fp8": 1.0,
+    "mxfp4": 4.25 / 8,  # 4-bit values + one 8-bit scale per 32
+    "nvfp4": 4.5 / 8,  # 4-bit values + one 8-bit scale per 16
+}
+"""Bytes per weight for each supported precision (block scales included)."""
+
+QUANTISED = frozenset({"fp8", "mxfp4", "nvfp4"})
+"""Precisions stored with block scales that kernels must apply when reading weights."""
+
+PRECISION_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp32": "float32"}
+KV_BYTES = 2.0
+"""Bytes per KV-cache element: vLLM's default cache dtype follows the activations (BF16)."""
+SSM_STATE_BYTES = 4.0
+"""Bytes per Mamba SSM-state element (kept in FP32)."""
+
+
+def normalise_precision(precision: str | None) -> str:
+    """Return the canonical precision name; raise :class:`UserError` for unknown ones."""
+    p = (precision or "bfloat16").strip().lower()
+    p = PRECISION_ALIASES.get(p, p)
+    if p not in PRECISION_BYTES:
+        raise UserError(
+            f"unknown precision '{precision}'",
+            f"Use one of {', '.join(k for k in PRECISION_BYTES if k != 'float32')}",
+        )
+    return p
+
+
+@dataclass(frozen=True)
+class ModelProfile:
+    """What one token costs in a model at a given weight precision.
+
+    Attributes:
+        precision: Weight precision of the linear layers (dense part).
+        expert_precision: Weight precision of routed experts.
+        common_bytes: Bytes of weights read every decode step (all but routed experts and
+            the input embedding; includes the LM head).
+        embedding_bytes: Bytes of the input embedding table (in memory, not read per step).
+        expert_bytes: Bytes of one routed expert in one layer.
+        n_moe_layers: Layers with routed experts.
+        num_experts: Routed experts per MoE layer (1 for dense).
+        experts_per_token: Routed experts per token (0 for dense).
+        dense_flops_per_token: Matmul FLOPs per token outside routed experts (LM head included).
+        expert_flops_per_token: Matmul FLOPs per token inside routed experts.
+        kv_full_bytes_per_token: KV bytes per context token over full-attention layers.
+        kv_window_bytes_per_token: KV bytes per context token over windowed layers.
+        window: Attention window of windowed layers in tokens (0 if none).
+        attn_full_flops: Attention FLOPs per query token per context token (full layers).
+        attn_window_flops: Same, for windowed layers (applies up to ``window`` tokens).
+        ssm_state_bytes: Recurrent-state bytes per sequence (Mamba SSM and conv states).
+        ssm_flops_per_token: State-update FLOPs per token.
+        quant_common_elems: Weight elements outside routed experts stored in a scaled
+            low-precision format (fp8, mxfp4, nvfp4) that kernels dequantise when read.
+        quant_expert_elems: Same, for one routed expert in one layer.
+        num_kv_heads: KV heads (TP shards the KV cache at most this many ways).
+        latent_kv: True for MLA (the latent cache is replicated across TP ranks).
+        num_layers: Decoder layers.
+        hidden_size: Model width.
+        total_params: Total parameters.
+        active_params: Parameters used per token.
+    """
+
+    precision: str
+    expert_precision: str
+    common_bytes: float
+    embedding_bytes: float
+    expert_bytes: float
+    n_moe_layers: int
+    num_experts: int
+    experts_per_token: int
+    dense_flops_per_token: float
+    expert_flops_per_token: float
+    kv_full_bytes_per_token: float
+    kv_window_bytes_per_token: float
+    window: int
+    attn_full_flops: float
+    attn_window_flops: float
+    ssm_state_bytes: float
+    ssm_flops_per_token: float
+    quant_common_elems: float
+    quant_expert_elems: float
+    num_kv_heads: int
+    latent_kv: bool
+    num_layers: int
+    hidden_size: int
+    total_params: int
+    active_params: int
+    is_moe: bool
+    kind: str
+
+    @property
+    def weight_bytes(self) -> float:
+        """Bytes of all weights in memory."""
+        moe = self.expert_bytes * self.num_experts * self.n_moe_layers
+        return self.common_bytes + self.embedding_bytes + moe
+
+    def as_dict(self) -> dict[str, float | int | str | bool]:
+        """Plain-dict form."""
+        return asdict(self)
+
+
+def build_profile(spec: ArchitectureSpec, precision: str | None = "bfloat16") -> ModelProfile:
+    """Compute the :class:`ModelProfile` of ``spec`` with weights in ``precision``.
+
+    Norms, routers, embeddings and the LM head stay in BF16 (as serving engines keep them).
+    gpt-oss style checkpoints (``quant_method: mxfp4``) keep attention in BF16 and routed
+    experts in MXFP4 whatever ``precision`` says, unless ``precision`` is nvfp4.
+
+    Args:
+        spec: Parsed architecture.
+        precision: ``bfloat16``, ``float16``, ``fp8``, ``mxfp4`` or ``nvfp4``.
+    """
+    prec = normalise_precision(precision)
+    counts = count_parameters(spec)
+    h = spec.hidden_size
+    expert_prec = prec
+    dense_prec = prec
+    if spec.quant_method == "mxfp4" and prec in ("bfloat16", "mxfp4", "float16"):
+        expert_prec, dense_prec = "mxfp4", "bfloat16"
+    elif prec == "mxfp4" and not spec.is_moe:
+        dense_prec = "mxfp4"
+    bd, be, b16 = PRECISION_BYTES[dense_prec], PRECISION_BYTES[expert_prec], 2.0
+
+    linear_common = counts.attention + counts.dense_mlp + counts.shared_experts
+    common_bytes = linear_common * bd + counts.norms * b16 + counts.lm_head * b16
+    if spec.tie_embeddings:
+        common_bytes += counts.embedding * b16  # the tied table is read as the LM head
+    embedding_bytes = 0.0 if spec.tie_embeddings else counts.embedding * b16
+    expert_one = 0
+    if spec.is_moe:
+        inter = spec.moe_intermediate_size or spec.intermediate_size
+        expert_one = mlp_params(h, inter, spec.mlp_gated, spec.expert_bias)
+    lm_head = counts.lm_head or counts.embedding
+    dense_flops = 2.0 * (linear_common + lm_head)
+    expert_flops = 2.0 * counts.active_routed_experts
+
+    kv_full = kv_win = attn_full = attn_win = 0.0
+    window = 0
+    ssm_bytes = ssm_flops = 0.0
+    kv_per_layer = 2 * spec.num_kv_heads * spec.head_dim * KV_BYTES
+    attn_per_layer = 4.0 * spec.num_heads * spec.head_dim
+    for layer in spec.layers:
+        if layer.mixer == "attention":
+            kv_full += kv_per_layer
+            attn_full += attn_per_layer
+        elif layer.mixer in ("sliding", "chunked"):
+            kv_win += kv_per_layer
+            attn_win += attn_per_layer
+            window = max(window, layer.window or 0)
+        elif layer.mixer == "mla":
+            rank, rope = spec.kv_lora_rank or 0, spec.qk_rope_head_dim or 0
+            kv_full += (rank + rope) * KV_BYTES
+            attn_full += 2.0 * spec.num_heads * (2 * rank + rope)
+        elif layer.mixer == "mamba":
+            nh, hd = spec.mamba_num_heads or 0, spec.mamba_head_dim or 0
+            gs = (spec.mamba_n_groups or 1) * (spec.ssm_state_size or 0)
+            state = nh * hd * (spec.ssm_state_size or 0)
+            conv = (nh * hd + 2 * gs) * ((spec.conv_kernel or 4) - 1)
+            ssm_bytes += state * SSM_STATE_BYTES + conv * KV_BYTES
+            ssm_flops += 6.0 * state
+    return ModelProfile(
+        precision=dense_prec,
+        expert_precision=expert_prec,
+        common_bytes=float(common_bytes),
+        embedding_bytes=float(embedding_bytes),
+        expert_bytes=float(expert_one * be),
+        n_moe_layers=spec.num_moe_layers,
+        num_experts=spec.num_experts or 1,
+        experts_per_token=spec.experts_per_token or 0,
+        dense_flops_per_token=dense_flops,
+        expert_flops_per_token=expert_flops,
+        kv_full_bytes_per_token=kv_full,
+        kv_window_bytes_per_token=kv_win,
+        window=window,
+        attn_full_flops=attn_full,
+        attn_window_flops=attn_win,
+        ssm_state_bytes=ssm_bytes,
+        ssm_flops_per_token=ssm_flops,
+        quant_common_elems=float(linear_common if dense_prec in QUANTISED else 0),
+        quant_expert_elems=float(expert_one if expert_prec in QUANTISED else 0),
+        num_kv_heads=spec.num_kv_heads,
+        latent_kv=any(layer.mixer == "mla" for layer in spec.layers),
+        num_layers=spec.num_layers,
+        hidden_size=h,
+        total_params=counts.total,
+        active_params=counts.active,
+        is_moe=spec.is_moe,
+        kind=spec.kind,
+    )
+
+
+def check_divisibility(spec: ArchitectureSpec, tensor_parallel: int) -> None:
+    """Raise :class:`UserError` if ``tensor_parallel`` does not divide the attention heads."""
+    if tensor_parallel < 1:
+        raise UserError(f"tensor_parallel must be >= 1, got {tensor_parallel}")
+    if spec.num_heads % tensor_parallel:
+        raise UserError(
+            f"tensor_parallel ({tensor_parallel}) does not divide num_attention_heads "
+            f"({spec.num_heads})",
+            "Pick a tensor-parallel degree that divides the number of heads",
+        )
+
+
+__all__ = [
+    "PRECISION_BYTES",
+    "ModelProfile",
+    "build_profile",
+    "check_divisibility",
+    "mixer_params",
+    "normalise_precision",
+]

@@ -1,0 +1,180 @@
+"""Grouped cross-validation of the estimator on measurements.
+
+Rows are grouped by architecture (models sharing a text architecture, e.g. ``Qwen3-8B`` and
+``Qwen3-VL-8B``, or a model and its FP8 checkpoint, fall in one group), so no model is both in
+a fit and in its test fold. The report gives absolute percentage errors (APE) of energy per
+token (median and 90th percentile), throughput and average power (medians), by GPU and by
+dense / MoE / hybrid.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from mlenergy.estimate.calibration import featurise, fit, group_weights
+from mlenergy.estimate.inputs import has_value, resolve_model
+from mlenergy.estimate.physics import Coefficients, default_coefficients, predict
+
+TARGETS = {
+    "energy_median": 10.0,
+    "energy_p90": 30.0,
+    "throughput_median": 15.0,
+    "power_median": 10.0,
+}
+"""Accuracy targets (percent) on models left out of the fit."""
+
+
+def architecture_group(config_id: str, configs_dir: str | Path | None = None) -> str:
+    """A key shared by models with the same text architecture (variants, FP8, VL twins)."""
+    try:
+        spec, _ = resolve_model(config_id, configs_dir)
+    except Exception:
+        return config_id
+    return (
+        f"{spec.hidden_size}x{spec.num_layers}x{spec.num_heads}x{spec.num_experts or 0}"
+        f"x{spec.intermediate_size}x{spec.moe_intermediate_size or 0}"
+    )
+
+
+@dataclass
+class CrossValidation:
+    """Out-of-fold predictions and their summary.
+
+    Attributes:
+        rows: One row per measurement with ``pred_*`` columns and ``ape_*`` (percent).
+        folds: Number of folds.
+    """
+
+    rows: pd.DataFrame
+    folds: int
+
+    def summary(self, by: str | list[str] | None = None) -> pd.DataFrame:
+        """Median/p90 APE of energy per token, median APE of throughput and power (percent).
+
+        Args:
+            by: Column(s) to group by (e.g. ``"gpu"``, ``"kind"``, ``"model_group"``), or
+                ``None`` for one overall row.
+        """
+        df = self.rows
+        keys = [by] if isinstance(by, str) else list(by or [])
+
+        def agg(d: pd.DataFrame) -> pd.Series:
+            return pd.Series(
+                {
+                    "n": len(d),
+                    "energy_median": d["ape_energy"].median(),
+                    "energy_p90": d["ape_energy"].quantile(0.9),
+                    "throughput_median": d["ape_throughput"].median(),
+                    "power_median": d["ape_power"].median(),
+                }
+            )
+
+        if not keys:
+            return agg(df).to_frame("all").T
+        return df.groupby(keys).apply(agg, include_groups=False)
+
+    def meets_targets(self) -> dict[str, bool]:
+        """Whether the overall figures meet :data:`TARGETS`."""
+        s = self.summary().iloc[0]
+        return {k: bool(s[k] <= v) for k, v in TARGETS.items()}
+
+
+def _ape(pred: np.ndarray, meas: np.ndarray) -> np.ndarray:
+    return 100.0 * np.abs(pred / meas - 1.0)
+
+
+def cross_validate(
+    df: pd.DataFrame,
+    folds: int | None = None,
+    configs_dir: str | Path | None = None,
+    start: Coefficients | None = None,
+    fit_tasks: bool = False,
+    group_by: str = "architecture",
+) -> CrossValidation:
+    """Leave-group-out cross-validation (groups: architectures).
+
+    Args:
+        df: Measurement frame (see :func:`~mlenergy.estimate.reference.load_reference`).
+        folds: Number of folds (default: one per group, i.e. leave-one-architecture-out).
+        configs_dir: Folder of model configs.
+        start: Starting coefficients of each fit.
+        fit_tasks: Also fit task prompt lengths inside each fold (only from training rows).
+        group_by: ``architecture`` (no model in both fit and test) or ``gpu`` (no GPU in both:
+            the held-out GPU is predicted from its datasheet figures alone).
+
+    Returns:
+        Out-of-fold predictions for every row that could be prepared.
+    """
+    feat, keep = featurise(df, configs_dir)
+    rows = df.iloc[keep].reset_index(drop=True)
+    rows["arch_group"] = rows["config_id"].map(lambda m: architecture_group(m, configs_dir))
+    key = "gpu" if group_by == "gpu" else "arch_group"
+    groups = sorted(rows[key].unique())
+    n_folds = len(groups) if folds is None else min(folds, len(groups))
+    rng = np.random.default_rng(0)
+    order = rng.permutation(len(groups))
+    fold_of = {groups[g]: i % n_folds for i, g in enumerate(order)}
+    fold = rows[key].map(fold_of).to_numpy()
+    base = start or default_coefficients()
+    explicit = rows["input_tokens"].map(has_value) if "input_tokens" in rows else None
+    tasks_all = rows["task"].fillna("").astype(str).to_numpy()
+    if explicit is not None:
+        tasks_all = np.where(explicit, "", tasks_all)
+    out = {k: np.full(len(rows), np.nan) for k in ("e", "t", "p")}
+    for k in range(n_folds):
+        train, test = fold != k, fold == k
+        if not test.any() or not train.any():
+            continue
+        sub = {name: v[train] for name, v in feat.items()}
+        w = group_weights(rows.loc[train, "model_group"])
+        coef = fit(
+            sub,
+            rows.loc[train, "throughput_tokens_per_s"].to_numpy(float),
+            rows.loc[train, "avg_power_w"].to_numpy(float),
+            start=base.replace(task_input_tokens={}, calibrated_gpus=()),
+            weights=w,
+            tasks=tasks_all[train] if fit_tasks else None,
+        )
+        test_feat = {name: v[test] for name, v in feat.items()}
+        if fit_tasks:
+            lengths = np.array(
+                [coef.task_input_tokens.get(t, np.nan) for t in tasks_all[test]], dtype=float
+            )
+            test_feat["input_tokens"] = np.where(
+                np.isnan(lengths), test_feat["input_tokens"], lengths
+            )
+        pred = predict(test_feat, coef)
+        out["e"][test] = pred["energy_per_token_j"]
+        out["t"][test] = pred["throughput_tokens_per_s"]
+        out["p"][test] = pred["avg_power_w"]
+    rows["pred_energy_per_token_j"] = out["e"]
+    rows["pred_throughput_tokens_per_s"] = out["t"]
+    rows["pred_avg_power_w"] = out["p"]
+    rows["ape_energy"] = _ape(out["e"], rows["energy_per_token_j"].to_numpy(float))
+    rows["ape_throughput"] = _ape(out["t"], rows["throughput_tokens_per_s"].to_numpy(float))
+    rows["ape_power"] = _ape(out["p"], rows["avg_power_w"].to_numpy(float))
+    rows["log_ratio_energy"] = np.log(rows["energy_per_token_j"].to_numpy(float) / out["e"])
+    return CrossValidation(rows=rows.dropna(subset=["ape_energy"]), folds=n_folds)
+
+
+def in_sample(df: pd.DataFrame, coef: Coefficients | None = None, configs_dir=None) -> pd.DataFrame:
+    """Predictions of fixed coefficients on every row (no refitting), with APE columns."""
+    coef = coef or default_coefficients()
+    feat, keep = featurise(df, configs_dir)
+    rows = df.iloc[keep].reset_index(drop=True)
+    pred = predict(feat, coef)
+    rows["pred_energy_per_token_j"] = pred["energy_per_token_j"]
+    rows["pred_throughput_tokens_per_s"] = pred["throughput_tokens_per_s"]
+    rows["pred_avg_power_w"] = pred["avg_power_w"]
+    rows["ape_energy"] = _ape(
+        pred["energy_per_token_j"], rows["energy_per_token_j"].to_numpy(float)
+    )
+    rows["ape_throughput"] = _ape(
+        pred["throughput_tokens_per_s"], rows["throughput_tokens_per_s"].to_numpy(float)
+    )
+    rows["ape_power"] = _ape(pred["avg_power_w"], rows["avg_power_w"].to_numpy(float))
+    return rows

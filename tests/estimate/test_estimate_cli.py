@@ -1,0 +1,173 @@
+"""The ``mlenergy estimate`` command: single, JSON, sweep, batch, errors, calibrate, validate."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from mlenergy.cli import main
+
+BASE = [
+    "estimate",
+    "--model",
+    "meta-llama/Llama-3.1-8B-Instruct",
+    "--gpu",
+    "H100-SXM5-80GB",
+    "--input-tokens",
+    "512",
+    "--output-tokens",
+    "256",
+]
+
+
+def test_single_estimate_prints_everything(capsys, configs_dir):
+    assert main([*BASE, "--batch-size", "64"]) == 0
+    out = capsys.readouterr().out
+    for needle in (
+        "energy per output token",
+        "energy per request",
+        "throughput",
+        "average power",
+        "prefill",
+        "decode",
+        "compute",
+        "memory",
+        "static_idle",
+        "90% interval",
+        "estimated:mlenergy-",
+    ):
+        assert needle in out
+
+
+def test_json_output(capsys, configs_dir):
+    assert main([*BASE, "--batch-size", "64", "--precision", "fp8", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["precision"] == "fp8"
+    assert data["energy_per_token_j"] == pytest.approx(
+        data["avg_power_w"] / data["throughput_tokens_per_s"]
+    )
+
+
+def test_sweep_two_axes_and_plot(capsys, tmp_path, configs_dir):
+    plot = tmp_path / "sweep.png"
+    rc = main(
+        [
+            *BASE,
+            "--sweep",
+            "batch-size=1,8,64",
+            "sm-clock=900:1980:540",
+            "--json",
+            "--plot",
+            str(plot),
+        ]
+    )
+    assert rc == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == 9 and {r["sm_clock_mhz"] for r in rows} == {900, 1440, 1980}
+    assert plot.stat().st_size > 1000
+
+
+def test_power_limit_option(capsys, configs_dir):
+    assert main([*BASE, "--batch-size", "128", "--power-limit", "300", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["avg_power_w"] <= 300.0001
+
+
+def test_batch_mode(tmp_path, configs_dir):
+    src = tmp_path / "in.csv"
+    pd.DataFrame(
+        {
+            "model": ["meta-llama/Llama-3.1-8B-Instruct", "nope/nope"],
+            "gpu": ["H100", "H100"],
+            "num_gpus": [1, 1],
+            "tensor_parallel": [1, 1],
+            "expert_parallel": [1, 1],
+            "data_parallel": [1, 1],
+            "precision": ["bfloat16", "bfloat16"],
+            "task": ["lm-arena-chat", ""],
+            "batch_size": [32, 8],
+            "max_num_seqs": [32, 8],
+            "input_tokens": ["", 100],
+            "output_tokens": [300, 100],
+        }
+    ).to_csv(src, index=False)
+    out = tmp_path / "out.csv"
+    assert (
+        main(
+            ["estimate", "--batch", str(src), "--out", str(out), "--configs-dir", str(configs_dir)]
+        )
+        == 0
+    )
+    res = pd.read_csv(out, keep_default_na=False)
+    assert res.loc[0, "error"] == "" and float(res.loc[0, "energy_per_token_j"]) > 0
+    assert "nope__nope.json" in res.loc[1, "error"]
+
+
+@pytest.mark.parametrize(
+    ("override", "needle"),
+    [
+        ({"--gpu": "H999"}, "unknown gpu 'H999'"),
+        ({"--tensor-parallel": "3"}, "tensor_parallel (3)"),
+        ({"--output-tokens": "-4"}, "output_tokens"),
+        ({"--batch-size": "100000"}, "does not fit"),
+    ],
+)
+def test_bad_input_one_line_exit_2(capsys, configs_dir, override, needle):
+    opts = {
+        "--model": "meta-llama/Llama-3.1-8B-Instruct",
+        "--gpu": "H100",
+        "--input-tokens": "512",
+        "--output-tokens": "256",
+        "--batch-size": "8",
+    }
+    opts.update(override)
+    argv = ["estimate"] + [x for kv in opts.items() for x in kv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error:") and needle in err and "\n" not in err
+
+
+def test_calibrate_to_user_path(tmp_path, capsys, configs_dir):
+    out = tmp_path / "coef.json"
+    assert main(["estimate", "calibrate", "--out", str(out), "--folds", "0", "--no-v2"]) == 0
+    data = json.loads(out.read_text())
+    assert 0 < data["eta_mem"] <= 1 and data["calibrated_gpus"] == ["B200", "H100-SXM5-80GB"]
+    assert "fitted on" in capsys.readouterr().out
+
+
+def test_validate_json(capsys, configs_dir):
+    assert main(["estimate", "validate", "--folds", "4", "--group-by", "model", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {"overall", "gpu", "kind", "model"} <= set(data)
+    assert set(data["meets_targets"]) == {
+        "energy_median",
+        "energy_p90",
+        "throughput_median",
+        "power_median",
+    }
+
+
+def test_save_as_record(tmp_path, capsys, configs_dir):
+    pytest.importorskip("mlenergy.store")
+    from mlenergy.store import RunStore
+
+    data = tmp_path / "data"
+    assert main([*BASE, "--batch-size", "16", "--save", "--data-dir", str(data)]) == 0
+    runs = RunStore(data).runs()
+    assert len(runs) == 1
+    run = runs[0]
+    assert run.energy_source.startswith("estimated:mlenergy-")
+    assert {p.phase for p in run.phases} == {"prefill", "decode", "request"}
+    assert run.hardware.accelerator_model == "H100-SXM5-80GB"
+
+
+def test_calibrate_with_store_without_measurements(tmp_path, configs_dir):
+    pytest.importorskip("mlenergy.store")
+    data = tmp_path / "data"
+    assert main([*BASE, "--batch-size", "16", "--save", "--data-dir", str(data)]) == 0
+    out = tmp_path / "coef.json"
+    argv = ["estimate", "calibrate", "--store", str(data), "--out", str(out), "--folds", "0"]
+    assert main([*argv, "--no-v2"]) == 0  # estimates in the store are not measurements
+    assert out.is_file()
+    assert main([*argv[:3], str(tmp_path / "nothing"), *argv[4:], "--no-v2"]) == 0

@@ -1,0 +1,152 @@
+"""Physical behaviour of single estimates (reference configs where needed)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from mlenergy.errors import UserError
+from mlenergy.estimate import estimate
+from mlenergy.estimate.catalog import catalog_names, resolve_gpu
+from mlenergy.models.architecture import ArchitectureSpec
+
+LLAMA8 = "meta-llama/Llama-3.1-8B-Instruct"
+
+
+def test_tiny_config_without_reference(tiny_config):
+    e = estimate(str(tiny_config), "H100", batch_size=16, input_tokens=128, output_tokens=64)
+    assert e.energy_per_token_j > 0 and e.throughput_tokens_per_s > 0
+    assert e.energy_per_token_j == pytest.approx(e.avg_power_w / e.throughput_tokens_per_s)
+    assert e.energy_per_token_j_lo < e.energy_per_token_j < e.energy_per_token_j_hi
+    assert e.energy_per_request_j == pytest.approx(e.energy_per_token_j * 64)
+    assert e.energy_source.startswith("estimated:mlenergy-")
+    parts = e.breakdown_j_per_token
+    assert parts["prefill"] + parts["decode"] == pytest.approx(e.energy_per_token_j)
+    total = parts["compute"] + parts["memory"] + parts["static_idle"] + parts["overhead"]
+    assert total == pytest.approx(e.energy_per_token_j, rel=1e-6)
+
+
+def test_batching_amortises_weights(configs_dir):
+    e1 = estimate(LLAMA8, "H100", batch_size=1, input_tokens=512, output_tokens=256)
+    e64 = estimate(LLAMA8, "H100", batch_size=64, input_tokens=512, output_tokens=256)
+    assert e64.energy_per_token_j < e1.energy_per_token_j / 5
+    assert e64.throughput_tokens_per_s > 10 * e1.throughput_tokens_per_s
+    assert e64.avg_power_w <= resolve_gpu("H100").tdp_w
+
+
+def test_kv_cache_growth_costs_energy(configs_dir):
+    short = estimate(LLAMA8, "H100", batch_size=64, input_tokens=256, output_tokens=128)
+    long = estimate(LLAMA8, "H100", batch_size=64, input_tokens=256, output_tokens=4096)
+    assert long.itl_s > short.itl_s
+    assert long.memory_gb_per_gpu["kv_cache"] > 5 * short.memory_gb_per_gpu["kv_cache"]
+
+
+def test_fp8_and_fp4_cut_decode_energy(configs_dir):
+    kw = dict(batch_size=8, input_tokens=512, output_tokens=256)
+    bf16 = estimate(LLAMA8, "B200", precision="bfloat16", **kw)
+    fp8 = estimate(LLAMA8, "B200", precision="fp8", **kw)
+    fp4 = estimate(LLAMA8, "B200", precision="nvfp4", **kw)
+    assert fp4.energy_per_token_j < fp8.energy_per_token_j < bf16.energy_per_token_j
+    assert fp8.memory_gb_per_gpu["weights"] < 0.6 * bf16.memory_gb_per_gpu["weights"]
+    fp8_id = estimate(LLAMA8 + "-FP8", "B200", **kw)
+    assert fp8_id.precision == "fp8"
+
+
+def test_moe_reads_only_hit_experts(configs_dir):
+    moe = "Qwen/Qwen3-30B-A3B-Instruct-2507"
+    small = estimate(moe, "H100", batch_size=1, input_tokens=256, output_tokens=256)
+    dense = estimate("Qwen/Qwen3-32B", "H100", batch_size=1, input_tokens=256, output_tokens=256)
+    assert small.is_moe and small.active_params < small.total_params / 5
+    assert small.itl_s < dense.itl_s
+
+
+def test_every_reference_config_estimates(configs_dir):
+    for path in sorted(configs_dir.glob("*.json")):
+        cfg = json.loads(path.read_text())
+        spec = ArchitectureSpec.from_config(cfg)
+        n = 8 if spec.is_moe or "405B" in path.name or "Large" in path.name else 1
+        kw = dict(expert_parallel=n) if spec.is_moe else dict(tensor_parallel=n)
+        e = estimate(str(path), "B200", batch_size=8, input_tokens=512, output_tokens=256, **kw)
+        assert math.isfinite(e.energy_per_token_j) and e.energy_per_token_j > 0, path.name
+
+
+def test_frequency_sweep_is_u_shaped_when_compute_bound(configs_dir):
+    gpu = resolve_gpu("H100")
+    clocks = [400, 700, 1000, 1300, 1600, 1980]
+    e = [
+        estimate(
+            LLAMA8, "H100", batch_size=128, input_tokens=2048, output_tokens=128, sm_clock_mhz=c
+        ).energy_per_token_j
+        for c in clocks
+    ]
+    best = min(range(len(e)), key=e.__getitem__)
+    assert 0 < best < len(e) - 1, e
+    assert gpu.min_sm_clock_mhz < clocks[0]
+
+
+def test_power_limit_caps_power(configs_dir):
+    free = estimate(LLAMA8, "H100", batch_size=128, input_tokens=2048, output_tokens=128)
+    capped = estimate(
+        LLAMA8, "H100", batch_size=128, input_tokens=2048, output_tokens=128, power_limit_w=300
+    )
+    assert capped.avg_power_w <= 300 + 1e-6
+    assert capped.sm_clock_mhz < free.sm_clock_mhz
+    assert capped.throughput_tokens_per_s <= free.throughput_tokens_per_s
+
+
+def test_hypothetical_gpu_from_yaml(tmp_path, tiny_config):
+    spec = tmp_path / "my-chip.yaml"
+    spec.write_text(
+        "name: my-chip\nmemory_gb: 96\nmemory_bandwidth_tb_s: 6\ntdp_w: 600\nbf16_tflops: 1500\n"
+    )
+    e = estimate(str(tiny_config), str(spec), batch_size=8, input_tokens=64, output_tokens=64)
+    h = estimate(str(tiny_config), "H100", batch_size=8, input_tokens=64, output_tokens=64)
+    assert e.gpu == "my-chip"
+    # uncalibrated hardware gets a wider interval
+    assert (
+        e.energy_per_token_j_hi / e.energy_per_token_j
+        > h.energy_per_token_j_hi / h.energy_per_token_j
+    )
+
+
+def test_catalog_aliases():
+    assert "H100-SXM5-80GB" in catalog_names() and len(catalog_names()) == 9
+    assert resolve_gpu("NVIDIA H100 80GB HBM3").name == "H100-SXM5-80GB"
+    assert resolve_gpu("h200").name == "H200-SXM-141GB"
+    assert resolve_gpu("AMD Instinct MI300X").name == "MI300X"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        (dict(gpu="H999"), "unknown gpu 'H999'"),
+        (dict(tensor_parallel=3), "tensor_parallel (3) does not divide num_attention_heads"),
+        (dict(output_tokens=-5), "output_tokens"),
+        (dict(input_tokens=-1), "input_tokens"),
+        (dict(batch_size=0), "batch_size"),
+        (dict(precision="int3"), "unknown precision"),
+        (dict(batch_size=100000, input_tokens=4000), "does not fit"),
+    ],
+)
+def test_bad_input_names_the_field(tiny_config, kwargs, needle):
+    base = dict(model=str(tiny_config), gpu="L4", batch_size=8, input_tokens=64, output_tokens=64)
+    base.update(kwargs)
+    with pytest.raises(UserError) as info:
+        estimate(**base)
+    assert needle in info.value.message
+
+
+def test_memory_error_shows_arithmetic(tiny_config):
+    with pytest.raises(UserError) as info:
+        estimate(str(tiny_config), "L4", batch_size=100000, input_tokens=4000, output_tokens=64)
+    msg = info.value.message
+    assert "GB weights" in msg and "GB KV cache" in msg and "usable" in msg
+
+
+def test_missing_config_key(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"model_type": "llama", "hidden_size": 64, "vocab_size": 10}))
+    with pytest.raises(UserError, match="num_hidden_layers"):
+        estimate(str(path), "H100", batch_size=1, input_tokens=1, output_tokens=1)
