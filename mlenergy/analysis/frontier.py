@@ -45,6 +45,7 @@ def pareto_mask(
     order = valid[np.lexsort((ys[valid], xs[valid]))]
     best_y = np.inf
     prev: tuple[float, float] | None = None
+    mask_prev = False
     for i in order:
         point = (xs[i], ys[i])
         if point == prev:  # exact duplicate of the previous frontier point

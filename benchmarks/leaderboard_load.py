@@ -1,0 +1,194 @@
+"""Leaderboard load benchmark: 100,000 runs in a store; time filters, sorts and first page load.
+
+Usage::
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/leaderboard_load.py [--runs 100000] [--no-browser]
+
+Targets (issue 4): a filter or sort answered server-side in under 300 ms; first page load
+under 3 s. The runs are synthetic (``energy_source="emulated:synthetic"``) and are written to
+a temporary store that is deleted afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+from mlenergy.analysis import leaderboard as lb
+from mlenergy.analysis.leaderboard_data import LeaderboardData
+from mlenergy.analysis.leaderboard_html import render_table
+from mlenergy.analysis.leaderboard_synthetic import synthetic_runs
+from mlenergy.store import RunStore
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = Path("/usr/bin/chromium")
+TARGET_QUERY_S = 0.300
+TARGET_PAGE_S = 3.0
+
+
+def _timed(fn, repeats: int = 5) -> tuple[float, object]:
+    """Median wall time of ``fn()`` over ``repeats`` calls, and its last result."""
+    times, out = [], None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), out
+
+
+def _answer(frame, query):
+    """What the app does per request: query, then render the page as HTML."""
+    res = lb.query_table(frame, query)
+    render_table(res.page_rows)
+    return res
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _browser_figures(data_dir: Path) -> dict[str, float]:
+    """Start ``mlenergy leaderboard``; time server start, page load and a filter round trip."""
+    from playwright.sync_api import sync_playwright
+
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/"
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mlenergy.cli",
+            "leaderboard",
+            "--data-dir",
+            str(data_dir),
+            "--port",
+            str(port),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        while True:
+            try:
+                with urllib.request.urlopen(url, timeout=2):
+                    break
+            except OSError:
+                if proc.poll() is not None or time.perf_counter() - started > 300:
+                    raise RuntimeError("the leaderboard did not start") from None
+                time.sleep(0.1)
+        server_ready = time.perf_counter() - started
+        args = [
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--no-first-run",
+        ]
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=args)
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            t0 = time.perf_counter()
+            page.goto(url)
+            page.wait_for_selector("#lb-table tbody tr", timeout=60_000)
+            page_load = time.perf_counter() - t0
+            status_js = (
+                "() => (document.querySelector('#lb-status')?.innerText"
+                ".match(/\\d+ rows · page \\d+ of \\d+/) || [''])[0]"
+            )
+            before = page.evaluate(status_js)
+            t1 = time.perf_counter()
+            page.locator("#f-hardware label", has_text="B200").first.click()
+            page.wait_for_function(
+                f"b => {{ const s = ({status_js})(); return s && s !== b; }}", arg=before
+            )
+            filter_round_trip = time.perf_counter() - t1
+            browser.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    return {
+        "server start to ready (s)": server_ready,
+        "first page load in Chromium (s)": page_load,
+        "filter round trip in Chromium (s)": filter_round_trip,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=100_000)
+    parser.add_argument("--no-browser", action="store_true", help="skip the Chromium timings")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="mlenergy-lb-bench-") as tmp:
+        data_dir = Path(tmp)
+        t = time.perf_counter()
+        records = synthetic_runs(args.runs, validate=False)
+        gen_s = time.perf_counter() - t
+        t = time.perf_counter()
+        RunStore(data_dir).append(records)
+        append_s = time.perf_counter() - t
+        del records
+        print(f"generated {args.runs} runs in {gen_s:.1f} s; stored in {append_s:.1f} s")
+
+        load_s, data = _timed(lambda: LeaderboardData.load(data_dir), repeats=1)
+        frame = data.frame(None)
+        print(f"store read + prepare ({len(frame)} rows): {load_s * 1000:.0f} ms (once per start)")
+
+        queries = {
+            "default view (best config per model x hardware, task)": lb.TableQuery(
+                task="lm-arena-chat"
+            ),
+            "filter: hardware=B200, MoE, fp8": lb.TableQuery(
+                hardware=("B200",), arch="MoE", precisions=("fp8",)
+            ),
+            "filter: latency deadline 30 ms + budget": lb.TableQuery(
+                max_itl_ms=30.0, max_energy_per_token_j=1.0
+            ),
+            "search 'model-01'": lb.TableQuery(search="model-01"),
+            "sort all 100k configs by tokens/J desc": lb.TableQuery(
+                best_only=False, sort_by="tokens_per_j", descending=True
+            ),
+            "sort all configs by model, page 1000": lb.TableQuery(
+                best_only=False, sort_by="model_id", page=1000
+            ),
+        }
+        worst = 0.0
+        target_ms = TARGET_QUERY_S * 1000
+        print(
+            f"\nserver-side (median of 5, query + 50-row HTML page; target < {target_ms:.0f} ms):"
+        )
+        for name, query in queries.items():
+            secs, res = _timed(lambda q=query: _answer(frame, q))
+            worst = max(worst, secs)
+            print(f"  {secs * 1000:7.1f} ms  {name}  ({res.total} rows)")
+        ok = worst < TARGET_QUERY_S
+
+        if args.no_browser or not CHROMIUM.exists():
+            print("\n(browser timings skipped: --no-browser or /usr/bin/chromium missing)")
+        else:
+            print(f"\nbrowser (target: first page load < {TARGET_PAGE_S:.0f} s):")
+            figures = _browser_figures(data_dir)
+            for name, secs in figures.items():
+                print(f"  {secs:7.2f} s  {name}")
+            ok = ok and figures["first page load in Chromium (s)"] < TARGET_PAGE_S
+        print("\nall targets met" if ok else "\nSOME TARGETS MISSED")
+        return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

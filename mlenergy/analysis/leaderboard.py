@@ -1,0 +1,428 @@
+"""The leaderboard's data layer: prepare, filter, pick best configurations, search, sort, page.
+
+Everything here works on a pandas DataFrame with the store's flat run columns
+(:func:`mlenergy.store.tables.flatten_run`). :func:`prepare_runs` adds the derived columns the
+leaderboard shows (energy per output token, tokens per joule, hardware label, ...);
+:func:`query_table` answers one table request server-side (filters, best configuration per
+model and hardware under a latency deadline and an energy budget, search, sort, one page).
+No Gradio here: the UI in ``leaderboard/app.py`` only calls these functions.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from mlenergy.analysis.leaderboard_columns import COLUMNS, DEFAULT_SORT, SORTABLE
+
+__all__ = [
+    "COLUMNS",
+    "DEFAULT_SORT",
+    "PAGE_SIZE",
+    "SORTABLE",
+    "TableQuery",
+    "TableResult",
+    "best_configs",
+    "filter_choices",
+    "filter_mask",
+    "filter_runs",
+    "prepare_runs",
+    "query_table",
+    "slider_limit",
+    "sort_rows",
+    "to_csv",
+    "within_limits",
+]
+
+SOURCE_KINDS = ("measured", "modelled", "estimated", "emulated", "reference")
+"""The ``source_kind`` values, i.e. the prefix of ``energy_source``."""
+
+PAGE_SIZE = 50
+"""Rows per table page."""
+
+
+def _col(df: pd.DataFrame, name: str) -> pd.Series:
+    """Return ``df[name]`` as float, or an all-NaN series when the column is missing."""
+    if name in df.columns:
+        return pd.to_numeric(df[name], errors="coerce").astype(float)
+    return pd.Series(np.nan, index=df.index, dtype=float)
+
+
+def _text(df: pd.DataFrame, name: str) -> pd.Series:
+    """Return ``df[name]`` as strings with missing values as ``""``."""
+    if name in df.columns:
+        return df[name].astype(object).where(df[name].notna(), "").astype(str)
+    return pd.Series("", index=df.index, dtype=object)
+
+
+def _first(*series: pd.Series) -> pd.Series:
+    """Element-wise first non-NaN value of several aligned series."""
+    out = series[0].copy()
+    for s in series[1:]:
+        out = out.fillna(s)
+    return out
+
+
+def prepare_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """Add the leaderboard's derived columns to a flat runs frame.
+
+    Only successful inference runs are kept (``status == "ok"``, ``workload_kind`` not
+    ``training``). Derived columns:
+    ``energy_per_token_j`` (J per output token: the request phase, else decode),
+    ``throughput_tokens_per_s`` and ``avg_power_w`` (same phase choice), ``itl_ms``
+    (median inter-token latency, ms), ``tokens_per_j`` (tokens per joule, i.e. tokens per
+    second per watt), ``hardware`` (accelerator model, else CPU model), ``arch_kind``
+    (``dense``/``MoE``), ``source_kind`` (prefix of ``energy_source`` when missing),
+    ``active_params_b`` / ``total_params_b`` (billions), ``quality`` (NaN until
+    :func:`mlenergy.analysis.leaderboard_views.attach_quality`) and ``_search`` (lower-case
+    text searched by :func:`filter_runs`).
+
+    Args:
+        runs: One row per run with the store's flat columns (missing columns are tolerated).
+
+    Returns:
+        A new frame with a fresh 0..n-1 index.
+    """
+    df = runs
+    if "status" in df.columns:
+        df = df[df["status"].fillna("ok") == "ok"]
+    if "workload_kind" in df.columns:  # a serving leaderboard: training runs have no J/token
+        df = df[df["workload_kind"].fillna("inference") != "training"]
+    df = df.reset_index(drop=True)
+    ept = _first(_col(df, "request_energy_per_token_j"), _col(df, "decode_energy_per_token_j"))
+    thr = _first(
+        _col(df, "request_throughput_tokens_per_s"), _col(df, "decode_throughput_tokens_per_s")
+    )
+    power = _first(_col(df, "request_avg_power_w"), _col(df, "decode_avg_power_w"))
+    df["energy_per_token_j"] = ept
+    df["throughput_tokens_per_s"] = thr
+    df["avg_power_w"] = power
+    df["itl_ms"] = _col(df, "itl_p50_s") * 1000.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tpj = np.where(ept > 0, 1.0 / ept, np.nan)
+    df["tokens_per_j"] = tpj
+    accel = _text(df, "accelerator_model")
+    df["hardware"] = accel.where(accel != "", _text(df, "cpu_model").replace("", "CPU"))
+    count = _col(df, "accelerator_count").fillna(0)
+    df["accelerator_count"] = count.astype(int)
+    if "is_moe" in df.columns:
+        moe = df["is_moe"].astype(object).fillna(False).astype(bool)
+    else:
+        moe = pd.Series(False, index=df.index)
+    df["arch_kind"] = np.where(moe, "MoE", "dense")
+    source = _text(df, "energy_source")
+    kind = _text(df, "source_kind")
+    blank = (kind == "").to_numpy()
+    if blank.any():  # derive the missing kinds from the energy_source prefix
+        kind = kind.copy()
+        kind[blank] = source[blank].str.split(":", n=1).str[0]
+    df["source_kind"] = kind
+    df["active_params_b"] = _col(df, "active_params") / 1e9
+    df["total_params_b"] = _col(df, "total_params") / 1e9
+    df["batch_size"] = _first(_col(df, "max_num_seqs"), _col(df, "batch_size"))
+    for name in ("model_id", "task", "dtype", "submitter", "energy_source", "run_id"):
+        df[name] = _text(df, name)
+    df["task"] = df["task"].replace("", "(none)")
+    if "quality" not in df.columns:
+        df["quality"] = np.nan
+    df["_group"] = pd.MultiIndex.from_arrays(
+        [df["model_id"], df["hardware"], df["task"]]
+    ).factorize()[0]
+    df["_search"] = (
+        df["model_id"]
+        + " "
+        + _text(df, "architecture")
+        + " "
+        + df["hardware"]
+        + " "
+        + df["submitter"]
+        + " "
+        + df["task"]
+    ).str.lower()
+    return df
+
+
+@dataclass(frozen=True)
+class TableQuery:
+    """One request for the main table. Empty tuples mean "no filter".
+
+    Attributes:
+        task: Task to show (``None``: all tasks).
+        hardware: Hardware labels to keep.
+        arch: ``"all"``, ``"dense"`` or ``"MoE"``.
+        precisions: ``dtype`` values to keep.
+        gpu_counts: Accelerator counts to keep.
+        source_kinds: ``source_kind`` values to keep.
+        search: Case-insensitive substring of model, architecture, hardware, submitter or task.
+        max_itl_ms: Latency deadline on median inter-token latency in ms (``None``: no deadline).
+        max_energy_per_token_j: Energy budget in J per output token (``None``: no budget).
+        best_only: One row per model x hardware (its lowest-energy configuration meeting the
+            deadline and budget) instead of every configuration.
+        sort_by: Column to sort on (see :data:`SORTABLE`).
+        descending: Sort direction.
+        page: Page number, starting at 1 (clamped to the last page).
+        page_size: Rows per page.
+    """
+
+    task: str | None = None
+    hardware: tuple[str, ...] = ()
+    arch: str = "all"
+    precisions: tuple[str, ...] = ()
+    gpu_counts: tuple[int, ...] = ()
+    source_kinds: tuple[str, ...] = ()
+    search: str = ""
+    max_itl_ms: float | None = None
+    max_energy_per_token_j: float | None = None
+    best_only: bool = True
+    sort_by: str = DEFAULT_SORT
+    descending: bool = False
+    page: int = 1
+    page_size: int = PAGE_SIZE
+
+
+@dataclass
+class TableResult:
+    """One page of the main table and the full (lazily built) result behind it.
+
+    Attributes:
+        page_rows: The rows of the requested page (with ``n_configs``).
+        total: Rows matching the query.
+        page: The page shown (1-based, after clamping).
+        pages: Number of pages (at least 1).
+    """
+
+    page_rows: pd.DataFrame
+    total: int
+    page: int
+    pages: int
+    _frame: pd.DataFrame = field(repr=False)
+    _positions: np.ndarray = field(repr=False)
+    _counts: np.ndarray = field(repr=False)
+
+    @property
+    def rows(self) -> pd.DataFrame:
+        """Every matching row, sorted (for CSV download); built on first use."""
+        return self._frame.iloc[self._positions].assign(n_configs=self._counts)
+
+
+def filter_mask(df: pd.DataFrame, q: TableQuery) -> np.ndarray:
+    """Boolean mask of the rows passing the query's filters, deadline and budget."""
+    mask = np.ones(len(df), dtype=bool)
+    if q.task:
+        mask &= (df["task"] == q.task).to_numpy()
+    if q.hardware:
+        mask &= df["hardware"].isin(q.hardware).to_numpy()
+    if q.arch in ("dense", "MoE"):
+        mask &= (df["arch_kind"] == q.arch).to_numpy()
+    if q.precisions:
+        mask &= df["dtype"].isin(q.precisions).to_numpy()
+    if q.gpu_counts:
+        mask &= df["accelerator_count"].isin([int(c) for c in q.gpu_counts]).to_numpy()
+    if q.source_kinds:
+        mask &= df["source_kind"].isin(q.source_kinds).to_numpy()
+    term = q.search.strip().lower()
+    if term:
+        mask &= df["_search"].str.contains(term, regex=False).to_numpy(dtype=bool)
+    return mask & _limits_mask(df, q.max_itl_ms, q.max_energy_per_token_j)
+
+
+def _limits_mask(
+    df: pd.DataFrame, max_itl_ms: float | None, max_energy_per_token_j: float | None
+) -> np.ndarray:
+    mask = np.ones(len(df), dtype=bool)
+    if max_itl_ms is not None:
+        itl = df["itl_ms"].to_numpy(dtype=float)
+        mask &= np.isnan(itl) | (itl <= max_itl_ms)
+    if max_energy_per_token_j is not None:
+        mask &= df["energy_per_token_j"].to_numpy(dtype=float) <= max_energy_per_token_j
+    return mask
+
+
+def filter_runs(df: pd.DataFrame, q: TableQuery) -> pd.DataFrame:
+    """Rows passing the query's filters (task, hardware, ..., search), deadline and budget.
+
+    Args:
+        df: A frame from :func:`prepare_runs`.
+        q: The query (its sort, page and ``best_only`` are ignored here).
+    """
+    return df[filter_mask(df, q)]
+
+
+def within_limits(
+    df: pd.DataFrame, max_itl_ms: float | None, max_energy_per_token_j: float | None
+) -> pd.DataFrame:
+    """Keep configurations meeting the latency deadline and energy budget.
+
+    A run without an ITL figure passes the deadline (it cannot be judged); a run without an
+    energy figure fails any budget.
+
+    Args:
+        df: A frame from :func:`prepare_runs`.
+        max_itl_ms: Deadline on median inter-token latency in ms, or ``None``.
+        max_energy_per_token_j: Budget in J per output token, or ``None``.
+    """
+    return df[_limits_mask(df, max_itl_ms, max_energy_per_token_j)]
+
+
+def _best_positions(groups: np.ndarray, energy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Index (into the inputs) of each group's lowest energy, and each group's size."""
+    if len(groups) == 0:
+        return np.zeros(0, dtype=int), np.zeros(0, dtype=int)
+    key = np.where(np.isnan(energy), np.inf, energy)
+    order = np.lexsort((key, groups))  # stable: ties keep input order
+    sorted_groups = groups[order]
+    first = np.r_[True, sorted_groups[1:] != sorted_groups[:-1]]
+    starts = np.flatnonzero(first)
+    counts = np.diff(np.r_[starts, len(order)])
+    return order[starts], counts
+
+
+def best_configs(
+    df: pd.DataFrame, keys: tuple[str, ...] = ("model_id", "hardware", "task")
+) -> pd.DataFrame:
+    """Pick each group's lowest-energy configuration (energy per output token).
+
+    Rows without an energy figure are only picked when their group has no figure at all.
+    Adds ``n_configs``: how many configurations each group had.
+
+    Args:
+        df: Candidate configurations (already filtered and limited).
+        keys: Grouping columns; one output row per distinct key.
+
+    Returns:
+        One row per group, in order of first appearance of the group.
+    """
+    groups = (
+        pd.MultiIndex.from_frame(df[list(keys)].astype(str)).factorize()[0]
+        if len(df)
+        else np.zeros(0, int)
+    )
+    idx, counts = _best_positions(
+        np.asarray(groups), df["energy_per_token_j"].to_numpy(dtype=float)
+    )
+    return df.iloc[idx].assign(n_configs=counts)
+
+
+def _sort_positions(
+    df: pd.DataFrame, positions: np.ndarray, by: str, descending: bool
+) -> np.ndarray:
+    if by not in SORTABLE:
+        raise KeyError(f"cannot sort on {by!r}; choose one of {', '.join(SORTABLE)}")
+    col = df[by].iloc[positions].reset_index(drop=True)
+    order = col.sort_values(
+        ascending=not descending, kind="stable", na_position="last"
+    ).index.to_numpy()
+    return order
+
+
+def sort_rows(df: pd.DataFrame, by: str, descending: bool = False) -> pd.DataFrame:
+    """Sort on one column, missing values last, ties kept in input order.
+
+    Raises:
+        KeyError: If ``by`` is not a sortable column.
+    """
+    return df.iloc[_sort_positions(df, np.arange(len(df)), by, descending)]
+
+
+def query_table(df: pd.DataFrame, q: TableQuery) -> TableResult:
+    """Answer one table request: filter, limit, best configuration, sort and paginate.
+
+    Works on row positions so that only the page's rows are materialised (a query over
+    100,000 runs stays well under 300 ms).
+
+    Args:
+        df: A frame from :func:`prepare_runs` (with quality attached if wanted).
+        q: The query.
+
+    Returns:
+        The requested page and everything behind it.
+    """
+    positions = np.flatnonzero(filter_mask(df, q))
+    if q.best_only:
+        groups = df["_group"].to_numpy()[positions]
+        energy = df["energy_per_token_j"].to_numpy(dtype=float)[positions]
+        idx, counts = _best_positions(groups, energy)
+        positions = positions[idx]
+    else:
+        counts = np.ones(len(positions), dtype=int)
+    order = _sort_positions(df, positions, q.sort_by, q.descending)
+    positions, counts = positions[order], counts[order]
+    total = len(positions)
+    size = max(1, int(q.page_size))
+    pages = max(1, math.ceil(total / size))
+    page = min(max(1, int(q.page)), pages)
+    sl = slice((page - 1) * size, page * size)
+    page_rows = df.iloc[positions[sl]].assign(n_configs=counts[sl])
+    return TableResult(
+        page_rows=page_rows,
+        total=total,
+        page=page,
+        pages=pages,
+        _frame=df,
+        _positions=positions,
+        _counts=counts,
+    )
+
+
+def filter_choices(df: pd.DataFrame) -> dict[str, list]:
+    """Return the values each filter can take, sorted, for the UI's pickers.
+
+    Returns:
+        Keys ``task``, ``hardware``, ``dtype``, ``accelerator_count``, ``source_kind``,
+        ``model_id``, plus ``max_itl_ms`` and ``max_energy_per_token_j`` (the data's maxima,
+        NaN-free; 0.0 for an empty frame).
+    """
+
+    def _max(name: str) -> float:
+        s = df[name].dropna() if name in df.columns else pd.Series(dtype=float)
+        return float(s.max()) if len(s) else 0.0
+
+    return {
+        "task": sorted(df["task"].unique().tolist()) if len(df) else [],
+        "hardware": sorted(df["hardware"].unique().tolist()) if len(df) else [],
+        "dtype": sorted(d for d in df["dtype"].unique().tolist() if d) if len(df) else [],
+        "accelerator_count": sorted(int(c) for c in df["accelerator_count"].unique())
+        if len(df)
+        else [],
+        "source_kind": sorted(df["source_kind"].unique().tolist()) if len(df) else [],
+        "model_id": sorted(df["model_id"].unique().tolist()) if len(df) else [],
+        "max_itl_ms": _max("itl_ms"),
+        "max_energy_per_token_j": _max("energy_per_token_j"),
+    }
+
+
+def slider_limit(value: float) -> float:
+    """Round a maximum up to two significant digits (a slider's end: 449.6 -> 450)."""
+    if not value or value <= 0 or math.isnan(value):
+        return 1.0
+    step = 10 ** (math.floor(math.log10(value)) - 1)
+    return math.ceil(value / step - 1e-9) * step
+
+
+def export_columns(rows: pd.DataFrame) -> pd.DataFrame:
+    """Return the shown columns of ``rows``, in display order, with their labels as headers."""
+    cols = [c for c in COLUMNS if c.name in rows.columns]
+    out = rows[[c.name for c in cols]].copy()
+    out.columns = [f"{c.label}" for c in cols]
+    return out
+
+
+def to_csv(rows: pd.DataFrame) -> str:
+    """Serialise the shown columns of ``rows`` as CSV text (units are in the headers).
+
+    Text cells that a spreadsheet would run as a formula (``=``, ``+``, ``-``, ``@`` first)
+    are prefixed with a quote, so a hostile model name cannot execute in Excel.
+    """
+    out = export_columns(rows)
+    for name in out.columns:
+        if not pd.api.types.is_numeric_dtype(out[name]):
+            out[name] = out[name].map(
+                lambda v: "'" + v if isinstance(v, str) and v[:1] in ("=", "+", "-", "@") else v
+            )
+    buf = io.StringIO()
+    out.to_csv(buf, index=False)
+    return buf.getvalue()

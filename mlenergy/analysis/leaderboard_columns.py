@@ -1,0 +1,99 @@
+"""Columns of the leaderboard's tables: names, header labels, tooltips with units, formats."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column the leaderboard can show.
+
+    Attributes:
+        name: Column name in the prepared frame.
+        label: Header text.
+        tooltip: What the column means, with its unit (shown on hover).
+        fmt: ``"text"``, ``"int"`` or ``"float"`` (how to format values).
+    """
+
+    name: str
+    label: str
+    tooltip: str
+    fmt: str = "text"
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("model_id", "Model", "Model id (Hugging Face id, local path or preset)"),
+    Column("hardware", "Hardware", "Accelerator model (CPU model for CPU-only runs)"),
+    Column("accelerator_count", "GPUs", "Accelerators used by the configuration (count)", "int"),
+    Column("task", "Task", "Workload task label"),
+    Column("arch_kind", "Arch", "Dense or Mixture-of-Experts"),
+    Column("dtype", "Precision", "Weight precision as run (bfloat16, fp8, mxfp4, float32...)"),
+    Column("active_params_b", "Active params (B)", "Parameters used per token, billions", "float"),
+    Column("total_params_b", "Total params (B)", "All parameters, billions", "float"),
+    Column("batch_size", "Batch", "Batch size, or the serving engine's max_num_seqs cap", "int"),
+    Column(
+        "energy_per_token_j",
+        "Energy/token (J)",
+        "Energy per output token in joules (whole request; decode if no request figure)",
+        "float",
+    ),
+    Column("itl_ms", "ITL p50 (ms)", "Median inter-token latency in milliseconds", "float"),
+    Column(
+        "throughput_tokens_per_s",
+        "Throughput (tok/s)",
+        "Output tokens per second of the whole configuration",
+        "float",
+    ),
+    Column("avg_power_w", "Power (W)", "Average power of the measured scope in watts", "float"),
+    Column(
+        "tokens_per_j",
+        "Tokens/J",
+        "Output tokens per joule = tokens per second per watt (higher is better)",
+        "float",
+    ),
+    Column(
+        "quality", "Quality", "Quality metric of the same model (see the Quality picker)", "float"
+    ),
+    Column(
+        "n_configs", "Configs", "Configurations of this model x hardware that were compared", "int"
+    ),
+    Column("source_kind", "Source", "measured / modelled / estimated / emulated / reference"),
+    Column("energy_source", "Energy source", "Exact label of where the energy figure came from"),
+    Column("submitter", "Submitter", "Who submitted the run (empty for local runs)"),
+    Column("run_id", "Run id", "Unique id of the run (open it in Model detail)"),
+)
+DETAIL_ONLY: tuple[Column, ...] = (
+    Column("avg_batch_size", "Avg batch", "Achieved average concurrency (sequences)", "float"),
+    Column("tensor_parallel", "TP", "Tensor-parallel degree", "int"),
+    Column("expert_parallel", "EP", "Expert-parallel degree", "int"),
+    Column("data_parallel", "DP", "Data-parallel degree", "int"),
+    Column("pipeline_parallel", "PP", "Pipeline-parallel degree", "int"),
+    Column("input_tokens", "Input tokens", "Prompt tokens per request (0: not published)", "int"),
+    Column("output_tokens", "Output tokens", "Generated tokens per request", "int"),
+    Column(
+        "request_energy_j_ci95_low",
+        "Energy CI95 low (J)",
+        "95% CI of the run energy, joules",
+        "float",
+    ),
+    Column(
+        "request_energy_j_ci95_high",
+        "Energy CI95 high (J)",
+        "95% CI of the run energy, joules",
+        "float",
+    ),
+    Column("itl_p90_s", "ITL p90 (s)", "90th-percentile inter-token latency in seconds", "float"),
+    Column("itl_p99_s", "ITL p99 (s)", "99th-percentile inter-token latency in seconds", "float"),
+    Column("ttft_s", "TTFT (s)", "Time to first token in seconds", "float"),
+    Column(
+        "idle_power_w", "Idle power (W)", "Power of the measured scope while idle, watts", "float"
+    ),
+    Column("repeats", "Repeats", "Measured repeats behind the figures", "int"),
+    Column("quality_link", "Quality link", "How the quality figure was linked to this run"),
+    Column("created_at", "Created", "When the run was recorded (UTC)"),
+)
+"""Columns shown in the model detail view only."""
+COLUMN_BY_NAME = {c.name: c for c in (*COLUMNS, *DETAIL_ONLY)}
+SORTABLE = tuple(c.name for c in COLUMNS)
+DEFAULT_SORT = "energy_per_token_j"

@@ -1,0 +1,88 @@
+"""``mlenergy leaderboard``: serve the Gradio leaderboard; ``import-reference`` seeds a store."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+from typing import Annotated
+
+import typer
+
+from mlenergy.commands.options import DataDirOption, resolve_data_dir
+from mlenergy.errors import UserError
+
+APP_FILE = Path(__file__).resolve().parents[2] / "leaderboard" / "app.py"
+"""The Gradio app (``leaderboard/app.py`` of the source checkout)."""
+
+
+def load_app_module(path: Path = APP_FILE) -> ModuleType:
+    """Import ``leaderboard/app.py`` from the source checkout.
+
+    Raises:
+        UserError: The file is not there (the package was installed without the checkout).
+    """
+    if not path.is_file():
+        raise UserError(
+            f"the leaderboard app is not at {path}",
+            "run from a source checkout of mlenergy (the app lives in leaderboard/app.py)",
+        )
+    spec = importlib.util.spec_from_file_location("mlenergy_leaderboard_app", path)
+    if spec is None or spec.loader is None:
+        raise UserError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+leaderboard_app = typer.Typer(
+    name="leaderboard",
+    help="Serve the leaderboard app (no subcommand) or seed its store (import-reference).",
+    invoke_without_command=True,
+    no_args_is_help=False,
+)
+
+
+@leaderboard_app.callback(invoke_without_command=True)
+def serve(
+    ctx: typer.Context,
+    data_dir: DataDirOption = None,
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port to listen on.")] = 7860,
+) -> None:
+    """Serve the leaderboard on http://HOST:PORT (Ctrl-C to stop)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if not 0 < port < 65536:
+        raise UserError(f"--port {port} is not a TCP port", "pick a port between 1 and 65535")
+    module = load_app_module()
+    data = resolve_data_dir(data_dir)
+    typer.echo(f"leaderboard: http://{host}:{port}  (store: {data})")
+    module.launch(module.build_app(data), host=host, port=port)
+
+
+@leaderboard_app.command("import-reference")
+def import_reference_cmd(
+    reference: Annotated[
+        Path | None,
+        typer.Option(
+            "--reference",
+            help="Reference folder (default: $MLENERGY_REFERENCE_DIR, else ../shared/reference).",
+            show_default=False,
+        ),
+    ] = None,
+    data_dir: DataDirOption = None,
+) -> None:
+    """Import ML.ENERGY's published measurements (Zeus on NVML, vLLM) into the store."""
+    from mlenergy.analysis.reference_import import import_reference
+
+    data = resolve_data_dir(data_dir)
+    added, duplicates = import_reference(reference, data)
+    typer.echo(
+        f"imported {added} ML.ENERGY reference runs into {data} ({duplicates} already there)"
+    )
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``leaderboard`` group to the root app."""
+    app.add_typer(leaderboard_app, name="leaderboard")

@@ -1,0 +1,159 @@
+"""Start the leaderboard on 127.0.0.1 with a seeded store and drive it in headless Chromium.
+
+Chromium is Debian's ``/usr/bin/chromium`` (CI installs it); Playwright only drives it (never
+``playwright install``). Screenshots go to ``test-output/``; with ``MLENERGY_UPDATE_SCREENSHOT=1``
+the main view is also written to ``docs/leaderboard.png`` for the README.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = Path("/usr/bin/chromium")
+OUTPUT = ROOT / "test-output"
+HOSTILE = "<script>alert(1)</script>"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def seed_store(data_dir: Path) -> None:
+    """Seed a store: reference rows (when present), synthetic rows, a hostile name, quality."""
+    from mlenergy.analysis.leaderboard_synthetic import (
+        synthetic_model,
+        synthetic_quality,
+        synthetic_run,
+    )
+    from mlenergy.analysis.reference_import import default_reference_dir, read_reference
+    from mlenergy.store import RunStore
+
+    records = []
+    ref = default_reference_dir()
+    if ref is not None and (ref / "mlenergy-leaderboard").is_dir():
+        records += read_reference(ref)
+    models = [
+        synthetic_model("synthetic/dense-8b", 8.0, False),
+        synthetic_model("synthetic/moe-a3b", 3.0, True, dtype="fp8"),
+        synthetic_model(HOSTILE, 1.0, False),
+    ]
+    i = 0
+    runs = []
+    for model in models:
+        for gpu, tdp in (("H100-SXM5-80GB", 700.0), ("B200", 1000.0)):
+            for bs in (16, 128):
+                runs.append(
+                    synthetic_run(
+                        model,
+                        gpu=gpu,
+                        tdp_w=tdp,
+                        batch_size=bs,
+                        task="synthetic-chat",
+                        index=i,
+                        timeline=True,
+                    )
+                )
+                i += 1
+    quality = [
+        synthetic_quality(models[0], 0.62),
+        synthetic_quality(models[1], 0.58, linked=[runs[4].run_id]),
+    ]
+    RunStore(data_dir).append(records + runs + quality)
+
+
+@pytest.fixture(scope="session")
+def chromium_path() -> Path:
+    if not CHROMIUM.exists():
+        pytest.skip("/usr/bin/chromium is missing: apt-get install chromium (CI's .ci/run does)")
+    pytest.importorskip("playwright.sync_api", reason="the playwright Python package is missing")
+    return CHROMIUM
+
+
+@pytest.fixture(scope="session")
+def server(chromium_path, tmp_path_factory):
+    """The app served by ``mlenergy leaderboard`` in a subprocess; yields its base URL."""
+    data_dir = tmp_path_factory.mktemp("lb-store")
+    seed_store(data_dir)
+    port = _free_port()
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "GRADIO_ANALYTICS_ENABLED": "False"}
+    log = (tmp_path_factory.mktemp("lb-log") / "server.log").open("w")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mlenergy.cli",
+            "leaderboard",
+            "--data-dir",
+            str(data_dir),
+            "--port",
+            str(port),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as resp:
+                if resp.status == 200:
+                    break
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            log.close()
+            pytest.fail(f"the leaderboard did not start: see {log.name}")
+        time.sleep(0.5)
+    yield {"url": url, "data_dir": data_dir}
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
+
+
+@pytest.fixture(scope="session")
+def browser(chromium_path):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=str(chromium_path), args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, server):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    pg = context.new_page()
+    pg.set_default_timeout(30_000)
+    dialogs: list[str] = []
+    pg.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    pg.dialogs = dialogs  # type: ignore[attr-defined]
+    pg.goto(server["url"])
+    pg.wait_for_selector("#lb-table")
+    yield pg
+    context.close()

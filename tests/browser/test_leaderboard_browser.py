@@ -1,0 +1,241 @@
+"""The leaderboard in a real browser: filter, plot, model detail, compare, submit, screenshot."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from mlenergy.analysis.leaderboard_synthetic import synthetic_model, synthetic_run
+
+pytestmark = pytest.mark.browser
+
+HOSTILE = "<script>alert(1)</script>"
+ROOT = Path(__file__).resolve().parents[2]
+OUTPUT = ROOT / "test-output"  # git-ignored
+
+
+def _shot(page, name: str, full_page: bool = False) -> None:
+    OUTPUT.mkdir(exist_ok=True)
+    page.screenshot(path=str(OUTPUT / name), full_page=full_page)
+
+
+STATUS_JS = (
+    "() => (document.querySelector('#lb-status')?.innerText"
+    ".match(/\\d+ rows · page \\d+ of \\d+/) || [''])[0]"
+)
+
+
+def _status(page) -> str:
+    """The table's status line, e.g. ``25 rows · page 1 of 1`` (without progress timers)."""
+    return page.evaluate(STATUS_JS)
+
+
+def _wait_status_change(page, before: str) -> str:
+    page.wait_for_function(
+        f"before => {{ const s = ({STATUS_JS})(); return s && s !== before; }}", arg=before
+    )
+    return _status(page)
+
+
+def _wait_all_cells(page, column: str, expected: str, table: str = "#lb-table") -> None:
+    """Wait until the table has rows and every ``column`` cell reads ``expected``."""
+    page.wait_for_function(
+        """([sel, want]) => {
+            const cells = [...document.querySelectorAll(sel)].map(c => c.innerText.trim());
+            return cells.length > 0 && cells.every(c => c === want);
+        }""",
+        arg=[f'{table} tbody td[data-col="{column}"]', expected],
+    )
+
+
+def _pick(page, elem_id: str, value: str) -> None:
+    """Choose ``value`` in the Gradio dropdown ``#elem_id``."""
+    page.locator(f"#{elem_id} input").click()
+    page.locator(f"#{elem_id} input").fill(value)
+    page.get_by_role("option", name=value, exact=True).first.click()
+
+
+def _cells(page, column: str, table: str = "#lb-table") -> list[str]:
+    return page.locator(f'{table} tbody td[data-col="{column}"]').all_inner_texts()
+
+
+def test_filter_changes_table_and_screenshot(page, server):
+    OUTPUT.mkdir(exist_ok=True)
+    page.screenshot(path=str(OUTPUT / "leaderboard.png"), full_page=False)
+    if os.environ.get("MLENERGY_UPDATE_SCREENSHOT") == "1":
+        (ROOT / "docs").mkdir(exist_ok=True)
+        shutil.copyfile(OUTPUT / "leaderboard.png", ROOT / "docs" / "leaderboard.png")
+    before = _status(page)
+    hardware = set(_cells(page, "hardware"))
+    assert {"B200", "H100-SXM5-80GB"} <= hardware
+    page.locator("#f-hardware label", has_text="B200").first.click()
+    _wait_all_cells(page, "hardware", "B200")
+    assert _status(page) != before
+    # CSV of exactly the rows shown
+    page.locator("#lb-csv").click()
+    link = page.locator("#lb-csv-file a[href]").first
+    link.wait_for(timeout=30_000)
+    text = page.request.get(link.get_attribute("href")).text()
+    lines = text.strip().splitlines()
+    assert lines[0].startswith("Model,Hardware,GPUs")
+    assert len(lines) - 1 == int(_status(page).split()[0])
+    assert all(",B200," in line for line in lines[1:])
+    # tooltips with units on the headers
+    title = page.locator('#lb-table th[data-col="energy_per_token_j"]').get_attribute("title")
+    assert "joules" in title
+
+
+def test_search_sort_and_hostile_name_is_text(page):
+    page.locator("#f-search textarea, #f-search input").first.fill("script")
+    # The task filter may hide the synthetic rows: clear it to see them.
+    page.locator("#f-task input").click()
+    page.locator("#f-task input").fill("synthetic-chat")
+    page.get_by_role("option", name="synthetic-chat", exact=True).first.click()
+    _wait_all_cells(page, "model_id", HOSTILE)
+    assert page.locator("#lb-table script").count() == 0
+    assert page.dialogs == []
+
+
+def test_plot_opens(page):
+    page.get_by_role("tab", name="Plots").click()
+    page.locator("#plot-draw").click()
+    page.wait_for_selector("#plot-figure .js-plotly-plot, #plot-figure .plotly", timeout=60_000)
+    assert "Pareto frontier" in page.locator("#plot-figure").inner_text()
+    _shot(page, "leaderboard-plot.png")
+
+
+def test_model_detail_shows_configs_and_provenance(page):
+    page.get_by_role("tab", name="Model detail").click()
+    _pick(page, "detail-model", "synthetic/dense-8b")
+    page.wait_for_selector("#detail-lb-table, #lb-detail tbody tr", timeout=30_000)
+    rows = page.locator("#lb-detail tbody tr")
+    assert rows.count() == 4
+    page.wait_for_function(
+        "() => (document.querySelector('#detail-provenance')?.innerText || '')"
+        ".includes('energy_source')"
+    )
+    assert "emulated:synthetic" in page.locator("#detail-provenance").inner_text()
+    page.wait_for_selector("#detail-timeline .js-plotly-plot, #detail-timeline .plotly")
+    _shot(page, "leaderboard-detail.png", full_page=True)
+
+
+def test_hostile_model_detail_is_text(page):
+    page.get_by_role("tab", name="Model detail").click()
+    page.locator("#detail-model input").click()
+    page.locator("#detail-model input").fill("script")
+    option = page.get_by_role("option", name=HOSTILE, exact=True).first
+    assert option.inner_text().strip().endswith(HOSTILE)
+    option.click()
+    page.wait_for_function(
+        "want => (document.querySelector('#detail-provenance')?.innerText || '').includes(want)",
+        arg=HOSTILE,
+    )
+    assert page.dialogs == []
+
+
+def test_compare_two_models(page):
+    page.get_by_role("tab", name="Compare").click()
+    for model in ("synthetic/dense-8b", "synthetic/moe-a3b"):
+        _pick(page, "compare-models", model)
+    page.wait_for_function("() => document.querySelectorAll('#lb-compare thead th').length === 3")
+    heads = page.locator("#lb-compare thead th").all_inner_texts()
+    assert heads == ["Metric", "synthetic/dense-8b", "synthetic/moe-a3b"]
+
+
+def _bundle(tmp_path, valid: bool):
+    run = synthetic_run(
+        synthetic_model("community/tiny-1b", 1.0, False),
+        energy_source="measured:zeus-nvml" if valid else "emulated:test",
+        index=900,
+    )
+    data = {"submitter": "Browser Test Lab", "runs": [json.loads(run.model_dump_json())]}
+    if not valid:
+        data["runs"][0]["workload"]["batch_size"] = -3
+        data["runs"][0]["phases"][0]["energy_j"] = -1.0
+    path = tmp_path / ("good.json" if valid else "bad.json")
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_submit_bad_then_good(page, tmp_path, server):
+    pytest.importorskip("mlenergy.store.submissions", reason="submission intake not written yet")
+    page.get_by_role("tab", name="Submit").click()
+    page.locator("#submit-file input[type=file]").set_input_files(
+        str(_bundle(tmp_path, valid=False))
+    )
+    page.locator("#submit-run").click()
+    page.wait_for_selector("#submit-result .lb-problems", timeout=60_000)
+    problems = page.locator("#submit-result li").all_inner_texts()
+    assert len(problems) >= 2  # every problem at once
+    page.locator("#submit-file button[aria-label='Clear'], #submit-file .clear-button").first.click(
+        timeout=5_000
+    )
+    page.locator("#submit-file input[type=file]").set_input_files(
+        str(_bundle(tmp_path, valid=True))
+    )
+    page.locator("#submit-run").click()
+    page.wait_for_selector("#submit-result .lb-ok", timeout=60_000)
+    assert "Queued" in page.locator("#submit-result").inner_text()
+    pending = server["data_dir"] / "submissions" / "pending"
+    assert pending.is_dir() and any(pending.iterdir())
+    _shot(page, "leaderboard-submit.png")
+
+
+def test_estimator_playground_updates_without_reload(page):
+    pytest.importorskip("mlenergy.estimate.api", reason="the estimator is not installed")
+    if page.get_by_role("tab", name="Estimator").count() == 0:
+        pytest.skip("the estimator tab is hidden (no estimator)")
+    page.get_by_role("tab", name="Estimator").click()
+    page.locator("#est-run").click()
+    page.wait_for_selector("#est-table", timeout=60_000)
+    first = page.locator("#est-table").inner_text()
+    assert "Energy per output token" in first and "estimated:mlenergy-" in first
+    page.evaluate("window.__marker = 1")  # survives only if the page does not reload
+    _pick(page, "est-gpu", "B200")
+    page.wait_for_function(
+        "before => document.querySelector('#est-table')?.innerText !== before", arg=first
+    )
+    assert page.evaluate("window.__marker") == 1
+    page.wait_for_selector("#est-plot .js-plotly-plot, #est-plot .plotly")
+
+
+def test_all_configs_paging_and_sort(page):
+    before = _status(page)
+    page.locator("#f-best input[type=checkbox]").uncheck()
+    status = _wait_status_change(page, before)
+    total = int(status.split()[0])
+    assert total > 50 and "page 1 of" in status
+    assert page.locator("#lb-table tbody tr").count() == 50
+    first_page = _cells(page, "run_id")
+    page.locator("#lb-next").click()
+    page.wait_for_function(
+        "() => document.querySelector('#lb-status').innerText.includes('page 2 of')"
+    )
+    assert set(_cells(page, "run_id")).isdisjoint(first_page)
+    # descending sort on energy: first row has the largest figure of the first page
+    before = _status(page)
+    page.locator("#f-desc input[type=checkbox]").check()
+    page.wait_for_function(
+        "() => document.querySelector('#lb-status').innerText.includes('page 1 of')"
+    )
+    values = [float(v.replace(",", "")) for v in _cells(page, "energy_per_token_j") if v != "–"]
+    assert values == sorted(values, reverse=True)
+
+
+def test_reload_shows_new_runs_and_choices(page, server):
+    from mlenergy.store import RunStore
+
+    model = synthetic_model("late/arrival-3b", 3.0, False)
+    RunStore(server["data_dir"]).append(
+        [synthetic_run(model, gpu="L40S", tdp_w=350.0, task="synthetic-chat", index=5000)]
+    )
+    page.locator("#f-search textarea, #f-search input").first.fill("late/arrival")
+    page.wait_for_function(f"() => ({STATUS_JS})().startsWith('0 rows')")
+    page.locator("#lb-reload").click()
+    page.locator("#f-hardware label", has_text="L40S").first.wait_for()
+    _pick(page, "f-task", "synthetic-chat")
+    _wait_all_cells(page, "model_id", "late/arrival-3b")

@@ -1,0 +1,39 @@
+"""The Gradio app builds over an empty and a seeded store without a browser or a server."""
+
+from __future__ import annotations
+
+import pytest
+
+from mlenergy.analysis.leaderboard_synthetic import synthetic_model, synthetic_run
+from mlenergy.commands.leaderboard import APP_FILE, load_app_module
+from mlenergy.store import RunStore
+
+gr = pytest.importorskip("gradio")
+
+
+def test_app_does_no_io_at_import(monkeypatch):
+    from mlenergy.analysis.leaderboard_data import LeaderboardData
+
+    def _refuse(*args, **kwargs):
+        raise AssertionError("the app read the store at import time")
+
+    monkeypatch.setattr(LeaderboardData, "load", classmethod(_refuse))
+    module = load_app_module()  # imports app.py: must not touch the store
+    assert callable(module.build_app)
+    assert len(APP_FILE.read_text(encoding="utf-8").splitlines()) < 420
+
+
+@pytest.mark.parametrize("seeded", [False, True])
+def test_build_app(tmp_path, seeded):
+    if seeded:
+        model = synthetic_model("org/m", 2.0, False)
+        RunStore(tmp_path).append(
+            [synthetic_run(model, index=i, batch_size=8 * (i + 1)) for i in range(3)]
+        )
+    module = load_app_module()
+    demo = module.build_app(tmp_path)
+    assert isinstance(demo, gr.Blocks)
+    by_id = {getattr(b, "elem_id", None): b for b in demo.blocks.values()}
+    assert ("org/m" in by_id["lb-grid"].value) == seeded
+    status = by_id["lb-status"].value
+    assert ("store is empty" in status) != seeded

@@ -1,0 +1,93 @@
+"""The submission form: every problem listed (escaped), pending, then shown once approved."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mlenergy.analysis import leaderboard as lb
+from mlenergy.analysis.leaderboard_data import LeaderboardData
+from mlenergy.analysis.leaderboard_submit import catalog_tdp_w, submit_bundle
+from mlenergy.analysis.leaderboard_synthetic import synthetic_model, synthetic_run
+
+pytest.importorskip("mlenergy.store.submissions", reason="submission intake not installed")
+
+
+def _bundle(tmp_path, name: str, mutate=None):
+    run = synthetic_run(
+        synthetic_model("community/tiny-1b", 1.0, False),
+        energy_source="measured:zeus-nvml",
+        index=7,
+    )
+    data = {"submitter": "Lab <b>X</b>", "runs": [json.loads(run.model_dump_json())]}
+    if mutate:
+        mutate(data)
+    path = tmp_path / name
+    path.write_text(json.dumps(data))
+    return path
+
+
+def _break(data):
+    data["runs"][0]["workload"]["batch_size"] = 0
+    data["runs"][0]["phases"][0]["energy_j"] = -5
+    data["runs"][0]["model"]["model_id"] = "<script>alert(1)</script>"
+
+
+def test_bad_bundle_lists_every_problem_escaped(tmp_path):
+    html, ok = submit_bundle(_bundle(tmp_path, "bad.json", _break), tmp_path / "store")
+    assert not ok
+    assert html.count("<li>") >= 2
+    assert "<script>" not in html
+    assert not (tmp_path / "store" / "submissions" / "pending").exists() or not any(
+        (tmp_path / "store" / "submissions" / "pending").iterdir()
+    )
+
+
+def test_no_file_and_junk(tmp_path):
+    assert submit_bundle(None, tmp_path)[1] is False
+    junk = tmp_path / "junk.json"
+    junk.write_text("{nope")
+    html, ok = submit_bundle(junk, tmp_path)
+    assert not ok and "JSON" in html
+
+
+def test_good_bundle_waits_then_joins_results_when_approved(tmp_path):
+    from mlenergy.store.submissions import SubmissionQueue
+
+    store = tmp_path / "store"
+    html, ok = submit_bundle(_bundle(tmp_path, "good.json"), store)
+    assert ok and "Queued" in html
+    assert "Lab &lt;b&gt;X&lt;/b&gt;" in html
+    pending = list((store / "submissions" / "pending").glob("*.json"))
+    assert len(pending) == 1
+    data = LeaderboardData.load(store)
+    assert data.runs.empty  # pending runs are not shown
+    SubmissionQueue(store).approve(pending[0].stem)
+    data.reload()
+    row = lb.query_table(data.frame(None), lb.TableQuery()).page_rows.iloc[0]
+    assert row["submitter"] == "Lab <b>X</b>"
+    assert row["energy_source"] == "measured:zeus-nvml"
+    # the same bundle again is a duplicate: reported, not queued
+    html, ok = submit_bundle(_bundle(tmp_path, "again.json"), store)
+    assert not ok
+
+
+def test_catalog_tdp():
+    pytest.importorskip("mlenergy.estimate.catalog")
+    assert catalog_tdp_w("H100-SXM5-80GB") == pytest.approx(700)
+    assert catalog_tdp_w("../etc/passwd.yaml") is None
+
+
+def test_jsonl_records_need_a_submitter(tmp_path):
+    run = synthetic_run(
+        synthetic_model("community/jsonl-2b", 2.0, False),
+        energy_source="measured:zeus-nvml",
+        index=8,
+    )
+    path = tmp_path / "results.jsonl"
+    path.write_text(run.model_dump_json() + "\n")
+    html, ok = submit_bundle(path, tmp_path / "store")
+    assert not ok and "submitter" in html.lower()
+    html, ok = submit_bundle(path, tmp_path / "store", submitter="JSONL Lab")
+    assert ok, html

@@ -1,0 +1,99 @@
+"""Importing ML.ENERGY's published measurements (read from ../shared/reference at run time)."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from mlenergy.analysis.reference_import import default_reference_dir, read_reference
+from mlenergy.cli import main
+from mlenergy.store import RunStore
+
+REF = default_reference_dir()
+needs_ref = pytest.mark.skipif(
+    REF is None or not (REF / "mlenergy-leaderboard").is_dir(),
+    reason="shared reference data (../shared/reference or $MLENERGY_REFERENCE_DIR) is not present",
+)
+
+
+@pytest.fixture(scope="module")
+def records():
+    return read_reference(REF)
+
+
+@needs_ref
+def test_every_row_becomes_a_truthfully_labelled_record(records):
+    folder = REF / "mlenergy-leaderboard"
+    rows = sum(1 for f in folder.glob("*.csv") for _ in csv.DictReader(f.open()))
+    assert len(records) == rows
+    assert len({r.run_id for r in records}) == len(records)
+    for rec in records:
+        assert rec.energy_source == "measured:zeus-nvml"
+        assert rec.software.engine.startswith("vllm ")
+        assert rec.submission.submitter.startswith("ML.ENERGY Leaderboard v")
+        assert rec.tags["input_tokens"] == "unknown"
+
+
+@needs_ref
+def test_v3_figures_match_the_csv(records):
+    with (REF / "mlenergy-leaderboard" / "v3_llm.csv").open() as fh:
+        first = next(csv.DictReader(fh))
+    rec = records[0]
+    phase = rec.phases[0]
+    assert rec.model.model_id == first["model_id"]
+    assert phase.energy_per_token_j == pytest.approx(float(first["energy_per_token_joules"]))
+    assert phase.avg_power_w == pytest.approx(float(first["avg_power_watts"]), rel=1e-3)
+    assert phase.itl_p50_s == pytest.approx(float(first["median_itl_ms"]) / 1000)
+    assert rec.hardware.accelerator_count == int(first["num_gpus"])
+    assert rec.software.engine == "vllm 0.11.1"
+
+
+@needs_ref
+def test_params_come_from_configs(records):
+    by_id = {r.model.model_id: r.model for r in records}
+    qwen = by_id["Qwen/Qwen3-30B-A3B-Instruct-2507"]
+    assert qwen.is_moe and qwen.num_experts == 128 and qwen.experts_per_token == 8
+    assert qwen.total_params == pytest.approx(30.5e9, rel=0.02)
+    assert qwen.active_params == pytest.approx(3.3e9, rel=0.05)
+    # FP8 variant shares the architecture (and fingerprint) of its base model
+    fp8 = by_id["Qwen/Qwen3-235B-A22B-Instruct-2507-FP8"]
+    assert fp8.config_fingerprint == by_id["Qwen/Qwen3-235B-A22B-Instruct-2507"].config_fingerprint
+
+
+@needs_ref
+def test_cli_import_is_idempotent(tmp_path, capsys):
+    args = ["leaderboard", "import-reference", "--reference", str(REF), "--data-dir", str(tmp_path)]
+    assert main(args) == 0
+    assert "imported" in capsys.readouterr().out
+    n = len(RunStore(tmp_path).runs_frame())
+    assert main(args) == 0
+    assert "imported 0 " in capsys.readouterr().out
+    assert len(RunStore(tmp_path).runs_frame()) == n
+
+
+def test_cli_bad_reference_is_a_user_error(tmp_path, capsys):
+    rc = main(
+        [
+            "leaderboard",
+            "import-reference",
+            "--reference",
+            str(tmp_path),
+            "--data-dir",
+            str(tmp_path),
+        ]
+    )
+    assert rc == 2
+    assert "error: no ML.ENERGY reference tables" in capsys.readouterr().err
+
+
+def test_cli_bad_port_is_a_user_error(tmp_path, capsys):
+    assert main(["leaderboard", "--data-dir", str(tmp_path), "--port", "70000"]) == 2
+    assert "error:" in capsys.readouterr().err
+
+
+def test_app_file_is_in_the_checkout():
+    from mlenergy.commands.leaderboard import APP_FILE
+
+    assert Path(APP_FILE).is_file()
