@@ -11,19 +11,7 @@ from pathlib import Path
 
 from mlenergy.analysis.leaderboard_html import render_problems
 from mlenergy.errors import UserError, ValidationFailed
-
-
-def catalog_tdp_w(name: str) -> float | None:
-    """TDP in watts of an accelerator named exactly as in the estimator's catalog, else ``None``.
-
-    Never resolves files: submitted names are not trusted as paths.
-    """
-    try:
-        from mlenergy.estimate.catalog import catalog_names, resolve_gpu
-    except ImportError:
-        return None
-    text = (name or "").strip()
-    return resolve_gpu(text).tdp_w if text in catalog_names() else None
+from mlenergy.estimate.catalog import catalog_tdp_w
 
 
 def submit_bundle(

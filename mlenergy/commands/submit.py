@@ -14,34 +14,11 @@ submissions_app = typer.Typer(
 )
 
 
-def catalog_tdp_lookup(name: str) -> float | None:
-    """TDP in watts of a catalog accelerator (by name or alias), else ``None``.
-
-    Never reads a file: submitted names are not trusted as paths.
-    """
-    try:
-        from mlenergy.estimate.catalog import catalog_names, resolve_gpu
-    except ImportError:
-        return None
-    from mlenergy.errors import UserError
-
-    text = (name or "").strip()
-    if not text or text.lower().endswith((".yaml", ".yml", ".json")) or "/" in text:
-        return None
-    if text in catalog_names():
-        return resolve_gpu(text).tdp_w
-    try:
-        if Path(text).exists():
-            return None
-        return resolve_gpu(text).tdp_w
-    except (UserError, OSError, ValueError):
-        return None
-
-
 def _queue(data_dir: Path | None):
+    from mlenergy.estimate.catalog import catalog_tdp_w
     from mlenergy.store.submissions import SubmissionQueue
 
-    return SubmissionQueue(resolve_data_dir(data_dir), tdp_lookup=catalog_tdp_lookup)
+    return SubmissionQueue(resolve_data_dir(data_dir), tdp_lookup=catalog_tdp_w)
 
 
 def submit(

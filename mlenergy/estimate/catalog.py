@@ -173,3 +173,17 @@ def resolve_gpu(name_or_path: str | GpuSpec) -> GpuSpec:
         f"unknown gpu '{text}'",
         f"Use one of {', '.join(by_name)} or a YAML spec file",
     )
+
+
+def catalog_tdp_w(name: str | None) -> float | None:
+    """TDP in watts of a catalog accelerator given by name or alias, else ``None``.
+
+    Never reads a file: names in submitted records are not trusted as paths. Used by the
+    submission validation to bound a record's average power.
+
+    Args:
+        name: Accelerator name as it appears on a record (e.g. ``"NVIDIA H100 80GB HBM3"``).
+    """
+    by_name, alias = _catalog()
+    key = alias.get(_norm(name or ""))
+    return by_name[key].tdp_w if key else None

@@ -8,8 +8,9 @@ import pytest
 
 from mlenergy.analysis import leaderboard as lb
 from mlenergy.analysis.leaderboard_data import LeaderboardData
-from mlenergy.analysis.leaderboard_submit import catalog_tdp_w, submit_bundle
+from mlenergy.analysis.leaderboard_submit import submit_bundle
 from mlenergy.analysis.leaderboard_synthetic import synthetic_model, synthetic_run
+from mlenergy.estimate.catalog import catalog_tdp_w
 
 pytest.importorskip("mlenergy.store.submissions", reason="submission intake not installed")
 
@@ -76,7 +77,10 @@ def test_good_bundle_waits_then_joins_results_when_approved(tmp_path):
 def test_catalog_tdp():
     pytest.importorskip("mlenergy.estimate.catalog")
     assert catalog_tdp_w("H100-SXM5-80GB") == pytest.approx(700)
+    assert catalog_tdp_w("NVIDIA H100 80GB HBM3") == pytest.approx(700)
     assert catalog_tdp_w("../etc/passwd.yaml") is None
+    assert catalog_tdp_w("my-chip.yaml") is None
+    assert catalog_tdp_w("") is None
 
 
 def test_jsonl_records_need_a_submitter(tmp_path):
