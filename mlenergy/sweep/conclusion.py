@@ -1,0 +1,254 @@
+"""The written conclusion of the dense-vs-MoE study, computed from its tables.
+
+Nothing here is typed in: every number, every "less" or "more" comes from the comparison
+tables, with a tie wherever the difference is within the noise (the bootstrap interval with
+several seeds, otherwise +/- :data:`NOISE_BAND`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from mlenergy.analysis import energy_quality as eq
+
+
+def energy_note(energy_source: str) -> str:
+    """One line stating where the energy figures came from."""
+    kind = energy_source.split(":", 1)[0]
+    if kind == "modelled":
+        return (
+            f"Energy source: {energy_source}: MODELLED from CPU time and a power model "
+            "(no energy counter on this machine), not measured."
+        )
+    if kind == "emulated":
+        return f"Energy source: {energy_source}: emulated devices (tests), not a measurement."
+    return f"Energy source: {energy_source}: measured through Zeus."
+
+
+def fmt_value(v: Any, digits: int = 3) -> str:
+    """Format a number for tables (``n/a`` for missing, thousands separators for ints)."""
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "n/a"
+    if isinstance(v, bool | np.bool_):
+        return "yes" if v else "no"
+    if isinstance(v, int | np.integer):
+        return f"{int(v):,}"
+    return f"{float(v):.{digits}g}"
+
+
+def energy_unit(values: Any) -> tuple[str, float]:
+    """Unit label and scale for training energies: kJ from 1,000 J up, else J."""
+    arr = np.asarray(pd.Series(values, dtype=float).dropna())
+    return ("kJ", 1e-3) if arr.size and float(np.nanmax(arr)) >= 1e3 else ("J", 1.0)
+
+
+def ratio_text(ratio: float | None, lo: float | None, hi: float | None) -> str:
+    """Format an MoE/dense ratio as ``1.23x`` with its 95% interval when it has one."""
+    if ratio is None or not np.isfinite(ratio):
+        return "n/a"
+    text = f"{ratio:.2f}x"
+    if lo is not None and hi is not None and np.isfinite(lo) and np.isfinite(hi) and hi > lo:
+        text += f" (95% CI {lo:.2f}-{hi:.2f})"
+    return text
+
+
+NOISE_BAND = 0.05
+"""Without an interval (one seed), ratios within 1 +/- this are called a tie."""
+
+
+def classify_ratio(
+    ratio: float | None, low: float | None, high: float | None, band: float = NOISE_BAND
+) -> str:
+    """``less``, ``more`` or ``tie`` for an MoE/dense ratio; ``n/a`` without a ratio.
+
+    With a real interval (several seeds) the call is ``less``/``more`` only if the interval
+    excludes 1; with a single seed, only if the ratio lies outside ``1 +/- band``.
+    """
+    if ratio is None or not np.isfinite(ratio):
+        return "n/a"
+    has_ci = low is not None and high is not None and np.isfinite(low) and np.isfinite(high)
+    if has_ci and high > low:
+        return "less" if high < 1.0 else "more" if low > 1.0 else "tie"
+    if ratio < 1.0 - band:
+        return "less"
+    if ratio > 1.0 + band:
+        return "more"
+    return "tie"
+
+
+def _verdict(classes: dict[str, list[str]], label: str) -> str:
+    """One sentence per side (training, inference) counting less / tie / more."""
+    parts = []
+    for side, what in (
+        ("train", "training energy to reach the same perplexity"),
+        ("inference", "inference energy per token"),
+    ):
+        c = classes[side]
+        n, less, more, tie = len(c), c.count("less"), c.count("more"), c.count("tie")
+        if less == n:
+            parts.append(f"every MoE variant needed less {what} than the dense model")
+        elif more == n:
+            parts.append(f"no MoE variant needed less {what} than the dense model")
+        else:
+            parts.append(
+                f"for {what}, {less} of {n} MoE variants spent less, {tie} tied "
+                f"(within noise) and {more} spent more"
+            )
+    return f"with the same {label} parameters, " + "; ".join(parts) + "."
+
+
+def _why(summary: pd.DataFrame, band: float) -> str | None:
+    """Explain the matched-active result from per-step energy and quality after equal steps."""
+    base = summary[summary["role"] == "dense-active"]
+    moe = summary[summary["family"] == "moe"]
+    if base.empty or moe.empty:
+        return None
+    b = base.iloc[0]
+    step_ratio = moe["train_energy_j"].astype(float) / float(b["train_energy_j"])
+    ppl = moe["final_val_perplexity"].astype(float)
+    if not np.isfinite(step_ratio).any():
+        return None
+    text = (
+        f"Why: for the same steps and tokens, the MoE variants spent "
+        f"{step_ratio.min():.2f}-{step_ratio.max():.2f}x the training energy of "
+        f"{b['variant']} (same active parameters) and reached perplexity "
+        f"{ppl.min():.4g}-{ppl.max():.4g} against {float(b['final_val_perplexity']):.4g}: "
+        "the experts' extra capacity buys quality per step, and whether that repays the cost "
+        "of a step decides each comparison above. "
+    )
+    if bool((step_ratio < 1.0 - band).any()):
+        text += (
+            "An MoE step does the dense step's arithmetic plus routing and updates more "
+            "weights, so a step ratio below 1 cannot come from the computation: it is "
+            "measurement noise (the machine's load changed between runs); read the training "
+            "comparisons with that noise in mind. "
+        )
+    if bool((step_ratio > 1.0 + band).any()):
+        text += (
+            "Where an MoE step costs more, it is the overhead of sparsity at this size: the "
+            "experts' matrices are too small to keep the processor busy, so routing (router, "
+            "top-k, gathering and scattering tokens per expert, several small matrix "
+            "products instead of one) and the memory traffic of many expert weights "
+            "dominate. MoE is expected to pay off when expert matrix products are large and "
+            "compute-bound (bigger models, GPUs, fused expert kernels): rerun with "
+            "--size small --device cuda."
+        )
+    return text.rstrip()
+
+
+def conclusion(
+    summary: pd.DataFrame,
+    comparisons: pd.DataFrame,
+    *,
+    energy_source: str,
+    batch_size: int | None,
+    seeds: int,
+    size: str,
+    noise: float | None = None,
+    by_batch: pd.DataFrame | None = None,
+) -> list[str]:
+    """The written conclusion, one paragraph per item, computed from the tables.
+
+    Args:
+        summary: :func:`mlenergy.analysis.energy_quality.model_summary`.
+        comparisons: :func:`mlenergy.analysis.energy_quality.pairwise_comparisons`.
+        energy_source: Energy label of the figures.
+        batch_size: Reference inference batch size.
+        seeds: Seeds per model.
+        size: Study size name.
+        noise: Typical relative noise of one run's energy
+            (:func:`mlenergy.analysis.energy_quality.measurement_noise`); single-seed ratios
+            within ``1 +/- max(NOISE_BAND, noise)`` are called ties.
+        by_batch: :func:`mlenergy.analysis.energy_quality.ratio_by_batch` (inference energy
+            per token, MoE over dense, per batch size).
+
+    Returns:
+        Paragraphs of plain text.
+    """
+    out: list[str] = []
+    band = max(NOISE_BAND, noise or 0.0)
+    best = summary.loc[summary["final_val_perplexity"].idxmin()]
+    out.append(
+        f"Best held-out perplexity: {best['variant']} ({best['final_val_perplexity']:.4g}); "
+        f"the iso-quality target every model reached is perplexity "
+        f"{summary['target_perplexity'].iloc[0]:.4g}."
+    )
+    verdicts: dict[str, dict[str, list[str]]] = {}
+    for comp in ("matched-active", "matched-total"):
+        sub = comparisons[comparisons["comparison"] == comp] if not comparisons.empty else None
+        if sub is None or sub.empty:
+            continue
+        lines = []
+        classes: dict[str, list[str]] = {"train": [], "inference": []}
+        for _, c in sub.iterrows():
+            tr, inf = c["train_energy_ratio"], c["energy_per_token_ratio"]
+            tr_lo, tr_hi = c["train_energy_ratio_ci_low"], c["train_energy_ratio_ci_high"]
+            inf_lo, inf_hi = c["energy_per_token_ratio_ci_low"], c["energy_per_token_ratio_ci_high"]
+            classes["train"].append(classify_ratio(tr, tr_lo, tr_hi, band))
+            classes["inference"].append(classify_ratio(inf, inf_lo, inf_hi, band))
+            lines.append(
+                f"{c['variant']} vs {c['baseline']}: training energy to reach perplexity "
+                f"{c['target_perplexity']:.4g} {ratio_text(tr, tr_lo, tr_hi)}, inference "
+                f"energy per token {ratio_text(inf, inf_lo, inf_hi)} "
+                f"(perplexity {c['variant_perplexity']:.4g} vs {c['baseline_perplexity']:.4g})"
+            )
+        verdicts[comp] = classes
+        label = "active" if comp == "matched-active" else "total"
+        out.append(
+            f"Matched on {label} parameters (ratios are MoE / dense; below 1 means the MoE "
+            f"spends less): " + "; ".join(lines) + "."
+        )
+    dense = summary[summary["family"] == "dense"]
+    moe = summary[summary["family"] == "moe"]
+    if not dense.empty and not moe.empty:
+        target = float(summary["target_perplexity"].iloc[0])
+        d_tok = eq.cost_at_quality(
+            dense["final_val_perplexity"], dense["energy_per_token_j"], target
+        )
+        m_tok = eq.cost_at_quality(moe["final_val_perplexity"], moe["energy_per_token_j"], target)
+        front = summary[summary["on_pareto_frontier"]]
+        out.append(
+            f"Inference at batch {batch_size}: the Pareto frontier of energy per token versus "
+            f"perplexity holds {', '.join(front['variant'])}. At iso-perplexity {target:.4g} the "
+            f"cheapest dense model spends {fmt_value(d_tok)} J/token and the cheapest MoE "
+            f"{fmt_value(m_tok)} J/token."
+        )
+    if by_batch is not None and not by_batch.empty:
+        act = by_batch[by_batch["comparison"] == "matched-active"]
+        parts = [
+            f"batch {b}: {g['ratio'].min():.2f}-{g['ratio'].max():.2f}x"
+            for b, g in act.groupby("batch_size")
+        ]
+        if parts:
+            out.append(
+                "Inference energy per token of the MoE variants over the dense model with the "
+                "same active parameters, by batch size: " + "; ".join(parts) + "."
+            )
+    active = verdicts.get("matched-active")
+    if active:
+        out.append(f"Verdict at this scale ({size}): " + _verdict(active, "active"))
+        why = _why(summary, band)
+        if why:
+            out.append(why)
+    total = verdicts.get("matched-total")
+    if total:
+        out.append(
+            "Against the dense model with the same total parameters: " + _verdict(total, "total")
+        )
+    if noise is not None:
+        out.append(
+            f"Measurement noise: within one training run, the energy per step varied by "
+            f"{noise:.0%} (median coefficient of variation between checkpoint intervals; a "
+            "busy or shared machine raises it)."
+        )
+    if seeds < 2:
+        out.append(
+            f"One seed per model: no bootstrap intervals, so ratios within 1 +/- {band:.0%} "
+            "are called ties; rerun with --seeds 3 (on a quiet machine) for intervals."
+        )
+    out.append(energy_note(energy_source))
+    return out

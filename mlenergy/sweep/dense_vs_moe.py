@@ -1,0 +1,404 @@
+"""The dense-versus-MoE study: for the same quality, which spends less energy?
+
+For each seed and each model of the size's family (:mod:`mlenergy.sweep.families`):
+
+1. train from scratch on the training split of a text corpus with energy windows around the
+   steps and validation perplexity at checkpoints (:mod:`mlenergy.workloads.training`);
+2. append the training record to the store at once;
+3. benchmark inference at several batch sizes with the spine's runner (records appended by
+   the runner as they are made);
+4. append the final held-out perplexity as a :class:`QualityResult` linked to those runs.
+
+Then the report is computed from the store (:mod:`mlenergy.sweep.report`). Every record of
+one study carries the tags ``study=dense-vs-moe``, ``study_id``, ``size``, ``variant``,
+``family``, ``role`` and ``seed``. A Ctrl-C keeps every record already appended.
+
+Bad input (unknown size, steps < 1, a corpus too small or without text, an absent device)
+raises :class:`~mlenergy.errors.UserError` before the store is opened.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+import warnings
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mlenergy.errors import UserError
+from mlenergy.quality.corpus import DEFAULT_CORPUS, load_corpus, split_corpus
+from mlenergy.quality.perplexity import encode_text, perplexity_record
+from mlenergy.quality.tokenizer import train_tokenizer
+from mlenergy.sweep.families import StudySize, Variant, get_size
+from mlenergy.workloads.training import TrainingSpec, train_model
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import torch
+
+    from mlenergy.measure import EnergyMeter
+    from mlenergy.records import QualityResult, RunRecord
+
+STUDY = "dense-vs-moe"
+"""Value of the ``study`` tag on every record of this study."""
+
+VAL_FRACTION = 0.1
+"""Share of the corpus characters held out for validation perplexity."""
+
+
+@dataclass(frozen=True)
+class StudyData:
+    """Tokenised corpus of a study.
+
+    Attributes:
+        corpus_name: Corpus name (``pydoc``...).
+        dataset_label: Validation split label for quality records.
+        train_source: Training split label for training records.
+        train_ids: Training token ids (1-D long tensor).
+        val_ids: Validation token ids (1-D long tensor).
+        vocab_size: Size of the trained vocabulary.
+    """
+
+    corpus_name: str
+    dataset_label: str
+    train_source: str
+    train_ids: torch.Tensor
+    val_ids: torch.Tensor
+    vocab_size: int
+
+
+@dataclass
+class StudyResult:
+    """What :func:`run_study` returns.
+
+    Attributes:
+        study_id: Tag shared by the study's records.
+        size: Study size name.
+        data_dir: The store folder.
+        report_dir: The report folder.
+        report_path: ``index.html`` of the report.
+        summary_path: ``summary.md`` (the Markdown table and conclusion).
+        runs: Run records made (training and inference).
+        quality: Quality records made.
+        summary: One row per model variant (:func:`mlenergy.analysis.energy_quality.model_summary`).
+        comparisons: MoE versus dense baselines at iso-quality.
+        conclusion: The conclusion text, computed from the data.
+        energy_source: Energy label of the study's figures.
+        elapsed_s: Wall time of the whole study, seconds.
+        train_tokens: Tokens in the corpus's training split.
+    """
+
+    study_id: str
+    size: str
+    data_dir: Path
+    report_dir: Path
+    report_path: Path
+    summary_path: Path
+    runs: list[RunRecord] = field(default_factory=list)
+    quality: list[QualityResult] = field(default_factory=list)
+    summary: pd.DataFrame | None = None
+    comparisons: pd.DataFrame | None = None
+    conclusion: str = ""
+    energy_source: str = ""
+    elapsed_s: float = 0.0
+    train_tokens: int = 0
+
+
+def prepare_data(size: StudySize, corpus: str = DEFAULT_CORPUS) -> StudyData:
+    """Load and split the corpus, train the tokenizer on the training split, tokenise both.
+
+    Raises:
+        UserError: If the corpus has no usable text or is too small for the split.
+    """
+    text = load_corpus(corpus, max_chars=size.corpus_max_chars)
+    split = split_corpus(text, VAL_FRACTION)
+    tok = train_tokenizer(split.train, size.vocab_size)
+    train_ids = encode_text(tok, split.train)
+    val_ids = encode_text(tok, split.val)
+    need_val = 2 * size.seq_len + 1
+    if val_ids.numel() < need_val:
+        raise UserError(
+            f"corpus {text.name!r} is too small for the requested split: the validation "
+            f"{VAL_FRACTION:.0%} holds {val_ids.numel()} tokens, need at least {need_val}",
+            "give a larger text source (--corpus)",
+        )
+    need_train = 4 * (size.seq_len + 1)
+    if train_ids.numel() < need_train:
+        raise UserError(
+            f"corpus {text.name!r} is too small: {train_ids.numel()} training tokens",
+            "give a larger text source (--corpus)",
+        )
+    return StudyData(
+        corpus_name=text.name,
+        dataset_label=split.dataset_label("val"),
+        train_source=split.dataset_label("train"),
+        train_ids=train_ids,
+        val_ids=val_ids,
+        vocab_size=tok.get_vocab_size(),
+    )
+
+
+def _build_model(size: StudySize, variant: Variant, vocab: int, seed: int, device: str) -> Any:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    config = size.build_config(variant, vocab)
+    torch.manual_seed(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zero-width shared experts warn at init
+        model = AutoModelForCausalLM.from_config(config)
+    return model.to(device), config
+
+
+def _model_id(size: StudySize, variant: Variant) -> str:
+    return f"study:{STUDY}/{size.name}/{variant.name}"
+
+
+def _progress(enabled: bool) -> Any:
+    from contextlib import nullcontext
+
+    if not enabled:
+        return nullcontext(None)
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total} steps"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=False,
+    )
+
+
+def run_study(
+    size: str = "tiny",
+    steps: int | None = None,
+    device: str = "cpu",
+    seeds: int = 1,
+    data_dir: str | Path = "data",
+    report_dir: str | Path = "reports/dense-vs-moe",
+    progress: bool = True,
+    corpus: str = DEFAULT_CORPUS,
+    meter: EnergyMeter | None = None,
+    cpu_threads: int | None = 1,
+) -> StudyResult:
+    """Run the dense-versus-MoE study end to end and write its report.
+
+    Args:
+        size: ``test`` (seconds, for CI), ``tiny`` (default: minutes on 2 CPU cores) or
+            ``small`` (a GPU).
+        steps: Training steps per model (default: the size's).
+        device: Torch device (``cpu``, ``cuda``, ``cuda:1``).
+        seeds: Independent training seeds per model (intervals need at least 2).
+        data_dir: Store folder.
+        report_dir: Report folder (``index.html``, ``summary.md``, PNG figures).
+        progress: Show a progress bar.
+        corpus: Text source (``pydoc``, a path or ``hf:<dataset>``).
+        meter: Energy meter to use (default: a new :class:`~mlenergy.measure.EnergyMeter`).
+        cpu_threads: Torch threads for a CPU study (default 1: tiny models gain nothing from
+            more, and a shared machine slows multi-threaded torch many-fold); ``None`` keeps
+            torch's setting. Restored afterwards.
+
+    Returns:
+        The study's records, tables, conclusion and report paths.
+
+    Raises:
+        UserError: For bad input, before the store is touched.
+    """
+    import torch
+
+    from mlenergy.measure import EnergyMeter
+    from mlenergy.measure.provenance import collect_hardware, collect_software
+    from mlenergy.models import check_device
+    from mlenergy.store import RunStore
+    from mlenergy.sweep.report import build_report
+
+    t_start = time.perf_counter()
+    spec_size = get_size(size)
+    if steps is not None and (isinstance(steps, bool) or steps < 1):
+        raise UserError(f"steps must be at least 1 (got {steps})", "pass --steps 1 or more")
+    if isinstance(seeds, bool) or seeds < 1:
+        raise UserError(f"seeds must be at least 1 (got {seeds})", "pass --seeds 1 or more")
+    device = check_device(device)
+    n_steps = steps if steps is not None else spec_size.steps
+    data = prepare_data(spec_size, corpus)
+
+    data_dir = Path(data_dir)
+    report_dir = Path(report_dir)
+    store = RunStore(data_dir)
+    _check_writable(data_dir, report_dir)
+    if store.results_dir.is_dir():
+        store.check()  # a damaged store fails now, not after an hour of training
+    own_meter = meter is None
+    meter = meter or EnergyMeter()
+    hardware = collect_hardware(meter)
+    software = collect_software()
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    study_id = f"{spec_size.name}-{stamp}-{uuid.uuid4().hex[:6]}"
+    result = StudyResult(
+        study_id=study_id,
+        size=spec_size.name,
+        data_dir=data_dir,
+        report_dir=report_dir,
+        report_path=report_dir / "index.html",
+        summary_path=report_dir / "summary.md",
+        energy_source=meter.energy_source,
+        train_tokens=int(data.train_ids.numel()),
+    )
+    threads_before = torch.get_num_threads()
+    if cpu_threads is not None and device.startswith("cpu"):
+        torch.set_num_threads(cpu_threads)
+    try:
+        with _progress(progress) as bar:
+            for seed in range(seeds):
+                for variant in spec_size.variants:
+                    _run_one(
+                        spec_size, variant, seed, n_steps, device, data, meter, store,
+                        (hardware, software), study_id, result, bar,
+                    )  # fmt: skip
+    finally:
+        torch.set_num_threads(threads_before)
+        if own_meter:
+            meter.close()
+    build_report(result, store, spec_size, corpus=data.corpus_name, steps=n_steps, seeds=seeds)
+    result.elapsed_s = time.perf_counter() - t_start
+    return result
+
+
+def _check_writable(data_dir: Path, report_dir: Path) -> None:
+    """Create the store and report folders now, so an unwritable one fails before training."""
+    import os
+
+    from mlenergy.errors import StoreError
+
+    for folder, what, cls in (
+        (data_dir, "data directory", StoreError),
+        (report_dir, "report directory", UserError),
+    ):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise cls(f"{what} {folder} cannot be created ({exc.strerror})") from exc
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise cls(f"{what} {folder} is not writable", "pass a folder you can write")
+
+
+def _run_one(
+    size: StudySize,
+    variant: Variant,
+    seed: int,
+    steps: int,
+    device: str,
+    data: StudyData,
+    meter: EnergyMeter,
+    store: Any,
+    provenance: tuple[Any, Any],
+    study_id: str,
+    result: StudyResult,
+    bar: Any,
+) -> None:
+    """Train, benchmark and evaluate one model; append its records as soon as they exist."""
+    from mlenergy.models import (
+        LoadedModel,
+        ModelSource,
+        count_model_parameters,
+        model_info_from_config,
+    )
+    from mlenergy.workloads import InferenceSpec, run_inference_sweep
+
+    hardware, software = provenance
+    tags = {
+        "study": STUDY,
+        "study_id": study_id,
+        "size": size.name,
+        "variant": variant.name,
+        "family": variant.family,
+        "role": variant.role,
+        "seed": str(seed),
+    }
+    model, config = _build_model(size, variant, data.vocab_size, seed, device)
+    info = model_info_from_config(config, _model_id(size, variant), "float32", "trained", model)
+    # The built model's own tensors are the truth for what is trained here (the config
+    # parser may not know every MoE layout, e.g. qwen2_moe's single shared expert).
+    total, active = count_model_parameters(model, info.num_experts, info.experts_per_token)
+    if (total, active) != (info.total_params, info.active_params):
+        info = type(info)(**{**info.model_dump(), "total_params": total, "active_params": active})
+    spec = TrainingSpec(
+        steps=steps,
+        batch_size=size.batch_size,
+        seq_len=size.seq_len,
+        learning_rate=size.learning_rate,
+        num_checkpoints=size.num_checkpoints,
+        eval_max_tokens=size.eval_max_tokens,
+        seed=seed,
+        device=device,
+        task=STUDY,
+        prompt_source=data.train_source,
+    )
+    task_id = None
+    if bar is not None:
+        task_id = bar.add_task(f"{variant.name} (seed {seed})", total=steps)
+    outcome = train_model(
+        model,
+        data.train_ids,
+        data.val_ids,
+        spec,
+        meter,
+        model_info=info,
+        hardware=hardware,
+        software=software,
+        tags=tags,
+        on_step=(lambda s: bar.update(task_id, completed=s)) if bar is not None else None,
+    )
+    store.append([outcome.record])
+    result.runs.append(outcome.record)
+
+    if getattr(config, "output_router_logits", None):
+        # Inference does not need the load-balancing loss: skip computing it per token.
+        outcome.model.config.output_router_logits = False
+    loaded = LoadedModel(
+        model=outcome.model,
+        config=config,
+        tokenizer=None,
+        info=info,
+        model_id=info.model_id,
+        source=ModelSource("config", ""),
+        dtype="float32",
+        device=device,
+    )
+    inf_spec = InferenceSpec(
+        batch_sizes=size.infer_batch_sizes,
+        input_tokens=size.infer_input_tokens,
+        output_tokens=size.infer_output_tokens,
+        repeats=size.infer_repeats,
+        warmup=size.infer_warmup,
+        prompts="synthetic",
+        seed=seed,
+        device=device,
+        idle_s=size.idle_s,
+        task=STUDY,
+        tags=tags,
+    )
+    inf_records = run_inference_sweep(loaded, inf_spec, meter, store=store, progress=False)
+    result.runs.extend(inf_records)
+
+    quality = perplexity_record(
+        outcome.final_val,
+        model=info,
+        software=software,
+        corpus=data.corpus_name,
+        dataset=data.dataset_label,
+        linked_run_ids=[outcome.record.run_id, *(r.run_id for r in inf_records)],
+        tags=tags,
+    )
+    store.append([quality])
+    result.quality.append(quality)
+    if bar is not None and task_id is not None:
+        bar.update(
+            task_id,
+            description=f"{variant.name} (seed {seed}) ppl {outcome.final_val.perplexity:.1f}",
+        )

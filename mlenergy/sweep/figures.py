@@ -1,0 +1,146 @@
+"""PNG figures of the dense-vs-MoE report (matplotlib, Agg backend).
+
+Every figure carries a footer naming the energy source; a modelled figure says so.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mlenergy.sweep.conclusion import energy_note, energy_unit
+
+FIGURES = (
+    "energy_to_quality.png",
+    "train_energy_to_target.png",
+    "inference_pareto.png",
+    "inference_by_batch.png",
+    "expert_utilisation.png",
+)
+
+
+def _figure_note(ax_fig: Any, energy_source: str) -> None:
+    ax_fig.text(
+        0.5, 0.005, energy_note(energy_source), ha="center", va="bottom", fontsize=7, wrap=True
+    )
+
+
+def _colour(family: str, i: int) -> Any:
+    import matplotlib
+
+    cmap = matplotlib.colormaps["Blues" if family == "dense" else "Oranges"]
+    return cmap(0.55 + 0.15 * (i % 3))
+
+
+def write_figures(t: dict[str, Any], out: Path, energy_source: str) -> list[str]:
+    """Draw the study's PNG figures into ``out``; return the file names written."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    summary, ck, inf, tr = t["summary"], t["checkpoints"], t["inference"], t["training"]
+    colours = {}
+    for fam in ("dense", "moe"):
+        for i, v in enumerate(summary.loc[summary["family"] == fam, "variant"]):
+            colours[v] = _colour(fam, i)
+    written = []
+    modelled = energy_source.startswith("modelled")
+    energy_word = "modelled energy" if modelled else "energy"
+    unit, scale = energy_unit(summary["train_energy_j"])
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    for (variant, seed), sub in ck.groupby(["variant", "seed"], sort=False):
+        sub = sub.sort_values("step")
+        x = sub["energy_j"].astype(float) * scale
+        ax.plot(x, sub["val_perplexity"], marker="o", ms=3, color=colours.get(variant),
+                label=variant if seed == ck["seed"].min() else None,
+                linestyle="-" if variant.startswith("dense") else "--")  # fmt: skip
+    ax.axhline(summary["target_perplexity"].iloc[0], color="grey", lw=0.8, ls=":")
+    ax.set_yscale("log")
+    ax.set_xlabel(f"training {energy_word} so far ({unit})")
+    ax.set_ylabel("validation perplexity")
+    ax.set_title("Energy-to-quality curves (dotted: iso-quality target)")
+    ax.legend(fontsize=7)
+    _figure_note(fig, energy_source)
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    fig.savefig(out / FIGURES[0], dpi=110)
+    plt.close(fig)
+    written.append(FIGURES[0])
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    vals = summary["train_energy_j_to_target"].astype(float) * scale
+    lo = vals - summary["train_energy_j_to_target_ci_low"].astype(float) * scale
+    hi = summary["train_energy_j_to_target_ci_high"].astype(float) * scale - vals
+    ax.bar(summary["variant"], vals, yerr=[lo.fillna(0), hi.fillna(0)],
+           color=[colours.get(v) for v in summary["variant"]], capsize=3)  # fmt: skip
+    ax.set_ylabel(f"training {energy_word} ({unit})")
+    ax.set_title(f"Training energy to reach perplexity {summary['target_perplexity'].iloc[0]:.4g}")
+    ax.tick_params(axis="x", labelrotation=20, labelsize=7)
+    _figure_note(fig, energy_source)
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    fig.savefig(out / FIGURES[1], dpi=110)
+    plt.close(fig)
+    written.append(FIGURES[1])
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    from mlenergy.analysis.frontier import pareto_frontier
+
+    pts = summary.dropna(subset=["energy_per_token_j", "final_val_perplexity"])
+    for _, r in pts.iterrows():
+        ax.scatter(r["final_val_perplexity"], r["energy_per_token_j"], s=60,
+                   color=colours.get(r["variant"]),
+                   marker="o" if r["family"] == "dense" else "^", label=r["variant"])  # fmt: skip
+    front = pareto_frontier(pts, "final_val_perplexity", "energy_per_token_j")
+    if len(front) > 1:
+        ax.step(front["final_val_perplexity"], front["energy_per_token_j"], where="post",
+                color="black", lw=1, label="Pareto frontier")  # fmt: skip
+    ax.set_xlabel("validation perplexity (lower is better)")
+    ax.set_ylabel(f"inference {energy_word} per token (J), batch {t['batch_size']}")
+    ax.set_title("Inference energy per token versus quality")
+    ax.legend(fontsize=7)
+    _figure_note(fig, energy_source)
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    fig.savefig(out / FIGURES[2], dpi=110)
+    plt.close(fig)
+    written.append(FIGURES[2])
+
+    if not inf.empty:
+        fig, ax = plt.subplots(figsize=(7.5, 4.2))
+        g = inf.groupby(["variant", "batch_size"], as_index=False)["energy_per_token_j"].mean()
+        for variant, sub in g.groupby("variant", sort=False):
+            ax.plot(sub["batch_size"], sub["energy_per_token_j"], marker="o",
+                    color=colours.get(variant), label=variant)  # fmt: skip
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("batch size")
+        ax.set_ylabel(f"inference {energy_word} per token (J)")
+        ax.set_title("Inference energy per generated token by batch size")
+        ax.legend(fontsize=7)
+        _figure_note(fig, energy_source)
+        fig.tight_layout(rect=(0, 0.04, 1, 1))
+        fig.savefig(out / FIGURES[3], dpi=110)
+        plt.close(fig)
+        written.append(FIGURES[3])
+
+    util = tr.dropna(subset=["expert_utilisation"]) if "expert_utilisation" in tr else tr
+    util = util[util["expert_utilisation"].map(lambda u: bool(u))] if not util.empty else util
+    if not util.empty:
+        first = util.groupby("variant", sort=False).first().reset_index()
+        fig, axes = plt.subplots(1, len(first), figsize=(3.2 * len(first), 3.4), squeeze=False)
+        for ax, (_, r) in zip(axes[0], first.iterrows(), strict=True):
+            u = np.asarray(r["expert_utilisation"], dtype=float)
+            ax.bar(np.arange(u.size), u, color=colours.get(r["variant"]))
+            ax.axhline(1.0 / u.size, color="grey", lw=0.8, ls=":")
+            ax.set_title(f"{r['variant']}\nCV {r['expert_utilisation_cv']:.2f}", fontsize=8)
+            ax.set_xlabel("expert")
+        axes[0][0].set_ylabel("share of routed tokens")
+        fig.suptitle("Expert utilisation at the end of training (dotted: uniform)", fontsize=9)
+        _figure_note(fig, energy_source)
+        fig.tight_layout(rect=(0, 0.05, 1, 0.95))
+        fig.savefig(out / FIGURES[4], dpi=110)
+        plt.close(fig)
+        written.append(FIGURES[4])
+    return written

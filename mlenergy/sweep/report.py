@@ -1,0 +1,325 @@
+"""The dense-vs-MoE report: HTML page, PNG figures, Markdown table and a computed conclusion.
+
+Everything is computed from the store (the study's records, selected by ``study_id``) with
+the functions of :mod:`mlenergy.analysis`, the same ones the notebooks use. Every figure
+names its energy source; a modelled figure says that it is modelled. Files are written to a
+temporary folder first and moved into place one by one, so a report is never half-written.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from mlenergy.analysis import energy_quality as eq
+from mlenergy.analysis import tables
+from mlenergy.sweep.conclusion import (
+    conclusion,
+    energy_note,
+    energy_unit,
+    fmt_value,
+    ratio_text,
+)
+from mlenergy.sweep.figures import write_figures
+
+if TYPE_CHECKING:
+    from mlenergy.sweep.dense_vs_moe import StudyResult
+    from mlenergy.sweep.families import StudySize
+
+
+def study_tables(source: Any, study_id: str, batch_size: int | None = None) -> dict[str, Any]:
+    """All tables of one study: raw frames, per-seed rows, per-variant summary.
+
+    Args:
+        source: A ``RunStore`` or records.
+        study_id: The study's id tag.
+        batch_size: Inference batch size of the summary (default: the largest).
+
+    Returns:
+        ``training``, ``checkpoints``, ``inference``, ``quality``, ``per_seed`` and ``summary``
+        frames, and ``batch_size`` (the reference inference batch size).
+    """
+    tr = tables.training_frame(source, study_id=study_id)
+    ck = tables.checkpoints_frame(source, study_id=study_id)
+    inf = tables.inference_frame(source, study_id=study_id)
+    q = tables.quality_frame(source, study_id=study_id)
+    if tr.empty:
+        raise ValueError(f"study {study_id!r} has no training runs in the store")
+    if batch_size is None and not inf.empty:
+        batch_size = int(inf["batch_size"].max())
+    per = eq.per_seed_table(tr, ck, inf, q, batch_size=batch_size)
+    summary = eq.model_summary(tr, per)
+    return {
+        "training": tr,
+        "checkpoints": ck,
+        "inference": inf,
+        "quality": q,
+        "per_seed": per,
+        "summary": summary,
+        "batch_size": batch_size,
+    }
+
+
+def _with_ci(row: pd.Series, col: str, scale: float = 1.0, digits: int = 3) -> str:
+    v = row.get(col)
+    lo, hi = row.get(f"{col}_ci_low"), row.get(f"{col}_ci_high")
+    if v is None or not np.isfinite(v):
+        return "n/a"
+    text = fmt_value(v * scale, digits)
+    if lo is not None and hi is not None and np.isfinite(lo) and np.isfinite(hi) and hi > lo:
+        text += f" [{fmt_value(lo * scale, digits)}, {fmt_value(hi * scale, digits)}]"
+    return text
+
+
+def table_rows(summary: pd.DataFrame, batch_size: int | None) -> tuple[list[str], list[list[str]]]:
+    """Header and formatted rows of the summary table (one row per model).
+
+    Columns: model, family, active and total parameters, final validation perplexity,
+    training energy, training energy to the iso-perplexity target (the energy-per-quality
+    figure), perplexity at the iso-energy budget, inference energy per token at the reference
+    batch size, tokens per second per watt, on the Pareto frontier.
+    """
+    target = float(summary["target_perplexity"].iloc[0])
+    budget = summary["budget_j"].iloc[0]
+    unit, scale = energy_unit(summary["train_energy_j"])
+    budget_txt = fmt_value(budget * scale) if budget is not None and np.isfinite(budget) else "n/a"
+    header = [
+        "model",
+        "family",
+        "active params",
+        "total params",
+        "val perplexity",
+        f"train energy ({unit})",
+        f"train {unit} to reach ppl {target:.4g}",
+        f"ppl at {budget_txt} {unit}",
+        f"inference J/token (batch {batch_size})",
+        "tokens/s/W",
+        "Pareto",
+    ]
+    rows = []
+    for _, r in summary.iterrows():
+        rows.append(
+            [
+                str(r["variant"]),
+                str(r.get("family", "")),
+                fmt_value(r.get("active_params")),
+                fmt_value(r.get("total_params")),
+                _with_ci(r, "final_val_perplexity", digits=4),
+                _with_ci(r, "train_energy_j", scale),
+                _with_ci(r, "train_energy_j_to_target", scale),
+                _with_ci(r, "val_perplexity_at_budget", digits=4),
+                _with_ci(r, "energy_per_token_j"),
+                _with_ci(r, "tokens_per_s_per_w"),
+                fmt_value(bool(r.get("on_pareto_frontier"))),
+            ]
+        )
+    return header, rows
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    """Render a GitHub-flavoured Markdown table."""
+    esc = [[c.replace("|", "\\|") for c in row] for row in [header, *rows]]
+    lines = ["| " + " | ".join(esc[0]) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines.extend("| " + " | ".join(row) + " |" for row in esc[1:])
+    return "\n".join(lines)
+
+
+_CSS = """
+body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;font-size:13px;margin:1em 0}
+td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}
+td:first-child,th:first-child{text-align:left}
+.energy{background:#fff4d6;border:1px solid #e0b84a;padding:.6em 1em;border-radius:4px}
+img{max-width:100%;border:1px solid #eee;margin:.5em 0}
+"""
+
+
+def _html_table(header: list[str], rows: list[list[str]], table_id: str) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows
+    )
+    return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _expert_rows(training: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    """Routing of each MoE run: experts, top-k, shared, load-balancing loss, utilisation."""
+    header = [
+        "MoE model",
+        "seed",
+        "experts",
+        "top-k",
+        "shared",
+        "load-balancing loss (last interval; balanced = top-k)",
+        "busiest expert share",
+        "utilisation CV",
+    ]
+    rows = []
+    moe = training[training["is_moe"].astype(bool)] if "is_moe" in training else training[:0]
+    for _, r in moe.iterrows():
+        util = r.get("expert_utilisation") or ()
+        rows.append(
+            [
+                str(r["variant"]),
+                fmt_value(r.get("seed")),
+                fmt_value(r.get("num_experts")),
+                fmt_value(r.get("experts_per_token")),
+                fmt_value(r.get("num_shared_experts")),
+                fmt_value(r.get("final_load_balancing_loss")),
+                f"{max(util):.1%}" if util else "n/a",
+                fmt_value(r.get("expert_utilisation_cv"), 2),
+            ]
+        )
+    return header, rows
+
+
+def _comparison_rows(comparisons: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    header = [
+        "comparison",
+        "MoE",
+        "dense baseline",
+        "iso-perplexity",
+        "train energy MoE/dense",
+        "J/token MoE/dense",
+    ]
+    rows = []
+    for _, c in comparisons.iterrows():
+        rows.append(
+            [
+                c["comparison"],
+                c["variant"],
+                c["baseline"],
+                f"{c['target_perplexity']:.4g}",
+                ratio_text(
+                    c["train_energy_ratio"],
+                    c["train_energy_ratio_ci_low"],
+                    c["train_energy_ratio_ci_high"],
+                ),
+                ratio_text(
+                    c["energy_per_token_ratio"],
+                    c["energy_per_token_ratio_ci_low"],
+                    c["energy_per_token_ratio_ci_high"],
+                ),
+            ]
+        )
+    return header, rows
+
+
+def build_report(
+    result: StudyResult,
+    store: Any,
+    size: StudySize,
+    *,
+    corpus: str,
+    steps: int,
+    seeds: int,
+) -> Path:
+    """Compute the study's tables from the store and write the report; fill ``result``.
+
+    Args:
+        result: The study result (its ``study_id`` selects the records; tables and
+            conclusion are stored back on it).
+        store: The ``RunStore`` (or records) holding the study.
+        size: The study size.
+        corpus: Corpus name.
+        steps: Training steps per model.
+        seeds: Seeds per model.
+
+    Returns:
+        Path of ``index.html``.
+    """
+    t = study_tables(store, result.study_id)
+    comps = eq.pairwise_comparisons(t["per_seed"], t["checkpoints"], size.pairs())
+    source = result.energy_source or str(t["training"]["energy_source"].iloc[0])
+    paragraphs = conclusion(
+        t["summary"],
+        comps,
+        energy_source=source,
+        batch_size=t["batch_size"],
+        seeds=seeds,
+        size=size.name,
+        noise=eq.measurement_noise(t["checkpoints"]),
+        by_batch=eq.ratio_by_batch(t["inference"], size.pairs()),
+    )
+    result.summary, result.comparisons, result.conclusion = (
+        t["summary"],
+        comps,
+        "\n\n".join(paragraphs),
+    )
+    header, rows = table_rows(t["summary"], t["batch_size"])
+    c_header, c_rows = _comparison_rows(comps) if not comps.empty else ([], [])
+    e_header, e_rows = _expert_rows(t["training"])
+
+    report_dir = result.report_dir
+    report_dir.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".report-", dir=report_dir))
+    try:
+        figures = write_figures(t, tmp, source)
+        meta = (
+            f"study {result.study_id} - size {size.name}, {steps} steps per model, "
+            f"{seeds} seed(s), corpus {corpus}, seq_len {size.seq_len}, "
+            f"batch {size.batch_size}; store {result.data_dir}"
+        )
+        if result.train_tokens:
+            epochs = steps * size.batch_size * size.seq_len / result.train_tokens
+            meta += f"; {epochs:.2f} passes over the {result.train_tokens:,}-token training split"
+            if epochs > 4:
+                paragraphs.insert(
+                    -1,
+                    f"Caution: each model saw its training text {epochs:.0f} times, so the "
+                    "larger models may memorise it; give a larger --corpus for this size.",
+                )
+                result.conclusion = "\n\n".join(paragraphs)
+        md = [
+            "# Dense versus Mixture-of-Experts: energy per unit of quality",
+            "",
+            f"> {energy_note(source)}",
+            "",
+            meta,
+            "",
+            markdown_table(header, rows),
+            "",
+        ]
+        if c_rows:
+            md += ["## MoE versus dense at iso-quality", "", markdown_table(c_header, c_rows), ""]
+        if e_rows:
+            md += ["## Routing of the MoE models", "", markdown_table(e_header, e_rows), ""]
+        md += ["## Conclusion", "", *[p + "\n" for p in paragraphs]]
+        (tmp / "summary.md").write_text("\n".join(md), encoding="utf-8")
+        t["summary"].drop(columns=["expert_utilisation"], errors="ignore").to_csv(
+            tmp / "summary.csv", index=False
+        )
+        page = [
+            "<!doctype html><html><head><meta charset='utf-8'>",
+            "<title>Dense versus MoE: energy per unit of quality</title>",
+            f"<style>{_CSS}</style></head><body>",
+            "<h1>Dense versus Mixture-of-Experts: energy per unit of quality</h1>",
+            f"<p class='energy' id='energy-source'>{html.escape(energy_note(source))}</p>",
+            f"<p>{html.escape(meta)}</p>",
+            "<h2>Models</h2>",
+            _html_table(header, rows, "summary"),
+        ]
+        if c_rows:
+            page += [
+                "<h2>MoE versus dense at iso-quality</h2>",
+                _html_table(c_header, c_rows, "comparisons"),
+            ]
+        if e_rows:
+            page += ["<h2>Routing of the MoE models</h2>", _html_table(e_header, e_rows, "experts")]
+        page += ["<h2>Conclusion</h2>", *[f"<p>{html.escape(p)}</p>" for p in paragraphs]]
+        page += ["<h2>Figures</h2>"]
+        page += [f"<p><img src='{f}' alt='{f}'></p>" for f in figures]
+        page += ["</body></html>"]
+        (tmp / "index.html").write_text("\n".join(page), encoding="utf-8")
+        for f in [*figures, "summary.md", "summary.csv", "index.html"]:
+            os.replace(tmp / f, report_dir / f)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return report_dir / "index.html"

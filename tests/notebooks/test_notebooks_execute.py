@@ -1,0 +1,80 @@
+"""Both study notebooks execute top to bottom on reduced parameters (papermill-style injection)."""
+
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+
+
+def _inject(nb, overrides: dict) -> None:
+    """Insert a cell after the one tagged ``parameters`` that overrides its values."""
+    idx = next(
+        i for i, c in enumerate(nb.cells) if "parameters" in c.get("metadata", {}).get("tags", [])
+    )
+    src = "\n".join(f"{k} = {v!r}" for k, v in overrides.items())
+    cell = nbformat.v4.new_code_cell(src)
+    cell.metadata["tags"] = ["injected-parameters"]
+    nb.cells.insert(idx + 1, cell)
+
+
+@pytest.fixture(autouse=True)
+def _env(tmp_path, monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # the kernel inherits the environment
+    monkeypatch.setenv("MLENERGY_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def _run(name: str, overrides: dict, cwd: Path):
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    for cell in nb.cells:  # outputs are stripped in git
+        if cell.cell_type == "code":
+            assert not cell.get("outputs"), f"{name}: outputs must be stripped"
+            assert cell.get("execution_count") is None
+    _inject(nb, overrides)
+    NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}
+    ).execute()
+    return nb
+
+
+def _text(nb) -> str:
+    out = []
+    for cell in nb.cells:
+        for o in cell.get("outputs", []):
+            out.append(o.get("text", ""))
+            out.extend(str(v) for v in o.get("data", {}).values())
+    return "\n".join(out)
+
+
+def test_measure_quickstart_executes(tmp_path):
+    nb = _run(
+        "01_measure_quickstart.ipynb",
+        {
+            "MODEL": "preset:tiny-dense",
+            "BATCH_SIZES": (1, 2),
+            "INPUT_TOKENS": 8,
+            "OUTPUT_TOKENS": 4,
+            "REPEATS": 1,
+        },
+        tmp_path,
+    )
+    text = _text(nb)
+    assert "energy_per_token_j" in text
+    assert "modelled:cpu-tdp" in text or "measured:" in text
+
+
+def test_dense_vs_moe_notebook_executes(tmp_path):
+    nb = _run(
+        "02_dense_vs_moe.ipynb",
+        {
+            "SIZE": "test",
+            "DATA_DIR": str(tmp_path / "data"),
+            "REPORT_DIR": str(tmp_path / "report"),
+        },
+        tmp_path,
+    )
+    text = _text(nb)
+    assert "Verdict" in text
+    assert (tmp_path / "report" / "index.html").is_file()
