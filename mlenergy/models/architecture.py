@@ -71,6 +71,7 @@ class ArchitectureSpec:
     shared_expert_intermediate_size: int | None = None
     expert_bias: bool = False
     router_bias: bool = False
+    shared_expert_gate: bool = False
     attention_sinks: bool = False
     # multi-head latent attention (DeepSeek-V2/V3)
     q_lora_rank: int | None = None
@@ -249,6 +250,9 @@ def _parse(cfg: dict[str, Any]) -> ArchitectureSpec:
         ]
         if model_type in ("mixtral", "gpt_oss") or moe_inter is None:
             moe_inter = moe_inter or dense_inter
+        if n_shared is None and _opt(cfg, "shared_expert_intermediate_size"):
+            n_shared = 1  # Qwen2-MoE style: one shared expert, sized by its own field
+            kw["shared_expert_gate"] = True
         if n_shared:
             shared_inter = _opt(cfg, "shared_expert_intermediate_size") or moe_inter
             kw["shared_expert_intermediate_size"] = shared_inter
@@ -304,6 +308,8 @@ def _parse(cfg: dict[str, Any]) -> ArchitectureSpec:
         kw.update(
             qkv_bias=True, o_bias=True, expert_bias=True, router_bias=True, attention_sinks=True
         )
+    elif model_type in ("qwen2", "qwen2_moe"):
+        kw.update(qkv_bias=True, o_bias=False)  # Qwen2 projects q, k, v with biases, o without
     else:
         attn_bias = bool(cfg.get("attention_bias", False))
         kw.update(qkv_bias=attn_bias, o_bias=attn_bias, mlp_bias=bool(cfg.get("mlp_bias", False)))
@@ -448,6 +454,8 @@ def count_parameters(spec: ArchitectureSpec) -> ParameterCount:
             if n_sh:
                 sh_inter = spec.shared_expert_intermediate_size or inter
                 shared += n_sh * mlp_params(h, sh_inter, spec.mlp_gated, False)
+                if spec.shared_expert_gate:
+                    shared += h  # sigmoid gate of the shared expert (Linear(h, 1))
             shared += h * (spec.num_experts or 0)  # router
             if spec.router_bias:
                 shared += spec.num_experts or 0
