@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeVar
 
-import filelock
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import ValidationError
@@ -32,6 +31,7 @@ from mlenergy.records import QualityResult, RunRecord
 from mlenergy.store import scan
 from mlenergy.store import segments as seg
 from mlenergy.store.export import export_store
+from mlenergy.store.locking import locked_folders
 from mlenergy.store.tables import (
     RECORD_JSON,
     quality_table,
@@ -107,25 +107,15 @@ class RunStore:
     @contextlib.contextmanager
     def _locked(self):
         """Create the results folder if needed, hold the store lock, finish crashed changes."""
-        try:
-            self.results_dir.mkdir(parents=True, exist_ok=True)
-            lock = filelock.FileLock(str(self.results_dir / ".lock"), timeout=self.lock_timeout_s)
-            lock.acquire()
-        except filelock.Timeout as exc:
-            raise StoreError(
-                f"the store in {self.data_dir} stayed locked for {self.lock_timeout_s:.0f} s",
-                "wait for the other mlenergy process to finish, then retry",
-            ) from exc
-        except OSError as exc:
-            raise StoreError(
-                f"data directory {self.data_dir} is not writable ({exc.strerror or exc})",
-                "pass --data-dir pointing to a folder you can write (or fix its permissions)",
-            ) from exc
-        try:
+        with locked_folders(
+            self.results_dir / ".lock",
+            [self.results_dir],
+            self.data_dir,
+            self.lock_timeout_s,
+            "the store",
+        ):
             seg.recover(self.results_dir)
             yield
-        finally:
-            lock.release()
 
     def append(self, records: Iterable[RunRecord | QualityResult]) -> AppendResult:
         """Add records atomically, skipping those whose content hash is already stored.

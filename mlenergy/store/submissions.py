@@ -23,12 +23,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-import filelock
 from pydantic import Field, ValidationError
 
 from mlenergy.errors import StoreError, UserError, ValidationFailed
 from mlenergy.records import FrozenModel, RunRecord, Submission, SubmissionInfo
 from mlenergy.store import segments as seg
+from mlenergy.store.locking import locked_folders
 from mlenergy.store.store import AppendResult, RunStore
 from mlenergy.store.validation import (
     MAX_BUNDLE_BYTES,
@@ -181,22 +181,13 @@ class SubmissionQueue:
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        try:
-            for state in _STATES:
-                self._dir(state).mkdir(parents=True, exist_ok=True)
-            lock = filelock.FileLock(str(self.root / ".lock"), timeout=self.lock_timeout_s)
-            lock.acquire()
-        except filelock.Timeout as exc:
-            raise StoreError(
-                f"the submission queue in {self.root} stayed locked",
-                "wait for the other mlenergy process to finish, then retry",
-            ) from exc
-        except OSError as exc:
-            raise StoreError(
-                f"data directory {self.data_dir} is not writable ({exc.strerror or exc})",
-                "pass --data-dir pointing to a folder you can write (or fix its permissions)",
-            ) from exc
-        try:
+        with locked_folders(
+            self.root / ".lock",
+            [self._dir(state) for state in _STATES],
+            self.data_dir,
+            self.lock_timeout_s,
+            "the submission queue",
+        ):
             for state in _STATES:  # leftovers of interrupted atomic writes
                 for tmp in self._dir(state).glob(f"{seg.TMP_PREFIX}*"):
                     with contextlib.suppress(OSError):
@@ -205,8 +196,6 @@ class SubmissionQueue:
                 with contextlib.suppress(FileNotFoundError):
                     (self._dir("pending") / f"{sid}.json").unlink()
             yield
-        finally:
-            lock.release()
 
     def _write(self, entry: QueuedSubmission) -> Path:
         path = self._dir(entry.status) / f"{entry.submission_id}.json"

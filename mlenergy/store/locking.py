@@ -1,0 +1,48 @@
+"""The inter-process lock that serialises every change to the store and the submission queue."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import filelock
+
+from mlenergy.errors import StoreError
+
+
+@contextlib.contextmanager
+def locked_folders(
+    lock_path: Path, folders: Iterable[Path], data_dir: Path, timeout_s: float, what: str
+) -> Iterator[None]:
+    """Create ``folders`` if needed and hold the file lock at ``lock_path`` for the block.
+
+    Args:
+        lock_path: The lock file (created beside the data it protects).
+        folders: Folders to create before locking (the lock file lives in one of them).
+        data_dir: The user's ``--data-dir``, named in error messages.
+        timeout_s: How long to wait for another process holding the lock, in seconds.
+        what: What is locked, for messages (e.g. ``"the store"``).
+
+    Raises:
+        StoreError: The folder cannot be written, or the lock stayed taken for ``timeout_s``.
+    """
+    try:
+        for folder in folders:
+            folder.mkdir(parents=True, exist_ok=True)
+        lock = filelock.FileLock(str(lock_path), timeout=timeout_s)
+        lock.acquire()
+    except filelock.Timeout as exc:
+        raise StoreError(
+            f"{what} in {data_dir} stayed locked for {timeout_s:.0f} s",
+            "wait for the other mlenergy process to finish, then retry",
+        ) from exc
+    except OSError as exc:
+        raise StoreError(
+            f"data directory {data_dir} is not writable ({exc.strerror or exc})",
+            "pass --data-dir pointing to a folder you can write (or fix its permissions)",
+        ) from exc
+    try:
+        yield
+    finally:
+        lock.release()
