@@ -9,7 +9,7 @@ from pydantic import Field
 
 from mlenergy.records.base import SCHEMA_VERSION, FrozenModel, NonNegInt, canonical_json, sha256_hex
 from mlenergy.records.provenance import ModelInfo, Software
-from mlenergy.records.run import new_run_id, utc_now
+from mlenergy.records.run import SubmissionInfo, new_run_id, utc_now
 
 
 class QualityResult(FrozenModel):
@@ -27,6 +27,7 @@ class QualityResult(FrozenModel):
         num_samples: Evaluation samples (benchmarks), when relevant.
         dataset: Data source and split, e.g. ``pydoc_data.topics[val]``.
         linked_run_ids: Energy runs of the same model instance.
+        submission: How the result entered the store through community submission, if so.
     """
 
     schema_version: Literal["1.0"] = SCHEMA_VERSION
@@ -45,7 +46,8 @@ class QualityResult(FrozenModel):
     dataset: str | None = None
     linked_run_ids: tuple[str, ...] = ()
     tags: dict[str, str] = Field(default_factory=dict)
+    submission: SubmissionInfo | None = None
 
     def content_hash(self) -> str:
-        """SHA-256 of the result's content (used for de-duplication)."""
-        return sha256_hex(canonical_json(self.model_dump(mode="json")))
+        """SHA-256 of the result's content, excluding how it was submitted (de-duplication)."""
+        return sha256_hex(canonical_json(self.model_dump(mode="json", exclude={"submission"})))

@@ -26,7 +26,7 @@ from typing import Literal
 from pydantic import Field, ValidationError
 
 from mlenergy.errors import StoreError, UserError, ValidationFailed
-from mlenergy.records import FrozenModel, RunRecord, Submission, SubmissionInfo
+from mlenergy.records import FrozenModel, QualityResult, RunRecord, Submission, SubmissionInfo
 from mlenergy.store import segments as seg
 from mlenergy.store.locking import locked_folders
 from mlenergy.store.store import AppendResult, RunStore
@@ -66,15 +66,16 @@ class QueuedSubmission(FrozenModel):
     decided_at: datetime | None = None
     reason: str | None = None
 
-    def approved_runs(self, approved_at: datetime) -> list[RunRecord]:
-        """The runs with :class:`SubmissionInfo` filled in, ready for the store."""
+    def approved_records(self, approved_at: datetime) -> list[RunRecord | QualityResult]:
+        """The runs and quality results with :class:`SubmissionInfo` filled in, for the store."""
         info = SubmissionInfo(
             submission_id=self.submission_id,
             submitter=self.submission.submitter,
             submitted_at=self.submitted_at,
             approved_at=approved_at,
         )
-        return [r.model_copy(update={"submission": info}) for r in self.submission.runs]
+        bundle = [*self.submission.runs, *self.submission.quality]
+        return [r.model_copy(update={"submission": info}) for r in bundle]
 
 
 class SubmissionQueue:
@@ -248,7 +249,7 @@ class SubmissionQueue:
     def approve(self, submission_id: str, *, approved_at: datetime | None = None) -> AppendResult:
         """Move a pending submission's records into the results with their SubmissionInfo.
 
-        Quality results are stored as submitted (they carry no submission field).
+        Runs and quality results both carry the submitter and the approval time.
 
         Returns:
             The store's append result (records already present count as duplicates).
@@ -264,8 +265,7 @@ class SubmissionQueue:
                     "only pending submissions can be approved",
                 )
             when = approved_at or datetime.now(UTC)
-            records = [*entry.approved_runs(when), *entry.submission.quality]
-            result = self.store.append(records)
+            result = self.store.append(entry.approved_records(when))
             self._decide(entry, "approved", when, None)
         return result
 

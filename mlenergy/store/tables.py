@@ -103,6 +103,7 @@ QUALITY_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
     ("num_samples", pa.int64()),
     ("dataset", pa.string()),
     ("linked_run_ids_json", pa.string()),
+    ("submitter", pa.string()),
     ("content_hash", pa.string()),
     ("tags_json", pa.string()),
 )
@@ -250,6 +251,7 @@ def flatten_quality(result: QualityResult, content_hash: str | None = None) -> d
         "num_samples": result.num_samples,
         "dataset": result.dataset,
         "linked_run_ids_json": canonical_json(list(result.linked_run_ids)),
+        "submitter": result.submission.submitter if result.submission else None,
         "content_hash": content_hash if content_hash is not None else result.content_hash(),
         "tags_json": canonical_json(result.tags),
     }

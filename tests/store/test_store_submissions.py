@@ -171,7 +171,11 @@ def test_good_bundle_is_queued_then_approved(queue, data_dir, factory):
         assert approved[run.run_id].content_hash() == run.content_hash()
     frame = store.runs_frame().set_index("run_id")
     assert frame.loc[runs[0].run_id, "submitter"] == "Green Lab"
-    assert store.quality() == [qual]
+    [stored_qual] = store.quality()
+    assert stored_qual.submission.submitter == "Green Lab"
+    assert stored_qual.model_copy(update={"submission": None}) == qual
+    assert stored_qual.content_hash() == qual.content_hash()
+    assert store.quality_frame()["submitter"].tolist() == ["Green Lab"]
     assert queue.list() == []
     assert queue.get(entry.submission_id).status == "approved"
     with pytest.raises(UserError, match="already approved"):
