@@ -1,8 +1,13 @@
 """Fit the physical model's few global coefficients on measurements.
 
-Least squares in log space on throughput and average power (energy per token is their ratio,
-so fitting both keeps energy from being right by two wrong halves cancelling). Coefficients
-are global (not per model, not per GPU), so that they transfer to unseen models and chips.
+Robust least squares in log space on throughput, average power, energy per token (their
+ratio, so that it is not right by two wrong halves cancelling) and, where measured, the
+median inter-token latency (the decode step alone, which separates decode physics from
+prefill stalls). Coefficients are global (not per model, not per GPU), so that they transfer
+to unseen models and chips.
+
+Rows flagged by :data:`HOST_BOUND_RULE` (an input-based rule, see :func:`fit_weights`) weigh
+less in the fit; they are still predicted and reported.
 """
 
 from __future__ import annotations
@@ -14,7 +19,14 @@ import numpy as np
 import pandas as pd
 
 from mlenergy.errors import UserError
-from mlenergy.estimate.inputs import Workload, has_value, input_tokens_for, prepare, stack
+from mlenergy.estimate.inputs import (
+    TASK_INPUT_TOKENS,
+    Workload,
+    has_value,
+    input_tokens_for,
+    prepare,
+    stack,
+)
 from mlenergy.estimate.physics import Coefficients, default_coefficients, predict
 
 # (name, lower bound, upper bound) of fitted coefficients; fitted in log space.
@@ -33,7 +45,24 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "p_comp": (0.01, 1.5),
     "p_mem": (0.01, 1.5),
     "legacy_slowdown": (1.0, 10.0),
+    "mem_ceiling": (3e12, 1e15),
+    "p_quant": (1e-3, 3.0),
 }
+
+HOST_BOUND_RULE = {"gpu": "B200", "num_gpus": 1, "tasks": ("gpqa", "image-chat", "video-chat")}
+"""Configurations whose reference runs are host-bound, down-weighted in the fit.
+
+In the v3 data, single-GPU B200 runs of the long-output (``gpqa``) and multimodal tasks often
+sat at 25-45 ms per step with the GPU near idle (about 300 W of 1000 W) whatever the batch,
+while the same models on H100, or on B200 with other tasks, follow the roofline: a host-side
+bottleneck of that campaign that no datasheet figure predicts. The rule looks only at the
+row's inputs (GPU, GPU count, task), never at its measurements."""
+HOST_BOUND_WEIGHT = 0.1
+"""Fit weight of rows matched by :data:`HOST_BOUND_RULE` (relative to 1)."""
+ITL_WEIGHT = 1.0
+"""Weight of the inter-token-latency residuals relative to throughput and power."""
+ENERGY_WEIGHT = 1.0
+"""Weight of the energy-per-token residuals relative to throughput and power."""
 
 
 def featurise(
@@ -80,6 +109,37 @@ def _subset(feat: dict[str, np.ndarray], mask: np.ndarray) -> dict[str, np.ndarr
     return {k: v[mask] for k, v in feat.items()}
 
 
+def host_bound(df: pd.DataFrame) -> np.ndarray:
+    """Rows matched by :data:`HOST_BOUND_RULE` (from their inputs only)."""
+    rule = HOST_BOUND_RULE
+    gpu = df["gpu"].astype(str).to_numpy() if "gpu" in df else np.full(len(df), "")
+    ngpu = df["num_gpus"].to_numpy(float) if "num_gpus" in df else np.zeros(len(df))
+    task = df["task"].fillna("").astype(str).to_numpy() if "task" in df else np.full(len(df), "")
+    return (gpu == rule["gpu"]) & (ngpu == rule["num_gpus"]) & np.isin(task, rule["tasks"])
+
+
+def fit_weights(df: pd.DataFrame) -> np.ndarray | None:
+    """Fit weights: every model group weighs the same; host-bound rows weigh less."""
+    if "model_group" not in df:
+        return None
+    w = group_weights(df["model_group"])
+    return w * np.where(host_bound(df), HOST_BOUND_WEIGHT, 1.0)
+
+
+def itl_targets(df: pd.DataFrame) -> np.ndarray | None:
+    """Measured median inter-token latency (s) of rows where it is a decode step time.
+
+    The v2 (legacy engine) tables publish a mean time per output token that includes
+    prefill stalls, so their rows get NaN (not fitted).
+    """
+    if "itl_s" not in df:
+        return None
+    itl = pd.to_numeric(df["itl_s"], errors="coerce").to_numpy(float)
+    legacy = df["legacy"].fillna(False).astype(bool).to_numpy() if "legacy" in df else False
+    itl = np.where(legacy | ~(itl > 0), np.nan, itl)
+    return itl if np.isfinite(itl).any() else None
+
+
 def fit(
     feat: dict[str, np.ndarray],
     throughput: np.ndarray,
@@ -87,6 +147,7 @@ def fit(
     start: Coefficients | None = None,
     weights: np.ndarray | None = None,
     tasks: np.ndarray | None = None,
+    itl: np.ndarray | None = None,
 ) -> Coefficients:
     """Fit :data:`BOUNDS` coefficients to measured throughput (tokens/s) and power (W).
 
@@ -98,6 +159,8 @@ def fit(
         weights: Per-row weights (default: all rows weigh the same).
         tasks: Per-row task label of rows whose prompt length is unknown (``""`` for rows
             with a known length). The mean prompt length of each task is fitted too.
+        itl: Measured median inter-token latency in seconds (NaN where unknown), fitted to
+            the decode step time.
 
     Returns:
         The fitted coefficients.
@@ -109,22 +172,34 @@ def fit(
     lo = np.log([BOUNDS[n][0] for n in names])
     hi = np.log([BOUNDS[n][1] for n in names])
     x0 = np.clip(np.log([getattr(base, n) for n in names]), lo + 1e-9, hi - 1e-9)
+    n_names = len(names)
     task_names: list[str] = []
     task_idx = np.full(len(throughput), -1)
     if tasks is not None:
         task_names = sorted({t for t in tasks if t})
         lookup = {t: i for i, t in enumerate(task_names)}
         task_idx = np.array([lookup.get(t, -1) for t in tasks])
-        t0 = [
-            max(float(np.median(feat["input_tokens"][task_idx == i])), 20.0)
-            for i in range(len(task_names))
-        ]
-        x0 = np.concatenate([x0, np.log(t0)])
+        t0 = np.array(
+            [
+                max(float(np.median(feat["input_tokens"][task_idx == i])), 20.0)
+                for i in range(len(task_names))
+            ]
+        )
+        # A fitted length may only shorten the built-in default: longer "effective" prompts
+        # would stand in for other costs and make measured configurations look too big for
+        # memory (KV cache at the mean context).
+        cap = np.array(
+            [float(TASK_INPUT_TOKENS.get(t, v)) for t, v in zip(task_names, t0, strict=True)]
+        )
         lo = np.concatenate([lo, np.full(len(task_names), np.log(10.0))])
-        hi = np.concatenate([hi, np.full(len(task_names), np.log(2e5))])
+        hi = np.concatenate([hi, np.log(np.maximum(cap, 20.0))])
+        x0 = np.concatenate([x0, np.clip(np.log(t0), lo[n_names:] + 1e-9, hi[n_names:] - 1e-9)])
     n_coef = len(names)
     w = np.ones_like(throughput) if weights is None else np.sqrt(weights)
     log_thr, log_pow = np.log(throughput), np.log(power)
+    has_itl = itl is not None and bool(np.isfinite(itl).any())
+    log_itl = np.log(np.where(np.isfinite(itl), itl, 1.0)) if has_itl else None
+    w_itl = np.where(np.isfinite(itl), w, 0.0) * ITL_WEIGHT if has_itl else None
 
     def with_tasks(x: np.ndarray) -> dict[str, np.ndarray]:
         if not task_names:
@@ -141,7 +216,10 @@ def fit(
         out = predict(with_tasks(x), c)
         r1 = np.log(out["throughput_tokens_per_s"]) - log_thr
         r2 = np.log(out["avg_power_w"]) - log_pow
-        return np.concatenate([w * r1, w * r2])
+        parts = [w * r1, w * r2, ENERGY_WEIGHT * w * (r2 - r1)]
+        if has_itl:
+            parts.append(w_itl * (np.log(out["decode_step_s"]) - log_itl))
+        return np.concatenate(parts)
 
     sol = least_squares(residuals, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.15)
     fitted: dict[str, object] = dict(
@@ -175,7 +253,7 @@ def calibrate(
     """
     feat, keep = featurise(df, configs_dir)
     used = df.iloc[keep].reset_index(drop=True)
-    wts = group_weights(used["model_group"]) if "model_group" in used else None
+    wts = fit_weights(used)
     tasks = None
     if fit_tasks:
         explicit = used["input_tokens"].map(has_value) if "input_tokens" in used else False
@@ -187,6 +265,7 @@ def calibrate(
         start=start,
         weights=wts,
         tasks=tasks,
+        itl=itl_targets(used),
     )
     gpus = tuple(sorted(set(used["gpu"])))
     coef = coef.replace(

@@ -8,17 +8,21 @@ prefill is interleaved with decode). Per GPU and step:
   GPUs), routed experts actually hit by the step's tokens (expected distinct experts
   ``E (1 - (1 - k/E)^T)`` per MoE layer), the KV cache of every sequence at its mean context
   ``I + O/2`` (windowed layers capped at the window; MLA latent cache replicated across TP),
-  and the recurrent state of Mamba layers;
+  and the recurrent state of Mamba layers, at an effective bandwidth
+  ``1 / (1 / (eta_mem BW) + 1 / mem_ceiling)``;
 * compute: matmul FLOPs (2 per active weight per token; experts at their own precision),
   attention FLOPs growing with the context, prefill FLOPs of the new requests;
-* time: ``c_step + c_layer * L + c_moe * L_moe + c_seq * B/dp + (t_mem^p + t_comp^p)^(1/p)
-  + t_comm + t_prefill``, with achievable fractions of datasheet bandwidth and FLOP/s, fixed
-  launch costs and a per-collective latency fitted on measurements
-  (:mod:`mlenergy.estimate.calibration`);
-* power per GPU: ``idle + (TDP - idle) * (a0 r + a_c u_comp r v(r)^2 + a_m u_busy)`` capped
-  at the power limit, where ``u`` are busy fractions, ``r`` is the SM clock over its maximum
-  and ``v(r)`` the relative core voltage; above the cap the clock is lowered until power fits
-  (as the driver does).
+* time: ``c_step + c_layer * L + c_moe * L_moe + c_seq * B/dp + t_gpu + t_comm + t_prefill``
+  where ``t_gpu`` sums one soft roofline ``(t_bytes^p + t_flops^p)^(1/p)`` per kernel group
+  (dense matmuls, routed-expert matmuls, attention/state), with achievable fractions of
+  datasheet bandwidth and FLOP/s, fixed launch costs and per-collective latencies fitted on
+  measurements (:mod:`mlenergy.estimate.calibration`); the decode part alone is the median
+  inter-token latency, prefill adds the stalls of chunked prompts;
+* power per GPU: ``idle + (TDP - idle) * (a0 r + a_c u_comp r v(r)^2 + a_m u_busy +
+  a_q u_quant)`` capped at the power limit, where ``u`` are busy fractions (``u_quant``: time
+  spent streaming scaled low-precision weights that are dequantised on the fly), ``r`` is
+  the SM clock over its maximum and ``v(r)`` the relative core voltage; above the cap the
+  clock is lowered until power fits (as the driver does).
 
 Energy per output token is total power over output throughput.
 """
@@ -41,6 +45,10 @@ class Coefficients:
 
     Attributes:
         eta_mem: Achieved fraction of datasheet memory bandwidth in decode.
+        mem_ceiling: GPU-independent streaming ceiling in bytes/s, in series with
+            ``eta_mem`` times the datasheet bandwidth (effective bandwidth
+            ``1 / (1 / (eta_mem BW) + 1 / mem_ceiling)``): faster memories are harder to
+            saturate with latency-bound decode kernels.
         eta_comp: Achieved fraction of datasheet tensor FLOP/s in decode matmuls.
         eta_prefill: Achieved fraction of datasheet tensor FLOP/s in prefill.
         overlap_p: Exponent of the soft maximum combining memory and compute time.
@@ -51,8 +59,7 @@ class Coefficients:
         seq_s: Host cost per sequence per step in seconds.
         collective_s: Latency per collective (all-reduce or all-to-all) per log2 step of its
             participants, in seconds.
-        all_to_all_s: Latency per expert-parallel dispatch or combine per log2 step of its
-            participants, in seconds.
+        all_to_all_s: Latency per expert-parallel dispatch or combine, in seconds.
         eta_link: Achieved fraction of interconnect bandwidth.
         routing_spread: Effective fraction of the experts that a step's tokens draw from
             (1: uniform routing; lower: skewed, fewer distinct experts hit). Not fitted: the
@@ -64,6 +71,9 @@ class Coefficients:
         p_base: Power above idle while serving, as a fraction of (TDP - idle).
         p_comp: Extra power fraction at full compute utilisation.
         p_mem: Extra power fraction while memory traffic or collectives keep the GPU busy.
+        p_quant: Extra power fraction while scaled low-precision weights (fp8, mxfp4,
+            nvfp4) are dequantised as they stream (per weight element, at the effective
+            bandwidth).
         voltage_floor: Core voltage at the lowest clock relative to the highest; dynamic
             power scales as ``r * v(r)^2`` with ``v(r) = floor + (1 - floor) * r``.
         legacy_slowdown: Factor on the host-side overheads (step, layer, sequence costs) for
@@ -77,25 +87,27 @@ class Coefficients:
         fit_info: Free-form description of the fit.
     """
 
-    eta_mem: float = 0.75
+    eta_mem: float = 0.9
+    mem_ceiling: float = 1e13
     eta_comp: float = 0.5
-    eta_prefill: float = 0.5
+    eta_prefill: float = 0.7
     overlap_p: float = 3.0
-    step_s: float = 2e-3
-    layer_s: float = 2e-5
-    moe_layer_s: float = 5e-5
-    seq_s: float = 2e-5
-    collective_s: float = 1.5e-5
-    all_to_all_s: float = 2e-5
+    step_s: float = 1e-4
+    layer_s: float = 4e-5
+    moe_layer_s: float = 6e-5
+    seq_s: float = 3.5e-5
+    collective_s: float = 5e-6
+    all_to_all_s: float = 3e-5
     eta_link: float = 0.5
     routing_spread: float = 1.0
     dequant_flops: float = 0.0
-    idle_frac: float = 0.12
-    p_base: float = 0.3
-    p_comp: float = 0.6
-    p_mem: float = 0.3
+    idle_frac: float = 0.15
+    p_base: float = 0.15
+    p_comp: float = 0.8
+    p_mem: float = 0.6
+    p_quant: float = 0.3
     voltage_floor: float = 0.65
-    legacy_slowdown: float = 1.5
+    legacy_slowdown: float = 5.0
     log_q05: float = -0.25
     log_q95: float = 0.25
     unseen_gpu_widen: float = 1.5
@@ -118,6 +130,8 @@ class Coefficients:
         "p_comp",
         "p_mem",
         "legacy_slowdown",
+        "mem_ceiling",
+        "p_quant",
     )
 
     def replace(self, **kw: object) -> Coefficients:
@@ -217,6 +231,13 @@ FEATURES = (
 )
 
 
+def _soft_max(x: np.ndarray, y: np.ndarray, p: float) -> np.ndarray:
+    """Smooth maximum ``(x^p + y^p)^(1/p)`` of two times (roofline with partial overlap)."""
+    if p == 3.0:  # the shipped exponent: cube and cube root are much faster than power
+        return np.cbrt(x * x * x + y * y * y)
+    return np.power(np.power(x, p) + np.power(y, p), 1.0 / p)
+
+
 def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> dict:
     """Evaluate time and power at an SM clock (MHz) for every row."""
     n, dp, pp = f["num_gpus"], f["dp"], f["pp"]
@@ -236,43 +257,60 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     ctx_w = np.minimum(ctx, np.where(f["window"] > 0, f["window"], ctx))
     kv_shard = np.where(f["latent_kv"] > 0, 1.0, np.minimum(tp_eff, f["num_kv_heads"])) * pp
 
-    w_bytes = f["common_bytes"] / a + f["n_moe_layers"] * f["expert_bytes"] * hit / ep_shards
+    # Bytes per GPU and step: weights outside routed experts, routed experts hit, KV cache
+    # and recurrent state. Achieved bandwidth: a fraction of the datasheet figure, in series
+    # with a GPU-independent streaming ceiling (latency-bound loads do not speed up with the
+    # memory: faster HBM is harder to saturate).
+    w_common = f["common_bytes"] / a
+    w_exp = f["n_moe_layers"] * f["expert_bytes"] * hit / ep_shards
+    w_bytes = w_common + w_exp
     kv_bytes = br * (f["kv_full"] * ctx + f["kv_window"] * ctx_w) / kv_shard
     ssm_bytes = 2.0 * br * f["ssm_bytes"] / a
-    t_mem = (w_bytes + kv_bytes + ssm_bytes) / (c.eta_mem * f["bandwidth"])
+    bw = 1.0 / (1.0 / (c.eta_mem * f["bandwidth"]) + 1.0 / c.mem_ceiling)
+    t_mem = (w_bytes + kv_bytes + ssm_bytes) / bw
 
     speed = clock / f["spec_clock"]
     attn = br * (f["attn_full"] * ctx + f["attn_window"] * ctx_w) / kv_shard
-    dense_fl = br * (f["dense_flops"] + f["ssm_flops"]) / a + attn
+    dense_fl = br * (f["dense_flops"] + f["ssm_flops"]) / a
     expert_fl = t_moe * f["expert_flops"] / ep_shards
     # Scaled low-precision weights are dequantised (scales applied) as they are read.
     q_elems = f["quant_common"] / a + f["n_moe_layers"] * f["quant_expert"] * hit / ep_shards
-    dq_fl = c.dequant_flops * q_elems
-    t_comp = (dense_fl / f["peak_dense"] + expert_fl / f["peak_expert"]) / (c.eta_comp * speed)
-    t_comp = t_comp + dq_fl / (f["peak_dense"] * c.eta_comp * speed)
+    rate = c.eta_comp * speed
+    t_c_dense = (dense_fl + c.dequant_flops * q_elems) / (f["peak_dense"] * rate)
+    t_c_exp = expert_fl / (f["peak_expert"] * rate)
+    t_c_attn = attn / (f["peak_dense"] * rate)
+    t_comp = t_c_dense + t_c_exp + t_c_attn
+    # Dense matmuls, routed-expert matmuls and attention are separate kernels run one after
+    # the other: each is bound by its own bytes or FLOPs (a roofline per kernel group).
     p = c.overlap_p
-    t_gpu = np.power(np.power(t_mem, p) + np.power(t_comp, p), 1.0 / p)
+    t_gpu = (
+        _soft_max(w_common / bw, t_c_dense, p)
+        + _soft_max(w_exp / bw, t_c_exp, p)
+        + _soft_max((kv_bytes + ssm_bytes) / bw, t_c_attn, p)
+    )
 
     layers_per_stage = f["num_layers"] / pp
     n_ar = np.where(tp_eff > 1, 2.0 * layers_per_stage, 0.0)
     n_a2a = np.where(ep_on, 2.0 * f["n_moe_layers"] / pp, 0.0)
     act = br * f["hidden_size"] * 2.0
     comm_bytes = n_ar * act * 2.0 * (tp_eff - 1) / tp_eff + n_a2a * act * k * (ep_shards - 1) / n
-    # Collective latency grows with the number of participants (log2 of ring/tree steps).
-    lat = c.collective_s * n_ar * np.log2(2.0 * tp_eff)
-    lat = lat + c.all_to_all_s * n_a2a * np.log2(2.0 * ep_shards)
+    # All-reduce latency grows with log2 of its participants (ring/tree steps); an
+    # expert-parallel dispatch or combine costs a fixed latency (one exchange round).
+    lat = c.collective_s * n_ar * np.log2(2.0 * tp_eff) + c.all_to_all_s * n_a2a
     t_comm = lat + comm_bytes / (c.eta_link * f["link"])
 
     slow = 1.0 + f["legacy"] * (c.legacy_slowdown - 1.0)
     fixed = c.step_s + c.layer_s * layers_per_stage + c.moe_layer_s * f["n_moe_layers"] / pp
     t_dec = (fixed + c.seq_s * br) * slow + t_gpu + t_comm
+    # Chunked prefill of the B/dp / O prompts that start per step and replica; routed-expert
+    # work of the prompts is spread over the expert-parallel shards.
     i = f["input_tokens"]
     i_w = np.minimum(i, np.where(f["window"] > 0, f["window"], i))
     pf_attn = 0.5 * i * (f["attn_full"] * i + f["attn_window"] * i_w)
-    pf_lin = i * (f["dense_flops"] + f["ssm_flops"]) / f["peak_dense"]
-    pf_lin = pf_lin + i * f["expert_flops"] / f["peak_expert"]
-    t_pf_req = (pf_lin + pf_attn / f["peak_dense"]) / (c.eta_prefill * speed * a)
-    t_pf = br / np.maximum(f["output_tokens"], 1.0) * t_pf_req
+    pf_dense = (i * (f["dense_flops"] + f["ssm_flops"]) + pf_attn) / f["peak_dense"]
+    pf_exp = i * f["expert_flops"] / f["peak_expert"]
+    starts = 1.0 / np.maximum(f["output_tokens"], 1.0)
+    t_pf = starts * (br * pf_dense / a + t_moe * pf_exp / ep_shards) / (c.eta_prefill * speed)
     t_step = t_dec + t_pf
 
     idle = np.where(np.isnan(f["idle"]), c.idle_frac * f["tdp"], f["idle"])
@@ -282,13 +320,16 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     # Busy time not bound by tensor cores: weight/KV traffic and collectives (NCCL kernels
     # keep SMs and links busy).
     u_mem = np.clip((t_mem + t_comm) / t_step, 0.0, 1.0)
+    # Dequantising scaled low-precision weights keeps the SM ALUs busy while they stream.
+    u_quant = np.clip(q_elems / bw / t_step, 0.0, 1.0)
     dyn_base = span * c.p_base * r
     volt = c.voltage_floor + (1.0 - c.voltage_floor) * r
     dyn_comp = span * c.p_comp * u_comp * r * volt * volt
-    dyn_mem = span * c.p_mem * u_mem
+    dyn_mem = span * (c.p_mem * u_mem + c.p_quant * u_quant)
     power_gpu = idle + dyn_base + dyn_comp + dyn_mem
     return {
         "t_step": t_step,
+        "t_decode": t_dec,
         "t_mem": t_mem,
         "t_comp": t_comp,
         "t_comm": t_comm,
@@ -315,7 +356,8 @@ def predict(f: dict[str, np.ndarray], c: Coefficients) -> dict[str, np.ndarray]:
         over GPUs), ``energy_per_token_j``, ``step_s`` (inter-token latency), ``clock_mhz``,
         and the energy breakdown per output token in joules: ``energy_static_j`` (idle),
         ``energy_compute_j``, ``energy_memory_j``, ``energy_overhead_j`` and the prefill /
-        decode split ``energy_prefill_j``, ``energy_decode_j``.
+        decode split ``energy_prefill_j``, ``energy_decode_j``; ``decode_step_s`` is the time
+        of a decode step without prefill work (the median inter-token latency).
     """
     cap = np.where(np.isnan(f["power_limit"]), f["tdp"], np.minimum(f["power_limit"], f["tdp"]))
     clock = np.where(np.isnan(f["clock"]), f["max_clock"], f["clock"])
@@ -323,15 +365,17 @@ def predict(f: dict[str, np.ndarray], c: Coefficients) -> dict[str, np.ndarray]:
     res = _at_clock(f, c, clock)
     over = res["power_gpu"] > cap * 1.0001
     if np.any(over):
-        lo = np.where(over, f["min_clock"], clock)
-        hi = clock.copy()
+        # Bisect the clock of the rows over the cap only (the others keep theirs).
+        idx = np.flatnonzero(over)
+        sub = {name: v[idx] for name, v in f.items()}
+        lo, hi, sub_cap = sub["min_clock"].copy(), clock[idx], cap[idx]
         for _ in range(14):
             mid = 0.5 * (lo + hi)
-            trial = _at_clock(f, c, mid)
-            ok = trial["power_gpu"] <= cap
-            lo = np.where(over & ok, mid, lo)
-            hi = np.where(over & ~ok, mid, hi)
-        clock = np.where(over, lo, clock)
+            ok = _at_clock(sub, c, mid)["power_gpu"] <= sub_cap
+            lo = np.where(ok, mid, lo)
+            hi = np.where(ok, hi, mid)
+        clock = clock.copy()
+        clock[idx] = lo
         res = _at_clock(f, c, clock)
     power_gpu = np.minimum(res["power_gpu"], cap)
     dyn = res["power_gpu"] - res["idle"]
@@ -363,4 +407,5 @@ def predict(f: dict[str, np.ndarray], c: Coefficients) -> dict[str, np.ndarray]:
         "t_comp_s": res["t_comp"],
         "t_comm_s": res["t_comm"],
         "t_prefill_s": res["t_prefill"],
+        "decode_step_s": res["t_decode"],
     }

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mlenergy.estimate.calibration import featurise, fit, group_weights
+from mlenergy.estimate.calibration import featurise, fit, fit_weights, itl_targets
 from mlenergy.estimate.inputs import has_value, resolve_model
 from mlenergy.estimate.physics import Coefficients, default_coefficients, predict
 
@@ -45,7 +45,9 @@ class CrossValidation:
     """Out-of-fold predictions and their summary.
 
     Attributes:
-        rows: One row per measurement with ``pred_*`` columns and ``ape_*`` (percent).
+        rows: One row per measurement with ``pred_*`` columns and ``ape_*`` (percent;
+            ``ape_itl``: measured median inter-token latency vs the predicted decode step,
+            where measured).
         folds: Number of folds.
     """
 
@@ -124,13 +126,15 @@ def cross_validate(
     tasks_all = rows["task"].fillna("").astype(str).to_numpy()
     if explicit is not None:
         tasks_all = np.where(explicit, "", tasks_all)
-    out = {k: np.full(len(rows), np.nan) for k in ("e", "t", "p")}
+    weights = fit_weights(rows)
+    itl = itl_targets(rows)
+    out = {k: np.full(len(rows), np.nan) for k in ("e", "t", "p", "i")}
     for k in range(n_folds):
         train, test = fold != k, fold == k
         if not test.any() or not train.any():
             continue
         sub = {name: v[train] for name, v in feat.items()}
-        w = group_weights(rows.loc[train, "model_group"])
+        w = weights[train] if weights is not None else None
         coef = fit(
             sub,
             rows.loc[train, "throughput_tokens_per_s"].to_numpy(float),
@@ -138,6 +142,7 @@ def cross_validate(
             start=base.replace(task_input_tokens={}, calibrated_gpus=()),
             weights=w,
             tasks=tasks_all[train] if fit_tasks else None,
+            itl=itl[train] if itl is not None else None,
         )
         test_feat = {name: v[test] for name, v in feat.items()}
         if fit_tasks:
@@ -151,12 +156,20 @@ def cross_validate(
         out["e"][test] = pred["energy_per_token_j"]
         out["t"][test] = pred["throughput_tokens_per_s"]
         out["p"][test] = pred["avg_power_w"]
+        out["i"][test] = pred["decode_step_s"]
     rows["pred_energy_per_token_j"] = out["e"]
     rows["pred_throughput_tokens_per_s"] = out["t"]
     rows["pred_avg_power_w"] = out["p"]
     rows["ape_energy"] = _ape(out["e"], rows["energy_per_token_j"].to_numpy(float))
     rows["ape_throughput"] = _ape(out["t"], rows["throughput_tokens_per_s"].to_numpy(float))
     rows["ape_power"] = _ape(out["p"], rows["avg_power_w"].to_numpy(float))
+    # Median inter-token latency vs the decode step (NaN where not measured or not a decode
+    # step: the v2 tables publish a mean time per output token including prefill stalls).
+    rows["pred_itl_s"] = out["i"]
+    measured_itl = itl_targets(rows)
+    if measured_itl is None:
+        measured_itl = np.full(len(rows), np.nan)
+    rows["ape_itl"] = _ape(out["i"], measured_itl)
     rows["log_ratio_energy"] = np.log(rows["energy_per_token_j"].to_numpy(float) / out["e"])
     return CrossValidation(rows=rows.dropna(subset=["ape_energy"]), folds=n_folds)
 
