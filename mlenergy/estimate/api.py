@@ -17,13 +17,7 @@ from typing import Any
 import numpy as np
 
 from mlenergy.estimate.catalog import GpuSpec
-from mlenergy.estimate.inputs import (
-    Workload,
-    input_tokens_for,
-    memory_need_gb,
-    prepare,
-    stack,
-)
+from mlenergy.estimate.inputs import Workload, has_value, input_tokens_for, prepare_config, stack
 from mlenergy.estimate.physics import Coefficients, default_coefficients, predict
 
 
@@ -86,6 +80,7 @@ class Estimate:
     is_moe: bool
     energy_source: str
     extra: dict[str, Any] = field(default_factory=dict)
+    warning: str = ""  # caveats ("; "-joined), as the batch CSV's ``warning`` column
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-dict form (JSON-compatible)."""
@@ -113,6 +108,7 @@ def estimate(
     pipeline_parallel: int = 1,
     sm_clock_mhz: float | None = None,
     power_limit_w: float | None = None,
+    max_num_seqs: int | None = None,
     configs_dir: str | Path | None = None,
     coefficients: Coefficients | None = None,
 ) -> Estimate:
@@ -135,8 +131,14 @@ def estimate(
         pipeline_parallel: Pipeline stages.
         sm_clock_mhz: Locked SM clock in MHz (default: maximum).
         power_limit_w: Power limit per GPU in watts (default: TDP).
+        max_num_seqs: The engine's concurrency cap (all replicas): ``batch_size`` may not
+            exceed it; it sizes the sampler workspace (default: ``batch_size``).
         configs_dir: Folder of ``<org>__<name>.json`` configs.
         coefficients: Model coefficients (default: the shipped calibration).
+
+    The memory fit follows :mod:`~mlenergy.estimate.memory`: weights and workspace that do not
+    fit are an error; a KV cache that does not fit is an error when ``input_tokens`` is given
+    and a warning (``Estimate.warning``) when it is the task default.
 
     Raises:
         UserError: Bad input (naming the field) or a configuration that does not fit in memory.
@@ -154,12 +156,14 @@ def estimate(
         pipeline_parallel=pipeline_parallel,
         sm_clock_mhz=sm_clock_mhz,
         power_limit_w=power_limit_w,
+        max_num_seqs=max_num_seqs,
+        input_tokens_given=has_value(input_tokens),
     )
-    spec, prof, gpu_spec, feat = prepare(model, gpu, w, precision, configs_dir)
-    out = {k: float(v[0]) for k, v in predict(stack([feat]), coef).items()}
+    prep = prepare_config(model, gpu, w, precision, configs_dir)
+    spec, prof, gpu_spec = prep.spec, prep.prof, prep.gpu
+    out = {k: float(v[0]) for k, v in predict(stack([prep.features]), coef).items()}
     lo, hi = interval_factors(coef, gpu_spec.name)
     e = out["energy_per_token_j"]
-    weights_gb, kv_gb, total_gb = memory_need_gb(prof, w)
     itl = out["step_s"]
     prefill_s = out["t_prefill_s"] * w.output_tokens  # prefill share of a request's lifetime
     return Estimate(
@@ -194,12 +198,13 @@ def estimate(
             "static_idle": out["energy_static_j"],
             "overhead": out["energy_overhead_j"],
         },
-        memory_gb_per_gpu={"weights": weights_gb, "kv_cache": kv_gb, "total": total_gb},
+        memory_gb_per_gpu=prep.memory_gb,
         total_params=prof.total_params,
         active_params=prof.active_params,
         architecture=spec.model_type,
         is_moe=spec.is_moe,
         energy_source=energy_source(),
+        warning="; ".join(prep.warnings),
     )
 
 

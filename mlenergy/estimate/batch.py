@@ -5,7 +5,11 @@ Input columns: ``model``, ``gpu``, ``num_gpus``, ``tensor_parallel``, ``expert_p
 (optional), ``batch_size``, ``max_num_seqs``, ``input_tokens`` (may be empty: task default),
 ``output_tokens``. Output: the input columns plus ``energy_per_token_j``,
 ``energy_per_token_j_lo``, ``energy_per_token_j_hi``, ``throughput_tokens_per_s``,
-``avg_power_w`` and ``error`` (empty when the row was estimated). A bad row keeps its place.
+``avg_power_w``, ``error`` (empty when the row was estimated) and ``warning`` (caveats of an
+estimated row, empty if none). A bad row keeps its place.
+
+Models resolve as in the single path (:func:`~mlenergy.estimate.inputs.resolve_model_config`)
+and the memory fit is the one rule of :mod:`~mlenergy.estimate.memory`.
 """
 
 from __future__ import annotations
@@ -19,14 +23,22 @@ import pandas as pd
 from mlenergy.errors import UserError
 from mlenergy.estimate.catalog import resolve_gpu
 from mlenergy.estimate.inputs import (
-    MEMORY_UTILISATION,
+    BATCH_CAP_TOLERANCE,
     TASK_INPUT_TOKENS,
     feature_row,
-    resolve_model,
+    resolve_model_config,
     task_input_tokens,
+    weight_precision,
+)
+from mlenergy.estimate.memory import (
+    MEMORY_KEYS,
+    fit_verdict,
+    memory_bytes,
+    memory_row,
+    usable_bytes,
 )
 from mlenergy.estimate.physics import FEATURES, Coefficients, default_coefficients, predict
-from mlenergy.estimate.profile import build_profile, normalise_precision
+from mlenergy.estimate.profile import build_profile
 
 INPUT_COLUMNS = (
     "model",
@@ -90,7 +102,8 @@ def estimate_frame(
         coefficients: Model coefficients (default: shipped).
 
     Returns:
-        A copy of ``df`` with the output columns and ``error`` appended, same row order.
+        A copy of ``df`` with the output columns, ``error`` and ``warning`` appended, same
+        row order.
     """
     missing = [c for c in REQUIRED if c not in df]
     if missing:
@@ -120,31 +133,29 @@ def estimate_frame(
     uniques = [(models[i], gpus[i], precs[i]) for i in first_idx]
     key_rows: list[dict[str, float] | None] = []
     key_err: list[str] = []
+    key_note: list[str] = []
     key_info: list[tuple[int, int, float, str]] = []  # heads, experts, memory, gpu name
     dummy = _DummyWorkload()
     for model, gpu, prec in uniques:
         try:
-            spec, fp8 = resolve_model(model, configs_dir)
-            p = (
-                "fp8"
-                if fp8 and prec in ("", "fp8", "bfloat16")
-                else normalise_precision(prec or None)
-            )
+            resolved = resolve_model_config(model, configs_dir)
+            spec = resolved.spec
             gpu_spec = resolve_gpu(gpu)
             if not gpu:
                 raise UserError("gpu is empty")
-            prof = build_profile(spec, p)
+            prof = build_profile(spec, weight_precision(resolved.fp8, prec))
             row = feature_row(prof, gpu_spec, dummy)  # type: ignore[arg-type]
-            row["_weights_common"] = prof.common_bytes + prof.embedding_bytes
-            row["_weights_experts"] = prof.expert_bytes * prof.num_experts * prof.n_moe_layers
+            row.update(memory_row(spec, prof))
             key_rows.append(row)
             key_err.append("")
+            key_note.append(resolved.note)
             key_info.append(
                 (spec.num_heads, spec.num_experts or 0, gpu_spec.memory_gb, gpu_spec.name)
             )
         except UserError as exc:
             key_rows.append(None)
             key_err.append(exc.message)
+            key_note.append("")
             key_info.append((1, 0, math.inf, ""))
     key_err_arr = np.array(key_err, dtype=object)
     flag(key_err_arr[codes] != "", key_err_arr[codes])
@@ -158,6 +169,7 @@ def estimate_frame(
     batch = _num(df, "batch_size")
     out_tok = _num(df, "output_tokens")
     in_tok = _num(df, "input_tokens")
+    in_given = ~np.isnan(in_tok)
     tasks = df["task"].fillna("").astype(str).to_numpy() if "task" in df else np.full(n, "")
     table = {t: task_input_tokens(t) for t in set(tasks) | set(TASK_INPUT_TOKENS)}
     task_codes, task_names = pd.factorize(tasks)
@@ -172,7 +184,14 @@ def estimate_frame(
     flag(in_tok < 0, "input_tokens must be >= 0")
     cap = _num(df, "max_num_seqs", np.nan)
     flag(_bad_number(df, "max_num_seqs"), "max_num_seqs is not a number")
-    flag(~np.isnan(cap) & (batch > cap * 1.001), "batch_size exceeds max_num_seqs (the cap)")
+    flag(
+        ~np.isnan(cap) & ((cap < 1) | (cap != np.round(cap))),
+        "max_num_seqs must be a whole number >= 1",
+    )
+    flag(
+        ~np.isnan(cap) & (batch > cap * BATCH_CAP_TOLERANCE),
+        "batch_size exceeds max_num_seqs (the engine's concurrency cap)",
+    )
     for col, arr in (
         ("num_gpus", ngpu),
         ("tensor_parallel", tp),
@@ -203,10 +222,11 @@ def estimate_frame(
     template = next((r for r in key_rows if r is not None), None)
     feat: dict[str, np.ndarray] = {}
     if template is not None:
-        for name in (*FEATURES, "_weights_common", "_weights_experts"):
+        for name in (*FEATURES, *MEMORY_KEYS):
             col = np.array([(r or template)[name] for r in key_rows], dtype=float)
             feat[name] = col[codes]
     good = (err == "") & ok_key[codes] if template is not None else np.zeros(n, dtype=bool)
+    warn = np.full(n, "", dtype=object)
     result = df.copy()
     for col in OUTPUT_COLUMNS:
         result[col] = np.nan
@@ -226,18 +246,12 @@ def estimate_frame(
         feat["clock"] = np.full(n, np.nan)
         feat["power_limit"] = np.full(n, np.nan)
         feat["legacy"] = np.zeros(n)
-        mem_gb = np.array([k[2] for k in key_info], dtype=float)[codes]
-        need = _memory_need_gb(feat)
-        too_big = good & (need > mem_gb * MEMORY_UTILISATION)
-        if np.any(too_big):
-            msgs = np.full(n, "", dtype=object)
-            for i in np.flatnonzero(too_big):
-                msgs[i] = (
-                    f"batch_size {batch[i]:g} does not fit: {need[i]:.1f} GB per GPU (weights + "
-                    f"KV cache) > {mem_gb[i] * MEMORY_UTILISATION:.1f} GB usable"
-                )
-            flag(too_big, msgs)
-            good &= ~too_big
+        feat["seqs"] = np.where(good & ~np.isnan(cap), cap, feat["batch"])
+        _memory_fit(feat, key_info, codes, in_given, good, err, warn)
+        good &= err == ""
+        for c in np.flatnonzero(np.array(key_note, dtype=object) != ""):  # variant config used
+            rows = np.flatnonzero(codes == c)
+            warn[rows] = [key_note[c] + ("; " + w if w else "") for w in warn[rows]]
         pred = predict(feat, coef)
         e = pred["energy_per_token_j"]
         names = np.array([key_info[c][3] for c in codes], dtype=object)
@@ -254,21 +268,40 @@ def estimate_frame(
         for col, arr in cols.items():
             result[col] = np.where(good, arr, np.nan)
     result["error"] = err
+    result["warning"] = np.where(good, warn, "")
     return result
 
 
-def _memory_need_gb(f: dict[str, np.ndarray]) -> np.ndarray:
-    """Vectorised per-GPU memory need (GB), mirroring :func:`inputs.memory_need_gb`."""
-    a = f["num_gpus"] / f["dp"]
-    shards = np.where(f["ep"] > 1, f["num_gpus"], a)
-    ctx = f["input_tokens"] + 0.5 * f["output_tokens"]
-    ctx_w = np.where(f["window"] > 0, np.minimum(ctx, f["window"]), ctx)
-    tp_eff = np.maximum(a / f["pp"], 1.0)
-    kv_shard = np.where(f["latent_kv"] > 0, 1.0, np.minimum(tp_eff, f["num_kv_heads"])) * f["pp"]
-    br = f["batch"] / f["dp"]
-    kv = br * (f["kv_full"] * ctx + f["kv_window"] * ctx_w) / kv_shard + br * f["ssm_bytes"] / a
-    weights = f["_weights_common"] / a + f["_weights_experts"] / shards
-    return (weights + kv) / 1e9
+def _memory_fit(
+    f: dict[str, np.ndarray],
+    key_info: list[tuple[int, int, float, str]],
+    codes: np.ndarray,
+    in_given: np.ndarray,
+    good: np.ndarray,
+    err: np.ndarray,
+    warn: np.ndarray,
+) -> None:
+    """Apply the fit rule to every good row: fill ``err`` (cannot run) or ``warn`` in place."""
+    mem_gb = np.array([k[2] for k in key_info], dtype=float)[codes]
+    weights, workspace, kv, per_seq = memory_bytes(f)
+    usable = usable_bytes(mem_gb)
+    over = good & ((weights + workspace + kv) > usable)
+    for i in np.flatnonzero(over):
+        error, fix, warning = fit_verdict(
+            weights=float(weights[i]),
+            workspace=float(workspace[i]),
+            kv=float(kv[i]),
+            per_seq=float(per_seq[i]),
+            batch=float(f["batch"][i]),
+            dp=float(f["dp"][i]),
+            ctx=float(f["input_tokens"][i] + 0.5 * f["output_tokens"][i]),
+            memory_gb=float(mem_gb[i]),
+            gpu_name=key_info[codes[i]][3],
+            input_given=bool(in_given[i]),
+        )
+        if error:
+            err[i] = f"{error}. {fix}"
+        warn[i] = warning
 
 
 class _DummyWorkload:

@@ -2,7 +2,7 @@
 
 Resolves models (config path or id under a configs folder, ``-FP8`` suffix), GPUs (catalog or
 spec file), task defaults for missing prompt lengths, checks the input (naming the bad field)
-and whether the configuration fits in memory.
+and whether the configuration fits in memory (the rule is in :mod:`~mlenergy.estimate.memory`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import numpy as np
 
 from mlenergy.errors import UserError
 from mlenergy.estimate.catalog import GpuSpec, resolve_gpu
+from mlenergy.estimate.memory import fit_verdict, memory_bytes, memory_row, usable_bytes
 from mlenergy.estimate.physics import FEATURES
 from mlenergy.estimate.profile import ModelProfile, build_profile, normalise_precision
 from mlenergy.models.architecture import ArchitectureSpec
@@ -36,8 +37,8 @@ Prompt lengths are not published with the reference measurements; these are typi
 each workload (multimodal tasks count image/video tokens as prompt tokens)."""
 
 DEFAULT_INPUT_TOKENS = 512
-MEMORY_UTILISATION = 0.95
-"""Fraction of device memory available to weights and KV cache."""
+BATCH_CAP_TOLERANCE = 1.001
+"""``batch_size`` may exceed ``max_num_seqs`` by this factor (rounding of measured averages)."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,10 @@ class Workload:
         sm_clock_mhz: Locked SM clock in MHz (``None``: the GPU's maximum).
         power_limit_w: Power limit per GPU in watts (``None``: TDP).
         legacy_engine: True for the older serving engine of the v2 measurements.
+        max_num_seqs: The engine's concurrency cap over all replicas (``None``: none given);
+            ``batch_size`` may not exceed it.
+        input_tokens_given: False when ``input_tokens`` is a task default (a guess): then a
+            KV cache that does not fit is a warning, not an error.
     """
 
     batch_size: float
@@ -69,6 +74,8 @@ class Workload:
     sm_clock_mhz: float | None = None
     power_limit_w: float | None = None
     legacy_engine: bool = False
+    max_num_seqs: float | None = None
+    input_tokens_given: bool = True
 
 
 def default_configs_dir() -> Path | None:
@@ -89,19 +96,85 @@ def _load_config(path: str) -> ArchitectureSpec:
     return ArchitectureSpec.from_config(data)
 
 
-def resolve_model(
-    model: str, configs_dir: str | Path | None = None
-) -> tuple[ArchitectureSpec, bool]:
-    """Return the architecture of ``model`` and whether its id asks for FP8 weights.
+TUNE_TOKENS = frozenset({"instruct", "thinking", "chat", "it", "hf", "base"})
+"""Name tokens of chat/reasoning tunes of one architecture (``Instruct``, ``Thinking``...)."""
+VARIANT_TOKENS = TUNE_TOKENS | {"bf16", "fp16", "vl"}
+"""Dash-separated name tokens that mark a variant of the same text architecture: the tunes,
+weight-dtype tags of a bf16/fp16 checkpoint and ``VL`` (a vision-language wrapper around the
+same language model)."""
+FP8_SUFFIX = "-FP8"
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """A model id or path resolved to its config.
+
+    Attributes:
+        spec: The architecture.
+        fp8: True when the id asked for FP8 weights (trailing ``-FP8``).
+        path: The config file used.
+        note: Empty when the id's own config (or the given path) was used, else a sentence
+            naming the variant's config that stood in for it.
+    """
+
+    spec: ArchitectureSpec
+    fp8: bool
+    path: Path
+    note: str = ""
+
+
+def _stem(name: str) -> tuple[str, frozenset[str]]:
+    """Split a model name into its architecture stem and its variant tokens (lower case)."""
+    tokens = name.lower().split("-")
+    stem = "-".join(t for t in tokens if t not in VARIANT_TOKENS)
+    return stem, frozenset(t for t in tokens if t in VARIANT_TOKENS)
+
+
+@lru_cache(maxsize=64)
+def _config_files(folder: str) -> tuple[str, ...]:
+    return tuple(sorted(p.name for p in Path(folder).glob("*.json")))
+
+
+def config_candidates(model_id: str, folder: Path) -> list[Path]:
+    """Config files that can describe ``model_id`` (``-FP8`` already removed), best first.
+
+    Order: the exact ``<org>__<name>.json``; the same name in another letter case; then files
+    of the same organisation whose name differs only by variant tokens
+    (:data:`VARIANT_TOKENS`, e.g. ``-Thinking-2507`` vs ``-Instruct-2507``,
+    ``-v2-VL-BF16`` vs ``-v2``), fewest differing non-tune tokens (``VL``, dtype tags) first,
+    then fewest differing tune tokens, then by name.
+    """
+    exact = model_id.replace("/", "__") + ".json"
+    files = _config_files(str(folder))
+    out = [exact] if exact in files else []
+    out += [f for f in files if f.lower() == exact.lower() and f != exact]
+    org, _, name = model_id.rpartition("/")
+    stem, tags = _stem(name)
+    ranked = []
+    for f in files:
+        f_org, _, f_name = f[: -len(".json")].rpartition("__")
+        if f in out or f_org.lower() != org.lower():
+            continue
+        f_stem, f_tags = _stem(f_name)
+        if f_stem == stem:
+            diff = tags ^ f_tags
+            ranked.append((len(diff - TUNE_TOKENS), len(diff & TUNE_TOKENS), f))
+    out += [f for *_, f in sorted(ranked)]
+    return [folder / f for f in out]
+
+
+def resolve_model_config(model: str, configs_dir: str | Path | None = None) -> ResolvedModel:
+    """Resolve ``model`` to its config: the one resolution rule of every estimator path.
 
     Args:
         model: A path to a ``config.json`` (or a folder holding one), or a model id resolved
-            as ``<configs_dir>/<org>__<name>.json``; a trailing ``-FP8`` selects the base
+            under ``configs_dir`` by :func:`config_candidates`: ``<org>__<name>.json``, else a
+            variant with the same text architecture. A trailing ``-FP8`` selects the base
             model's config with FP8 weights.
         configs_dir: Folder of ``<org>__<name>.json`` configs (default: the reference's).
 
     Raises:
-        UserError: The config cannot be found or is incomplete (names the field).
+        UserError: No config can be found, or it is incomplete (names the field).
     """
     text = str(model).strip()
     if not text:
@@ -112,22 +185,39 @@ def resolve_model(
     if p.suffix == ".json" or p.is_file():
         if not p.is_file():
             raise UserError(f"model config '{p}' does not exist", "Check the --model path")
-        return _load_config(str(p.resolve())), False
-    fp8 = text.upper().endswith("-FP8")
-    base = text[: -len("-FP8")] if fp8 else text
+        return ResolvedModel(_load_config(str(p.resolve())), False, p)
+    fp8 = text.upper().endswith(FP8_SUFFIX)
+    base = text[: -len(FP8_SUFFIX)] if fp8 else text
     folder = Path(configs_dir) if configs_dir else default_configs_dir()
     if folder is None:
         raise UserError(
             f"model '{text}' is an id but no configs folder is known",
             "Pass --configs-dir or a path to a config.json",
         )
-    candidate = folder / (base.replace("/", "__") + ".json")
-    if not candidate.is_file():
+    exact = base.replace("/", "__") + ".json"
+    found = config_candidates(base, folder) if folder.is_dir() else []
+    if not found:
         raise UserError(
-            f"model '{text}': no config '{candidate.name}' in {folder}",
+            f"model '{text}': no config '{exact}' in {folder}, nor one of a variant with the "
+            "same architecture",
             "Put the model's config.json there as <org>__<name>.json or pass its path",
         )
-    return _load_config(str(candidate.resolve())), fp8
+    path = found[0]
+    note = ""
+    if path.name.lower() != exact.lower():
+        note = f"config {path.name} used for {base} (variant with the same architecture)"
+    return ResolvedModel(_load_config(str(path.resolve())), fp8, path, note)
+
+
+def resolve_model(
+    model: str, configs_dir: str | Path | None = None
+) -> tuple[ArchitectureSpec, bool]:
+    """Return the architecture of ``model`` and whether its id asks for FP8 weights.
+
+    See :func:`resolve_model_config` (the resolution rule); this form drops the path and note.
+    """
+    r = resolve_model_config(model, configs_dir)
+    return r.spec, r.fp8
 
 
 def _positive(name: str, value: float | None, allow_zero: bool = False) -> float:
@@ -149,6 +239,17 @@ def check_workload(w: Workload, spec: ArchitectureSpec, gpu: GpuSpec) -> None:
         v = getattr(w, name)
         if int(v) != v or v < 1:
             raise UserError(f"{name} must be a whole number >= 1, got {v!r}")
+    if w.max_num_seqs is not None:
+        cap = _positive("max_num_seqs", w.max_num_seqs)
+        if int(cap) != cap:
+            raise UserError(f"max_num_seqs must be a whole number >= 1, got {w.max_num_seqs!r}")
+        if w.batch_size > cap * BATCH_CAP_TOLERANCE:
+            raise UserError(
+                f"batch_size ({w.batch_size:g}) exceeds max_num_seqs ({cap:g}), the engine's "
+                "concurrency cap",
+                "batch_size is the average number of sequences decoding together; keep it "
+                "at or below max_num_seqs",
+            )
     if int(w.pipeline_parallel) != w.pipeline_parallel or w.pipeline_parallel < 1:
         raise UserError(f"pipeline_parallel must be a whole number >= 1, got {w.pipeline_parallel}")
     if w.num_gpus % w.data_parallel:
@@ -178,38 +279,54 @@ def check_workload(w: Workload, spec: ArchitectureSpec, gpu: GpuSpec) -> None:
         raise UserError(f"power_limit must be > 0 W, got {w.power_limit_w}")
 
 
-def memory_need_gb(prof: ModelProfile, w: Workload) -> tuple[float, float, float]:
-    """Per-GPU memory need in GB: (weights, KV cache and state, total).
+def check_memory(
+    spec: ArchitectureSpec,
+    prof: ModelProfile,
+    gpu: GpuSpec,
+    w: Workload,
+) -> tuple[dict[str, float], str]:
+    """Apply the engine's fit rule (:mod:`mlenergy.estimate.memory`) to one configuration.
 
-    The KV cache holds every sequence at its mean steady-state context ``I + O/2``.
+    Args:
+        spec: Architecture.
+        prof: Its profile at the weight precision.
+        gpu: The GPU.
+        w: The workload (``max_num_seqs`` sizes the sampler workspace, default the batch;
+            ``input_tokens_given`` decides error or warning for the KV cache).
+
+    Returns:
+        Per-GPU memory in GB (``weights``, ``workspace``, ``kv_cache``, ``total``,
+        ``usable``) and a warning (empty if none).
+
+    Raises:
+        UserError: Weights and workspace do not fit, or (prompt length given) the KV cache of
+            ``batch_size`` sequences does not fit; the message carries the arithmetic.
     """
-    a = w.num_gpus / w.data_parallel
-    shards = w.num_gpus if w.expert_parallel > 1 else a
-    experts = prof.expert_bytes * prof.num_experts * prof.n_moe_layers
-    weights = (prof.common_bytes + prof.embedding_bytes) / a + experts / shards
-    ctx = w.input_tokens + 0.5 * w.output_tokens
-    ctx_w = min(ctx, prof.window) if prof.window else ctx
-    tp_eff = max(a / w.pipeline_parallel, 1.0)
-    kv_shard = (1.0 if prof.latent_kv else min(tp_eff, prof.num_kv_heads)) * w.pipeline_parallel
-    br = w.batch_size / w.data_parallel
-    kv = br * (prof.kv_full_bytes_per_token * ctx + prof.kv_window_bytes_per_token * ctx_w)
-    kv = kv / kv_shard + br * prof.ssm_state_bytes / a
-    return weights / 1e9, kv / 1e9, (weights + kv) / 1e9
-
-
-def check_memory(prof: ModelProfile, gpu: GpuSpec, w: Workload) -> None:
-    """Raise :class:`UserError` with the memory arithmetic if the configuration does not fit."""
-    weights, kv, total = memory_need_gb(prof, w)
-    usable = gpu.memory_gb * MEMORY_UTILISATION
-    if total > usable:
-        ctx = w.input_tokens + 0.5 * w.output_tokens
-        raise UserError(
-            f"batch_size {w.batch_size:g} does not fit: per GPU {weights:.1f} GB weights + "
-            f"{kv:.1f} GB KV cache ({w.batch_size / w.data_parallel:g} sequences x "
-            f"{ctx:.0f} tokens mean context) = {total:.1f} GB > {usable:.1f} GB usable of "
-            f"{gpu.memory_gb:g} GB on {gpu.name}",
-            "Lower the batch size or the lengths, or use more GPUs",
-        )
+    f = {**feature_row(prof, gpu, w), **memory_row(spec, prof)}
+    f["seqs"] = w.batch_size if w.max_num_seqs is None else w.max_num_seqs
+    weights, workspace, kv, per_seq = (float(x) for x in memory_bytes(f))
+    error, fix, warning = fit_verdict(
+        weights=weights,
+        workspace=workspace,
+        kv=kv,
+        per_seq=per_seq,
+        batch=w.batch_size,
+        dp=w.data_parallel,
+        ctx=w.input_tokens + 0.5 * w.output_tokens,
+        memory_gb=gpu.memory_gb,
+        gpu_name=gpu.name,
+        input_given=w.input_tokens_given,
+    )
+    if error:
+        raise UserError(error, fix)
+    gb = {
+        "weights": weights / 1e9,
+        "workspace": workspace / 1e9,
+        "kv_cache": kv / 1e9,
+        "total": (weights + workspace + kv) / 1e9,
+        "usable": float(usable_bytes(gpu.memory_gb)) / 1e9,
+    }
+    return gb, warning
 
 
 def feature_row(prof: ModelProfile, gpu: GpuSpec, w: Workload) -> dict[str, float]:
@@ -286,6 +403,68 @@ def input_tokens_for(task: str | None, input_tokens: float | str | None) -> floa
     return task_input_tokens(task)
 
 
+def weight_precision(fp8_id: bool, precision: str | None) -> str:
+    """Weight precision of a row: ``precision``, else fp8 for a ``-FP8`` id (else bfloat16).
+
+    A ``-FP8`` id with precision empty, ``fp8`` or ``bfloat16`` (the checkpoint's compute
+    dtype) means fp8 weights; another explicit precision (``mxfp4``, ``nvfp4``) wins.
+    """
+    p = (precision or "").strip()
+    if fp8_id and (not p or normalise_precision(p) in ("fp8", "bfloat16")):
+        return "fp8"
+    return normalise_precision(p or None)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """One resolved, validated, featurised configuration.
+
+    Attributes:
+        spec: Architecture.
+        prof: Profile at the weight precision.
+        gpu: GPU datasheet.
+        features: Feature row of :data:`~mlenergy.estimate.physics.FEATURES`.
+        memory_gb: Per-GPU memory in GB (empty when the fit was not checked).
+        warnings: Caveats of the estimate (variant config used, KV cache at a task-default
+            prompt length that may not fit).
+    """
+
+    spec: ArchitectureSpec
+    prof: ModelProfile
+    gpu: GpuSpec
+    features: dict[str, float]
+    memory_gb: dict[str, float]
+    warnings: tuple[str, ...]
+
+
+def prepare_config(
+    model: str,
+    gpu: str | GpuSpec,
+    workload: Workload,
+    precision: str | None = None,
+    configs_dir: str | Path | None = None,
+    check_fit: bool = True,
+) -> Prepared:
+    """Resolve, validate, check the memory fit of and featurise one configuration.
+
+    Raises:
+        UserError: Any invalid input, naming the field, or a configuration that does not fit.
+    """
+    resolved = resolve_model_config(model, configs_dir)
+    spec = resolved.spec
+    prec = weight_precision(resolved.fp8, precision)
+    gpu_spec = resolve_gpu(gpu)
+    check_workload(workload, spec, gpu_spec)
+    prof = _profile(spec, prec)
+    warnings = [resolved.note] if resolved.note else []
+    memory: dict[str, float] = {}
+    if check_fit:
+        memory, warning = check_memory(spec, prof, gpu_spec, workload)
+        warnings += [warning] if warning else []
+    feat = feature_row(prof, gpu_spec, workload)
+    return Prepared(spec, prof, gpu_spec, feat, memory, tuple(warnings))
+
+
 def prepare(
     model: str,
     gpu: str | GpuSpec,
@@ -294,21 +473,13 @@ def prepare(
     configs_dir: str | Path | None = None,
     check_fit: bool = True,
 ) -> tuple[ArchitectureSpec, ModelProfile, GpuSpec, dict[str, float]]:
-    """Resolve, validate and featurise one configuration.
+    """:func:`prepare_config` as a tuple ``(spec, profile, gpu, features)``.
 
     Raises:
         UserError: Any invalid input, naming the field, or a configuration that does not fit.
     """
-    spec, fp8 = resolve_model(model, configs_dir)
-    prec = "fp8" if fp8 else normalise_precision(precision)
-    if fp8 and precision and normalise_precision(precision) not in ("fp8", "bfloat16"):
-        prec = normalise_precision(precision)
-    gpu_spec = resolve_gpu(gpu)
-    check_workload(workload, spec, gpu_spec)
-    prof = _profile(spec, prec)
-    if check_fit:
-        check_memory(prof, gpu_spec, workload)
-    return spec, prof, gpu_spec, feature_row(prof, gpu_spec, workload)
+    p = prepare_config(model, gpu, workload, precision, configs_dir, check_fit)
+    return p.spec, p.prof, p.gpu, p.features
 
 
 _PROFILE_CACHE: dict[tuple[ArchitectureSpec, str], ModelProfile] = {}

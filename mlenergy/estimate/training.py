@@ -35,6 +35,19 @@ ACTIVATION_BYTES_PER_TOKEN_LAYER_HIDDEN = 34.0
 """Stored activations per token, layer and hidden unit without recomputation (bytes)."""
 
 
+def effective_bandwidth(bandwidth_b_s: float, c: Coefficients) -> float:
+    """Achieved memory bandwidth in bytes/s: the serving model's (``physics``) rule.
+
+    ``eta_mem`` times the datasheet figure in series with the GPU-independent streaming
+    ceiling ``mem_ceiling``: ``1 / (1 / (eta_mem BW) + 1 / mem_ceiling)``.
+
+    Args:
+        bandwidth_b_s: Datasheet memory bandwidth in bytes/s.
+        c: Coefficients (``eta_mem``, ``mem_ceiling``).
+    """
+    return 1.0 / (1.0 / (c.eta_mem * bandwidth_b_s) + 1.0 / c.mem_ceiling)
+
+
 @dataclass(frozen=True)
 class TrainingEstimate:
     """One training step (units in names; energy is GPU energy over all GPUs)."""
@@ -133,8 +146,8 @@ def estimate_training(
     flops_gpu /= tensor_parallel
     t_comp = flops_gpu / (TRAIN_MFU_PRIOR * g.peak_tflops(prec) * 1e12 * speed)
     w_bytes = prof.weight_bytes / tensor_parallel
-    t_mem = (3.0 * w_bytes + OPTIMIZER_BYTES_PER_PARAM * state_gpu) / (
-        c.eta_mem * g.memory_bandwidth_tb_s * 1e12
+    t_mem = (3.0 * w_bytes + OPTIMIZER_BYTES_PER_PARAM * state_gpu) / effective_bandwidth(
+        g.memory_bandwidth_tb_s * 1e12, c
     )
     p = c.overlap_p
     t_gpu = (t_mem**p + t_comp**p) ** (1.0 / p)

@@ -94,7 +94,7 @@ def test_batch_contract(batch_csv, tmp_path, configs_dir):
     out = tmp_path / "out.csv"
     res = estimate_csv(batch_csv, out, configs_dir)
     back = pd.read_csv(out, keep_default_na=False)
-    assert list(back.columns) == [*INPUT_COLUMNS, *OUTPUT_COLUMNS, "error"]
+    assert list(back.columns) == [*INPUT_COLUMNS, *OUTPUT_COLUMNS, "error", "warning"]
     assert len(back) == len(ROWS)
     err = res["error"].tolist()
     assert err[0] == err[1] == err[2] == err[8] == err[9] == ""
@@ -110,6 +110,7 @@ def test_batch_contract(batch_csv, tmp_path, configs_dir):
     assert (res.loc[good, "energy_per_token_j_lo"] < res.loc[good, "energy_per_token_j"]).all()
     assert (res.loc[good, "energy_per_token_j_hi"] > res.loc[good, "energy_per_token_j"]).all()
     assert res.loc[~good, "energy_per_token_j"].isna().all()
+    assert (res.loc[~good, "warning"] == "").all()
 
 
 def test_batch_matches_single_estimates(configs_dir):
@@ -128,10 +129,12 @@ def test_batch_matches_single_estimates(configs_dir):
             tensor_parallel=int(row.tensor_parallel),
             expert_parallel=int(row.expert_parallel),
             data_parallel=int(row.data_parallel),
+            max_num_seqs=int(row.max_num_seqs),
             configs_dir=configs_dir,
         )
         assert got.energy_per_token_j == pytest.approx(single.energy_per_token_j, rel=1e-9)
         assert got.avg_power_w == pytest.approx(single.avg_power_w, rel=1e-9)
+        assert got.warning == single.warning
 
 
 def test_batch_vectorised_scale(configs_dir):

@@ -44,3 +44,20 @@ def test_training_cli(capsys, tiny_config):
     assert rc == 0
     data = json.loads(capsys.readouterr().out)
     assert data["seq_len"] == 2048 and data["energy_per_token_j"] > 0
+
+
+def test_training_memory_time_uses_the_serving_bandwidth_rule(tiny_config):
+    from mlenergy.estimate.physics import default_coefficients
+    from mlenergy.estimate.training import effective_bandwidth
+
+    c = default_coefficients()
+    h100 = effective_bandwidth(3.35e12, c)
+    assert h100 == pytest.approx(1.0 / (1.0 / (c.eta_mem * 3.35e12) + 1.0 / c.mem_ceiling))
+    assert h100 < min(c.eta_mem * 3.35e12, c.mem_ceiling)
+    # a lower streaming ceiling slows a training step: the ceiling is part of its memory time
+    kw = dict(batch_size=1, seq_len=16)
+    base = estimate_training(str(tiny_config), "H100", coefficients=c, **kw)
+    slow = estimate_training(
+        str(tiny_config), "H100", coefficients=c.replace(mem_ceiling=c.mem_ceiling / 10), **kw
+    )
+    assert slow.step_duration_s > base.step_duration_s

@@ -1,0 +1,176 @@
+"""Per-GPU memory of a serving configuration and the fit rule of a serving engine (vLLM).
+
+A serving engine takes ``gpu_memory_utilization`` (vLLM default 0.9) of the device memory,
+loads its shard of the weights, profiles one forward pass of ``max_num_batched_tokens``
+tokens (activation peak, sampler logits) and gives what is left to the KV cache. If the
+weights and that workspace do not fit, the engine cannot start: an error whatever the
+workload. If the KV cache of ``batch_size`` sequences at their mean context does not fit in
+what is left, the engine would cap concurrency or preempt: an error when the prompt length
+was given (the asked-for batch cannot run), a warning when it was a task-default guess.
+
+One vectorised function (:func:`memory_bytes`) serves the single and the batch paths.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from mlenergy.estimate.profile import ModelProfile
+from mlenergy.models.architecture import ArchitectureSpec
+
+GPU_MEMORY_UTILIZATION = 0.9
+"""Fraction of device memory the engine may use (vLLM's default ``gpu_memory_utilization``)."""
+BYTES_PER_MEMORY_GB = float(2**30)
+"""Datasheet "GB" of HBM parts are binary: an "80 GB" H100 has 80 GiB of HBM (nvidia-smi shows
+81559 MiB; the driver's share is in :data:`FIXED_OVERHEAD_BYTES`). GDDR parts with ECC on
+(L4, L40S) expose about 1/16 less, which this rule does not model."""
+FIXED_OVERHEAD_BYTES = 1.5 * 2**30
+"""Per-GPU memory outside weights, activations and KV: CUDA context, NCCL and cuBLAS
+buffers, driver reservation (bytes)."""
+MAX_BATCHED_TOKENS = 8192
+"""Tokens of the engine's profiling forward pass (vLLM's server default on large GPUs)."""
+LOGIT_BYTES = 8.0
+"""Sampler bytes per sequence and vocabulary entry (fp32 logits and probabilities)."""
+ACT_BYTES = 2.0
+"""Bytes per activation element (bf16)."""
+
+MEMORY_KEYS = (
+    "weights_common",
+    "weights_experts",
+    "act_fixed",
+    "act_attn",
+    "act_mlp",
+    "act_moe",
+    "act_moe_h",
+    "logit_seq",
+)
+"""Per-model memory quantities of :func:`memory_row` (bytes or elements per token)."""
+
+
+def memory_row(spec: ArchitectureSpec, prof: ModelProfile) -> dict[str, float]:
+    """Per-model memory quantities (see :data:`MEMORY_KEYS`).
+
+    Weights in bytes (all GPUs together); activations in elements per batched token (the
+    ``act_attn``/``act_mlp``/``act_moe`` parts are sharded by tensor parallelism); sampler
+    bytes per sequence.
+    """
+    k = prof.experts_per_token if prof.is_moe else 0
+    moe_inter = spec.moe_intermediate_size or spec.intermediate_size
+    return {
+        "weights_common": prof.common_bytes + prof.embedding_bytes,
+        "weights_experts": prof.expert_bytes * prof.num_experts * prof.n_moe_layers,
+        "act_fixed": 4.0 * spec.hidden_size,  # residual, normed input, attention/MLP outputs
+        "act_attn": float((spec.num_heads + 2 * spec.num_kv_heads) * spec.head_dim),
+        "act_mlp": 3.0 * spec.intermediate_size,  # gate/up output and activation
+        "act_moe": 3.0 * k * moe_inter,  # fused-MoE caches of the k routed experts
+        "act_moe_h": float(k * spec.hidden_size),
+        "logit_seq": LOGIT_BYTES * spec.vocab_size,
+    }
+
+
+def usable_bytes(memory_gb: float | np.ndarray) -> float | np.ndarray:
+    """Memory the engine may use per GPU (bytes) on a GPU of ``memory_gb`` datasheet GB."""
+    return GPU_MEMORY_UTILIZATION * memory_gb * BYTES_PER_MEMORY_GB
+
+
+def memory_bytes(
+    f: Mapping[str, np.ndarray | float],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per-GPU memory need in bytes: (weights, workspace, KV cache and state, KV per sequence).
+
+    Args:
+        f: Feature columns (:data:`~mlenergy.estimate.physics.FEATURES` names for the
+            workload and KV layout) plus :data:`MEMORY_KEYS` and ``seqs`` (the engine's
+            concurrency cap ``max_num_seqs``, else the batch size, all replicas).
+
+    Weights: non-expert weights over the GPUs of a replica, routed experts over the
+    expert-parallel shards. Workspace: :data:`FIXED_OVERHEAD_BYTES` plus the activation peak
+    of a :data:`MAX_BATCHED_TOKENS`-token forward pass and the sampler's logits of
+    ``seqs / dp`` sequences. KV: ``batch / dp`` sequences at mean context ``I + O/2``
+    (windowed layers capped; MLA latent cache replicated across TP; GQA sharded at most
+    ``kv_heads`` ways; pipeline stages split the layers) plus recurrent state.
+    """
+    a = np.asarray(f["num_gpus"], dtype=float) / f["dp"]
+    shards = np.where(np.asarray(f["ep"]) > 1, f["num_gpus"], a)
+    weights = f["weights_common"] / a + f["weights_experts"] / shards
+    tp_eff = np.maximum(a / f["pp"], 1.0)
+    act = (
+        f["act_fixed"]
+        + f["act_attn"] / tp_eff
+        + np.maximum(f["act_mlp"] / tp_eff, f["act_moe"] / tp_eff + f["act_moe_h"])
+    )
+    seqs = np.minimum(np.asarray(f["seqs"], dtype=float) / f["dp"], MAX_BATCHED_TOKENS)
+    workspace = FIXED_OVERHEAD_BYTES + MAX_BATCHED_TOKENS * ACT_BYTES * act
+    workspace = workspace + seqs * f["logit_seq"]
+    ctx = f["input_tokens"] + 0.5 * np.asarray(f["output_tokens"], dtype=float)
+    ctx_w = np.where(np.asarray(f["window"]) > 0, np.minimum(ctx, f["window"]), ctx)
+    kv_shard = np.where(np.asarray(f["latent_kv"]) > 0, 1.0, np.minimum(tp_eff, f["num_kv_heads"]))
+    kv_shard = kv_shard * f["pp"]
+    per_seq = (f["kv_full"] * ctx + f["kv_window"] * ctx_w) / kv_shard + f["ssm_bytes"] / a
+    kv = f["batch"] / f["dp"] * per_seq
+    return weights, workspace, kv, per_seq
+
+
+def fit_verdict(
+    *,
+    weights: float,
+    workspace: float,
+    kv: float,
+    per_seq: float,
+    batch: float,
+    dp: float,
+    ctx: float,
+    memory_gb: float,
+    gpu_name: str,
+    input_given: bool,
+) -> tuple[str, str, str]:
+    """Apply the fit rule to one configuration (per-GPU figures in bytes).
+
+    Returns:
+        ``(error, fix, warning)``: ``error`` non-empty when the configuration cannot run
+        (weights and workspace over the usable memory, or the KV cache of ``batch``
+        sequences over what is left when the prompt length was given), with a ``fix``;
+        ``warning`` non-empty when only a task-default prompt length makes the KV cache
+        overflow. All messages carry the per-GPU memory arithmetic in GB (1e9 bytes).
+    """
+    usable = float(usable_bytes(memory_gb))
+    gb = 1e9
+    of = (
+        f"{usable / gb:.1f} GB usable (gpu_memory_utilization {GPU_MEMORY_UTILIZATION:g} x "
+        f"{memory_gb * BYTES_PER_MEMORY_GB / gb:.1f} GB = {memory_gb:g} GiB of {gpu_name})"
+    )
+    if weights + workspace > usable:
+        short = weights / max(usable - workspace, 1.0)
+        return (
+            f"weights do not fit: per GPU {weights / gb:.1f} GB weights + "
+            f"{workspace / gb:.1f} GB activations/workspace = "
+            f"{(weights + workspace) / gb:.1f} GB > {of}; the weights need {short:.2f}x "
+            "the memory left for them",
+            "Use more GPUs (tensor, expert or pipeline parallel) or lower-precision weights",
+            "",
+        )
+    free = usable - weights - workspace
+    if kv <= free:
+        return "", "", ""
+    seqs = batch / dp
+    fit = int(free // per_seq) * int(dp) if per_seq > 0 else 0
+    arithmetic = (
+        f"per GPU {weights / gb:.1f} GB weights + {workspace / gb:.1f} GB "
+        f"activations/workspace + {kv / gb:.1f} GB KV cache ({seqs:g} sequences x "
+        f"{ctx:.0f} tokens mean context) = {(weights + workspace + kv) / gb:.1f} GB > {of}; "
+        f"at most {fit} sequences fit"
+    )
+    if input_given:
+        return (
+            f"batch_size {batch:g} does not fit: {arithmetic}",
+            "Lower the batch size or the lengths, or use more GPUs",
+            "",
+        )
+    return (
+        "",
+        "",
+        f"KV cache at the task-default prompt length may not fit: {arithmetic}; the engine "
+        "would cap concurrency or preempt. Give input_tokens to check",
+    )
