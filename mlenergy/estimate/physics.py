@@ -231,6 +231,20 @@ FEATURES = (
 )
 
 
+def effective_bandwidth(bandwidth_b_s: float | np.ndarray, c: Coefficients) -> float | np.ndarray:
+    """Achieved memory bandwidth in bytes/s for streaming weights and KV cache.
+
+    ``eta_mem`` times the datasheet figure in series with the GPU-independent streaming
+    ceiling ``mem_ceiling``: ``1 / (1 / (eta_mem BW) + 1 / mem_ceiling)``. Latency-bound loads
+    do not speed up with the memory, so faster HBM is harder to saturate.
+
+    Args:
+        bandwidth_b_s: Datasheet memory bandwidth in bytes/s (scalar or array).
+        c: Coefficients (``eta_mem``, ``mem_ceiling``).
+    """
+    return 1.0 / (1.0 / (c.eta_mem * bandwidth_b_s) + 1.0 / c.mem_ceiling)
+
+
 def _soft_max(x: np.ndarray, y: np.ndarray, p: float) -> np.ndarray:
     """Smooth maximum ``(x^p + y^p)^(1/p)`` of two times (roofline with partial overlap)."""
     if p == 3.0:  # the shipped exponent: cube and cube root are much faster than power
@@ -266,7 +280,7 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     w_bytes = w_common + w_exp
     kv_bytes = br * (f["kv_full"] * ctx + f["kv_window"] * ctx_w) / kv_shard
     ssm_bytes = 2.0 * br * f["ssm_bytes"] / a
-    bw = 1.0 / (1.0 / (c.eta_mem * f["bandwidth"]) + 1.0 / c.mem_ceiling)
+    bw = effective_bandwidth(f["bandwidth"], c)
     t_mem = (w_bytes + kv_bytes + ssm_bytes) / bw
 
     speed = clock / f["spec_clock"]

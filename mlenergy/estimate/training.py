@@ -24,7 +24,7 @@ from mlenergy.errors import UserError
 from mlenergy.estimate.api import energy_source
 from mlenergy.estimate.catalog import GpuSpec, resolve_gpu
 from mlenergy.estimate.inputs import resolve_model
-from mlenergy.estimate.physics import Coefficients, default_coefficients
+from mlenergy.estimate.physics import Coefficients, default_coefficients, effective_bandwidth
 from mlenergy.estimate.profile import build_profile, normalise_precision
 
 TRAIN_MFU_PRIOR = 0.40
@@ -33,19 +33,6 @@ OPTIMIZER_BYTES_PER_PARAM = 16.0
 """Adam mixed precision: bf16 weight + bf16 grad + fp32 master + two fp32 moments."""
 ACTIVATION_BYTES_PER_TOKEN_LAYER_HIDDEN = 34.0
 """Stored activations per token, layer and hidden unit without recomputation (bytes)."""
-
-
-def effective_bandwidth(bandwidth_b_s: float, c: Coefficients) -> float:
-    """Achieved memory bandwidth in bytes/s: the serving model's (``physics``) rule.
-
-    ``eta_mem`` times the datasheet figure in series with the GPU-independent streaming
-    ceiling ``mem_ceiling``: ``1 / (1 / (eta_mem BW) + 1 / mem_ceiling)``.
-
-    Args:
-        bandwidth_b_s: Datasheet memory bandwidth in bytes/s.
-        c: Coefficients (``eta_mem``, ``mem_ceiling``).
-    """
-    return 1.0 / (1.0 / (c.eta_mem * bandwidth_b_s) + 1.0 / c.mem_ceiling)
 
 
 @dataclass(frozen=True)
