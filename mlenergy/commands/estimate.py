@@ -80,6 +80,8 @@ def _print_estimate(e: Any) -> None:
         + ", ".join(f"{k} {v:.1f} GB" for k, v in e.memory_gb_per_gpu.items()),
         f"  source                  : {e.energy_source}",
     ]
+    if e.warning:
+        out.append(f"  warning                 : {e.warning}")
     typer.echo("\n".join(out))
 
 
