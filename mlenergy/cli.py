@@ -53,6 +53,33 @@ def _register_commands() -> None:
 _register_commands()
 
 
+def _click_error_classes() -> dict[str, tuple[type[BaseException], ...]]:
+    """The click exception classes, from typer's vendored click and from click if installed."""
+    modules = []
+    try:
+        from typer._click import exceptions as vendored
+
+        modules.append(vendored)
+    except ImportError:  # older typer uses click directly
+        pass
+    try:
+        import click.exceptions as plain
+
+        modules.append(plain)
+    except ImportError:
+        pass
+    names = ("NoArgsIsHelpError", "ClickException", "Abort")
+    return {n: tuple(getattr(m, n) for m in modules if hasattr(m, n)) for n in names}
+
+
+def _usage_message(exc: BaseException) -> str:
+    """One line for a command-line usage error: what was wrong and where to read the usage."""
+    message = " ".join(str(exc.format_message()).split()).rstrip(".")  # type: ignore[attr-defined]
+    ctx = getattr(exc, "ctx", None)
+    command = ctx.command_path if ctx is not None else "mlenergy"
+    return f"{message}. Run '{command} --help' for the usage"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the process exit code (2 for bad input).
 
@@ -69,13 +96,15 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except SystemExit as exc:  # typer/click exits (e.g. --help)
         return int(exc.code or 0)
-    except Exception as exc:  # click usage errors carry their own exit code
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
+    except Exception as exc:
+        click_error = _click_error_classes()
+        if isinstance(exc, click_error["NoArgsIsHelpError"]):
+            typer.echo(exc.ctx.get_help() if exc.ctx else str(exc))
+            return 0
+        if isinstance(exc, click_error["ClickException"]):
+            typer.echo(f"error: {_usage_message(exc)}", err=True)
             return 2
-        if isinstance(exc, click.exceptions.Abort):
+        if isinstance(exc, click_error["Abort"]):
             typer.echo("aborted", err=True)
             return 130
         raise

@@ -16,7 +16,7 @@ def demo(
         "reports/dense-vs-moe"
     ),
 ) -> None:
-    """Run the default dense-vs-MoE study end to end (about 5 minutes on 2 CPU cores)."""
+    """Run the default dense-vs-MoE study end to end (2-5 minutes on 2 CPU cores)."""
     from mlenergy.sweep.dense_vs_moe import run_study
 
     result = run_study(
