@@ -217,3 +217,75 @@ def test_corrupted_store_file(filled_store, tmp_path, capsys):
     assert rc == 2 and err.startswith("error: ") and "\n" not in err
     assert segments[0].name in err
     assert _snapshot(data) == before
+
+
+def _no_model_building(monkeypatch):
+    """Make any model source resolution or build fail the test loudly."""
+    import mlenergy.models.loading as loading
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a model was resolved or built before the store was checked")
+
+    monkeypatch.setattr(loading, "resolve_source", refuse)
+    monkeypatch.setattr(loading, "load_model", refuse)
+    monkeypatch.setattr(loading, "build_random", refuse)
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux /proc")
+def test_unwritable_data_dir_fails_before_any_model(monkeypatch, capsys):
+    """QA: `--data-dir /proc/qa` passed os.access as root and failed only after measuring."""
+    _no_model_building(monkeypatch)
+    rc = main(["bench", "-m", "preset:tiny-dense", "-b", "1", *FAST, "--data-dir", "/proc/qa"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and err.startswith("error: ") and "\n" not in err
+    assert "/proc/qa is not writable" in err and "--data-dir" in err
+
+
+def test_fresh_data_dir_probe_leaves_nothing(tmp_path, monkeypatch, capsys):
+    """The write probe runs before the models and leaves no folder behind on a later error."""
+    import mlenergy.models.loading as loading
+
+    def refuse(*args, **kwargs):
+        from mlenergy.errors import UserError
+
+        raise UserError("stop after the store probe")
+
+    monkeypatch.setattr(loading, "resolve_source", refuse)
+    data = tmp_path / "new" / "data"
+    rc = main(["bench", "-m", "preset:tiny-dense", "-b", "1", *FAST, "--data-dir", str(data)])
+    assert rc == 2 and "stop after the store probe" in capsys.readouterr().err
+    assert not (tmp_path / "new").exists()
+
+
+def test_quality_checks_a_corrupted_store_before_computing(
+    filled_store, tmp_path, monkeypatch, capsys
+):
+    import mlenergy.commands.quality as quality_cmd
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("quality computed before the store was checked")
+
+    monkeypatch.setattr(quality_cmd, "_perplexity", refuse)
+    data = tmp_path / "data"
+    shutil.copytree(filled_store[0], data)
+    segments = sorted((data / "results").rglob("*.parquet"))
+    segments[0].write_bytes(b"this is not parquet")
+    before = _snapshot(data)
+    rc = main(["quality", "--model", "preset:tiny-dense", "--data-dir", str(data)])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and err.startswith("error: ") and "\n" not in err
+    assert segments[0].name in err
+    assert _snapshot(data) == before
+
+
+def test_config_missing_sizes_is_refused_before_building(tmp_path, capsys):
+    """QA: {"model_type": "llama"} silently became a 6.74B model with default sizes."""
+    cfg = tmp_path / "missing.json"
+    cfg.write_text('{"model_type": "llama"}')
+    data = tmp_path / "data"
+    rc = main(["bench", "-m", str(cfg), "-b", "1", *FAST, "--data-dir", str(data)])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and err.startswith("error: ") and "\n" not in err
+    assert "hidden_size, num_hidden_layers, num_attention_heads, vocab_size" in err
+    assert "memory" not in err
+    assert not data.exists()

@@ -51,6 +51,7 @@ def open_store(data_dir: Path) -> Any:
 
     store = RunStore(data_dir)
     _check_writable(data_dir)
+    store.ensure_writable()  # really creates a temp file: root passes os.access checks
     if store.results_dir.is_dir():
         store.check()
     return store
@@ -210,6 +211,9 @@ def _run(
     canonical_dtype(spec.dtype)
     check_device(spec.device)
     prompt_source = PromptSource.parse(spec.prompts)
+    # The store is probed before any config is read or model built: an unwritable
+    # --data-dir must not cost a whole measurement.
+    store = open_store(data_dir) if data_dir is not None else None
     resolved = [resolve_source(m) for m in dict.fromkeys(models)]
     for source in resolved:
         check_context_length(source.config, spec, source.model_id)
@@ -217,7 +221,6 @@ def _run(
             check_buildable(source.config, spec.dtype, source.model_id)
     if prompt_source.kind != "synthetic":
         load_texts(prompt_source, limit=1)  # unreadable or text-less prompts fail here
-    store = open_store(data_dir) if data_dir is not None else None
 
     import torch
 

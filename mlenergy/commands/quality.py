@@ -39,6 +39,14 @@ def quality(
         raise UserError(f"--seq-len must be at least 2 (got {seq_len})")
     if max_tokens is not None and max_tokens < seq_len + 1:
         raise UserError(f"--max-tokens must be at least {seq_len + 1}")
+    run_store = None
+    if store:  # a damaged or unwritable store fails now, not after the evaluation
+        from mlenergy.store import RunStore
+
+        run_store = RunStore(resolve_data_dir(data_dir))
+        run_store.ensure_writable()
+        if run_store.results_dir.is_dir():
+            run_store.check()
     if task == "perplexity":
         records = [_perplexity(model, corpus, seq_len, max_tokens, device, dtype)]
     elif task.startswith("lm-eval:") and task.removeprefix("lm-eval:"):
@@ -59,10 +67,7 @@ def quality(
     for r in records:
         err = f" +/- {r.stderr:.4g}" if r.stderr is not None else ""
         typer.echo(f"{r.model.model_id}  {r.task}  {r.metric} = {r.value:.6g}{err}")
-    if store:
-        from mlenergy.store import RunStore
-
-        run_store = RunStore(resolve_data_dir(data_dir))
+    if run_store is not None:
         records = [_link_runs(r, run_store) for r in records]
         res = run_store.append(records)
         linked = len(records[0].linked_run_ids) if records else 0

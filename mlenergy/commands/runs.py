@@ -21,8 +21,13 @@ _LIST_COLUMNS = (
     "accelerator_model",
     "batch_size",
     "energy_source",
-    "decode_energy_per_token_j",
+    "energy_per_token_j",
     "submitter",
+)
+_HEADERS = {"energy_per_token_j": "J/token"}
+_PER_TOKEN_NOTE = (
+    "J/token: decode-phase energy per generated token; values marked (request) come from "
+    "runs with only a whole-request phase (prefill + decode energy per generated token)."
 )
 
 
@@ -45,6 +50,26 @@ def _cell(value: object) -> str:
     return str(value)
 
 
+def _per_token_cells(frame) -> list[str]:
+    """Decode energy per token (J) where present, else the request phase's, marked."""
+    import math
+
+    def present(value: object) -> bool:
+        return value is not None and not (isinstance(value, float) and math.isnan(value))
+
+    cells = []
+    for dec, req in zip(
+        frame["decode_energy_per_token_j"], frame["request_energy_per_token_j"], strict=True
+    ):
+        if present(dec):
+            cells.append(_cell(float(dec)))
+        elif present(req):
+            cells.append(f"{_cell(float(req))} (request)")
+        else:
+            cells.append("-")
+    return cells
+
+
 @runs_app.command("list")
 def list_runs(
     data_dir: DataDirOption = None,
@@ -53,20 +78,33 @@ def list_runs(
     ] = None,
     limit: Annotated[int, typer.Option(help="Show at most this many (newest); 0 = all.")] = 50,
 ) -> None:
-    """List stored runs (newest last) with their energy per decoded token in joules."""
+    """List stored runs (newest last) with their energy per generated token in joules.
+
+    The J/token column shows the decode phase's energy per token, or, for runs with only a
+    whole-request phase (e.g. imported reference runs), the request phase's, marked.
+    """
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    frame = _store(data_dir).runs_frame()
+    store = _store(data_dir)
+    if not store.results_dir.is_dir():
+        typer.echo(
+            f"no store at {store.data_dir} yet (run `mlenergy bench` or "
+            "`mlenergy leaderboard import-reference` to create one)",
+            err=True,
+        )
+        return
+    frame = store.runs_frame()
     if model:
         frame = frame[frame["model_id"].str.contains(model, regex=False)]
     total = len(frame)
     if limit > 0:
         frame = frame.tail(limit)
-    table = Table(title=f"{total} run(s)", show_lines=False)
+    frame = frame.assign(energy_per_token_j=_per_token_cells(frame))
+    table = Table(title=f"{total} run(s)", caption=_PER_TOKEN_NOTE, show_lines=False)
     for col in _LIST_COLUMNS:
-        table.add_column(col.replace("decode_energy_per_token_j", "decode J/token"))
+        table.add_column(_HEADERS.get(col, col))
     for row in frame[list(_LIST_COLUMNS)].itertuples(index=False):
         table.add_row(*(Text(_cell(v)) for v in row))
     console = Console()

@@ -27,7 +27,10 @@ def submit(
     ],
     submitter: Annotated[
         str | None,
-        typer.Option(help="Your name or lab (required when the bundle holds bare records)."),
+        typer.Option(
+            help="Your name or lab (required when the bundle holds bare records; for a "
+            "Submission file it must match the submitter named in the file)."
+        ),
     ] = None,
     data_dir: DataDirOption = None,
 ) -> None:

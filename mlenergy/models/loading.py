@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlparse
 
 from mlenergy.errors import UserError
+from mlenergy.models.config_fields import check_config_fields
 from mlenergy.models.info import model_info_from_config, parameter_counts
 from mlenergy.models.presets import PRESET_PREFIX, PRESETS, preset_config
 from mlenergy.records import ModelInfo
@@ -196,7 +197,9 @@ def read_config_file(path: str | Path) -> PretrainedConfig:
             f"config file {str(file)!r} holds a JSON {type(data).__name__}, not an object",
             "Give a Hugging Face config.json (a JSON object with model_type)",
         )
-    return config_from_dict(data, origin=str(file))
+    config = config_from_dict(data, origin=str(file))
+    check_config_fields(data, config, origin=str(file))
+    return config
 
 
 def config_from_dict(data: dict[str, Any], origin: str = "config") -> PretrainedConfig:

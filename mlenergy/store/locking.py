@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -46,3 +47,37 @@ def locked_folders(
         yield
     finally:
         lock.release()
+
+
+def probe_writable(folder: Path, data_dir: Path) -> None:
+    """Create ``folder``, write and remove a temp file in it, remove the folders it created.
+
+    A real write, because root passes ``os.access`` checks on folders it cannot write (e.g.
+    under ``/proc``). Leaves nothing behind.
+
+    Args:
+        folder: The folder a later write needs (e.g. ``data_dir/results``).
+        data_dir: The user's ``--data-dir``, named in the error message.
+
+    Raises:
+        StoreError: The folder cannot be created or written.
+    """
+    created: list[Path] = []
+    probe = folder
+    while not probe.exists() and probe.parent != probe:
+        created.append(probe)
+        probe = probe.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".tmp-probe-{uuid.uuid4().hex}"
+        tmp.write_bytes(b"")
+        tmp.unlink()
+    except OSError as exc:
+        raise StoreError(
+            f"data directory {data_dir} is not writable ({exc.strerror or exc})",
+            "pass --data-dir pointing to a folder you can write (or fix its permissions)",
+        ) from exc
+    finally:
+        for made in created:  # innermost first
+            with contextlib.suppress(OSError):
+                made.rmdir()

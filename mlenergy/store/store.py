@@ -31,7 +31,7 @@ from mlenergy.records import QualityResult, RunRecord
 from mlenergy.store import scan
 from mlenergy.store import segments as seg
 from mlenergy.store.export import export_store
-from mlenergy.store.locking import locked_folders
+from mlenergy.store.locking import locked_folders, probe_writable
 from mlenergy.store.tables import (
     RECORD_JSON,
     quality_table,
@@ -101,6 +101,18 @@ class RunStore:
 
     def __repr__(self) -> str:
         return f"RunStore({str(self.data_dir)!r})"
+
+    def ensure_writable(self) -> None:
+        """Check, cheaply and before any long work, that an append could write the store.
+
+        Creates the results folder if needed, writes and removes a temp file in it, then
+        removes the folders it created, so nothing is left behind. Root passes permission
+        checks, so this really tries instead of asking ``os.access``.
+
+        Raises:
+            StoreError: The folder cannot be created or written (names ``data_dir``).
+        """
+        probe_writable(self.results_dir, self.data_dir)
 
     # ------------------------------------------------------------------ writing
 

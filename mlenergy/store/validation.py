@@ -18,6 +18,10 @@ Rules, each reported as one line naming the record and the field:
 * no duplicates (content hash) within the bundle or against ``known_hashes`` (the store and
   the pending queue), no reuse of a stored run id.
 
+The provenance, physics and energy-source rules live in :mod:`mlenergy.store.rules`; they also
+run on the readable values of a record that fails its schema, so one schema error does not
+hide the other problems.
+
 Text fields are not rejected for their content; show them through :func:`escape_text`.
 """
 
@@ -26,7 +30,7 @@ from __future__ import annotations
 import html
 import json
 import unicodedata
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,22 +38,37 @@ from typing import Any
 from pydantic import ValidationError
 
 from mlenergy.records import QualityResult, RunRecord, Submission
+from mlenergy.store.rules import (
+    ENERGY_REL_TOL,
+    PER_TOKEN_REL_TOL,
+    POWER_CEILING_FACTOR,
+    POWER_FLOOR_FRACTION,
+    TdpLookup,
+    check_raw_run,
+    check_run,
+)
+
+__all__ = [
+    "ENERGY_REL_TOL",
+    "MAX_BUNDLE_BYTES",
+    "MAX_PROBLEMS",
+    "PER_TOKEN_REL_TOL",
+    "POWER_CEILING_FACTOR",
+    "POWER_FLOOR_FRACTION",
+    "ParsedBundle",
+    "TdpLookup",
+    "ValidationReport",
+    "check_run",
+    "escape_text",
+    "parse_bundle",
+    "terminal_text",
+    "validate_bundle",
+]
 
 MAX_BUNDLE_BYTES = 5_000_000
 """Largest accepted bundle, in bytes (5 MB)."""
-POWER_CEILING_FACTOR = 1.2
-"""Average power may exceed the claimed devices' total TDP by at most this factor."""
-POWER_FLOOR_FRACTION = 0.05
-"""Average power must reach this fraction of the claimed devices' total TDP (the floor)."""
-ENERGY_REL_TOL = 0.05
-"""Allowed relative gap between ``energy_j`` and ``avg_power_w x duration_s``."""
-PER_TOKEN_REL_TOL = 0.01
-"""Allowed relative gap between ``energy_per_token_j`` and ``energy_j / tokens``."""
 MAX_PROBLEMS = 200
 """Problems listed before the report is cut short."""
-
-TdpLookup = Callable[[str], float | None]
-"""Maps an accelerator name to its TDP in watts (``None`` if unknown)."""
 
 
 @dataclass(frozen=True)
@@ -95,7 +114,8 @@ def _pydantic_problems(where: str, exc: ValidationError | list[Any]) -> list[str
     errors = exc.errors(include_url=False) if isinstance(exc, ValidationError) else exc
     for err in errors:
         loc = _loc(tuple(err["loc"]))
-        msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
+        msg = "unknown field" if err["type"] == "extra_forbidden" else str(err["msg"])
+        msg = msg.removeprefix("Value error, ").removeprefix("Assertion failed, ")
         target = f"{where}.{loc}" if where and loc else (where or loc or "bundle")
         problems.append(f"{target}: {msg}")
     return problems
@@ -170,11 +190,14 @@ class ParsedBundle:
         records: ``(where, record)`` for every record that passed its schema, where ``where``
             is ``runs[i]`` / ``quality[i]`` (Submission) or ``line N`` (JSON Lines).
         problems: Schema and format problems.
+        raw_runs: ``(where, dict)`` for every run record that failed its schema: the rules
+            that can run on the raw values still check them.
     """
 
     submission: Submission | None
     records: list[tuple[str, RunRecord | QualityResult]]
     problems: list[str]
+    raw_runs: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
 
 def _parse_record(
@@ -199,8 +222,8 @@ def parse_bundle(raw: bytes, submitter: str | None = None) -> ParsedBundle:
 
     Args:
         raw: The bundle's bytes (UTF-8 JSON or JSON Lines).
-        submitter: Submitter name for a bundle of bare records (ignored for a Submission
-            object, which names its own submitter).
+        submitter: Submitter name for a bundle of bare records. A Submission object names
+            its own submitter; a different ``submitter`` given here is a problem.
     """
     try:
         text = raw.decode("utf-8")
@@ -210,9 +233,18 @@ def parse_bundle(raw: bytes, submitter: str | None = None) -> ParsedBundle:
         )
     items, problems = _parse_items(text.lstrip("\ufeff"))
     records: list[tuple[str, RunRecord | QualityResult]] = []
+    raw_runs: list[tuple[str, dict[str, Any]]] = []
     failed = bool(problems)
     if len(items) == 1 and isinstance(items[0][1], dict) and _kind_of(items[0][1]) == "submission":
         obj = items[0][1]
+        named = obj.get("submitter")
+        given = (submitter or "").strip()
+        if given and isinstance(named, str) and named.strip() != given:
+            problems.append(
+                f"bundle.submitter: the file names submitter {named.strip()!r}, but "
+                f"--submitter {given!r} was given (drop --submitter or make them match)"
+            )
+            failed = True
         for key, kind in (("runs", "run"), ("quality", "quality")):
             values = obj.get(key)
             if not isinstance(values, list):
@@ -222,6 +254,8 @@ def parse_bundle(raw: bytes, submitter: str | None = None) -> ParsedBundle:
                 problems.extend(errs)
                 if rec is not None:
                     records.append((f"{key}[{i}]", rec))
+                elif kind == "run" and isinstance(value, dict):
+                    raw_runs.append((f"{key}[{i}]", value))
         try:
             submission = Submission.model_validate(obj)
         except ValidationError as exc:
@@ -238,14 +272,16 @@ def parse_bundle(raw: bytes, submitter: str | None = None) -> ParsedBundle:
             ]
             if shell_errors:
                 problems.extend(_pydantic_problems("", shell_errors))
-            return ParsedBundle(None, records, problems)
-        return ParsedBundle(None if failed else submission, records, problems)
+            return ParsedBundle(None, records, problems, raw_runs)
+        return ParsedBundle(None if failed else submission, records, problems, raw_runs)
     runs: list[RunRecord] = []
     quality: list[QualityResult] = []
     for where, obj in items:
         rec, errs = _parse_record(where, obj)
         problems.extend(errs)
         if rec is None:
+            if isinstance(obj, dict) and _kind_of(obj) == "run":
+                raw_runs.append((where, obj))
             failed = True
             continue
         records.append((where, rec))
@@ -257,132 +293,14 @@ def parse_bundle(raw: bytes, submitter: str | None = None) -> ParsedBundle:
         problems.append("bundle holds no run record")
         failed = True
     if failed:
-        return ParsedBundle(None, records, problems)
+        return ParsedBundle(None, records, problems, raw_runs)
     try:
         submission = Submission(
             submitter=(submitter or "").strip(), runs=tuple(runs), quality=tuple(quality)
         )
     except ValidationError as exc:
-        return ParsedBundle(None, records, _pydantic_problems("", exc))
+        return ParsedBundle(None, records, _pydantic_problems("", exc), raw_runs)
     return ParsedBundle(submission, records, problems)
-
-
-def _rel_gap(a: float, b: float) -> float:
-    scale = max(abs(a), abs(b))
-    return 0.0 if scale == 0 else abs(a - b) / scale
-
-
-def _power_limits(
-    run: RunRecord, where: str, tdp_lookup: TdpLookup | None
-) -> tuple[tuple[float, float, str] | None, list[str]]:
-    """Return ``(floor_w, ceiling_w, description)`` for the run's claimed hardware."""
-    hw = run.hardware
-    cpu_packages = max(1, len(run.scope.cpu_indices))
-    if hw.accelerator_count > 0:
-        name = hw.accelerator_model or ""
-        tdp = hw.accelerator_tdp_w
-        if tdp is None and tdp_lookup is not None:
-            try:
-                tdp = tdp_lookup(name)
-            except Exception:  # a catalog failure must not hide the other problems
-                tdp = None
-        if tdp is None or not tdp > 0:
-            return None, [
-                f"{where}.hardware: unknown accelerator {name!r}: add accelerator_tdp_w (watts)"
-            ]
-        total = hw.accelerator_count * tdp
-        ceiling = total * POWER_CEILING_FACTOR
-        if run.scope.cpu_indices and hw.cpu_tdp_w:
-            ceiling += cpu_packages * hw.cpu_tdp_w * POWER_CEILING_FACTOR
-        floor = POWER_FLOOR_FRACTION * total
-        return (floor, ceiling, f"{hw.accelerator_count} x {name} (TDP {tdp:g} W)"), []
-    if hw.cpu_tdp_w is None:
-        return None, [f"{where}.hardware.cpu_tdp_w: a CPU-only run needs the CPU TDP in watts"]
-    total = cpu_packages * hw.cpu_tdp_w
-    ceiling = total * POWER_CEILING_FACTOR
-    return (
-        POWER_FLOOR_FRACTION * total,
-        ceiling,
-        f"CPU {hw.cpu_model or '?'} (TDP {hw.cpu_tdp_w:g} W)",
-    ), []
-
-
-def check_run(run: RunRecord, where: str, tdp_lookup: TdpLookup | None = None) -> list[str]:
-    """Check one run's provenance, physics and energy source; return its problems."""
-    problems: list[str] = []
-    source = run.energy_source
-    for label, value in (
-        ("energy_source", source),
-        ("idle.energy_source", run.idle.energy_source if run.idle else None),
-        (
-            "power_timeline.energy_source",
-            run.power_timeline.energy_source if run.power_timeline else None,
-        ),
-    ):
-        if value is not None and value.startswith("emulated:"):
-            problems.append(f"{where}.{label}: {value!r} comes from emulated test devices")
-    if run.status != "ok":
-        problems.append(f"{where}.status: only successful runs can be submitted")
-    if run.hardware.accelerator_count == 0 and not run.hardware.cpu_model:
-        problems.append(f"{where}.hardware.cpu_model: required for a CPU-only run")
-    kind = source.split(":", 1)[0]
-    if kind in ("measured", "modelled") and not (run.software.torch or run.software.engine):
-        problems.append(
-            f"{where}.software.torch: required for a measured or modelled run "
-            "(or software.engine for a serving engine)"
-        )
-    if source.startswith("measured:zeus") and not run.software.zeus:
-        problems.append(f"{where}.software.zeus: required for a Zeus measurement")
-    energetic = [p for p in run.phases if p.energy_j is not None]
-    if (
-        run.status == "ok"
-        and not energetic
-        and not any(c.energy_j is not None for c in run.checkpoints)
-    ):
-        problems.append(f"{where}.phases: no energy figure (every energy_j is null)")
-
-    limits, limit_problems = _power_limits(run, where, tdp_lookup)
-    problems.extend(limit_problems)
-    for i, phase in enumerate(run.phases):
-        at = f"{where}.phases[{i}] ({phase.phase.value})"
-        if phase.energy_j is None:
-            continue
-        if phase.duration_s <= 0:
-            problems.append(f"{at}.duration_s: must be positive when energy_j is given")
-            continue
-        power = phase.energy_j / phase.duration_s
-        if phase.avg_power_w is not None:
-            implied = phase.avg_power_w * phase.duration_s
-            gap = _rel_gap(phase.energy_j, implied)
-            if gap > ENERGY_REL_TOL:
-                problems.append(
-                    f"{at}.energy_j: {phase.energy_j:.6g} J differs from avg_power_w x duration_s "
-                    f"= {implied:.6g} J by {gap:.1%} (limit {ENERGY_REL_TOL:.0%})"
-                )
-        if limits is not None:
-            floor, ceiling, desc = limits
-            if not (floor <= power <= ceiling and power > 0):
-                problems.append(
-                    f"{at}: average power {power:.4g} W is outside the plausible range "
-                    f"[{floor:.4g}, {ceiling:.4g}] W for {desc}"
-                )
-        if phase.energy_per_token_j is not None:
-            if phase.tokens <= 0:
-                problems.append(f"{at}.energy_per_token_j: given but tokens is 0")
-            else:
-                expected = phase.energy_j / phase.tokens
-                gap = _rel_gap(phase.energy_per_token_j, expected)
-                if gap > PER_TOKEN_REL_TOL:
-                    problems.append(
-                        f"{at}.energy_per_token_j: {phase.energy_per_token_j:.6g} J differs from "
-                        f"energy_j / tokens = {expected:.6g} J by {gap:.1%}"
-                    )
-    idle_w = run.idle.avg_power_w if run.idle is not None else None
-    if limits is not None and idle_w is not None and idle_w > limits[1]:
-        problems.append(
-            f"{where}.idle.avg_power_w: {idle_w:.4g} W exceeds {limits[1]:.4g} W for {limits[2]}"
-        )
-    return problems
 
 
 def validate_bundle(
@@ -442,6 +360,9 @@ def validate_bundle(
         seen_ids.setdefault(rid, where)
         if isinstance(rec, RunRecord):
             problems.extend(check_run(rec, where, tdp_lookup))
+    # Records that failed their schema still get the rules their readable values allow.
+    for where, obj in parsed.raw_runs:
+        problems.extend(check_raw_run(obj, where, tdp_lookup))
     if len(problems) > MAX_PROBLEMS:
         extra = len(problems) - MAX_PROBLEMS
         problems = [*problems[:MAX_PROBLEMS], f"... and {extra} more problem(s)"]
