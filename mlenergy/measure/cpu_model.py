@@ -16,11 +16,18 @@ utilisation::
     power_w = idle_w + (tdp_w - idle_w) x u,        u in [0, 1]
 
 where ``u`` is the CPU utilisation of this process over the window: the CPU seconds it used
-(user + system, all threads, plus reaped children; ``os.times()``) divided by
+(user + system, all threads, plus reaped children; see :func:`process_cpu_seconds`) divided by
 ``wall seconds x n``. Because the model is linear, a window's energy is exact from two
-``os.times()`` readings (no sampling thread)::
+CPU-time readings (no sampling thread)::
 
     energy_j = idle_w x duration_s + (tdp_w - idle_w) x cpu_s / n
+
+The CPU-time clock must resolve short windows: ``os.times()`` and ``psutil`` CPU times count
+in clock ticks (10 ms on Linux), so a window of a few milliseconds of computation would read
+0 CPU seconds and be charged only the idle power. The process's own CPU time is therefore read
+from ``time.process_time()`` (``CLOCK_PROCESS_CPUTIME_ID`` on Linux: nanosecond resolution,
+user + system, all threads of the process); only the CPU time of reaped child processes, which
+no high-resolution clock reports, still comes from ``os.times()``.
 
 Utilisation is the process's own, not the whole machine's, so a busy neighbour on a shared
 machine does not inflate a run's figure; the idle share is charged in full to the scope.
@@ -40,6 +47,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -189,9 +197,19 @@ class CpuPowerModel:
 
 
 def process_cpu_seconds() -> float:
-    """CPU seconds used so far by this process (user + system, all threads, reaped children)."""
+    """CPU seconds used so far by this process (user + system, all threads, reaped children).
+
+    The process's own CPU time comes from :func:`time.process_time`
+    (``CLOCK_PROCESS_CPUTIME_ID``: nanosecond resolution, every thread), so windows of a few
+    milliseconds see their computation; ``os.times()`` / ``psutil`` count in 10 ms clock ticks
+    and read 0 for such windows. Reaped children's CPU time has no high-resolution clock and
+    is added from ``os.times()`` (tick resolution).
+
+    Returns:
+        Cumulative CPU time in seconds; only differences between two calls are meaningful.
+    """
     t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
+    return time.process_time() + t.children_user + t.children_system
 
 
 def resolve_cpu_power_model(

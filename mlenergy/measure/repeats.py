@@ -41,14 +41,14 @@ def energy_stats(results: Sequence[WindowResult]) -> RepeatStats | None:
     values = [r.energy_j for r in results]
     if any(v is None for v in values):
         return None
-    return RepeatStats.from_values([float(v) for v in values if v is not None])
+    return RepeatStats.from_values([float(v) for v in values if v is not None], nonnegative=True)
 
 
 def duration_stats(results: Sequence[WindowResult]) -> RepeatStats:
     """Duration statistics in seconds."""
     if not results:
         raise UserError("no window results to summarise", "Measure at least one repeat")
-    return RepeatStats.from_values([r.duration_s for r in results])
+    return RepeatStats.from_values([r.duration_s for r in results], nonnegative=True)
 
 
 def summarize_repeats(results: Sequence[WindowResult]) -> RepeatSummary:

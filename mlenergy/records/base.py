@@ -106,20 +106,39 @@ class RepeatStats(FrozenModel):
         return self
 
     @classmethod
-    def from_values(cls, values: list[float] | tuple[float, ...]) -> RepeatStats:
-        """Summarise repeat values with a Student-t 95% confidence interval of the mean.
+    def from_values(
+        cls, values: list[float] | tuple[float, ...], nonnegative: bool | None = None
+    ) -> RepeatStats:
+        """Summarise repeat values with a 95% confidence interval of the mean.
+
+        The interval is the Student-t interval ``mean ± t(0.975, n-1) x std / sqrt(n)``. For a
+        quantity that cannot be negative (energy in joules, a duration in seconds) that
+        interval can reach below 0 when the repeats are few and spread out (e.g. ``n=2``);
+        such a bound is impossible, so for a non-negative quantity the interval is the
+        Student-t interval *truncated at 0*: ``low = max(0, mean - half)``, ``high`` unchanged.
+        The truncated interval still contains the mean and is never wider than the t interval.
 
         Args:
             values: One value per repeat (at least one), in the unit of the owning field.
+            nonnegative: Whether the quantity cannot be negative, so the interval's low end is
+                clamped at 0. ``None`` (default) infers it: ``True`` when every value is
+                ``>= 0``, ``False`` otherwise.
 
         Returns:
             The statistics; ``ci95`` is ``None`` for a single repeat.
+
+        Raises:
+            ValueError: No values, or ``nonnegative=True`` with a negative value.
         """
         from scipy import stats  # local: keep record import light
 
         vals = tuple(float(v) for v in values)
         if not vals:
             raise ValueError("RepeatStats needs at least one value")
+        if nonnegative is None:
+            nonnegative = all(v >= 0 for v in vals)
+        elif nonnegative and any(v < 0 for v in vals):
+            raise ValueError(f"RepeatStats: nonnegative=True but a value is negative: {vals}")
         n = len(vals)
         mean = sum(vals) / n
         if n == 1:
@@ -127,6 +146,7 @@ class RepeatStats(FrozenModel):
         var = sum((v - mean) ** 2 for v in vals) / (n - 1)
         std = math.sqrt(var)
         half = float(stats.t.ppf(0.975, n - 1)) * std / math.sqrt(n)
-        return cls(
-            n=n, values=vals, mean=mean, std=std, ci95=Interval(low=mean - half, high=mean + half)
-        )
+        low = mean - half
+        if nonnegative:
+            low = max(0.0, low)
+        return cls(n=n, values=vals, mean=mean, std=std, ci95=Interval(low=low, high=mean + half))

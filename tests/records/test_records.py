@@ -133,6 +133,29 @@ def test_repeat_stats_ci():
     assert RepeatStats.from_values([5.0]).ci95 is None
 
 
+def test_repeat_stats_ci_truncated_at_zero_for_nonnegative_quantities():
+    # n=2, spread out: the Student-t interval reaches far below 0 (t(0.975, 1) = 12.706)
+    vals = [0.01, 0.05]
+    half = 12.7062 * (0.04 / 2**0.5) / 2**0.5
+    st = RepeatStats.from_values(vals)  # all >= 0: inferred non-negative
+    assert st.ci95.low == 0.0
+    assert st.ci95.high == pytest.approx(0.03 + half, rel=1e-4)
+    assert st.ci95.low <= st.mean <= st.ci95.high
+    assert RepeatStats.from_values(vals, nonnegative=True).ci95 == st.ci95
+    # opting out keeps the plain Student-t interval, negative low end included
+    raw = RepeatStats.from_values(vals, nonnegative=False)
+    assert raw.ci95.low == pytest.approx(0.03 - half, rel=1e-4) and raw.ci95.low < 0
+    assert raw.ci95.high == st.ci95.high
+    # a quantity with negative values is inferred signed: no clamp
+    signed = RepeatStats.from_values([-1.0, 1.0])
+    assert signed.ci95.low == pytest.approx(-12.7062, rel=1e-4)
+    # an interval already above 0 is unchanged by the clamp
+    tight = RepeatStats.from_values([10.0, 11.0, 12.0], nonnegative=True)
+    assert tight.ci95.low == pytest.approx(11.0 - 4.3027 / 3**0.5, rel=1e-3)
+    with pytest.raises(ValueError, match="nonnegative"):
+        RepeatStats.from_values([-1.0, 2.0], nonnegative=True)
+
+
 def test_content_hash_ignores_submission_only():
     from mlenergy.records import SubmissionInfo
 
