@@ -26,6 +26,7 @@ if importlib.util.find_spec("mlenergy") is None:  # pragma: no cover
 from mlenergy.analysis import leaderboard as lb
 from mlenergy.analysis import leaderboard_plots as plots
 from mlenergy.analysis import leaderboard_views as views
+from mlenergy.analysis.leaderboard_arch import ARCH_KINDS
 from mlenergy.analysis.leaderboard_data import LeaderboardData
 from mlenergy.analysis.leaderboard_estimate import (
     estimator_available,
@@ -48,7 +49,7 @@ CSS = """
 """
 PLOTS = ("Energy vs quality", "Energy vs latency", "Tokens/s/W by hardware")
 SORT_CHOICES = [(c.label, c.name) for c in lb.COLUMNS]
-ARCH_CHOICES = ["all", "dense", "MoE"]
+ARCH_CHOICES = ["all", *ARCH_KINDS]
 
 
 FILTERS = ("task", "hardware", "arch", "precisions", "gpus", "sources", "search", "itl", "budget")

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from mlenergy.analysis.leaderboard_arch import ARCH_KINDS, architecture_kinds
 from mlenergy.analysis.leaderboard_columns import COLUMNS, DEFAULT_SORT, SORTABLE
 
 __all__ = [
@@ -76,7 +77,9 @@ def prepare_runs(runs: pd.DataFrame) -> pd.DataFrame:
     ``throughput_tokens_per_s`` and ``avg_power_w`` (same phase choice), ``itl_ms``
     (median inter-token latency, ms), ``tokens_per_j`` (tokens per joule, i.e. tokens per
     second per watt), ``hardware`` (accelerator model, else CPU model), ``arch_kind``
-    (``dense``/``MoE``), ``source_kind`` (prefix of ``energy_source`` when missing),
+    (``dense``/``MoE``/``hybrid``, see
+    :func:`mlenergy.analysis.leaderboard_arch.architecture_kind`), ``source_kind`` (prefix of
+    ``energy_source`` when missing),
     ``active_params_b`` / ``total_params_b`` (billions), ``quality`` (NaN until
     :func:`mlenergy.analysis.leaderboard_views.attach_quality`) and ``_search`` (lower-case
     text searched by :func:`filter_runs`).
@@ -109,11 +112,7 @@ def prepare_runs(runs: pd.DataFrame) -> pd.DataFrame:
     df["hardware"] = accel.where(accel != "", _text(df, "cpu_model").replace("", "CPU"))
     count = _col(df, "accelerator_count").fillna(0)
     df["accelerator_count"] = count.astype(int)
-    if "is_moe" in df.columns:
-        moe = df["is_moe"].astype(object).fillna(False).astype(bool)
-    else:
-        moe = pd.Series(False, index=df.index)
-    df["arch_kind"] = np.where(moe, "MoE", "dense")
+    df["arch_kind"] = architecture_kinds(df)
     source = _text(df, "energy_source")
     kind = _text(df, "source_kind")
     blank = (kind == "").to_numpy()
@@ -153,7 +152,8 @@ class TableQuery:
     Attributes:
         task: Task to show (``None``: all tasks).
         hardware: Hardware labels to keep.
-        arch: ``"all"``, ``"dense"`` or ``"MoE"``.
+        arch: ``"all"`` or one of :data:`~mlenergy.analysis.leaderboard_arch.ARCH_KINDS`
+            (``"dense"``, ``"MoE"``, ``"hybrid"``).
         precisions: ``dtype`` values to keep.
         gpu_counts: Accelerator counts to keep.
         source_kinds: ``source_kind`` values to keep.
@@ -216,7 +216,7 @@ def filter_mask(df: pd.DataFrame, q: TableQuery) -> np.ndarray:
         mask &= (df["task"] == q.task).to_numpy()
     if q.hardware:
         mask &= df["hardware"].isin(q.hardware).to_numpy()
-    if q.arch in ("dense", "MoE"):
+    if q.arch in ARCH_KINDS:
         mask &= (df["arch_kind"] == q.arch).to_numpy()
     if q.precisions:
         mask &= df["dtype"].isin(q.precisions).to_numpy()

@@ -27,7 +27,11 @@ COLUMNS: tuple[Column, ...] = (
     Column("hardware", "Hardware", "Accelerator model (CPU model for CPU-only runs)"),
     Column("accelerator_count", "GPUs", "Accelerators used by the configuration (count)", "int"),
     Column("task", "Task", "Workload task label"),
-    Column("arch_kind", "Arch", "Dense or Mixture-of-Experts"),
+    Column(
+        "arch_kind",
+        "Arch",
+        "Dense, Mixture-of-Experts (MoE) or hybrid (Mamba/state-space layers with attention)",
+    ),
     Column("dtype", "Precision", "Weight precision as run (bfloat16, fp8, mxfp4, float32...)"),
     Column("active_params_b", "Active params (B)", "Parameters used per token, billions", "float"),
     Column("total_params_b", "Total params (B)", "All parameters, billions", "float"),

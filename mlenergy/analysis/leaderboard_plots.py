@@ -17,18 +17,19 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from mlenergy.analysis.frontier import pareto_frontier
+from mlenergy.analysis.leaderboard_arch import architecture_kinds
 from mlenergy.records import PowerTimeline
 
 MAX_POINTS = 5000
 """Scatter plots show at most this many points (the lowest-energy ones) to stay responsive."""
 
 _HOVER = (
-    "%{customdata[0]}<br>%{customdata[1]} x%{customdata[2]} · %{customdata[3]}"
+    "%{customdata[0]} (%{customdata[5]})<br>%{customdata[1]} x%{customdata[2]} · %{customdata[3]}"
     "<br>source: %{customdata[4]}<extra></extra>"
 )
 
 
-_CUSTOM = ["model_id", "hardware", "accelerator_count", "dtype", "energy_source"]
+_CUSTOM = ["model_id", "hardware", "accelerator_count", "dtype", "energy_source", "arch_kind"]
 SYMBOLS = {
     "measured": "circle",
     "modelled": "square",
@@ -45,7 +46,13 @@ def _safe(text: object) -> str:
 
 
 def _custom(rows: pd.DataFrame) -> np.ndarray:
-    """Hover data (model, hardware, GPUs, precision, energy source) with text escaped."""
+    """Hover data (model, hardware, GPUs, precision, energy source, architecture), escaped.
+
+    The architecture label (dense / MoE / hybrid) is the prepared ``arch_kind`` column, or
+    :func:`~mlenergy.analysis.leaderboard_arch.architecture_kinds` for unprepared rows.
+    """
+    if "arch_kind" not in rows.columns:
+        rows = rows.assign(arch_kind=architecture_kinds(rows))
     out = rows[_CUSTOM].to_numpy(dtype=object)
     for j, name in enumerate(_CUSTOM):
         if name != "accelerator_count":

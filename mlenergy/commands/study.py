@@ -24,7 +24,13 @@ study_app = typer.Typer(
 @study_app.command("dense-vs-moe")
 def dense_vs_moe(
     size: Annotated[
-        str, typer.Option(help="Study size: test (seconds), tiny (default, CPU), small (GPU).")
+        str,
+        typer.Option(
+            help=(
+                "Study size: test (under a minute, for CI), tiny (default: about 2-3 minutes "
+                "on 2 CPU cores, longer on a busy machine), small (for a GPU: --device cuda)."
+            )
+        ),
     ] = "tiny",
     steps: Annotated[
         int | None, typer.Option(help="Training steps per model (default: the size's).")

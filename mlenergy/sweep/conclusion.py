@@ -80,25 +80,142 @@ def classify_ratio(
     return "tie"
 
 
-def _verdict(classes: dict[str, list[str]], label: str) -> str:
-    """One sentence per side (training, inference) counting less / tie / more."""
+def _batches_text(batches: list[int]) -> str:
+    """``batch size 1`` or ``batch sizes 1, 8 and 32``."""
+    names = [str(b) for b in sorted(batches)]
+    if len(names) == 1:
+        return f"batch size {names[0]}"
+    return f"batch sizes {', '.join(names[:-1])} and {names[-1]}"
+
+
+def _counts_text(c: list[str], what: str | None = None) -> str:
+    """``k of n MoE variants spent less, t tied (within noise) and m spent more``."""
+    n, less, more, tie = len(c), c.count("less"), c.count("more"), c.count("tie")
+    head = f"for {what}, " if what else ""
+    return (
+        f"{head}{less} of {n} MoE variants spent less, {tie} tied (within noise) and "
+        f"{more} spent more"
+    )
+
+
+def _one_side(c: list[str], what: str) -> str:
+    """The verdict for one set of variant classes (no batch dimension)."""
+    c = [x for x in c if x != "n/a"]
+    n, less, more = len(c), c.count("less"), c.count("more")
+    if n and less == n:
+        return f"every MoE variant needed less {what} than the dense model"
+    if n and more == n:
+        return f"no MoE variant needed less {what} than the dense model"
+    return _counts_text(c, what)
+
+
+def _batch_class(c: list[str]) -> str:
+    """``less``/``more``/``tie`` when every variant agrees at one batch size, else ``mixed``."""
+    return c[0] if len(set(c)) == 1 else "mixed"
+
+
+def _inference_by_batch(per_batch: dict[int, list[str]], what: str) -> tuple[str, str]:
+    """The inference verdict over every measured batch size.
+
+    "At every batch size" is said only when it holds at each one; otherwise the batch sizes
+    where the MoE variants spent less, tied (within noise) and spent more are listed.
+
+    Returns:
+        ``(clause, sentence)``: a clause for the verdict's sentence when one statement holds
+        at every batch size (``sentence`` empty), else an empty clause and a sentence of its
+        own listing the batch sizes.
+    """
+    kinds = {b: _batch_class(c) for b, c in sorted(per_batch.items())}
+    listed = ", ".join(map(str, kinds))
+    if all(k == "less" for k in kinds.values()):
+        return (
+            f"every MoE variant needed less {what} than the dense model at every batch size "
+            f"measured ({listed})",
+            "",
+        )
+    if all(k == "more" for k in kinds.values()):
+        return (
+            f"no MoE variant needed less {what} than the dense model at any batch size "
+            f"measured ({listed})",
+            "",
+        )
     parts = []
-    for side, what in (
-        ("train", "training energy to reach the same perplexity"),
-        ("inference", "inference energy per token"),
+    for kind, phrase in (
+        ("less", "every MoE variant spent less"),
+        ("tie", "every MoE variant tied with the dense model (within noise)"),
+        ("more", "every MoE variant spent more"),
     ):
-        c = classes[side]
-        n, less, more, tie = len(c), c.count("less"), c.count("more"), c.count("tie")
-        if less == n:
-            parts.append(f"every MoE variant needed less {what} than the dense model")
-        elif more == n:
-            parts.append(f"no MoE variant needed less {what} than the dense model")
-        else:
-            parts.append(
-                f"for {what}, {less} of {n} MoE variants spent less, {tie} tied "
-                f"(within noise) and {more} spent more"
-            )
-    return f"with the same {label} parameters, " + "; ".join(parts) + "."
+        where = [b for b, k in kinds.items() if k == kind]
+        if where:
+            parts.append(f"{phrase} at {_batches_text(where)}")
+    parts += [
+        f"at batch size {b}, {_counts_text(per_batch[b])}" for b, k in kinds.items() if k == "mixed"
+    ]
+    return "", f"{what[0].upper()}{what[1:]} depends on the batch size: " + "; ".join(parts) + "."
+
+
+def _verdict(
+    classes: dict[str, list[str]],
+    label: str,
+    inference_by_batch: dict[int, list[str]] | None = None,
+) -> str:
+    """The verdict for one comparison: training, then inference, as less / tie / more.
+
+    Args:
+        classes: ``train`` and ``inference`` classes (:func:`classify_ratio`), one per MoE
+            variant; ``inference`` at the reference batch size.
+        label: ``active`` or ``total``.
+        inference_by_batch: Classes per inference batch size (one per MoE variant); with
+            two or more batch sizes the inference verdict covers all of them rather than
+            only the reference batch size.
+    """
+    parts = [_one_side(classes["train"], "training energy to reach the same perplexity")]
+    what = "inference energy per token"
+    per_batch = {
+        b: kept
+        for b, c in (inference_by_batch or {}).items()
+        if (kept := [x for x in c if x != "n/a"])
+    }
+    extra = ""
+    if len(per_batch) >= 2:
+        clause, extra = _inference_by_batch(per_batch, what)
+        if clause:
+            parts.append(clause)
+    elif per_batch:
+        ((b, c),) = per_batch.items()
+        parts.append(f"{_one_side(c, what)} at batch size {b}")
+    else:
+        parts.append(_one_side(classes["inference"], what))
+    text = f"with the same {label} parameters, " + "; ".join(parts) + "."
+    return f"{text} {extra}" if extra else text
+
+
+def _classes_by_batch(
+    by_batch: pd.DataFrame | None,
+    comp: str,
+    reference: dict[str, str],
+    batch_size: int | None,
+    band: float,
+) -> dict[int, list[str]]:
+    """Per batch size, the class of each MoE variant's energy-per-token ratio.
+
+    At the reference batch size the class from the comparison table (with its bootstrap
+    interval when there are several seeds) is used, so the verdict agrees with the
+    per-comparison line; elsewhere the ratio of means against the noise band.
+    """
+    if by_batch is None or by_batch.empty:
+        return {}
+    sub = by_batch[by_batch["comparison"] == comp]
+    out: dict[int, list[str]] = {}
+    for b, g in sub.groupby("batch_size"):
+        cls = []
+        for _, r in g.iterrows():
+            if batch_size is not None and int(b) == int(batch_size) and r["variant"] in reference:
+                cls.append(reference[r["variant"]])
+            else:
+                cls.append(classify_ratio(float(r["ratio"]), None, None, band))
+        out[int(b)] = cls
+    return out
 
 
 def _why(summary: pd.DataFrame, band: float) -> str | None:
@@ -178,25 +295,30 @@ def conclusion(
         f"{summary['target_perplexity'].iloc[0]:.4g}."
     )
     verdicts: dict[str, dict[str, list[str]]] = {}
+    per_batch: dict[str, dict[int, list[str]]] = {}
+    at_batch = f" at batch {batch_size}" if batch_size is not None else ""
     for comp in ("matched-active", "matched-total"):
         sub = comparisons[comparisons["comparison"] == comp] if not comparisons.empty else None
         if sub is None or sub.empty:
             continue
         lines = []
         classes: dict[str, list[str]] = {"train": [], "inference": []}
+        reference: dict[str, str] = {}
         for _, c in sub.iterrows():
             tr, inf = c["train_energy_ratio"], c["energy_per_token_ratio"]
             tr_lo, tr_hi = c["train_energy_ratio_ci_low"], c["train_energy_ratio_ci_high"]
             inf_lo, inf_hi = c["energy_per_token_ratio_ci_low"], c["energy_per_token_ratio_ci_high"]
             classes["train"].append(classify_ratio(tr, tr_lo, tr_hi, band))
             classes["inference"].append(classify_ratio(inf, inf_lo, inf_hi, band))
+            reference[str(c["variant"])] = classes["inference"][-1]
             lines.append(
                 f"{c['variant']} vs {c['baseline']}: training energy to reach perplexity "
                 f"{c['target_perplexity']:.4g} {ratio_text(tr, tr_lo, tr_hi)}, inference "
-                f"energy per token {ratio_text(inf, inf_lo, inf_hi)} "
+                f"energy per token{at_batch} {ratio_text(inf, inf_lo, inf_hi)} "
                 f"(perplexity {c['variant_perplexity']:.4g} vs {c['baseline_perplexity']:.4g})"
             )
         verdicts[comp] = classes
+        per_batch[comp] = _classes_by_batch(by_batch, comp, reference, batch_size, band)
         label = "active" if comp == "matched-active" else "total"
         out.append(
             f"Matched on {label} parameters (ratios are MoE / dense; below 1 means the MoE "
@@ -218,26 +340,33 @@ def conclusion(
             f"{fmt_value(m_tok)} J/token."
         )
     if by_batch is not None and not by_batch.empty:
-        act = by_batch[by_batch["comparison"] == "matched-active"]
-        parts = [
-            f"batch {b}: {g['ratio'].min():.2f}-{g['ratio'].max():.2f}x"
-            for b, g in act.groupby("batch_size")
-        ]
-        if parts:
+        sentences = []
+        for comp, label in (("matched-active", "active"), ("matched-total", "total")):
+            parts = []
+            for b, g in by_batch[by_batch["comparison"] == comp].groupby("batch_size"):
+                lo, hi = f"{g['ratio'].min():.2f}", f"{g['ratio'].max():.2f}"
+                parts.append(f"batch {b} {lo}x" if lo == hi else f"batch {b} {lo}-{hi}x")
+            if parts:
+                sentences.append(f"same {label} parameters: " + ", ".join(parts))
+        if sentences:
             out.append(
-                "Inference energy per token of the MoE variants over the dense model with the "
-                "same active parameters, by batch size: " + "; ".join(parts) + "."
+                "Inference energy per token of the MoE variants over the dense model, by batch "
+                "size (below 1 means the MoE spends less): " + "; ".join(sentences) + "."
             )
     active = verdicts.get("matched-active")
     if active:
-        out.append(f"Verdict at this scale ({size}): " + _verdict(active, "active"))
+        out.append(
+            f"Verdict at this scale ({size}): "
+            + _verdict(active, "active", per_batch.get("matched-active"))
+        )
         why = _why(summary, band)
         if why:
             out.append(why)
     total = verdicts.get("matched-total")
     if total:
         out.append(
-            "Against the dense model with the same total parameters: " + _verdict(total, "total")
+            "Against the dense model with the same total parameters: "
+            + _verdict(total, "total", per_batch.get("matched-total"))
         )
     if noise is not None:
         out.append(

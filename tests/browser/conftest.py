@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
 OUTPUT = ROOT / "test-output"
 HOSTILE = "<script>alert(1)</script>"
+HYBRID = "synthetic/hybrid-9b"
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -55,6 +56,8 @@ def seed_store(data_dir: Path) -> None:
         synthetic_model("synthetic/dense-8b", 8.0, False),
         synthetic_model("synthetic/moe-a3b", 3.0, True, dtype="fp8"),
         synthetic_model(HOSTILE, 1.0, False),
+        # a Mamba-Transformer hybrid (Nemotron-H family): labelled "hybrid", not "dense"
+        synthetic_model(HYBRID, 9.0, False).model_copy(update={"architecture": "nemotron_h"}),
     ]
     i = 0
     runs = []

@@ -89,6 +89,13 @@ def test_filter_changes_table_and_screenshot(page, server):
     assert "joules" in title
 
 
+def test_architecture_filter_has_hybrid(page):
+    _pick(page, "f-task", "synthetic-chat")
+    page.locator("#f-arch label", has_text="hybrid").first.click()
+    _wait_all_cells(page, "arch_kind", "hybrid")
+    assert "synthetic/hybrid-9b" in _cells(page, "model_id")
+
+
 def test_search_sort_and_hostile_name_is_text(page):
     page.locator("#f-search textarea, #f-search input").first.fill("script")
     # The task filter may hide the synthetic rows: clear it to see them.

@@ -92,3 +92,71 @@ def test_conclusion_is_computed_from_the_numbers():
     )
     assert "2 tied" not in noisy and "1 tied" in noisy
     assert "within 1 +/- 20%" in noisy
+
+
+def _by_batch(active: dict[int, list[float]], total: dict[int, float] | None = None):
+    """Hand-made ``ratio_by_batch`` rows: MoE/dense energy per token per batch size."""
+    rows = [
+        {"comparison": "matched-active", "variant": f"moe-{'ab'[i]}", "baseline": "dense-s",
+         "batch_size": b, "ratio": r}
+        for b, ratios in active.items()
+        for i, r in enumerate(ratios)
+    ]  # fmt: skip
+    rows += [
+        {"comparison": "matched-total", "variant": "moe-a", "baseline": "dense-l",
+         "batch_size": b, "ratio": r}
+        for b, r in (total or {}).items()
+    ]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _verdicts(comparisons, by_batch, seeds=1):
+    paragraphs = conclusion(
+        _summary(),
+        comparisons,
+        energy_source="modelled:cpu-tdp",
+        batch_size=32,
+        seeds=seeds,
+        size="test",
+        noise=0.02,
+        by_batch=by_batch,
+    )
+    active = next(p for p in paragraphs if p.startswith("Verdict at this scale"))
+    total = next(p for p in paragraphs if p.startswith("Against the dense model"))
+    return active, total
+
+
+def test_inference_verdict_covers_every_batch_size():
+    # Regression (QA): MoE cheaper at batch 32 (the reference batch) but 1.90x at batch 1;
+    # the verdict used to look at batch 32 only and claim "every MoE variant needed less".
+    by_batch = _by_batch({1: [1.90], 8: [1.02], 32: [0.60]}, total={1: 0.5, 32: 0.4})
+    active, total = _verdicts(_comparisons(1.5, 0.60), by_batch)
+    assert "every MoE variant needed less inference energy" not in active
+    assert "Inference energy per token depends on the batch size" in active
+    assert "every MoE variant spent less at batch size 32" in active
+    assert "every MoE variant spent more at batch size 1" in active
+    assert "tied with the dense model (within noise) at batch size 8" in active
+    assert "no MoE variant needed less training energy" in active
+    # Where it holds at every batch size, it says so and lists them.
+    assert "needed less inference energy per token than the dense model at every batch size" in (
+        total
+    )
+    assert "(1, 32)" in total
+
+    # More everywhere: "at any batch size".
+    worse, _ = _verdicts(_comparisons(1.5, 1.4), _by_batch({1: [1.9], 32: [1.4]}))
+    assert "no MoE variant needed less inference energy per token than the dense model at any" in (
+        worse
+    )
+
+    # Variants disagree at one batch size: counted there.
+    mixed, _ = _verdicts(_comparisons(1.5, 0.6), _by_batch({1: [1.9, 0.7], 32: [0.6, 0.5]}))
+    assert "every MoE variant spent less at batch size 32" in mixed
+    assert "at batch size 1, 1 of 2 MoE variants spent less, 0 tied (within noise) and 1" in mixed
+
+    # At the reference batch the comparison's bootstrap interval decides (here: a tie).
+    comps = _comparisons(1.5, 0.9)
+    comps.loc[0, ["energy_per_token_ratio_ci_low", "energy_per_token_ratio_ci_high"]] = [0.7, 1.1]
+    ci, _ = _verdicts(comps, _by_batch({1: [1.9], 32: [0.9]}), seeds=3)
+    assert "tied with the dense model (within noise) at batch size 32" in ci
+    assert "every MoE variant spent more at batch size 1" in ci
