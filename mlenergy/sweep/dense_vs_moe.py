@@ -230,7 +230,7 @@ def run_study(
     data_dir = Path(data_dir)
     report_dir = Path(report_dir)
     store = RunStore(data_dir)
-    _check_writable(data_dir, report_dir)
+    _check_writable(store, report_dir)
     if store.results_dir.is_dir():
         store.check()  # a damaged store fails now, not after an hour of training
     own_meter = meter is None
@@ -269,22 +269,22 @@ def run_study(
     return result
 
 
-def _check_writable(data_dir: Path, report_dir: Path) -> None:
-    """Create the store and report folders now, so an unwritable one fails before training."""
-    import os
+def _check_writable(store: Any, report_dir: Path) -> None:
+    """Fail now, before training, if the store or the report folder cannot be written.
 
-    from mlenergy.errors import StoreError
-
-    for folder, what, cls in (
-        (data_dir, "data directory", StoreError),
-        (report_dir, "report directory", UserError),
-    ):
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise cls(f"{what} {folder} cannot be created ({exc.strerror})") from exc
-        if not os.access(folder, os.W_OK | os.X_OK):
-            raise cls(f"{what} {folder} is not writable", "pass a folder you can write")
+    Both are real writes (root passes ``os.access`` checks on folders it cannot write).
+    """
+    store.ensure_writable()
+    try:
+        report_dir.mkdir(parents=True, exist_ok=True)
+        probe = report_dir / f".probe-{uuid.uuid4().hex}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise UserError(
+            f"report directory {report_dir} is not writable ({exc.strerror or exc})",
+            "pass --report-dir pointing to a folder you can write",
+        ) from exc
 
 
 def _run_one(
