@@ -151,7 +151,9 @@ def estimate_cmd(
     output_tokens: Annotated[float | None, typer.Option(help="Mean output tokens.")] = None,
     task: Annotated[str | None, typer.Option(help="Task label (default prompt length).")] = None,
     precision: Annotated[str | None, typer.Option(help="bfloat16|float16|fp8|mxfp4|nvfp4")] = None,
-    num_gpus: Annotated[int | None, typer.Option(help="GPUs (default tp*pp*dp).")] = None,
+    num_gpus: Annotated[
+        int | None, typer.Option(help="GPUs: max(tp*pp*dp, ep); default derived.")
+    ] = None,
     tensor_parallel: Annotated[int, typer.Option(help="Tensor-parallel degree.")] = 1,
     expert_parallel: Annotated[int, typer.Option(help="Expert-parallel degree.")] = 1,
     data_parallel: Annotated[int, typer.Option(help="Data-parallel replicas.")] = 1,
@@ -185,9 +187,22 @@ def estimate_cmd(
 
         if out is None:
             raise UserError("--batch needs --out", "Give the output CSV path with --out")
+        if save:
+            target = resolve_data_dir(data_dir)
         result = estimate_csv(batch, out, configs_dir, coef)
         bad = int((result["error"] != "").sum())
         typer.echo(f"estimated {len(result) - bad} of {len(result)} rows -> {out}", err=True)
+        if save:
+            from mlenergy.estimate.batch import row_estimates
+
+            estimates = row_estimates(result, configs_dir, coef)
+            if len(estimates) != len(result) - bad:
+                typer.echo(
+                    f"note: {len(result) - bad - len(estimates)} estimated row(s) not saved "
+                    "(rejected by the single-estimate checks)",
+                    err=True,
+                )
+            _save(estimates, configs_dir, target)
         return
     if model is None and gpu is None and batch_size is None and not sweep:
         typer.echo(ctx.get_help())
@@ -254,12 +269,16 @@ def estimate_cmd(
             _print_estimate(est)
         estimates = [est]
     if save:
-        from mlenergy.estimate.records import to_run_record
-        from mlenergy.store import RunStore
+        _save(estimates, configs_dir, resolve_data_dir(data_dir))
 
-        target = resolve_data_dir(data_dir)
-        res = RunStore(target).append([to_run_record(e, configs_dir) for e in estimates])
-        typer.echo(f"saved {res.added} estimate record(s) to {target}", err=True)
+
+def _save(estimates: list[Any], configs_dir: Path | None, target: Path) -> None:
+    """Append the estimates as ``estimated:`` records to the store (one append)."""
+    from mlenergy.estimate.records import to_run_record
+    from mlenergy.store import RunStore
+
+    res = RunStore(target).append([to_run_record(e, configs_dir) for e in estimates])
+    typer.echo(f"saved {res.added} estimate record(s) to {target}", err=True)
 
 
 def _training(
@@ -350,6 +369,11 @@ def calibrate_cmd(
     folds: Annotated[int, typer.Option(help="CV folds for the prediction interval.")] = 10,
 ) -> None:
     """Fit the estimator's global coefficients on measurements and write them."""
+    if folds == 1 or folds < 0:
+        raise UserError(
+            f"--folds must be >= 2 (or 0: keep the current interval), got {folds}",
+            "Give 2 or more cross-validation folds",
+        )
     from mlenergy.estimate.calibration import calibrate_all
 
     runs = None
@@ -380,6 +404,11 @@ def validate_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Grouped cross-validation (no model in both fit and test): error report."""
+    if folds is not None and folds < 2:
+        raise UserError(
+            f"--folds must be >= 2, got {folds}",
+            "Give 2 or more folds, or omit --folds for leave-one-architecture-out",
+        )
     from mlenergy.estimate.reference import load_reference
     from mlenergy.estimate.validation import TARGETS, cross_validate
 

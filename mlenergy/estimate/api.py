@@ -16,8 +16,16 @@ from typing import Any
 
 import numpy as np
 
+from mlenergy.errors import UserError
 from mlenergy.estimate.catalog import GpuSpec
-from mlenergy.estimate.inputs import Workload, has_value, input_tokens_for, prepare_config, stack
+from mlenergy.estimate.inputs import (
+    Workload,
+    expected_num_gpus,
+    has_value,
+    input_tokens_for,
+    prepare_config,
+    stack,
+)
 from mlenergy.estimate.physics import Coefficients, default_coefficients, predict
 
 
@@ -90,7 +98,16 @@ class Estimate:
 def _num_gpus(num_gpus: int | None, tp: int, ep: int, dp: int, pp: int) -> int:
     if num_gpus is not None:
         return int(num_gpus)
-    return max(tp * pp * dp, ep)
+    return expected_num_gpus(tp, ep, dp, pp)
+
+
+def power_limit_message(limit_w: float | None, draw_w: float, out: dict[str, float]) -> str:
+    """The error of a power limit below the draw at the lowest SM clock (one line)."""
+    return (
+        f"power_limit {limit_w:g} W is below the {draw_w:.0f} W this workload draws per GPU "
+        f"at the lowest SM clock {out['clock_mhz']:.0f} MHz; raise --power-limit to at least "
+        f"{math.ceil(draw_w):.0f} W or lower the batch size"
+    )
 
 
 def estimate(
@@ -124,13 +141,17 @@ def estimate(
         input_tokens: Mean prompt length (tokens); default: the task's.
         task: Workload label used for the default prompt length.
         precision: Weight precision (bfloat16, float16, fp8, mxfp4, nvfp4); default bfloat16.
-        num_gpus: GPUs used; default ``max(tp * pp * dp, ep)``.
+        num_gpus: GPUs used; default and required value: ``tp * pp * dp``, or ``ep`` when
+            experts span more GPUs (see :func:`~mlenergy.estimate.inputs.expected_num_gpus`).
         tensor_parallel: Tensor-parallel degree.
         expert_parallel: Expert-parallel degree.
         data_parallel: Data-parallel replicas.
         pipeline_parallel: Pipeline stages.
-        sm_clock_mhz: Locked SM clock in MHz (default: maximum).
-        power_limit_w: Power limit per GPU in watts (default: TDP).
+        sm_clock_mhz: Locked SM clock in MHz (default: maximum), within the GPU's
+            ``min_sm_clock_mhz``..``max_sm_clock_mhz``; excludes ``power_limit_w``.
+        power_limit_w: Power limit per GPU in watts (default: TDP), with
+            ``0 < power_limit_w <= tdp_w`` of one GPU; the clock is lowered until power fits.
+            A limit below the draw at the lowest SM clock is an error.
         max_num_seqs: The engine's concurrency cap (all replicas): ``batch_size`` may not
             exceed it; it sizes the sampler workspace (default: ``batch_size``).
         configs_dir: Folder of ``<org>__<name>.json`` configs.
@@ -162,6 +183,8 @@ def estimate(
     prep = prepare_config(model, gpu, w, precision, configs_dir)
     spec, prof, gpu_spec = prep.spec, prep.prof, prep.gpu
     out = {k: float(v[0]) for k, v in predict(stack([prep.features]), coef).items()}
+    if out["power_limit_infeasible"]:
+        raise UserError(power_limit_message(power_limit_w, out["min_clock_power_w"], out))
     lo, hi = interval_factors(coef, gpu_spec.name)
     e = out["energy_per_token_j"]
     itl = out["step_s"]
@@ -225,6 +248,9 @@ SWEEPABLE = {
 def parse_sweep_axis(text: str) -> tuple[str, list[Any]]:
     """Parse ``name=v1,v2,...`` or ``name=start:stop:step`` (inclusive) into values.
 
+    ``step`` is a positive magnitude; a range with ``start > stop`` counts down
+    (``sm-clock=1980:900:90`` gives 1980, 1890, ..., 900).
+
     Raises:
         UserError: Unknown axis or malformed values.
     """
@@ -242,12 +268,18 @@ def parse_sweep_axis(text: str) -> tuple[str, list[Any]]:
         if ":" in values:
             start, stop, step = (float(x) for x in values.split(":"))
             if step <= 0:
-                raise ValueError
-            vals = list(np.arange(start, stop + step * 0.5, step))
+                raise UserError(
+                    f"sweep axis '{name.strip()}' needs a step > 0, got {step:g}",
+                    "Write start:stop:step; a start above stop counts down",
+                )
+            sign = 1.0 if stop >= start else -1.0  # descending when start > stop
+            vals = list(np.arange(start, stop + sign * step * 0.5, sign * step))
         else:
             vals = [float(v) for v in values.split(",") if v.strip()]
     except ValueError:
         raise UserError(f"sweep axis '{text}' has malformed values") from None
+    if not vals:
+        raise UserError(f"sweep axis '{name.strip()}' has no values", "Give v1,v2 or a:b:step")
     if key in ("tensor_parallel", "num_gpus"):
         vals = [int(v) for v in vals]
     return key, vals

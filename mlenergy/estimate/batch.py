@@ -3,7 +3,10 @@
 Input columns: ``model``, ``gpu``, ``num_gpus``, ``tensor_parallel``, ``expert_parallel``,
 ``data_parallel``, ``pipeline_parallel`` (optional, default 1), ``precision``, ``task``
 (optional), ``batch_size``, ``max_num_seqs``, ``input_tokens`` (may be empty: task default),
-``output_tokens``. Output: the input columns plus ``energy_per_token_j``,
+``output_tokens``, and optionally ``sm_clock_mhz`` or ``power_limit_w`` (per GPU, W). The
+parallel layout must occupy ``num_gpus`` (derived when blank; see
+:func:`~mlenergy.estimate.inputs.check_layout`). Output: the input columns plus
+``energy_per_token_j``,
 ``energy_per_token_j_lo``, ``energy_per_token_j_hi``, ``throughput_tokens_per_s``,
 ``avg_power_w``, ``error`` (empty when the row was estimated) and ``warning`` (caveats of an
 estimated row, empty if none). A bad row keeps its place.
@@ -21,10 +24,13 @@ import numpy as np
 import pandas as pd
 
 from mlenergy.errors import UserError
-from mlenergy.estimate.catalog import resolve_gpu
+from mlenergy.estimate.api import power_limit_message
+from mlenergy.estimate.catalog import GpuSpec, resolve_gpu
 from mlenergy.estimate.inputs import (
     BATCH_CAP_TOLERANCE,
     TASK_INPUT_TOKENS,
+    check_layout,
+    clock_power_error,
     feature_row,
     resolve_model_config,
     task_input_tokens,
@@ -62,6 +68,8 @@ OUTPUT_COLUMNS = (
     "throughput_tokens_per_s",
     "avg_power_w",
 )
+CONTROL_COLUMNS = ("sm_clock_mhz", "power_limit_w")
+"""Optional input columns: a locked SM clock (MHz) or a power limit per GPU (W), not both."""
 REQUIRED = ("model", "gpu", "batch_size", "output_tokens")
 _INT_DEFAULTS = {
     "tensor_parallel": 1,
@@ -107,8 +115,11 @@ def estimate_frame(
     """
     missing = [c for c in REQUIRED if c not in df]
     if missing:
+        names = ", ".join(f"'{c}'" for c in missing)
         raise UserError(
-            f"batch input lacks column '{missing[0]}'", f"Columns: {', '.join(INPUT_COLUMNS)}"
+            f"batch input lacks required column{'s' if len(missing) > 1 else ''} {names}",
+            f"Required: {', '.join(REQUIRED)}; optional: "
+            f"{', '.join(c for c in (*INPUT_COLUMNS, *CONTROL_COLUMNS) if c not in REQUIRED)}",
         )
     coef = coefficients or default_coefficients()
     n = len(df)
@@ -135,6 +146,7 @@ def estimate_frame(
     key_err: list[str] = []
     key_note: list[str] = []
     key_info: list[tuple[int, int, float, str]] = []  # heads, experts, memory, gpu name
+    gpu_specs: list[GpuSpec | None] = []
     dummy = _DummyWorkload()
     for model, gpu, prec in uniques:
         try:
@@ -152,11 +164,13 @@ def estimate_frame(
             key_info.append(
                 (spec.num_heads, spec.num_experts or 0, gpu_spec.memory_gb, gpu_spec.name)
             )
+            gpu_specs.append(gpu_spec)
         except UserError as exc:
             key_rows.append(None)
             key_err.append(exc.message)
             key_note.append("")
             key_info.append((1, 0, math.inf, ""))
+            gpu_specs.append(None)
     key_err_arr = np.array(key_err, dtype=object)
     flag(key_err_arr[codes] != "", key_err_arr[codes])
 
@@ -165,7 +179,7 @@ def estimate_frame(
     dp = _num(df, "data_parallel", 1)
     pp = _num(df, "pipeline_parallel", 1)
     ngpu = _num(df, "num_gpus", np.nan)
-    ngpu = np.where(np.isnan(ngpu), np.maximum(tp * pp * dp, ep), ngpu)
+    ngpu = np.where(np.isnan(ngpu), np.maximum(tp * pp * dp, ep), ngpu)  # expected_num_gpus
     batch = _num(df, "batch_size")
     out_tok = _num(df, "output_tokens")
     in_tok = _num(df, "input_tokens")
@@ -214,6 +228,23 @@ def estimate_frame(
                 f"tensor_parallel ({tp[i]:g}) does not divide num_attention_heads ({heads[i]:g})"
             )
         flag(bad_tp, msgs)
+    layout_ok = np.isfinite(ngpu * tp * ep * dp * pp)
+    for i in np.flatnonzero(layout_ok & (err == "")):
+        message = check_layout(ngpu[i], tp[i], ep[i], dp[i], pp[i])
+        if message:
+            err[i] = message
+    clock = _num(df, "sm_clock_mhz", np.nan)
+    limit = _num(df, "power_limit_w", np.nan)
+    for col in CONTROL_COLUMNS:
+        flag(_bad_number(df, col), f"{col} is not a number")
+    for i in np.flatnonzero(~(np.isnan(clock) & np.isnan(limit)) & (err == "")):
+        spec = gpu_specs[codes[i]]
+        if spec is not None:
+            err[i] = clock_power_error(
+                None if np.isnan(clock[i]) else float(clock[i]),
+                None if np.isnan(limit[i]) else float(limit[i]),
+                spec,
+            )
     flag((ep > 1) & (experts == 0), "expert_parallel > 1 needs an MoE model")
     flag((experts > 0) & (ep > experts), "expert_parallel exceeds num_experts")
 
@@ -243,8 +274,8 @@ def estimate_frame(
         }
         for name, arr in fill.items():
             feat[name] = np.where(good, arr, 1.0)
-        feat["clock"] = np.full(n, np.nan)
-        feat["power_limit"] = np.full(n, np.nan)
+        feat["clock"] = np.where(good, clock, np.nan)
+        feat["power_limit"] = np.where(good, limit, np.nan)
         feat["legacy"] = np.zeros(n)
         feat["seqs"] = np.where(good & ~np.isnan(cap), cap, feat["batch"])
         _memory_fit(feat, key_info, codes, in_given, good, err, warn)
@@ -253,6 +284,13 @@ def estimate_frame(
             rows = np.flatnonzero(codes == c)
             warn[rows] = [key_note[c] + ("; " + w if w else "") for w in warn[rows]]
         pred = predict(feat, coef)
+        for i in np.flatnonzero(good & pred["power_limit_infeasible"]):
+            err[i] = power_limit_message(
+                float(limit[i]),
+                float(pred["min_clock_power_w"][i]),
+                {"clock_mhz": float(pred["clock_mhz"][i])},
+            )
+        good &= err == ""
         e = pred["energy_per_token_j"]
         names = np.array([key_info[c][3] for c in codes], dtype=object)
         widen = np.array(
@@ -323,7 +361,17 @@ def estimate_csv(
     src = Path(in_path)
     if not src.is_file():
         raise UserError(f"batch file '{src}' does not exist", "Check the --batch path")
-    df = pd.read_csv(src, dtype=str, keep_default_na=False)
+    try:
+        df = pd.read_csv(src, dtype=str, keep_default_na=False)
+    except pd.errors.EmptyDataError:
+        raise UserError(
+            f"batch file '{src}' is empty",
+            f"Give a header row with at least {', '.join(REQUIRED)} and one row per estimate",
+        ) from None
+    except pd.errors.ParserError as exc:
+        raise UserError(f"batch file '{src}' is not a valid CSV ({exc})") from None
+    if df.empty:
+        raise UserError(f"batch file '{src}' has a header but no rows", "Add one row per estimate")
     result = estimate_frame(df, configs_dir, coefficients)
     dst = Path(out_path)
     dst.parent.mkdir(parents=True, exist_ok=True)
@@ -331,3 +379,55 @@ def estimate_csv(
     result.to_csv(tmp, index=False)
     tmp.replace(dst)
     return result
+
+
+def row_estimates(
+    result: pd.DataFrame,
+    configs_dir: str | Path | None = None,
+    coefficients: Coefficients | None = None,
+) -> list:  # -> list[Estimate]
+    """:class:`~mlenergy.estimate.api.Estimate` s of the rows of a batch result without error.
+
+    Each good row is estimated again by :func:`~mlenergy.estimate.api.estimate` (the single
+    path), so that ``--batch --save`` stores the same records as the single ``--save``; a row
+    that the single path rejects is left out.
+
+    Args:
+        result: The frame returned by :func:`estimate_frame`.
+        configs_dir: Folder of model configs.
+        coefficients: Model coefficients (default: shipped).
+    """
+    from mlenergy.estimate.api import estimate
+
+    def val(row: dict, col: str, cast: type = float) -> object:
+        v = row.get(col)
+        if v is None or str(v).strip() in ("", "nan", "NaN", "None"):
+            return None
+        return cast(float(v)) if cast is int else cast(v)
+
+    out = []
+    for row in result[result["error"] == ""].to_dict("records"):
+        try:
+            est = estimate(
+                model=str(row["model"]).strip(),
+                gpu=str(row["gpu"]).strip(),
+                batch_size=val(row, "batch_size"),
+                output_tokens=val(row, "output_tokens"),
+                input_tokens=val(row, "input_tokens"),
+                task=val(row, "task", str),
+                precision=val(row, "precision", str),
+                num_gpus=val(row, "num_gpus", int),
+                tensor_parallel=val(row, "tensor_parallel", int) or 1,
+                expert_parallel=val(row, "expert_parallel", int) or 1,
+                data_parallel=val(row, "data_parallel", int) or 1,
+                pipeline_parallel=val(row, "pipeline_parallel", int) or 1,
+                sm_clock_mhz=val(row, "sm_clock_mhz"),
+                power_limit_w=val(row, "power_limit_w"),
+                max_num_seqs=val(row, "max_num_seqs", int),
+                configs_dir=configs_dir,
+                coefficients=coefficients,
+            )
+        except UserError:  # the row's checks differ from the single path's: not saved
+            continue
+        out.append(est)
+    return out

@@ -8,6 +8,7 @@ keys; only ``memory_gb``, ``memory_bandwidth_tb_s``, ``tdp_w`` and ``bf16_tflops
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import asdict, dataclass, field
 from functools import cache
@@ -17,6 +18,18 @@ from typing import Any
 from mlenergy.errors import UserError
 
 REQUIRED_FIELDS = ("memory_gb", "memory_bandwidth_tb_s", "tdp_w", "bf16_tflops")
+NUMERIC_FIELDS = (
+    *REQUIRED_FIELDS,
+    "fp8_tflops",
+    "fp4_tflops",
+    "max_sm_clock_mhz",
+    "min_sm_clock_mhz",
+    "spec_clock_mhz",
+    "idle_power_w",
+    "interconnect_gb_s",
+    "sm_count",
+)
+"""Fields that must be positive numbers when given (optional ones may be left out or null)."""
 
 
 @dataclass(frozen=True)
@@ -121,19 +134,39 @@ def _from_mapping(data: dict[str, Any], source: str) -> GpuSpec:
         )
     kw = dict(data)
     kw.setdefault("name", Path(source).stem)
-    for key in ("memory_gb", "memory_bandwidth_tb_s", "tdp_w", "bf16_tflops"):
+    for key in ("name", "vendor", "architecture"):
+        if key in kw and not isinstance(kw[key], str):
+            raise UserError(f"GPU spec {source} field '{key}' must be text, got {kw[key]!r}")
+    for key in NUMERIC_FIELDS:
+        if kw.get(key) is None:
+            if key not in REQUIRED_FIELDS:
+                kw.pop(key, None)  # optional: the dataclass default
+            continue
+        raw = kw[key]
         try:
-            value = float(kw[key])
+            if isinstance(raw, bool):
+                raise TypeError
+            value = float(raw)
         except (TypeError, ValueError):
-            raise UserError(f"GPU spec field '{key}' must be a number, got {kw[key]!r}") from None
-        if value <= 0:
-            raise UserError(f"GPU spec field '{key}' must be positive, got {value}")
-        kw[key] = value
-    kw["aliases"] = tuple(kw.get("aliases") or ())
-    if kw.get("max_sm_clock_mhz") is None:
-        kw.pop("max_sm_clock_mhz", None)
-    if kw.get("interconnect_gb_s") is None:
-        kw.pop("interconnect_gb_s", None)
+            raise UserError(
+                f"GPU spec {source} field '{key}' must be a number, got {raw!r}"
+            ) from None
+        if not math.isfinite(value) or value <= 0:
+            raise UserError(
+                f"GPU spec {source} field '{key}' must be a positive number, got {raw!r}"
+            )
+        kw[key] = int(value) if key == "sm_count" else value
+    lo, hi = kw.get("min_sm_clock_mhz"), kw.get("max_sm_clock_mhz", GpuSpec.max_sm_clock_mhz)
+    if lo is not None and lo > hi:
+        raise UserError(
+            f"GPU spec {source} field 'min_sm_clock_mhz' ({lo:g}) exceeds max_sm_clock_mhz ({hi:g})"
+        )
+    aliases = kw.get("aliases") or ()
+    if isinstance(aliases, str):
+        aliases = (aliases,)
+    if not isinstance(aliases, list | tuple):
+        raise UserError(f"GPU spec {source} field 'aliases' must be a list of names")
+    kw["aliases"] = tuple(str(a) for a in aliases)
     return GpuSpec(**kw)
 
 
@@ -144,11 +177,24 @@ def load_gpu_spec_file(path: str | Path) -> GpuSpec:
         raise UserError(f"GPU spec file '{p}' does not exist", "Check the --gpu path")
     text = p.read_text()
     if p.suffix.lower() == ".json":
-        data = json.loads(text)
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise UserError(
+                f"GPU spec file '{p}' is not valid JSON ({exc.msg} at line {exc.lineno})",
+                "Fix the file's syntax",
+            ) from None
     else:
         import yaml
 
-        data = yaml.safe_load(text)
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}" if mark is not None else ""
+            raise UserError(
+                f"GPU spec file '{p}' is not valid YAML{where}", "Fix the file's syntax"
+            ) from None
     if not isinstance(data, dict):
         raise UserError(f"GPU spec file '{p}' must hold a mapping of fields")
     return _from_mapping(data, source=str(p))

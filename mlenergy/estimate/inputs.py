@@ -8,7 +8,6 @@ and whether the configuration fits in memory (the rule is in :mod:`~mlenergy.est
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -17,6 +16,14 @@ import numpy as np
 
 from mlenergy.errors import UserError
 from mlenergy.estimate.catalog import GpuSpec, resolve_gpu
+from mlenergy.estimate.checks import (  # noqa: F401 (re-exported: one import site for callers)
+    BATCH_CAP_TOLERANCE,
+    check_layout,
+    check_workload,
+    clock_power_error,
+    expected_num_gpus,
+)
+from mlenergy.estimate.checks import positive as _positive
 from mlenergy.estimate.memory import fit_verdict, memory_bytes, memory_row, usable_bytes
 from mlenergy.estimate.physics import FEATURES
 from mlenergy.estimate.profile import ModelProfile, build_profile, normalise_precision
@@ -37,8 +44,6 @@ Prompt lengths are not published with the reference measurements; these are typi
 each workload (multimodal tasks count image/video tokens as prompt tokens)."""
 
 DEFAULT_INPUT_TOKENS = 512
-BATCH_CAP_TOLERANCE = 1.001
-"""``batch_size`` may exceed ``max_num_seqs`` by this factor (rounding of measured averages)."""
 
 
 @dataclass(frozen=True)
@@ -220,65 +225,6 @@ def resolve_model(
     return r.spec, r.fp8
 
 
-def _positive(name: str, value: float | None, allow_zero: bool = False) -> float:
-    try:
-        v = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise UserError(f"{name} must be a number, got {value!r}") from None
-    if math.isnan(v) or v < 0 or (v == 0 and not allow_zero):
-        raise UserError(f"{name} must be {'>= 0' if allow_zero else '> 0'}, got {value!r}")
-    return v
-
-
-def check_workload(w: Workload, spec: ArchitectureSpec, gpu: GpuSpec) -> None:
-    """Raise :class:`UserError` naming the field if the configuration is invalid."""
-    _positive("batch_size", w.batch_size)
-    _positive("input_tokens", w.input_tokens, allow_zero=True)
-    _positive("output_tokens", w.output_tokens)
-    for name in ("num_gpus", "tensor_parallel", "expert_parallel", "data_parallel"):
-        v = getattr(w, name)
-        if int(v) != v or v < 1:
-            raise UserError(f"{name} must be a whole number >= 1, got {v!r}")
-    if w.max_num_seqs is not None:
-        cap = _positive("max_num_seqs", w.max_num_seqs)
-        if int(cap) != cap:
-            raise UserError(f"max_num_seqs must be a whole number >= 1, got {w.max_num_seqs!r}")
-        if w.batch_size > cap * BATCH_CAP_TOLERANCE:
-            raise UserError(
-                f"batch_size ({w.batch_size:g}) exceeds max_num_seqs ({cap:g}), the engine's "
-                "concurrency cap",
-                "batch_size is the average number of sequences decoding together; keep it "
-                "at or below max_num_seqs",
-            )
-    if int(w.pipeline_parallel) != w.pipeline_parallel or w.pipeline_parallel < 1:
-        raise UserError(f"pipeline_parallel must be a whole number >= 1, got {w.pipeline_parallel}")
-    if w.num_gpus % w.data_parallel:
-        raise UserError(
-            f"data_parallel ({w.data_parallel}) does not divide num_gpus ({w.num_gpus})"
-        )
-    if spec.num_heads % w.tensor_parallel:
-        raise UserError(
-            f"tensor_parallel ({w.tensor_parallel}) does not divide num_attention_heads "
-            f"({spec.num_heads})",
-            "Pick a tensor-parallel degree that divides the number of attention heads",
-        )
-    if w.expert_parallel > 1 and not spec.is_moe:
-        raise UserError(f"expert_parallel ({w.expert_parallel}) needs an MoE model")
-    if spec.is_moe and w.expert_parallel > (spec.num_experts or 1):
-        raise UserError(
-            f"expert_parallel ({w.expert_parallel}) exceeds num_experts ({spec.num_experts})"
-        )
-    if w.sm_clock_mhz is not None:
-        lo = gpu.min_sm_clock_mhz or 0.0
-        if not lo <= w.sm_clock_mhz <= gpu.max_sm_clock_mhz:
-            raise UserError(
-                f"sm_clock {w.sm_clock_mhz:g} MHz is outside {gpu.name}'s range "
-                f"{lo:g}-{gpu.max_sm_clock_mhz:g} MHz"
-            )
-    if w.power_limit_w is not None and w.power_limit_w <= 0:
-        raise UserError(f"power_limit must be > 0 W, got {w.power_limit_w}")
-
-
 def check_memory(
     spec: ArchitectureSpec,
     prof: ModelProfile,
@@ -406,11 +352,18 @@ def input_tokens_for(task: str | None, input_tokens: float | str | None) -> floa
 def weight_precision(fp8_id: bool, precision: str | None) -> str:
     """Weight precision of a row: ``precision``, else fp8 for a ``-FP8`` id (else bfloat16).
 
-    A ``-FP8`` id with precision empty, ``fp8`` or ``bfloat16`` (the checkpoint's compute
-    dtype) means fp8 weights; another explicit precision (``mxfp4``, ``nvfp4``) wins.
+    A ``-FP8`` id means fp8 weights: its precision must be empty or ``fp8``.
+
+    Raises:
+        UserError: A ``-FP8`` id with another precision (conflicting precision).
     """
     p = (precision or "").strip()
-    if fp8_id and (not p or normalise_precision(p) in ("fp8", "bfloat16")):
+    if fp8_id:
+        if p and normalise_precision(p) != "fp8":
+            raise UserError(
+                f"precision '{p}' conflicts with the model's -FP8 weights",
+                "Omit --precision or give fp8 for a -FP8 model (or drop the -FP8 suffix)",
+            )
         return "fp8"
     return normalise_precision(p or None)
 

@@ -371,7 +371,10 @@ def predict(f: dict[str, np.ndarray], c: Coefficients) -> dict[str, np.ndarray]:
         and the energy breakdown per output token in joules: ``energy_static_j`` (idle),
         ``energy_compute_j``, ``energy_memory_j``, ``energy_overhead_j`` and the prefill /
         decode split ``energy_prefill_j``, ``energy_decode_j``; ``decode_step_s`` is the time
-        of a decode step without prefill work (the median inter-token latency).
+        of a decode step without prefill work (the median inter-token latency);
+        ``power_limit_infeasible`` (bool) marks rows whose power limit is below what the
+        workload draws at the lowest SM clock (their power is the uncapped draw at that
+        clock, given per GPU in W by ``min_clock_power_w``: report them as errors).
     """
     cap = np.where(np.isnan(f["power_limit"]), f["tdp"], np.minimum(f["power_limit"], f["tdp"]))
     clock = np.where(np.isnan(f["clock"]), f["max_clock"], f["clock"])
@@ -391,7 +394,12 @@ def predict(f: dict[str, np.ndarray], c: Coefficients) -> dict[str, np.ndarray]:
         clock = clock.copy()
         clock[idx] = lo
         res = _at_clock(f, c, clock)
-    power_gpu = np.minimum(res["power_gpu"], cap)
+    # A user's limit below the draw at the lowest clock cannot be met (the driver cannot lower
+    # the clock further): flag the row and keep its uncapped lowest-clock power, never a power
+    # cut below what the workload draws at that throughput. Without a user limit (cap = TDP)
+    # the power stays clipped at TDP as before (the fitted coefficients depend on it).
+    infeasible = ~np.isnan(f["power_limit"]) & (res["power_gpu"] > cap * 1.0001)
+    power_gpu = np.where(infeasible, res["power_gpu"], np.minimum(res["power_gpu"], cap))
     dyn = res["power_gpu"] - res["idle"]
     scale = np.where(dyn > 0, (power_gpu - res["idle"]) / np.where(dyn > 0, dyn, 1.0), 1.0)
     n = f["num_gpus"]
@@ -422,4 +430,6 @@ def predict(f: dict[str, np.ndarray], c: Coefficients) -> dict[str, np.ndarray]:
         "t_comm_s": res["t_comm"],
         "t_prefill_s": res["t_prefill"],
         "decode_step_s": res["t_decode"],
+        "power_limit_infeasible": infeasible,
+        "min_clock_power_w": res["power_gpu"],
     }

@@ -15,11 +15,6 @@ import pandas as pd
 
 REFERENCE_ENV = "MLENERGY_REFERENCE_DIR"
 
-_CONFIG_ALIASES = (
-    (re.compile(r"-Thinking-2507"), "-Instruct-2507"),  # same architecture as Instruct
-    (re.compile(r"-VL-BF16$"), ""),  # Nemotron Nano VL: the language model's config
-)
-
 
 def reference_dir() -> Path | None:
     """The reference folder: ``$MLENERGY_REFERENCE_DIR``, else ``../shared/reference``.
@@ -41,12 +36,29 @@ def reference_dir() -> Path | None:
     return None
 
 
-def config_id_for(model_id: str) -> str:
-    """The model id whose config describes ``model_id`` (``-FP8`` kept; variants mapped)."""
-    out = model_id
-    for pattern, repl in _CONFIG_ALIASES:
-        out = pattern.sub(repl, out)
-    return out
+def config_id_for(model_id: str, configs_dir: str | Path | None = None) -> str:
+    """The model id whose config describes ``model_id`` (``-FP8`` kept; variants mapped).
+
+    Uses the estimator's one resolution rule
+    (:func:`~mlenergy.estimate.inputs.resolve_model_config`): e.g. ``...-Thinking-2507``
+    maps to the ``...-Instruct-2507`` config, ``...-v2-VL-BF16`` to ``...-v2``. An id without
+    a config (or no configs folder) is returned unchanged.
+
+    Args:
+        model_id: A model id as in the reference tables.
+        configs_dir: Folder of ``<org>__<name>.json`` configs (default: the reference's).
+    """
+    from mlenergy.errors import UserError
+    from mlenergy.estimate.inputs import resolve_model_config
+
+    try:
+        resolved = resolve_model_config(model_id, configs_dir)
+    except UserError:
+        return model_id
+    if resolved.path.suffix != ".json" or "__" not in resolved.path.stem:
+        return model_id  # a path, not an id resolved under the configs folder
+    out = resolved.path.stem.replace("__", "/", 1)
+    return out + "-FP8" if resolved.fp8 else out
 
 
 def _kind(arch: str) -> str:
@@ -58,14 +70,21 @@ def _kind(arch: str) -> str:
     return "dense"
 
 
-def load_v3(path: Path) -> pd.DataFrame:
-    """Read ``v3_llm.csv`` into the estimator's columns."""
+def load_v3(path: Path, configs_dir: str | Path | None = None) -> pd.DataFrame:
+    """Read ``v3_llm.csv`` into the estimator's columns.
+
+    Args:
+        path: The table.
+        configs_dir: Model configs used to map ids to their config's id (see
+            :func:`config_id_for`; default: the reference's).
+    """
     raw = pd.read_csv(path)
+    ids = {m: config_id_for(m, configs_dir) for m in raw["model_id"].unique()}
     return pd.DataFrame(
         {
             "source": "v3",
             "model_id": raw["model_id"],
-            "config_id": raw["model_id"].map(config_id_for),
+            "config_id": raw["model_id"].map(ids),
             "gpu": raw["gpu_model"].map(lambda g: "H100-SXM5-80GB" if g == "H100" else g),
             "num_gpus": raw["num_gpus"].astype(int),
             "tensor_parallel": raw["tensor_parallel"].astype(int),
@@ -144,7 +163,10 @@ def load_reference(
     board = base if (base / "v3_llm.csv").is_file() else base / "mlenergy-leaderboard"
     if not (board / "v3_llm.csv").is_file():
         raise UserError(f"no v3_llm.csv under '{base}'", "Point --reference at shared/reference")
-    frames = [load_v3(board / "v3_llm.csv")]
+    configs = next(
+        (c for c in (base / "model-configs", board.parent / "model-configs") if c.is_dir()), None
+    )
+    frames = [load_v3(board / "v3_llm.csv", configs)]
     if include_v2:
         for name, task in (("v2_chat_h100.csv", "sharegpt-chat"), ("v2_code_h100.csv", "code")):
             if (board / name).is_file():

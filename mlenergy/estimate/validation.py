@@ -116,6 +116,10 @@ def cross_validate(
     rows["arch_group"] = rows["config_id"].map(lambda m: architecture_group(m, configs_dir))
     key = "gpu" if group_by == "gpu" else "arch_group"
     groups = sorted(rows[key].unique())
+    if folds is not None and folds < 2:
+        from mlenergy.errors import UserError
+
+        raise UserError(f"folds must be >= 2, got {folds}", "Give 2 or more folds")
     n_folds = len(groups) if folds is None else min(folds, len(groups))
     rng = np.random.default_rng(0)
     order = rng.permutation(len(groups))

@@ -201,7 +201,9 @@ def test_single_path_applies_the_same_rule(configs_dir):
     with pytest.raises(UserError, match="does not fit"):
         estimate(**base, input_tokens=2000)
     with pytest.raises(UserError, match="weights do not fit"):
-        estimate(**{**base, "model": "meta-llama/Llama-4-Maverick-17B-128E-Instruct"}, num_gpus=8)
+        estimate(
+            **{**base, "model": "meta-llama/Llama-4-Maverick-17B-128E-Instruct"}, tensor_parallel=8
+        )
     with pytest.raises(UserError, match="exceeds max_num_seqs"):
         estimate(**base, max_num_seqs=64)
 
