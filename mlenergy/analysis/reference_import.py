@@ -53,9 +53,6 @@ GPU_NAMES = {
 }
 """CSV GPU names to the hardware catalog's names."""
 
-# Models whose config file is named after a sibling with the same architecture.
-_CONFIG_ALIASES = (("-Thinking-2507", "-Instruct-2507"), ("-VL-BF16", ""))
-
 
 @dataclass(frozen=True)
 class ModelFacts:
@@ -74,13 +71,14 @@ class ModelFacts:
 
 
 def _config_path(model_id: str, config_dir: Path) -> Path | None:
-    base = model_id.removesuffix("-FP8")
-    candidates = [base] + [base.replace(a, b) for a, b in _CONFIG_ALIASES if a in base]
-    for name in candidates:
-        path = config_dir / (name.replace("/", "__") + ".json")
-        if path.is_file():
-            return path
-    return None
+    """The config describing ``model_id``: the estimator's one resolution rule, or ``None``."""
+    from mlenergy.errors import UserError
+    from mlenergy.estimate.inputs import resolve_model_config
+
+    try:
+        return resolve_model_config(model_id, config_dir).path
+    except UserError:
+        return None
 
 
 def model_facts(
