@@ -11,7 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from mlenergy.records import PhaseResult, QualityResult, RunRecord, canonical_json
+from mlenergy.records import ModelInfo, PhaseResult, QualityResult, RunRecord, canonical_json
 
 PHASES: tuple[str, ...] = ("prefill", "decode", "request", "train")
 """Phases that get their own group of flat columns, in column order."""
@@ -29,13 +29,7 @@ _PHASE_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
 
 _TS = pa.timestamp("us", tz="UTC")
 
-_RUN_BASE: tuple[tuple[str, pa.DataType], ...] = (
-    ("run_id", pa.string()),
-    ("created_at", _TS),
-    ("status", pa.string()),
-    ("error", pa.string()),
-    ("energy_source", pa.string()),
-    ("source_kind", pa.string()),
+_MODEL_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
     ("model_id", pa.string()),
     ("config_fingerprint", pa.string()),
     ("architecture", pa.string()),
@@ -46,6 +40,17 @@ _RUN_BASE: tuple[tuple[str, pa.DataType], ...] = (
     ("active_params", pa.int64()),
     ("dtype", pa.string()),
     ("weights", pa.string()),
+)
+"""Columns describing the model, shared by the run and quality tables."""
+
+_RUN_BASE: tuple[tuple[str, pa.DataType], ...] = (
+    ("run_id", pa.string()),
+    ("created_at", _TS),
+    ("status", pa.string()),
+    ("error", pa.string()),
+    ("energy_source", pa.string()),
+    ("source_kind", pa.string()),
+    *_MODEL_FIELDS,
     ("workload_kind", pa.string()),
     ("task", pa.string()),
     ("batch_size", pa.int64()),
@@ -84,16 +89,7 @@ RUN_COLUMNS: tuple[str, ...] = tuple(name for name, _ in RUN_FIELDS)
 QUALITY_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
     ("quality_id", pa.string()),
     ("created_at", _TS),
-    ("model_id", pa.string()),
-    ("config_fingerprint", pa.string()),
-    ("architecture", pa.string()),
-    ("is_moe", pa.bool_()),
-    ("num_experts", pa.int64()),
-    ("experts_per_token", pa.int64()),
-    ("total_params", pa.int64()),
-    ("active_params", pa.int64()),
-    ("dtype", pa.string()),
-    ("weights", pa.string()),
+    *_MODEL_FIELDS,
     ("task", pa.string()),
     ("metric", pa.string()),
     ("value", pa.float64()),
@@ -142,6 +138,11 @@ def _first(phases: list[PhaseResult | None], attr: str) -> float | None:
     return None
 
 
+def _model_columns(model: ModelInfo) -> dict[str, Any]:
+    """The :data:`_MODEL_FIELDS` columns of one model."""
+    return {name: getattr(model, name) for name, _ in _MODEL_FIELDS}
+
+
 def flatten_run(run: RunRecord, content_hash: str | None = None) -> dict[str, Any]:
     """Return the flat columns of one run (see :data:`RUN_COLUMNS`).
 
@@ -178,16 +179,7 @@ def flatten_run(run: RunRecord, content_hash: str | None = None) -> dict[str, An
         "error": run.error,
         "energy_source": run.energy_source,
         "source_kind": run.energy_source.split(":", 1)[0],
-        "model_id": model.model_id,
-        "config_fingerprint": model.config_fingerprint,
-        "architecture": model.architecture,
-        "is_moe": model.is_moe,
-        "num_experts": model.num_experts,
-        "experts_per_token": model.experts_per_token,
-        "total_params": model.total_params,
-        "active_params": model.active_params,
-        "dtype": model.dtype,
-        "weights": model.weights,
+        **_model_columns(model),
         "workload_kind": work.kind,
         "task": work.task,
         "batch_size": work.batch_size,
@@ -232,16 +224,7 @@ def flatten_quality(result: QualityResult, content_hash: str | None = None) -> d
     return {
         "quality_id": result.quality_id,
         "created_at": result.created_at,
-        "model_id": model.model_id,
-        "config_fingerprint": model.config_fingerprint,
-        "architecture": model.architecture,
-        "is_moe": model.is_moe,
-        "num_experts": model.num_experts,
-        "experts_per_token": model.experts_per_token,
-        "total_params": model.total_params,
-        "active_params": model.active_params,
-        "dtype": model.dtype,
-        "weights": model.weights,
+        **_model_columns(model),
         "task": result.task,
         "metric": result.metric,
         "value": result.value,
