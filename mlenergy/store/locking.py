@@ -9,7 +9,7 @@ from pathlib import Path
 
 import filelock
 
-from mlenergy.errors import StoreError
+from mlenergy.errors import StoreError, UserError
 
 
 @contextlib.contextmanager
@@ -39,17 +39,31 @@ def locked_folders(
             "wait for the other mlenergy process to finish, then retry",
         ) from exc
     except OSError as exc:
-        raise StoreError(
-            f"data directory {data_dir} is not writable ({exc.strerror or exc})",
-            "pass --data-dir pointing to a folder you can write (or fix its permissions)",
-        ) from exc
+        raise _not_writable("data directory", data_dir, "--data-dir", exc) from exc
     try:
         yield
     finally:
         lock.release()
 
 
-def probe_writable(folder: Path, data_dir: Path) -> None:
+def _not_writable(
+    what: str, named: Path, option: str, exc: OSError, error: type[UserError] = StoreError
+) -> UserError:
+    """The one-line error for a folder the user named that cannot be written."""
+    return error(
+        f"{what} {named} is not writable ({exc.strerror or exc})",
+        f"pass {option} pointing to a folder you can write (or fix its permissions)",
+    )
+
+
+def probe_writable(
+    folder: Path,
+    named: Path,
+    *,
+    what: str = "data directory",
+    option: str = "--data-dir",
+    error: type[UserError] = StoreError,
+) -> None:
     """Create ``folder``, write and remove a temp file in it, remove the folders it created.
 
     A real write, because root passes ``os.access`` checks on folders it cannot write (e.g.
@@ -57,10 +71,13 @@ def probe_writable(folder: Path, data_dir: Path) -> None:
 
     Args:
         folder: The folder a later write needs (e.g. ``data_dir/results``).
-        data_dir: The user's ``--data-dir``, named in the error message.
+        named: The folder the user named (e.g. ``--data-dir``), shown in the error message.
+        what: What that folder is, for the message.
+        option: The command-line option that sets it, for the fix.
+        error: The error class raised.
 
     Raises:
-        StoreError: The folder cannot be created or written.
+        StoreError: (or ``error``) The folder cannot be created or written.
     """
     created: list[Path] = []
     probe = folder
@@ -73,10 +90,7 @@ def probe_writable(folder: Path, data_dir: Path) -> None:
         tmp.write_bytes(b"")
         tmp.unlink()
     except OSError as exc:
-        raise StoreError(
-            f"data directory {data_dir} is not writable ({exc.strerror or exc})",
-            "pass --data-dir pointing to a folder you can write (or fix its permissions)",
-        ) from exc
+        raise _not_writable(what, named, option, exc, error) from exc
     finally:
         for made in created:  # innermost first
             with contextlib.suppress(OSError):
