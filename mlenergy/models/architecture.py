@@ -250,9 +250,12 @@ def _parse(cfg: dict[str, Any]) -> ArchitectureSpec:
         ]
         if model_type in ("mixtral", "gpt_oss") or moe_inter is None:
             moe_inter = moe_inter or dense_inter
-        if n_shared is None and _opt(cfg, "shared_expert_intermediate_size"):
-            n_shared = 1  # Qwen2-MoE style: one shared expert, sized by its own field
+        if model_type == "qwen2_moe":
+            # One shared expert sized by its own field, behind a sigmoid gate that is built
+            # even when that size is 0.
             kw["shared_expert_gate"] = True
+            if n_shared is None and _opt(cfg, "shared_expert_intermediate_size"):
+                n_shared = 1
         if n_shared:
             shared_inter = _opt(cfg, "shared_expert_intermediate_size") or moe_inter
             kw["shared_expert_intermediate_size"] = shared_inter
@@ -454,8 +457,8 @@ def count_parameters(spec: ArchitectureSpec) -> ParameterCount:
             if n_sh:
                 sh_inter = spec.shared_expert_intermediate_size or inter
                 shared += n_sh * mlp_params(h, sh_inter, spec.mlp_gated, False)
-                if spec.shared_expert_gate:
-                    shared += h  # sigmoid gate of the shared expert (Linear(h, 1))
+            if spec.shared_expert_gate:
+                shared += h  # sigmoid gate of the shared expert (Linear(h, 1))
             shared += h * (spec.num_experts or 0)  # router
             if spec.router_bias:
                 shared += spec.num_experts or 0

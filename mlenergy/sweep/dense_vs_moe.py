@@ -270,21 +270,13 @@ def run_study(
 
 
 def _check_writable(store: Any, report_dir: Path) -> None:
-    """Fail now, before training, if the store or the report folder cannot be written.
+    """Fail now, before training, if the store or the report folder cannot be written."""
+    from mlenergy.store.locking import probe_writable
 
-    Both are real writes (root passes ``os.access`` checks on folders it cannot write).
-    """
     store.ensure_writable()
-    try:
-        report_dir.mkdir(parents=True, exist_ok=True)
-        probe = report_dir / f".probe-{uuid.uuid4().hex}"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as exc:
-        raise UserError(
-            f"report directory {report_dir} is not writable ({exc.strerror or exc})",
-            "pass --report-dir pointing to a folder you can write",
-        ) from exc
+    probe_writable(
+        report_dir, report_dir, what="report directory", option="--report-dir", error=UserError
+    )
 
 
 def _run_one(
@@ -305,7 +297,6 @@ def _run_one(
     from mlenergy.models import (
         LoadedModel,
         ModelSource,
-        count_model_parameters,
         model_info_from_config,
     )
     from mlenergy.workloads import InferenceSpec, run_inference_sweep
@@ -322,11 +313,6 @@ def _run_one(
     }
     model, config = _build_model(size, variant, data.vocab_size, seed, device)
     info = model_info_from_config(config, _model_id(size, variant), "float32", "trained", model)
-    # The built model's own tensors are the truth for what is trained here (the config
-    # parser may not know every MoE layout, e.g. qwen2_moe's single shared expert).
-    total, active = count_model_parameters(model, info.num_experts, info.experts_per_token)
-    if (total, active) != (info.total_params, info.active_params):
-        info = type(info)(**{**info.model_dump(), "total_params": total, "active_params": active})
     spec = TrainingSpec(
         steps=steps,
         batch_size=size.batch_size,

@@ -31,7 +31,7 @@ def test_count_from_config_matches_built_model(name):
     assert counts.active == pytest.approx(real_active, rel=1e-4)
 
 
-def _tiny_qwen2(moe: bool):
+def _tiny_qwen2(moe: bool, shared: int = 128):
     from transformers import Qwen2Config, Qwen2MoeConfig
 
     common = dict(
@@ -47,18 +47,22 @@ def _tiny_qwen2(moe: bool):
     return Qwen2MoeConfig(
         intermediate_size=256,
         moe_intermediate_size=64,
-        shared_expert_intermediate_size=128,
+        shared_expert_intermediate_size=shared,
         num_experts=8,
         num_experts_per_tok=2,
         **common,
     )
 
 
-@pytest.mark.parametrize("moe", [False, True], ids=["qwen2", "qwen2_moe-shared-expert"])
-def test_qwen2_biases_and_shared_expert_counted(moe):
+@pytest.mark.parametrize(
+    "moe,shared",
+    [(False, 0), (True, 128), (True, 0)],
+    ids=["qwen2", "qwen2_moe-shared-expert", "qwen2_moe-gate-without-shared-expert"],
+)
+def test_qwen2_biases_and_shared_expert_counted(moe, shared):
     from transformers import AutoModelForCausalLM
 
-    config = _tiny_qwen2(moe)
+    config = _tiny_qwen2(moe, shared)
     counts = architecture.count_parameters(
         architecture.ArchitectureSpec.from_config(config.to_dict())
     )
