@@ -94,14 +94,11 @@ def to_run_record(est: Estimate, configs_dir: str | Path | None = None):  # -> R
     pf_dur = est.prefill_duration_s
 
     def phase(name: Phase, duration: float, energy: float, tokens: int) -> PhaseResult:
-        return PhaseResult(
-            phase=name,
-            duration_s=duration,
-            energy_j=energy,
-            avg_power_w=energy / duration if duration > 0 else None,
-            tokens=tokens,
-            energy_per_token_j=energy / tokens if tokens else None,
-            throughput_tokens_per_s=tokens / duration if duration > 0 else None,
+        return PhaseResult.from_totals(
+            name,
+            duration,
+            energy,
+            tokens,
             itl_p50_s=est.itl_s if name != Phase.PREFILL else None,
         )
 

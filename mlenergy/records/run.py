@@ -117,6 +117,39 @@ class PhaseResult(FrozenModel):
     energy_j_repeats: RepeatStats | None = None
     duration_s_repeats: RepeatStats | None = None
 
+    @classmethod
+    def from_totals(
+        cls,
+        phase: Phase,
+        duration_s: float,
+        energy_j: float | None,
+        tokens: int,
+        **fields: object,
+    ) -> PhaseResult:
+        """Build a phase from its totals, deriving power, energy per token and throughput.
+
+        A derived figure is ``None`` when its inputs give none: no energy, a zero duration or
+        zero tokens.
+
+        Args:
+            phase: Which phase.
+            duration_s: Wall time in seconds.
+            energy_j: Energy in joules, or ``None`` when no figure exists.
+            tokens: Tokens processed in the phase.
+            **fields: Any other :class:`PhaseResult` fields (latencies, repeats, devices).
+        """
+        has_energy = energy_j is not None
+        return cls(
+            phase=phase,
+            duration_s=duration_s,
+            energy_j=energy_j,
+            avg_power_w=energy_j / duration_s if has_energy and duration_s > 0 else None,
+            tokens=tokens,
+            energy_per_token_j=energy_j / tokens if has_energy and tokens > 0 else None,
+            throughput_tokens_per_s=tokens / duration_s if duration_s > 0 and tokens > 0 else None,
+            **fields,
+        )
+
 
 class MeasuredScope(FrozenModel):
     """Which devices an energy figure covers.

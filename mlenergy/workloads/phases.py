@@ -67,14 +67,11 @@ def _phase(
     if energy is not None and by_device:
         keys = set().union(*by_device)
         devices = {k: sum(d.get(k, 0.0) for d in by_device) / len(by_device) for k in keys}
-    return PhaseResult(
-        phase=phase,
-        duration_s=duration,
-        energy_j=energy,
-        avg_power_w=energy / duration if energy is not None and duration > 0 else None,
-        tokens=tokens,
-        energy_per_token_j=energy / tokens if energy is not None and tokens > 0 else None,
-        throughput_tokens_per_s=tokens / duration if duration > 0 and tokens > 0 else None,
+    return PhaseResult.from_totals(
+        phase,
+        duration,
+        energy,
+        tokens,
         energy_by_device_j=devices,
         energy_j_repeats=energy_stats,
         duration_s_repeats=_stats(list(durations)),

@@ -331,16 +331,11 @@ def train_model(
     )
     tokens = spec.steps * tokens_per_step
     energy = energy_so_far
-    phase = PhaseResult(
-        phase=Phase.TRAIN,
-        duration_s=duration_so_far,
-        energy_j=energy,
-        avg_power_w=energy / duration_so_far
-        if energy is not None and duration_so_far > 0
-        else None,
-        tokens=tokens,
-        energy_per_token_j=energy / tokens if energy is not None else None,
-        throughput_tokens_per_s=tokens / duration_so_far if duration_so_far > 0 else None,
+    phase = PhaseResult.from_totals(
+        Phase.TRAIN,
+        duration_so_far,
+        energy,
+        tokens,
         energy_by_device_j=by_device if energy is not None else {},
     )
     record_tags = {

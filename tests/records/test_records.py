@@ -198,3 +198,18 @@ def test_schema_export(tmp_path):
     schema = json.loads((tmp_path / "run_record.schema.json").read_text())
     assert schema["additionalProperties"] is False
     assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_phase_from_totals_derives_rates_and_never_invents_figures():
+    p = PhaseResult.from_totals(Phase.DECODE, 2.0, 40.0, 100, itl_p50_s=0.02)
+    assert (p.avg_power_w, p.energy_per_token_j, p.throughput_tokens_per_s) == (20.0, 0.4, 50.0)
+    assert p.itl_p50_s == 0.02
+    missing = PhaseResult.from_totals(Phase.DECODE, 2.0, None, 100)
+    assert missing.energy_j is None and missing.avg_power_w is None
+    assert missing.energy_per_token_j is None and missing.throughput_tokens_per_s == 50.0
+    empty = PhaseResult.from_totals(Phase.PREFILL, 0.0, 0.0, 0)
+    assert (empty.avg_power_w, empty.energy_per_token_j, empty.throughput_tokens_per_s) == (
+        None,
+        None,
+        None,
+    )
