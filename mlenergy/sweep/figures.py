@@ -27,6 +27,23 @@ def _figure_note(ax_fig: Any, energy_source: str) -> None:
     )
 
 
+def _save(
+    fig: Any, path: Path, energy_source: str, rect: tuple[float, ...] = (0, 0.04, 1, 1)
+) -> str:
+    """Label ``fig`` with the energy source, save it as a PNG at ``path``, close it.
+
+    Returns:
+        The file name written (for the report's list of figures).
+    """
+    import matplotlib.pyplot as plt
+
+    _figure_note(fig, energy_source)
+    fig.tight_layout(rect=rect)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path.name
+
+
 def _colour(family: str, i: int) -> Any:
     import matplotlib
 
@@ -64,11 +81,7 @@ def write_figures(t: dict[str, Any], out: Path, energy_source: str) -> list[str]
     ax.set_ylabel("validation perplexity")
     ax.set_title("Energy-to-quality curves (dotted: iso-quality target)")
     ax.legend(fontsize=7)
-    _figure_note(fig, energy_source)
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
-    fig.savefig(out / FIGURES[0], dpi=110)
-    plt.close(fig)
-    written.append(FIGURES[0])
+    written.append(_save(fig, out / FIGURES[0], energy_source))
 
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
     vals = summary["train_energy_j_to_target"].astype(float) * scale
@@ -79,11 +92,7 @@ def write_figures(t: dict[str, Any], out: Path, energy_source: str) -> list[str]
     ax.set_ylabel(f"training {energy_word} ({unit})")
     ax.set_title(f"Training energy to reach perplexity {summary['target_perplexity'].iloc[0]:.4g}")
     ax.tick_params(axis="x", labelrotation=20, labelsize=7)
-    _figure_note(fig, energy_source)
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
-    fig.savefig(out / FIGURES[1], dpi=110)
-    plt.close(fig)
-    written.append(FIGURES[1])
+    written.append(_save(fig, out / FIGURES[1], energy_source))
 
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     from mlenergy.analysis.frontier import pareto_frontier
@@ -101,11 +110,7 @@ def write_figures(t: dict[str, Any], out: Path, energy_source: str) -> list[str]
     ax.set_ylabel(f"inference {energy_word} per token (J), batch {t['batch_size']}")
     ax.set_title("Inference energy per token versus quality")
     ax.legend(fontsize=7)
-    _figure_note(fig, energy_source)
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
-    fig.savefig(out / FIGURES[2], dpi=110)
-    plt.close(fig)
-    written.append(FIGURES[2])
+    written.append(_save(fig, out / FIGURES[2], energy_source))
 
     if not inf.empty:
         fig, ax = plt.subplots(figsize=(7.5, 4.2))
@@ -119,11 +124,7 @@ def write_figures(t: dict[str, Any], out: Path, energy_source: str) -> list[str]
         ax.set_ylabel(f"inference {energy_word} per token (J)")
         ax.set_title("Inference energy per generated token by batch size")
         ax.legend(fontsize=7)
-        _figure_note(fig, energy_source)
-        fig.tight_layout(rect=(0, 0.04, 1, 1))
-        fig.savefig(out / FIGURES[3], dpi=110)
-        plt.close(fig)
-        written.append(FIGURES[3])
+        written.append(_save(fig, out / FIGURES[3], energy_source))
 
     util = tr.dropna(subset=["expert_utilisation"]) if "expert_utilisation" in tr else tr
     util = util[util["expert_utilisation"].map(lambda u: bool(u))] if not util.empty else util
@@ -138,9 +139,5 @@ def write_figures(t: dict[str, Any], out: Path, energy_source: str) -> list[str]
             ax.set_xlabel("expert")
         axes[0][0].set_ylabel("share of routed tokens")
         fig.suptitle("Expert utilisation at the end of training (dotted: uniform)", fontsize=9)
-        _figure_note(fig, energy_source)
-        fig.tight_layout(rect=(0, 0.05, 1, 0.95))
-        fig.savefig(out / FIGURES[4], dpi=110)
-        plt.close(fig)
-        written.append(FIGURES[4])
+        written.append(_save(fig, out / FIGURES[4], energy_source, rect=(0, 0.05, 1, 0.95)))
     return written
