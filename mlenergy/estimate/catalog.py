@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -47,7 +47,10 @@ class GpuSpec:
         max_sm_clock_mhz: Highest SM clock in MHz.
         min_sm_clock_mhz: Lowest settable SM clock in MHz (``None``: unknown).
         spec_clock_mhz: SM clock at which the TFLOP/s figures hold.
-        idle_power_w: Measured idle power in watts (``None``: use the fitted fraction of TDP).
+        idle_power_w: Measured idle power in watts. ``None`` in a spec: taken from a catalog GPU
+            of the same vendor and architecture that has a measured figure, as the same
+            fraction of TDP (an H200 idles like the H100 it shares its die with); with no such
+            sibling it stays ``None`` and the estimator uses its fitted fraction of TDP.
         interconnect_gb_s: Per-GPU GPU-to-GPU bandwidth in GB/s (NVLink, Infinity Fabric, PCIe).
         vendor: Vendor name.
         architecture: Micro-architecture name.
@@ -104,13 +107,38 @@ def _catalog() -> tuple[dict[str, GpuSpec], dict[str, str]]:
     raw = json.loads((Path(__file__).parent / "gpu_catalog.json").read_text())
     by_name: dict[str, GpuSpec] = {}
     alias: dict[str, str] = {}
-    for entry in raw["gpus"]:
-        spec = _from_mapping(entry, source="catalog")
+    specs = [_from_mapping(entry, source="catalog") for entry in raw["gpus"]]
+    for spec in specs:
+        spec = with_sibling_idle(spec, specs)
         by_name[spec.name] = spec
         alias[_norm(spec.name)] = spec.name
         for a in spec.aliases:
             alias[_norm(a)] = spec.name
     return by_name, alias
+
+
+def with_sibling_idle(spec: GpuSpec, known: list[GpuSpec]) -> GpuSpec:
+    """Fill a missing idle power from a GPU of the same vendor and architecture.
+
+    Static power is a property of the die and its process, so a sibling's measured idle
+    power, as a fraction of its TDP, is a better guess than one fraction fitted across
+    generations. Returns ``spec`` unchanged when it has an idle figure or no sibling has one.
+
+    Args:
+        spec: The GPU to complete.
+        known: Candidate siblings (the shipped catalog).
+    """
+    if spec.idle_power_w is not None or spec.architecture == "unknown":
+        return spec
+    for other in known:
+        if (
+            other.idle_power_w is not None
+            and other.vendor == spec.vendor
+            and other.architecture == spec.architecture
+        ):
+            idle = other.idle_power_w / other.tdp_w * spec.tdp_w
+            return replace(spec, idle_power_w=round(idle, 1))
+    return spec
 
 
 def catalog_names() -> list[str]:
@@ -197,7 +225,7 @@ def load_gpu_spec_file(path: str | Path) -> GpuSpec:
             ) from None
     if not isinstance(data, dict):
         raise UserError(f"GPU spec file '{p}' must hold a mapping of fields")
-    return _from_mapping(data, source=str(p))
+    return with_sibling_idle(_from_mapping(data, source=str(p)), list(_catalog()[0].values()))
 
 
 def resolve_gpu(name_or_path: str | GpuSpec) -> GpuSpec:

@@ -118,6 +118,20 @@ def test_catalog_aliases():
     assert resolve_gpu("AMD Instinct MI300X").name == "MI300X"
 
 
+def test_missing_idle_comes_from_same_architecture(tmp_path):
+    h100, h200 = resolve_gpu("H100"), resolve_gpu("H200")
+    # The H200 has no measured idle figure; it shares the H100's die (Hopper, same TDP).
+    assert h200.idle_power_w == pytest.approx(h100.idle_power_w / h100.tdp_w * h200.tdp_w)
+    # No Blackwell GPU has a measured idle figure: the estimator's fitted fraction applies.
+    assert resolve_gpu("B200").idle_power_w is None
+    chip = tmp_path / "half-hopper.json"
+    spec = {"memory_gb": 40, "memory_bandwidth_tb_s": 2, "tdp_w": 350, "bf16_tflops": 500}
+    chip.write_text(json.dumps({**spec, "vendor": "NVIDIA", "architecture": "Hopper"}))
+    assert resolve_gpu(str(chip)).idle_power_w == pytest.approx(h100.idle_power_w / 2)
+    chip.write_text(json.dumps({**spec, "vendor": "NVIDIA", "architecture": "Unknown-X"}))
+    assert resolve_gpu(str(chip)).idle_power_w is None
+
+
 @pytest.mark.parametrize(
     ("kwargs", "needle"),
     [
