@@ -1,8 +1,10 @@
 """The physical model: time and power of steady-state LLM serving, vectorised with numpy.
 
 One serving step of a data-parallel replica decodes one token for each of its ``B/dp``
-sequences and, in steady state, prefills ``B/dp / O`` new requests of ``I`` tokens (chunked
-prefill is interleaved with decode). Per GPU and step:
+sequences and, in steady state, ``B/dp / O`` new requests of ``I`` tokens start per step.
+Chunked prefill puts their prompt tokens into the same steps as the decode tokens: a fraction
+``q`` of the steps (Poisson arrivals, at least what a budget of ``PREFILL_TOKEN_BUDGET``
+batched tokens per step needs) is a *mixed* step, the rest decode-only. Per GPU and step:
 
 * memory traffic: weights outside routed experts once per step (sharded over the replica's
   GPUs), routed experts actually hit by the step's tokens (expected distinct experts
@@ -16,8 +18,13 @@ prefill is interleaved with decode). Per GPU and step:
   where ``t_gpu`` sums one soft roofline ``(t_bytes^p + t_flops^p)^(1/p)`` per kernel group
   (dense matmuls, routed-expert matmuls, attention/state), with achievable fractions of
   datasheet bandwidth and FLOP/s, fixed launch costs and per-collective latencies fitted on
-  measurements (:mod:`mlenergy.estimate.calibration`); the decode part alone is the median
-  inter-token latency, prefill adds the stalls of chunked prompts;
+  measurements (:mod:`mlenergy.estimate.calibration`); the decode-only step is the median
+  inter-token latency; in a mixed step the prompt tokens join the same rooflines (they share
+  the weight reads), their FLOPs run at ``eta_prefill`` of the peak, and the step pays a
+  per-layer cost ``c_prefill_layer * L`` (a mixed batch runs outside the captured CUDA
+  graphs); the mean step is ``(1 - q) decode + q mixed``. With data-parallel attention plus
+  expert parallelism the replicas run in lockstep, so the prompts of all replicas stall every
+  one of them;
 * power per GPU: ``idle + (TDP - idle) * (a0 r + a_c u_comp r v(r)^2 + a_m u_busy +
   a_q u_quant)`` capped at the power limit, where ``u`` are busy fractions (``u_quant``: time
   spent streaming scaled low-precision weights that are dequantised on the fly), ``r`` is
@@ -37,6 +44,9 @@ from pathlib import Path
 import numpy as np
 
 COEFFICIENTS_FILE = "coefficients.json"
+PREFILL_TOKEN_BUDGET = 8192.0
+"""Prompt tokens one step may carry (vLLM's ``max_num_batched_tokens`` server default with
+chunked prefill on large GPUs)."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +67,8 @@ class Coefficients:
         moe_layer_s: Extra fixed cost per MoE layer per step in seconds (routing, token
             permutation, grouped-GEMM launches).
         seq_s: Host cost per sequence per step in seconds.
+        prefill_layer_s: Extra cost per layer of a step that carries prompt tokens, in
+            seconds (a mixed prefill/decode batch runs outside the captured CUDA graphs).
         collective_s: Latency per collective (all-reduce or all-to-all) per log2 step of its
             participants, in seconds.
         all_to_all_s: Latency per expert-parallel dispatch or combine, in seconds.
@@ -96,6 +108,7 @@ class Coefficients:
     layer_s: float = 4e-5
     moe_layer_s: float = 6e-5
     seq_s: float = 3.5e-5
+    prefill_layer_s: float = 1e-4
     collective_s: float = 5e-6
     all_to_all_s: float = 3e-5
     eta_link: float = 0.5
@@ -132,6 +145,7 @@ class Coefficients:
         "legacy_slowdown",
         "mem_ceiling",
         "p_quant",
+        "prefill_layer_s",
     )
 
     def replace(self, **kw: object) -> Coefficients:
@@ -253,7 +267,12 @@ def _soft_max(x: np.ndarray, y: np.ndarray, p: float) -> np.ndarray:
 
 
 def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> dict:
-    """Evaluate time and power at an SM clock (MHz) for every row."""
+    """Evaluate time and power at an SM clock (MHz) for every row.
+
+    The mean step mixes decode-only steps (the median inter-token latency) and steps that
+    also carry a chunk of new prompts (chunked prefill: the prompt tokens share the step's
+    kernels, and its weight reads, with the decode tokens).
+    """
     n, dp, pp = f["num_gpus"], f["dp"], f["pp"]
     a = n / dp  # GPUs per replica
     tp_eff = np.maximum(a / pp, 1.0)
@@ -265,72 +284,99 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     # Expected distinct experts hit per MoE layer; routing is skewed, so tokens draw from an
     # effective pool smaller than E (``routing_spread`` = 1: uniform routing).
     e_eff = np.maximum(k + (e - k) * c.routing_spread, 1.0)
-    hit = e_eff * (1.0 - np.power(np.clip(1.0 - k / e_eff, 0.0, 1.0), t_moe))
-    hit = np.minimum(hit, e)
+    miss = np.clip(1.0 - k / e_eff, 0.0, 1.0)
     ctx = f["input_tokens"] + 0.5 * f["output_tokens"]
     ctx_w = np.minimum(ctx, np.where(f["window"] > 0, f["window"], ctx))
     kv_shard = np.where(f["latent_kv"] > 0, 1.0, np.minimum(tp_eff, f["num_kv_heads"])) * pp
-
-    # Bytes per GPU and step: weights outside routed experts, routed experts hit, KV cache
-    # and recurrent state. Achieved bandwidth: a fraction of the datasheet figure, in series
-    # with a GPU-independent streaming ceiling (latency-bound loads do not speed up with the
-    # memory: faster HBM is harder to saturate).
-    w_common = f["common_bytes"] / a
-    w_exp = f["n_moe_layers"] * f["expert_bytes"] * hit / ep_shards
-    w_bytes = w_common + w_exp
-    kv_bytes = br * (f["kv_full"] * ctx + f["kv_window"] * ctx_w) / kv_shard
-    ssm_bytes = 2.0 * br * f["ssm_bytes"] / a
     bw = effective_bandwidth(f["bandwidth"], c)
-    t_mem = (w_bytes + kv_bytes + ssm_bytes) / bw
-
     speed = clock / f["spec_clock"]
-    attn = br * (f["attn_full"] * ctx + f["attn_window"] * ctx_w) / kv_shard
-    dense_fl = br * (f["dense_flops"] + f["ssm_flops"]) / a
-    expert_fl = t_moe * f["expert_flops"] / ep_shards
-    # Scaled low-precision weights are dequantised (scales applied) as they are read.
-    q_elems = f["quant_common"] / a + f["n_moe_layers"] * f["quant_expert"] * hit / ep_shards
     rate = c.eta_comp * speed
-    t_c_dense = (dense_fl + c.dequant_flops * q_elems) / (f["peak_dense"] * rate)
-    t_c_exp = expert_fl / (f["peak_expert"] * rate)
-    t_c_attn = attn / (f["peak_dense"] * rate)
-    t_comp = t_c_dense + t_c_exp + t_c_attn
-    # Dense matmuls, routed-expert matmuls and attention are separate kernels run one after
-    # the other: each is bound by its own bytes or FLOPs (a roofline per kernel group).
+    rate_pf = c.eta_prefill * speed
     p = c.overlap_p
-    t_gpu = (
-        _soft_max(w_common / bw, t_c_dense, p)
-        + _soft_max(w_exp / bw, t_c_exp, p)
-        + _soft_max((kv_bytes + ssm_bytes) / bw, t_c_attn, p)
-    )
-
     layers_per_stage = f["num_layers"] / pp
     n_ar = np.where(tp_eff > 1, 2.0 * layers_per_stage, 0.0)
     n_a2a = np.where(ep_on, 2.0 * f["n_moe_layers"] / pp, 0.0)
-    act = br * f["hidden_size"] * 2.0
-    comm_bytes = n_ar * act * 2.0 * (tp_eff - 1) / tp_eff + n_a2a * act * k * (ep_shards - 1) / n
     # All-reduce latency grows with log2 of its participants (ring/tree steps); an
     # expert-parallel dispatch or combine costs a fixed latency (one exchange round).
     lat = c.collective_s * n_ar * np.log2(2.0 * tp_eff) + c.all_to_all_s * n_a2a
-    t_comm = lat + comm_bytes / (c.eta_link * f["link"])
-
     slow = 1.0 + f["legacy"] * (c.legacy_slowdown - 1.0)
     fixed = c.step_s + c.layer_s * layers_per_stage + c.moe_layer_s * f["n_moe_layers"] / pp
-    t_dec = (fixed + c.seq_s * br) * slow + t_gpu + t_comm
-    # Chunked prefill of the B/dp / O prompts that start per step and replica; routed-expert
-    # work of the prompts is spread over the expert-parallel shards.
+    kv_bytes = br * (f["kv_full"] * ctx + f["kv_window"] * ctx_w) / kv_shard
+    ssm_bytes = 2.0 * br * f["ssm_bytes"] / a
+    attn = br * (f["attn_full"] * ctx + f["attn_window"] * ctx_w) / kv_shard
+    t_c_attn = attn / (f["peak_dense"] * rate)
+    w_common = f["common_bytes"] / a
+
+    # Prompts: B/dp / O start per step and replica. With data-parallel attention plus expert
+    # parallelism the replicas run every MoE layer in lockstep (one all-to-all group), so a
+    # prompt on any replica stalls all of them: their prefills serialise.
     i = f["input_tokens"]
+    lockstep = ep_on & (dp > 1)
+    pf_seqs = np.where(lockstep, f["batch"], br)
+    n_pf = pf_seqs / np.maximum(f["output_tokens"], 1.0)  # prompts per step (stalling group)
+    # Fraction of steps that carry prompt tokens: Poisson arrivals, at least as many steps as
+    # the per-step token budget (max_num_batched_tokens) needs.
+    q = np.clip(np.maximum(-np.expm1(-n_pf), n_pf * i / PREFILL_TOKEN_BUDGET), 1e-12, 1.0)
+    m = n_pf / q  # prompts in a step that has any
     i_w = np.minimum(i, np.where(f["window"] > 0, f["window"], i))
     pf_attn = 0.5 * i * (f["attn_full"] * i + f["attn_window"] * i_w)
-    pf_dense = (i * (f["dense_flops"] + f["ssm_flops"]) + pf_attn) / f["peak_dense"]
-    pf_exp = i * f["expert_flops"] / f["peak_expert"]
-    starts = 1.0 / np.maximum(f["output_tokens"], 1.0)
-    t_pf = starts * (br * pf_dense / a + t_moe * pf_exp / ep_shards) / (c.eta_prefill * speed)
-    t_step = t_dec + t_pf
+    pf_tok = m * i  # prompt tokens of that step
+
+    def step(extra_tok: np.ndarray, extra_attn: np.ndarray, extra_exp: np.ndarray) -> tuple:
+        tm = t_moe + extra_exp
+        hit = np.minimum(e_eff * (1.0 - np.power(miss, tm)), e)
+        w_exp = f["n_moe_layers"] * f["expert_bytes"] * hit / ep_shards
+        q_elems = f["quant_common"] / a + f["n_moe_layers"] * f["quant_expert"] * hit / ep_shards
+        t_c_dense = (br * (f["dense_flops"] + f["ssm_flops"]) / a + c.dequant_flops * q_elems) / (
+            f["peak_dense"] * rate
+        )
+        t_c_exp = t_moe * f["expert_flops"] / ep_shards / (f["peak_expert"] * rate)
+        # Prompt tokens: dense part on the replica's GPUs, experts over the EP shards.
+        t_p_dense = (extra_tok * (f["dense_flops"] + f["ssm_flops"]) + extra_attn) / a
+        t_p_dense = t_p_dense / (f["peak_dense"] * rate_pf)
+        t_p_exp = extra_exp * f["expert_flops"] / ep_shards / (f["peak_expert"] * rate_pf)
+        # Dense matmuls, routed-expert matmuls and attention are separate kernels run one
+        # after the other: each is bound by its own bytes or FLOPs (a roofline per group).
+        t_gpu = (
+            _soft_max(w_common / bw, t_c_dense + t_p_dense, p)
+            + _soft_max(w_exp / bw, t_c_exp + t_p_exp, p)
+            + _soft_max((kv_bytes + ssm_bytes) / bw, t_c_attn, p)
+        )
+        # Prompt tokens join the tensor-parallel all-reduces; the expert-parallel exchange
+        # of a replica's prompt is not charged (with one replica every GPU holds the tokens).
+        act_ar = (br + extra_tok) * f["hidden_size"] * 2.0
+        act_a2a = br * f["hidden_size"] * 2.0
+        comm_bytes = (
+            n_ar * act_ar * 2.0 * (tp_eff - 1) / tp_eff + n_a2a * act_a2a * k * (ep_shards - 1) / n
+        )
+        t_comm = lat + comm_bytes / (c.eta_link * f["link"])
+        t_mem = (w_common + w_exp + kv_bytes + ssm_bytes) / bw
+        t_comp = t_c_dense + t_c_exp + t_c_attn
+        return t_gpu, t_comm, t_mem, t_comp, t_p_dense + t_p_exp, q_elems, w_common + w_exp
+
+    zero = np.zeros_like(br)
+    g0, comm0, mem0, comp0, _, qe0, wb0 = step(zero, zero, zero)
+    t_dec = (fixed + c.seq_s * br) * slow + g0 + comm0
+    g1, comm1, mem1, comp1, pfc1, qe1, wb1 = step(pf_tok, m * pf_attn, pf_tok)
+    # A step that carries prompt tokens runs a mixed batch beyond the captured CUDA-graph
+    # sizes (kernels launched one by one): a fixed host cost per layer.
+    t_mix = (fixed + c.seq_s * br + c.prefill_layer_s * layers_per_stage) * slow + g1 + comm1
+    t_step = (1.0 - q) * t_dec + q * t_mix
+    t_pf = t_step - t_dec
+
+    def avg(x0: np.ndarray, x1: np.ndarray) -> np.ndarray:
+        return (1.0 - q) * x0 + q * x1
+
+    t_mem = avg(mem0, mem1)
+    t_comp = avg(comp0, comp1)
+    t_comm = avg(comm0, comm1)
+    q_elems = avg(qe0, qe1)
+    w_bytes = avg(wb0, wb1)
 
     idle = np.where(np.isnan(f["idle"]), c.idle_frac * f["tdp"], f["idle"])
     span = f["tdp"] - idle
     r = clock / f["max_clock"]
-    u_comp = np.clip((t_comp + t_pf) / t_step, 0.0, 1.0)
+    u_comp = np.clip((t_comp + q * pfc1) / t_step, 0.0, 1.0)
     # Busy time not bound by tensor cores: weight/KV traffic and collectives (NCCL kernels
     # keep SMs and links busy).
     u_mem = np.clip((t_mem + t_comm) / t_step, 0.0, 1.0)

@@ -164,3 +164,30 @@ def test_missing_config_key(tmp_path):
     path.write_text(json.dumps({"model_type": "llama", "hidden_size": 64, "vocab_size": 10}))
     with pytest.raises(UserError, match="num_hidden_layers"):
         estimate(str(path), "H100", batch_size=1, input_tokens=1, output_tokens=1)
+
+
+def _stall_s(e) -> float:
+    """Mean step time minus the decode-only step (s): what new prompts add per step."""
+    assert e.itl_s == pytest.approx(e.batch_size / e.throughput_tokens_per_s)  # mean step
+    return e.prefill_duration_s / e.output_tokens
+
+
+def test_prompts_stall_decode_more_when_longer(configs_dir):
+    kw = dict(batch_size=16, output_tokens=256)
+    short = estimate(LLAMA8, "H100", input_tokens=128, **kw)
+    long = estimate(LLAMA8, "H100", input_tokens=4096, **kw)
+    assert 0 < _stall_s(short) < _stall_s(long)
+    # Longer outputs: fewer new prompts per step, so less stall per step.
+    rare = estimate(LLAMA8, "H100", input_tokens=128, batch_size=16, output_tokens=4096)
+    assert _stall_s(rare) < _stall_s(short) / 4
+
+
+def test_data_parallel_attention_with_experts_runs_in_lockstep(configs_dir):
+    """With dp > 1 and ep > 1 a prompt on any replica stalls all of them."""
+    moe = "Qwen/Qwen3-30B-A3B-Instruct-2507"
+    kw = dict(batch_size=256, input_tokens=2000, output_tokens=256, num_gpus=8, data_parallel=8)
+    alone = estimate(moe, "H100", expert_parallel=1, **kw)  # 8 independent replicas
+    lockstep = estimate(moe, "H100", expert_parallel=8, **kw)
+    # Independent replicas each stall only for their own eighth of the prompts; in lockstep
+    # every replica waits for all of them (expert work is shared over 8 GPUs, the rest not).
+    assert _stall_s(lockstep) > 3 * _stall_s(alone)
