@@ -207,9 +207,10 @@ def fit(
         hi = np.concatenate([hi, np.log(np.maximum(cap, 20.0))])
         x0 = np.concatenate([x0, np.clip(np.log(t0), lo[n_names:] + 1e-9, hi[n_names:] - 1e-9)])
     n_coef = len(names)
-    prior_idx = np.array([names.index(n) for n in PRIORS if n in names], dtype=int)
-    prior_log = np.log([PRIORS[n][0] for n in PRIORS if n in names])
-    prior_w = np.sqrt([PRIORS[n][1] for n in PRIORS if n in names])
+    priored = [n for n in PRIORS if n in names]
+    prior_idx = np.array([names.index(n) for n in priored], dtype=int)
+    prior_log = np.log([PRIORS[n][0] for n in priored])
+    prior_w = np.sqrt([PRIORS[n][1] for n in priored])
     w = np.ones_like(throughput) if weights is None else np.sqrt(weights)
     log_thr, log_pow = np.log(throughput), np.log(power)
     has_itl = itl is not None and bool(np.isfinite(itl).any())
