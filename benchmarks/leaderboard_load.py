@@ -13,13 +13,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -28,10 +25,14 @@ from mlenergy.analysis import leaderboard as lb
 from mlenergy.analysis.leaderboard_data import LeaderboardData
 from mlenergy.analysis.leaderboard_html import render_table
 from mlenergy.analysis.leaderboard_synthetic import synthetic_runs
+from mlenergy.commands.leaderboard_server import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    STATUS_JS,
+    serve_leaderboard,
+)
 from mlenergy.store import RunStore
 
-ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = Path("/usr/bin/chromium")
 TARGET_QUERY_S = 0.300
 TARGET_PAGE_S = 3.0
 
@@ -53,74 +54,28 @@ def _answer(frame, query):
     return res
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _browser_figures(data_dir: Path) -> dict[str, float]:
     """Start ``mlenergy leaderboard``; time server start, page load and a filter round trip."""
     from playwright.sync_api import sync_playwright
 
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}/"
     started = time.perf_counter()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "mlenergy.cli",
-            "leaderboard",
-            "--data-dir",
-            str(data_dir),
-            "--port",
-            str(port),
-        ],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        while True:
-            try:
-                with urllib.request.urlopen(url, timeout=2):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.perf_counter() - started > 300:
-                    raise RuntimeError("the leaderboard did not start") from None
-                time.sleep(0.1)
+    with serve_leaderboard(data_dir, start_timeout_s=300, poll_s=0.1, stop_timeout_s=30) as url:
         server_ready = time.perf_counter() - started
-        args = [
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--no-first-run",
-        ]
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=args)
+            browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=list(CHROMIUM_ARGS))
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             t0 = time.perf_counter()
             page.goto(url)
             page.wait_for_selector("#lb-table tbody tr", timeout=60_000)
             page_load = time.perf_counter() - t0
-            status_js = (
-                "() => (document.querySelector('#lb-status')?.innerText"
-                ".match(/\\d+ rows · page \\d+ of \\d+/) || [''])[0]"
-            )
-            before = page.evaluate(status_js)
+            before = page.evaluate(STATUS_JS)
             t1 = time.perf_counter()
             page.locator("#f-hardware label", has_text="B200").first.click()
             page.wait_for_function(
-                f"b => {{ const s = ({status_js})(); return s && s !== b; }}", arg=before
+                f"b => {{ const s = ({STATUS_JS})(); return s && s !== b; }}", arg=before
             )
             filter_round_trip = time.perf_counter() - t1
             browser.close()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
     return {
         "server start to ready (s)": server_ready,
         "first page load in Chromium (s)": page_load,

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from mlenergy.records import Phase, QualityResult, RunRecord
+from mlenergy.store.tables import model_columns
 
 _TAG_COLUMNS = ("study", "study_id", "variant", "family", "role", "seed", "size")
 
@@ -48,18 +49,8 @@ def _tag_cols(tags: dict[str, str]) -> dict[str, Any]:
 
 
 def _model_cols(r: RunRecord | QualityResult) -> dict[str, Any]:
-    m = r.model
-    return {
-        "model_id": m.model_id,
-        "config_fingerprint": m.config_fingerprint,
-        "architecture": m.architecture,
-        "is_moe": m.is_moe,
-        "num_experts": m.num_experts,
-        "experts_per_token": m.experts_per_token,
-        "num_shared_experts": m.num_shared_experts,
-        "total_params": m.total_params,
-        "active_params": m.active_params,
-    }
+    """The store's model columns, plus ``num_shared_experts`` (dense-vs-MoE studies vary it)."""
+    return {**model_columns(r.model), "num_shared_experts": r.model.num_shared_experts}
 
 
 def _utilisation_cv(util: tuple[float, ...] | None) -> float | None:

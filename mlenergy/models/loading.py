@@ -326,20 +326,31 @@ def hub_reachable(timeout_s: float = 3.0) -> bool:
         return False
 
 
+def _pretrained_error(name: str, exc: BaseException, action: str, folder_fix: str) -> UserError:
+    """The error for a failed ``from_pretrained(name)``: a local folder's fault, else the Hub's.
+
+    Args:
+        name: Local folder or Hub id passed to ``from_pretrained``.
+        exc: What ``from_pretrained`` raised.
+        action: What failed, for a local folder (e.g. ``"read the model config"``).
+        folder_fix: How to fix a local folder.
+    """
+    if Path(name).exists():
+        return UserError(f"could not {action} in {name!r} ({_one_line(exc)})", folder_fix)
+    return UserError(
+        f"could not load {name!r} from the Hugging Face Hub (no network or unknown id)",
+        _SOURCE_FIX,
+    )
+
+
 def _pretrained_config(name: str, local_files_only: bool) -> PretrainedConfig:
     from transformers import AutoConfig
 
     try:
         return AutoConfig.from_pretrained(name, local_files_only=local_files_only)
     except (OSError, ValueError) as exc:
-        if Path(name).exists():
-            raise UserError(
-                f"could not read the model config in {name!r} ({_one_line(exc)})",
-                "Check that the folder holds a valid config.json",
-            ) from exc
-        raise UserError(
-            f"could not load {name!r} from the Hugging Face Hub (no network or unknown id)",
-            _SOURCE_FIX,
+        raise _pretrained_error(
+            name, exc, "read the model config", "Check that the folder holds a valid config.json"
         ) from exc
 
 
@@ -353,14 +364,11 @@ def _load_pretrained(
             name, local_files_only=local_files_only, dtype=_to_torch_dtype(dtype)
         )
     except (OSError, ValueError) as exc:
-        if Path(name).exists():
-            raise UserError(
-                f"could not load the model weights in {name!r} ({_one_line(exc)})",
-                "Check that the folder holds a config.json and its weights",
-            ) from exc
-        raise UserError(
-            f"could not load {name!r} from the Hugging Face Hub (no network or unknown id)",
-            _SOURCE_FIX,
+        raise _pretrained_error(
+            name,
+            exc,
+            "load the model weights",
+            "Check that the folder holds a config.json and its weights",
         ) from exc
     try:
         tokenizer = AutoTokenizer.from_pretrained(name, local_files_only=local_files_only)

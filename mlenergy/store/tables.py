@@ -138,8 +138,11 @@ def _first(phases: list[PhaseResult | None], attr: str) -> float | None:
     return None
 
 
-def _model_columns(model: ModelInfo) -> dict[str, Any]:
-    """The :data:`_MODEL_FIELDS` columns of one model."""
+def model_columns(model: ModelInfo) -> dict[str, Any]:
+    """The model-description columns of one model (the same in the run and quality tables).
+
+    :mod:`mlenergy.analysis.tables` reuses them for its study frames.
+    """
     return {name: getattr(model, name) for name, _ in _MODEL_FIELDS}
 
 
@@ -179,7 +182,7 @@ def flatten_run(run: RunRecord, content_hash: str | None = None) -> dict[str, An
         "error": run.error,
         "energy_source": run.energy_source,
         "source_kind": run.energy_source.split(":", 1)[0],
-        **_model_columns(model),
+        **model_columns(model),
         "workload_kind": work.kind,
         "task": work.task,
         "batch_size": work.batch_size,
@@ -224,7 +227,7 @@ def flatten_quality(result: QualityResult, content_hash: str | None = None) -> d
     return {
         "quality_id": result.quality_id,
         "created_at": result.created_at,
-        **_model_columns(model),
+        **model_columns(model),
         "task": result.task,
         "metric": result.metric,
         "value": result.value,

@@ -7,35 +7,21 @@ the main view is also written to ``docs/leaderboard.png`` for the README.
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
+from mlenergy.commands.leaderboard_server import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    LeaderboardStartError,
+    serve_leaderboard,
+)
+
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = Path("/usr/bin/chromium")
 OUTPUT = ROOT / "test-output"
 HOSTILE = "<script>alert(1)</script>"
 HYBRID = "synthetic/hybrid-9b"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def seed_store(data_dir: Path) -> None:
@@ -96,46 +82,12 @@ def server(chromium_path, tmp_path_factory):
     """The app served by ``mlenergy leaderboard`` in a subprocess; yields its base URL."""
     data_dir = tmp_path_factory.mktemp("lb-store")
     seed_store(data_dir)
-    port = _free_port()
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "GRADIO_ANALYTICS_ENABLED": "False"}
-    log = (tmp_path_factory.mktemp("lb-log") / "server.log").open("w")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "mlenergy.cli",
-            "leaderboard",
-            "--data-dir",
-            str(data_dir),
-            "--port",
-            str(port),
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=2) as resp:
-                if resp.status == 200:
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            log.close()
-            pytest.fail(f"the leaderboard did not start: see {log.name}")
-        time.sleep(0.5)
-    yield {"url": url, "data_dir": data_dir}
-    proc.terminate()
+    log_path = tmp_path_factory.mktemp("lb-log") / "server.log"
     try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+        with serve_leaderboard(data_dir, log_path=log_path) as url:
+            yield {"url": url, "data_dir": data_dir}
+    except LeaderboardStartError as exc:
+        pytest.fail(str(exc))
 
 
 @pytest.fixture(scope="session")
@@ -143,7 +95,7 @@ def browser(chromium_path):
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=str(chromium_path), args=CHROMIUM_ARGS)
+        b = pw.chromium.launch(executable_path=str(chromium_path), args=list(CHROMIUM_ARGS))
         yield b
         b.close()
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from mlenergy.analysis.leaderboard_synthetic import synthetic_model, synthetic_run
+from mlenergy.commands.leaderboard_server import STATUS_JS
 
 pytestmark = pytest.mark.browser
 
@@ -21,12 +22,6 @@ OUTPUT = ROOT / "test-output"  # git-ignored
 def _shot(page, name: str, full_page: bool = False) -> None:
     OUTPUT.mkdir(exist_ok=True)
     page.screenshot(path=str(OUTPUT / name), full_page=full_page)
-
-
-STATUS_JS = (
-    "() => (document.querySelector('#lb-status')?.innerText"
-    ".match(/\\d+ rows · page \\d+ of \\d+/) || [''])[0]"
-)
 
 
 def _status(page) -> str:

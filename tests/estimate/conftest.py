@@ -20,11 +20,9 @@ def configs_dir():
 
 
 @pytest.fixture
-def tiny_config(tmp_path):
-    """A small dense config written to disk (no reference needed)."""
-    import json
-
-    cfg = {
+def tiny_config_dict() -> dict[str, object]:
+    """A small dense Llama-style ``config.json`` as a dict (no reference needed)."""
+    return {
         "model_type": "llama",
         "hidden_size": 1024,
         "num_hidden_layers": 8,
@@ -33,6 +31,13 @@ def tiny_config(tmp_path):
         "intermediate_size": 4096,
         "vocab_size": 32000,
     }
+
+
+@pytest.fixture
+def tiny_config(tmp_path, tiny_config_dict):
+    """:func:`tiny_config_dict` written to ``config.json`` (no reference needed)."""
+    import json
+
     path = tmp_path / "config.json"
-    path.write_text(json.dumps(cfg))
+    path.write_text(json.dumps(tiny_config_dict))
     return path

@@ -14,23 +14,14 @@ from mlenergy.estimate.batch import INPUT_COLUMNS, estimate_frame
 from mlenergy.estimate.inputs import config_candidates, resolve_model_config
 from mlenergy.estimate.memory import GPU_MEMORY_UTILIZATION, usable_bytes
 
-TINY = {
-    "model_type": "llama",
-    "hidden_size": 1024,
-    "num_hidden_layers": 8,
-    "num_attention_heads": 16,
-    "num_key_value_heads": 4,
-    "intermediate_size": 4096,
-    "vocab_size": 32000,
-}
-
 
 @pytest.fixture
-def variant_dir(tmp_path):
+def variant_dir(tmp_path, tiny_config_dict):
     """A configs folder of one architecture under several names (no reference needed)."""
+    tiny = tiny_config_dict
     for name in ("acme__Foo-7B-Instruct-2507", "acme__Bar-7B", "acme__Bar-VL-7B-Instruct"):
-        (tmp_path / f"{name}.json").write_text(json.dumps(TINY))
-    (tmp_path / "acme__Baz-7B-v2.json").write_text(json.dumps({**TINY, "hidden_size": 2048}))
+        (tmp_path / f"{name}.json").write_text(json.dumps(tiny))
+    (tmp_path / "acme__Baz-7B-v2.json").write_text(json.dumps({**tiny, "hidden_size": 2048}))
     return tmp_path
 
 

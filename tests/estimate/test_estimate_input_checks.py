@@ -74,22 +74,12 @@ def test_power_limit_below_lowest_clock_draw_is_an_error(capsys, configs_dir):
     assert capped.energy_per_token_j >= low.energy_per_token_j * 0.9
 
 
-def test_power_cap_physics_flags_infeasible_rows():
+def test_power_cap_physics_flags_infeasible_rows(tiny_config_dict):
     from mlenergy.estimate.inputs import Workload, feature_row, stack
     from mlenergy.estimate.profile import build_profile
     from mlenergy.models.architecture import ArchitectureSpec
 
-    spec = ArchitectureSpec.from_config(
-        {
-            "model_type": "llama",
-            "hidden_size": 1024,
-            "num_hidden_layers": 8,
-            "num_attention_heads": 16,
-            "num_key_value_heads": 4,
-            "intermediate_size": 4096,
-            "vocab_size": 32000,
-        }
-    )
+    spec = ArchitectureSpec.from_config(tiny_config_dict)
     prof = build_profile(spec, "bfloat16")
     gpu = resolve_gpu("H100")
     rows = [
