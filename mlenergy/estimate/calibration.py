@@ -48,6 +48,8 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "mem_ceiling": (3e12, 1e15),
     "p_quant": (1e-3, 3.0),
     "prefill_layer_s": (1e-7, 2e-3),
+    "legacy_moe_layer_s": (1e-7, 1e-3),
+    "fp8_moe_layer_s": (1e-7, 1e-3),
 }
 
 PRIORS: dict[str, tuple[float, float]] = {"eta_mem": (1.0, 1.0)}

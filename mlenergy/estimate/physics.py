@@ -66,6 +66,13 @@ class Coefficients:
         layer_s: Fixed cost per layer per step in seconds (kernel launches).
         moe_layer_s: Extra fixed cost per MoE layer per step in seconds (routing, token
             permutation, grouped-GEMM launches).
+        legacy_moe_layer_s: Further cost per MoE layer per step of the older engine of the v2
+            data (vLLM 0.5.4), in seconds before ``legacy_slowdown``: its MoE layers were far
+            costlier than today's, so they get their own term instead of inflating
+            ``moe_layer_s`` for the current engine.
+        fp8_moe_layer_s: Extra cost per MoE layer per step when the routed experts are fp8
+            (block-scaled checkpoints take another grouped-GEMM path: activations quantised
+            per token group, scales applied per block), in seconds; counted as busy time.
         seq_s: Host cost per sequence per step in seconds.
         prefill_layer_s: Extra cost per layer of a step that carries prompt tokens, in
             seconds (a mixed prefill/decode batch runs outside the captured CUDA graphs).
@@ -107,6 +114,8 @@ class Coefficients:
     step_s: float = 1e-4
     layer_s: float = 4e-5
     moe_layer_s: float = 6e-5
+    legacy_moe_layer_s: float = 1e-4
+    fp8_moe_layer_s: float = 1e-4
     seq_s: float = 3.5e-5
     prefill_layer_s: float = 1e-4
     collective_s: float = 5e-6
@@ -146,6 +155,8 @@ class Coefficients:
         "mem_ceiling",
         "p_quant",
         "prefill_layer_s",
+        "legacy_moe_layer_s",
+        "fp8_moe_layer_s",
     )
 
     def replace(self, **kw: object) -> Coefficients:
@@ -220,6 +231,7 @@ FEATURES = (
     "latent_kv",
     "num_layers",
     "hidden_size",
+    "fp8_experts",  # 1.0 when the routed experts are fp8
     # gpu
     "bandwidth",  # bytes/s
     "peak_dense",  # FLOP/s at the spec clock
@@ -300,7 +312,10 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     # expert-parallel dispatch or combine costs a fixed latency (one exchange round).
     lat = c.collective_s * n_ar * np.log2(2.0 * tp_eff) + c.all_to_all_s * n_a2a
     slow = 1.0 + f["legacy"] * (c.legacy_slowdown - 1.0)
-    fixed = c.step_s + c.layer_s * layers_per_stage + c.moe_layer_s * f["n_moe_layers"] / pp
+    moe_s = c.moe_layer_s + f["legacy"] * c.legacy_moe_layer_s
+    fixed = c.step_s + c.layer_s * layers_per_stage + moe_s * f["n_moe_layers"] / pp
+    # fp8 experts: another grouped-GEMM path with its own per-layer cost (GPU busy time).
+    t_fp8 = f["fp8_experts"] * c.fp8_moe_layer_s * f["n_moe_layers"] / pp
     kv_bytes = br * (f["kv_full"] * ctx + f["kv_window"] * ctx_w) / kv_shard
     ssm_bytes = 2.0 * br * f["ssm_bytes"] / a
     attn = br * (f["attn_full"] * ctx + f["attn_window"] * ctx_w) / kv_shard
@@ -341,6 +356,7 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
             _soft_max(w_common / bw, t_c_dense + t_p_dense, p)
             + _soft_max(w_exp / bw, t_c_exp + t_p_exp, p)
             + _soft_max((kv_bytes + ssm_bytes) / bw, t_c_attn, p)
+            + t_fp8
         )
         # Prompt tokens join the tensor-parallel all-reduces; the expert-parallel exchange
         # of a replica's prompt is not charged (with one replica every GPU holds the tokens).
@@ -350,7 +366,7 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
             n_ar * act_ar * 2.0 * (tp_eff - 1) / tp_eff + n_a2a * act_a2a * k * (ep_shards - 1) / n
         )
         t_comm = lat + comm_bytes / (c.eta_link * f["link"])
-        t_mem = (w_common + w_exp + kv_bytes + ssm_bytes) / bw
+        t_mem = (w_common + w_exp + kv_bytes + ssm_bytes) / bw + t_fp8
         t_comp = t_c_dense + t_c_exp + t_c_attn
         return t_gpu, t_comm, t_mem, t_comp, t_p_dense + t_p_exp, q_elems, w_common + w_exp
 
@@ -377,8 +393,8 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     span = f["tdp"] - idle
     r = clock / f["max_clock"]
     u_comp = np.clip((t_comp + q * pfc1) / t_step, 0.0, 1.0)
-    # Busy time not bound by tensor cores: weight/KV traffic and collectives (NCCL kernels
-    # keep SMs and links busy).
+    # Busy time not bound by tensor cores: weight/KV traffic, the fp8 expert path and
+    # collectives (NCCL kernels keep SMs and links busy).
     u_mem = np.clip((t_mem + t_comm) / t_step, 0.0, 1.0)
     # Dequantising scaled low-precision weights keeps the SM ALUs busy while they stream.
     u_quant = np.clip(q_elems / bw / t_step, 0.0, 1.0)
