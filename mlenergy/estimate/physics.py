@@ -278,6 +278,30 @@ def _soft_max(x: np.ndarray, y: np.ndarray, p: float) -> np.ndarray:
     return np.power(np.power(x, p) + np.power(y, p), 1.0 / p)
 
 
+_MAX_NORMAL_LOG2N = np.arange(8.0)
+_MAX_NORMAL = np.array([0.0, 0.5642, 1.0294, 1.4236, 1.7660, 2.0697, 2.3371, 2.5778])
+"""Expected maximum of ``2**i`` independent standard normal draws (i = 0..7)."""
+
+
+def _max_shard_hits(
+    hit: np.ndarray, e: np.ndarray, shards: np.ndarray, ep_on: np.ndarray
+) -> np.ndarray:
+    """Distinct experts hit on the busiest expert-parallel shard (mean over shards without EP).
+
+    Each of ``shards`` GPUs holds ``E / shards`` experts, each hit with probability
+    ``hit / E``; the count per GPU is binomial and the step waits for the largest of the
+    ``shards`` counts (normal approximation of its expected maximum, capped at all experts
+    of the shard).
+    """
+    m = e / shards
+    pr = np.clip(hit / np.maximum(e, 1.0), 0.0, 1.0)
+    mean = m * pr
+    sd = np.sqrt(m * pr * (1.0 - pr))
+    z = np.interp(np.log2(np.maximum(shards, 1.0)), _MAX_NORMAL_LOG2N, _MAX_NORMAL)
+    top = np.minimum(mean + z * sd, m)
+    return np.where(ep_on, top, hit / shards)
+
+
 def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> dict:
     """Evaluate time and power at an SM clock (MHz) for every row.
 
@@ -341,6 +365,12 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
         tm = t_moe + extra_exp
         hit = np.minimum(e_eff * (1.0 - np.power(miss, tm)), e)
         w_exp = f["n_moe_layers"] * f["expert_bytes"] * hit / ep_shards
+        # Expert parallelism: each GPU holds E/ep experts and the layer waits for the GPU
+        # that hit the most of its own (expected maximum over the shards of a binomial count,
+        # normal approximation); the others wait idle, so power keeps the mean traffic.
+        w_exp_max = (
+            f["n_moe_layers"] * f["expert_bytes"] * _max_shard_hits(hit, e, ep_shards, ep_on)
+        )
         q_elems = f["quant_common"] / a + f["n_moe_layers"] * f["quant_expert"] * hit / ep_shards
         t_c_dense = (br * (f["dense_flops"] + f["ssm_flops"]) / a + c.dequant_flops * q_elems) / (
             f["peak_dense"] * rate
@@ -354,7 +384,7 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
         # after the other: each is bound by its own bytes or FLOPs (a roofline per group).
         t_gpu = (
             _soft_max(w_common / bw, t_c_dense + t_p_dense, p)
-            + _soft_max(w_exp / bw, t_c_exp + t_p_exp, p)
+            + _soft_max(w_exp_max / bw, t_c_exp + t_p_exp, p)
             + _soft_max((kv_bytes + ssm_bytes) / bw, t_c_attn, p)
             + t_fp8
         )

@@ -191,3 +191,83 @@ def test_data_parallel_attention_with_experts_runs_in_lockstep(configs_dir):
     # Independent replicas each stall only for their own eighth of the prompts; in lockstep
     # every replica waits for all of them (expert work is shared over 8 GPUs, the rest not).
     assert _stall_s(lockstep) > 3 * _stall_s(alone)
+
+
+def test_fp8_experts_pay_their_own_moe_path(configs_dir):
+    """fp8 experts add a per-MoE-layer cost; fp8 dense weights and bf16 experts do not."""
+    from mlenergy.estimate.physics import default_coefficients
+
+    moe = "Qwen/Qwen3-235B-A22B-Instruct-2507"
+    kw = dict(batch_size=8, input_tokens=256, output_tokens=256, num_gpus=8, expert_parallel=8)
+    shipped = default_coefficients()
+    free = shipped.replace(fp8_moe_layer_s=0.0)
+    fp8 = estimate(moe, "H100", precision="fp8", **kw)
+    fp8_free = estimate(moe, "H100", precision="fp8", coefficients=free, **kw)
+    extra_s = fp8.itl_s - fp8_free.itl_s  # the decode step carries 94 MoE layers of the path
+    assert extra_s == pytest.approx(94 * shipped.fp8_moe_layer_s, rel=0.02)
+    assert fp8.avg_power_w > fp8_free.avg_power_w  # kernels run: busy time, not idle
+    bf16, bf16_free = (
+        estimate(moe, "H100", precision="bfloat16", coefficients=c, **kw) for c in (shipped, free)
+    )
+    assert bf16.itl_s == pytest.approx(bf16_free.itl_s)
+    dense, dense_free = (
+        estimate(LLAMA8, "H100", precision="fp8", batch_size=8, output_tokens=256, coefficients=c)
+        for c in (shipped, free)
+    )
+    assert dense.itl_s == pytest.approx(dense_free.itl_s)
+
+
+def test_legacy_moe_cost_only_on_the_old_engine():
+    """The 2024 engine's MoE layer cost does not leak into estimates for today's engine."""
+    import numpy as np
+
+    from mlenergy.estimate.physics import FEATURES, default_coefficients, predict
+
+    f = {name: np.array([1.0, 1.0]) for name in FEATURES}
+    f.update(
+        common_bytes=np.full(2, 2e9),
+        expert_bytes=np.full(2, 1e7),
+        n_moe_layers=np.full(2, 48.0),
+        num_experts=np.full(2, 128.0),
+        experts_per_token=np.full(2, 8.0),
+        num_layers=np.full(2, 48.0),
+        hidden_size=np.full(2, 2048.0),
+        bandwidth=np.full(2, 3.35e12),
+        peak_dense=np.full(2, 989e12),
+        peak_expert=np.full(2, 989e12),
+        spec_clock=np.full(2, 1830.0),
+        max_clock=np.full(2, 1980.0),
+        min_clock=np.full(2, 345.0),
+        tdp=np.full(2, 700.0),
+        idle=np.full(2, 72.0),
+        link=np.full(2, 450e9),
+        batch=np.full(2, 8.0),
+        input_tokens=np.full(2, 256.0),
+        output_tokens=np.full(2, 256.0),
+        window=np.zeros(2),
+        latent_kv=np.zeros(2),
+        fp8_experts=np.zeros(2),
+        legacy=np.array([0.0, 1.0]),
+        clock=np.full(2, np.nan),
+        power_limit=np.full(2, np.nan),
+    )
+    c = default_coefficients()
+    base = predict(f, c)["decode_step_s"]
+    more = predict(f, c.replace(legacy_moe_layer_s=2 * c.legacy_moe_layer_s))["decode_step_s"]
+    assert more[0] == pytest.approx(base[0])  # today's engine: unchanged
+    slow = 1.0 + (c.legacy_slowdown - 1.0)
+    assert more[1] - base[1] == pytest.approx(48 * c.legacy_moe_layer_s * slow, rel=1e-6)
+
+
+def test_expert_parallel_layer_waits_for_the_busiest_shard():
+    """Few experts hit: the busiest GPU reads more than the mean; all hit: no imbalance."""
+    import numpy as np
+
+    from mlenergy.estimate.physics import _max_shard_hits
+
+    e, shards, on = np.array([16.0, 16.0, 16.0]), np.array([8.0, 8.0, 8.0]), np.array([1, 1, 0])
+    hit = np.array([6.5, 16.0, 6.5])  # experts hit per layer, over all GPUs
+    top = _max_shard_hits(hit, e, shards, on.astype(bool))
+    assert hit[0] / 8 < top[0] <= 2.0  # above the mean, never more than a GPU holds
+    assert top[1] == pytest.approx(2.0)  # every expert hit: every GPU reads all of its own
+    assert top[2] == pytest.approx(hit[2] / 8)  # no expert parallelism: the mean share
