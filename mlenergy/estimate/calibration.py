@@ -40,7 +40,6 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "seq_s": (1e-7, 5e-4),
     "collective_s": (1e-6, 2e-4),
     "all_to_all_s": (1e-6, 5e-4),
-    "idle_frac": (0.1, 0.2),
     "p_base": (0.01, 1.0),
     "p_comp": (0.01, 1.5),
     "p_mem": (0.01, 1.5),
@@ -50,6 +49,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "prefill_layer_s": (1e-7, 2e-3),
     "legacy_moe_layer_s": (1e-7, 1e-3),
     "fp8_moe_layer_s": (1e-7, 1e-3),
+    "seq_busy": (1e-3, 1.0),
 }
 
 PRIORS: dict[str, tuple[float, float]] = {"eta_mem": (1.0, 1.0)}

@@ -73,7 +73,10 @@ class Coefficients:
         fp8_moe_layer_s: Extra cost per MoE layer per step when the routed experts are fp8
             (block-scaled checkpoints take another grouped-GEMM path: activations quantised
             per token group, scales applied per block), in seconds; counted as busy time.
-        seq_s: Host cost per sequence per step in seconds.
+        seq_s: Cost per sequence per step in seconds (current engine).
+        seq_busy: Share of ``seq_s`` that keeps the GPU busy (per-sequence sampling,
+            logits and attention-metadata kernels), drawing ``p_mem`` power; the rest, and
+            the older engine's extra host overhead (``legacy_slowdown``), is host time.
         prefill_layer_s: Extra cost per layer of a step that carries prompt tokens, in
             seconds (a mixed prefill/decode batch runs outside the captured CUDA graphs).
         collective_s: Latency per collective (all-reduce or all-to-all) per log2 step of its
@@ -87,6 +90,8 @@ class Coefficients:
             tensor-core FLOP equivalents. Not fitted (0): the reference data cannot separate
             it from other costs and a value fitted on FP8 did not transfer to MXFP4.
         idle_frac: Idle power as a fraction of TDP, when the catalog has no idle figure.
+            Not fitted (0.2, the upper end of the H100's measured idle share): on the one
+            GPU that uses it (B200) it trades against ``p_base`` and ran from bound to bound.
         p_base: Power above idle while serving, as a fraction of (TDP - idle).
         p_comp: Extra power fraction at full compute utilisation.
         p_mem: Extra power fraction while memory traffic or collectives keep the GPU busy.
@@ -117,13 +122,14 @@ class Coefficients:
     legacy_moe_layer_s: float = 1e-4
     fp8_moe_layer_s: float = 1e-4
     seq_s: float = 3.5e-5
+    seq_busy: float = 0.5
     prefill_layer_s: float = 1e-4
     collective_s: float = 5e-6
     all_to_all_s: float = 3e-5
     eta_link: float = 0.5
     routing_spread: float = 1.0
     dequant_flops: float = 0.0
-    idle_frac: float = 0.15
+    idle_frac: float = 0.2
     p_base: float = 0.15
     p_comp: float = 0.8
     p_mem: float = 0.6
@@ -147,7 +153,6 @@ class Coefficients:
         "seq_s",
         "collective_s",
         "all_to_all_s",
-        "idle_frac",
         "p_base",
         "p_comp",
         "p_mem",
@@ -157,6 +162,7 @@ class Coefficients:
         "prefill_layer_s",
         "legacy_moe_layer_s",
         "fp8_moe_layer_s",
+        "seq_busy",
     )
 
     def replace(self, **kw: object) -> Coefficients:
@@ -423,16 +429,22 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     span = f["tdp"] - idle
     r = clock / f["max_clock"]
     u_comp = np.clip((t_comp + q * pfc1) / t_step, 0.0, 1.0)
-    # Busy time not bound by tensor cores: weight/KV traffic, the fp8 expert path and
-    # collectives (NCCL kernels keep SMs and links busy).
-    u_mem = np.clip((t_mem + t_comm) / t_step, 0.0, 1.0)
+    # Busy time not bound by tensor cores: weight/KV traffic, the fp8 expert path,
+    # collectives (NCCL kernels keep SMs and links busy) and the GPU share of the
+    # per-sequence work (sampling, logits, attention metadata: not slowed by the old
+    # engine's host overhead).
+    seq_gpu = c.seq_busy * c.seq_s * br
+    busy = t_mem + t_comm + seq_gpu
+    u_busy = np.clip(busy / t_step, 0.0, 1.0)
+    seq_share = seq_gpu / busy
     # Dequantising scaled low-precision weights keeps the SM ALUs busy while they stream.
     u_quant = np.clip(q_elems / bw / t_step, 0.0, 1.0)
     dyn_base = span * c.p_base * r
     volt = c.voltage_floor + (1.0 - c.voltage_floor) * r
     dyn_comp = span * c.p_comp * u_comp * r * volt * volt
-    dyn_mem = span * (c.p_mem * u_mem + c.p_quant * u_quant)
-    power_gpu = idle + dyn_base + dyn_comp + dyn_mem
+    dyn_mem = span * (c.p_mem * u_busy * (1.0 - seq_share) + c.p_quant * u_quant)
+    dyn_seq = span * c.p_mem * u_busy * seq_share
+    power_gpu = idle + dyn_base + dyn_comp + dyn_mem + dyn_seq
     return {
         "t_step": t_step,
         "t_decode": t_dec,
@@ -445,6 +457,7 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
         "dyn_base": dyn_base,
         "dyn_comp": dyn_comp,
         "dyn_mem": dyn_mem,
+        "dyn_seq": dyn_seq,
         "weight_bytes": w_bytes,
         "kv_bytes": kv_bytes,
     }
@@ -500,7 +513,7 @@ def predict(f: dict[str, np.ndarray], c: Coefficients) -> dict[str, np.ndarray]:
     power = n * power_gpu
     per_tok = n * t / f["batch"]  # GPU-seconds per output token
     e_static = res["idle"] * per_tok
-    e_over = res["dyn_base"] * scale * per_tok
+    e_over = (res["dyn_base"] + res["dyn_seq"]) * scale * per_tok
     e_comp = res["dyn_comp"] * scale * per_tok
     e_mem = res["dyn_mem"] * scale * per_tok
     energy = power / thr

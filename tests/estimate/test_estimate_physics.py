@@ -271,3 +271,19 @@ def test_expert_parallel_layer_waits_for_the_busiest_shard():
     assert hit[0] / 8 < top[0] <= 2.0  # above the mean, never more than a GPU holds
     assert top[1] == pytest.approx(2.0)  # every expert hit: every GPU reads all of its own
     assert top[2] == pytest.approx(hit[2] / 8)  # no expert parallelism: the mean share
+
+
+def test_per_sequence_work_keeps_the_gpu_busy(configs_dir):
+    """The GPU share of the per-sequence cost draws power; its energy is reported as overhead."""
+    from mlenergy.estimate.physics import default_coefficients
+
+    shipped = default_coefficients()
+    host_only = shipped.replace(seq_busy=0.0)
+    kw = dict(batch_size=512, input_tokens=256, output_tokens=512)
+    busy = estimate(LLAMA8, "H100", coefficients=shipped, **kw)
+    idle = estimate(LLAMA8, "H100", coefficients=host_only, **kw)
+    assert busy.itl_s == pytest.approx(idle.itl_s)  # same time, more power
+    assert busy.avg_power_w > idle.avg_power_w
+    extra = busy.energy_per_token_j - idle.energy_per_token_j
+    gained = busy.breakdown_j_per_token["overhead"] - idle.breakdown_j_per_token["overhead"]
+    assert gained == pytest.approx(extra, rel=0.05)
