@@ -91,6 +91,18 @@ class GpuSpec:
             return self.fp8_tflops
         return self.bf16_tflops
 
+    def native(self, precision: str) -> bool:
+        """True when the tensor cores multiply weights in ``precision`` natively.
+
+        A scaled low-precision format without its own datasheet peak (FP8 on Ampere, MXFP4 /
+        NVFP4 before Blackwell) runs weight-only kernels that dequantise to BF16 in registers.
+        """
+        if precision in ("nvfp4", "mxfp4"):
+            return bool(self.fp4_tflops)
+        if precision == "fp8":
+            return bool(self.fp8_tflops)
+        return True
+
     def to_dict(self) -> dict[str, Any]:
         """Plain-dict form (JSON-compatible)."""
         data = asdict(self)

@@ -301,7 +301,11 @@ def feature_row(prof: ModelProfile, gpu: GpuSpec, w: Workload) -> dict[str, floa
         "latent_kv": float(prof.latent_kv),
         "num_layers": prof.num_layers,
         "hidden_size": prof.hidden_size,
-        "fp8_experts": float(prof.expert_precision == "fp8" and prof.n_moe_layers > 0),
+        # The block-scaled fp8 MoE path needs fp8 tensor cores; without them (Ampere) vLLM
+        # runs weight-only kernels that dequantise to BF16, with no activation quantisation.
+        "fp8_experts": float(
+            prof.expert_precision == "fp8" and prof.n_moe_layers > 0 and gpu.native("fp8")
+        ),
         "bandwidth": gpu.memory_bandwidth_tb_s * 1e12,
         "peak_dense": gpu.peak_tflops(prof.precision) * 1e12,
         "peak_expert": gpu.peak_tflops(prof.expert_precision) * 1e12,

@@ -237,7 +237,7 @@ FEATURES = (
     "latent_kv",
     "num_layers",
     "hidden_size",
-    "fp8_experts",  # 1.0 when the routed experts are fp8
+    "fp8_experts",  # 1.0 when the routed experts are fp8 on a GPU with fp8 tensor cores
     # gpu
     "bandwidth",  # bytes/s
     "peak_dense",  # FLOP/s at the spec clock

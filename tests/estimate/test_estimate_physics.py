@@ -287,3 +287,21 @@ def test_per_sequence_work_keeps_the_gpu_busy(configs_dir):
     extra = busy.energy_per_token_j - idle.energy_per_token_j
     gained = busy.breakdown_j_per_token["overhead"] - idle.breakdown_j_per_token["overhead"]
     assert gained == pytest.approx(extra, rel=0.05)
+
+
+def test_fp8_moe_path_needs_fp8_tensor_cores(configs_dir):
+    """On an A100 (no fp8 units) fp8 experts run weight-only kernels, not the fp8 MoE path."""
+    from mlenergy.estimate.physics import default_coefficients
+
+    assert resolve_gpu("H100").native("fp8") and not resolve_gpu("A100-SXM4-80GB").native("fp8")
+    assert resolve_gpu("B200").native("mxfp4") and not resolve_gpu("H100").native("mxfp4")
+    free = default_coefficients().replace(fp8_moe_layer_s=0.0)
+    moe = "Qwen/Qwen3-30B-A3B-Instruct-2507"
+    kw = dict(batch_size=8, input_tokens=256, output_tokens=256, precision="fp8")
+    a100, a100_free = (
+        estimate(moe, "A100-SXM4-80GB", coefficients=c, **kw)
+        for c in (default_coefficients(), free)
+    )
+    assert a100.itl_s == pytest.approx(a100_free.itl_s)
+    h100 = estimate(moe, "H100", **kw)
+    assert h100.itl_s > estimate(moe, "H100", coefficients=free, **kw).itl_s
