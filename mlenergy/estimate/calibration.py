@@ -2,8 +2,8 @@
 
 Robust least squares in log space on throughput, average power, energy per token (their
 ratio, so that it is not right by two wrong halves cancelling) and, where measured, the
-median inter-token latency (the decode step alone, which separates decode physics from
-prefill stalls). Coefficients are global (not per model, not per GPU), so that they transfer
+median inter-token latency (the median step: the decode step alone unless most steps carry
+prompts, which separates decode physics from prefill stalls). Coefficients are global (not per model, not per GPU), so that they transfer
 to unseen models and chips.
 
 Rows flagged by :data:`HOST_BOUND_RULE` (an input-based rule, see :func:`fit_weights`) weigh
@@ -141,7 +141,7 @@ def fit_weights(df: pd.DataFrame) -> np.ndarray | None:
 
 
 def itl_targets(df: pd.DataFrame) -> np.ndarray | None:
-    """Measured median inter-token latency (s) of rows where it is a decode step time.
+    """Measured median inter-token latency (s) of rows where it is a median step time.
 
     The v2 (legacy engine) tables publish a mean time per output token that includes
     prefill stalls, so their rows get NaN (not fitted).
@@ -174,7 +174,7 @@ def fit(
         tasks: Per-row task label of rows whose prompt length is unknown (``""`` for rows
             with a known length). The mean prompt length of each task is fitted too.
         itl: Measured median inter-token latency in seconds (NaN where unknown), fitted to
-            the decode step time.
+            the median step time (:func:`~mlenergy.estimate.physics.median_step`).
 
     Returns:
         The fitted coefficients.
@@ -236,7 +236,7 @@ def fit(
         r2 = np.log(out["avg_power_w"]) - log_pow
         parts = [w * r1, w * r2, ENERGY_WEIGHT * w * (r2 - r1)]
         if has_itl:
-            parts.append(w_itl * (np.log(out["decode_step_s"]) - log_itl))
+            parts.append(w_itl * (np.log(out["median_step_s"]) - log_itl))
         if prior_idx.size:
             parts.append(prior_w * (x[prior_idx] - prior_log))
         return np.concatenate(parts)

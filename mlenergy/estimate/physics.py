@@ -448,6 +448,8 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     return {
         "t_step": t_step,
         "t_decode": t_dec,
+        "t_mix": t_mix,
+        "q_mix": q,
         "t_mem": t_mem,
         "t_comp": t_comp,
         "t_comm": t_comm,
@@ -463,6 +465,23 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     }
 
 
+MEDIAN_BLEND_WIDTH = 0.05
+"""Width (in the fraction of steps carrying prompts) of the switch in :func:`median_step`."""
+
+
+def median_step(t_decode: np.ndarray, t_mixed: np.ndarray, q_mixed: np.ndarray) -> np.ndarray:
+    """Median step time (s), i.e. the median inter-token latency, of a decode/mixed mixture.
+
+    A fraction ``q_mixed`` of the steps carries prompt tokens (``t_mixed``), the rest only
+    decodes (``t_decode``); every step emits one token per sequence, so the median
+    inter-token latency is the decode step while fewer than half the steps carry prompts and
+    the mixed step beyond (large batches with short outputs). A logistic switch of width
+    :data:`MEDIAN_BLEND_WIDTH` keeps it smooth for the fit.
+    """
+    w = 1.0 / (1.0 + np.exp(-(q_mixed - 0.5) / MEDIAN_BLEND_WIDTH))
+    return t_decode + w * (t_mixed - t_decode)
+
+
 def predict(f: dict[str, np.ndarray], c: Coefficients) -> dict[str, np.ndarray]:
     """Predict serving time, power and energy for every row of the feature arrays.
 
@@ -476,7 +495,8 @@ def predict(f: dict[str, np.ndarray], c: Coefficients) -> dict[str, np.ndarray]:
         and the energy breakdown per output token in joules: ``energy_static_j`` (idle),
         ``energy_compute_j``, ``energy_memory_j``, ``energy_overhead_j`` and the prefill /
         decode split ``energy_prefill_j``, ``energy_decode_j``; ``decode_step_s`` is the time
-        of a decode step without prefill work (the median inter-token latency);
+        of a decode step without prefill work and ``median_step_s`` the median step time
+        (the median inter-token latency: see :func:`median_step`);
         ``power_limit_infeasible`` (bool) marks rows whose power limit is below what the
         workload draws at the lowest SM clock (their power is the uncapped draw at that
         clock, given per GPU in W by ``min_clock_power_w``: report them as errors).
@@ -535,6 +555,7 @@ def predict(f: dict[str, np.ndarray], c: Coefficients) -> dict[str, np.ndarray]:
         "t_comm_s": res["t_comm"],
         "t_prefill_s": res["t_prefill"],
         "decode_step_s": res["t_decode"],
+        "median_step_s": median_step(res["t_decode"], res["t_mix"], res["q_mix"]),
         "power_limit_infeasible": infeasible,
         "min_clock_power_w": res["power_gpu"],
     }

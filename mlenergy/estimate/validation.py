@@ -46,7 +46,7 @@ class CrossValidation:
 
     Attributes:
         rows: One row per measurement with ``pred_*`` columns and ``ape_*`` (percent;
-            ``ape_itl``: measured median inter-token latency vs the predicted decode step,
+            ``ape_itl``: measured median inter-token latency vs the predicted median step,
             where measured).
         folds: Number of folds.
     """
@@ -160,15 +160,15 @@ def cross_validate(
         out["e"][test] = pred["energy_per_token_j"]
         out["t"][test] = pred["throughput_tokens_per_s"]
         out["p"][test] = pred["avg_power_w"]
-        out["i"][test] = pred["decode_step_s"]
+        out["i"][test] = pred["median_step_s"]
     rows["pred_energy_per_token_j"] = out["e"]
     rows["pred_throughput_tokens_per_s"] = out["t"]
     rows["pred_avg_power_w"] = out["p"]
     rows["ape_energy"] = _ape(out["e"], rows["energy_per_token_j"].to_numpy(float))
     rows["ape_throughput"] = _ape(out["t"], rows["throughput_tokens_per_s"].to_numpy(float))
     rows["ape_power"] = _ape(out["p"], rows["avg_power_w"].to_numpy(float))
-    # Median inter-token latency vs the decode step (NaN where not measured or not a decode
-    # step: the v2 tables publish a mean time per output token including prefill stalls).
+    # Median inter-token latency vs the median step (NaN where not measured: the v2 tables
+    # publish a mean time per output token including prefill stalls).
     rows["pred_itl_s"] = out["i"]
     measured_itl = itl_targets(rows)
     if measured_itl is None:

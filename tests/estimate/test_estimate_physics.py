@@ -305,3 +305,15 @@ def test_fp8_moe_path_needs_fp8_tensor_cores(configs_dir):
     assert a100.itl_s == pytest.approx(a100_free.itl_s)
     h100 = estimate(moe, "H100", **kw)
     assert h100.itl_s > estimate(moe, "H100", coefficients=free, **kw).itl_s
+
+
+def test_median_itl_is_the_mixed_step_once_most_steps_carry_prompts():
+    import numpy as np
+
+    from mlenergy.estimate.physics import median_step
+
+    dec, mix = np.array([0.01, 0.01, 0.01]), np.array([0.03, 0.03, 0.03])
+    med = median_step(dec, mix, np.array([0.1, 0.5, 0.9]))
+    assert med[0] == pytest.approx(0.01, rel=1e-3)  # most steps decode only
+    assert med[1] == pytest.approx(0.02)  # half and half: the switch is centred
+    assert med[2] == pytest.approx(0.03, rel=1e-3)  # most steps carry prompts
