@@ -155,7 +155,7 @@ def estimate_frame(
             gpu_spec = resolve_gpu(gpu)
             if not gpu:
                 raise UserError("gpu is empty")
-            prof = build_profile(spec, weight_precision(resolved.fp8, prec))
+            prof = build_profile(spec, weight_precision(resolved.fp8, prec, spec.quant_method))
             row = feature_row(prof, gpu_spec, dummy)  # type: ignore[arg-type]
             row.update(memory_row(spec, prof))
             key_rows.append(row)

@@ -3,8 +3,8 @@
 Robust least squares in log space on throughput, average power, energy per token (their
 ratio, so that it is not right by two wrong halves cancelling) and, where measured, the
 median inter-token latency (the median step: the decode step alone unless most steps carry
-prompts, which separates decode physics from prefill stalls). Coefficients are global (not per model, not per GPU), so that they transfer
-to unseen models and chips.
+prompts, which separates decode physics from prefill stalls). Coefficients are global (not
+per model, not per GPU), so that they transfer to unseen models and chips.
 
 Rows flagged by :data:`HOST_BOUND_RULE` (an input-based rule, see :func:`fit_weights`) weigh
 less in the fit; they are still predicted and reported.

@@ -357,10 +357,18 @@ def input_tokens_for(task: str | None, input_tokens: float | str | None) -> floa
     return task_input_tokens(task)
 
 
-def weight_precision(fp8_id: bool, precision: str | None) -> str:
-    """Weight precision of a row: ``precision``, else fp8 for a ``-FP8`` id (else bfloat16).
+def weight_precision(fp8_id: bool, precision: str | None, stored: str | None = None) -> str:
+    """Weight precision of a row: ``precision``, else what the checkpoint stores.
 
+    Empty ``precision``: fp8 for a ``-FP8`` id or a checkpoint whose ``quantization_config``
+    says ``quant_method: fp8`` (DeepSeek-V3/R1 ship fp8 weights, and vLLM serves them so),
+    else bfloat16 (gpt-oss style ``mxfp4`` checkpoints are handled by the profile).
     A ``-FP8`` id means fp8 weights: its precision must be empty or ``fp8``.
+
+    Args:
+        fp8_id: The model id ends in ``-FP8``.
+        precision: The requested precision (may be empty).
+        stored: The checkpoint's ``quant_method`` (None if unquantised).
 
     Raises:
         UserError: A ``-FP8`` id with another precision (conflicting precision).
@@ -372,6 +380,8 @@ def weight_precision(fp8_id: bool, precision: str | None) -> str:
                 f"precision '{p}' conflicts with the model's -FP8 weights",
                 "Omit --precision or give fp8 for a -FP8 model (or drop the -FP8 suffix)",
             )
+        return "fp8"
+    if not p and stored == "fp8":
         return "fp8"
     return normalise_precision(p or None)
 
@@ -413,7 +423,7 @@ def prepare_config(
     """
     resolved = resolve_model_config(model, configs_dir)
     spec = resolved.spec
-    prec = weight_precision(resolved.fp8, precision)
+    prec = weight_precision(resolved.fp8, precision, spec.quant_method)
     gpu_spec = resolve_gpu(gpu)
     check_workload(workload, spec, gpu_spec)
     prof = _profile(spec, prec)

@@ -317,3 +317,13 @@ def test_median_itl_is_the_mixed_step_once_most_steps_carry_prompts():
     assert med[0] == pytest.approx(0.01, rel=1e-3)  # most steps decode only
     assert med[1] == pytest.approx(0.02)  # half and half: the switch is centred
     assert med[2] == pytest.approx(0.03, rel=1e-3)  # most steps carry prompts
+
+
+def test_empty_precision_means_the_checkpoint_format(configs_dir):
+    """DeepSeek-R1 ships fp8 weights (quantization_config): empty precision serves them so."""
+    kw = dict(num_gpus=8, expert_parallel=8, batch_size=64, input_tokens=512, output_tokens=256)
+    stored = estimate("deepseek-ai/DeepSeek-R1-0528", "H200", **kw)
+    assert stored.precision == "fp8"
+    with pytest.raises(UserError, match="do not fit"):  # bf16 copies need 1.3 TB
+        estimate("deepseek-ai/DeepSeek-R1-0528", "H200", precision="bfloat16", **kw)
+    assert estimate(LLAMA8, "H100", batch_size=8, output_tokens=64).precision == "bfloat16"
