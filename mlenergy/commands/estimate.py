@@ -179,7 +179,7 @@ def estimate_cmd(
     """Estimate energy per output token, energy per request, throughput and power."""
     if ctx.invoked_subcommand is not None:
         return
-    from mlenergy.estimate.physics import Coefficients
+    from mlenergy.estimate.coefficients import Coefficients
 
     coef = Coefficients.load(coefficients) if coefficients else None
     if batch is not None:

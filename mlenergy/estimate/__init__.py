@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from mlenergy.estimate.api import Estimate, energy_source, estimate, sweep
 from mlenergy.estimate.catalog import GpuSpec, catalog_names, resolve_gpu
-from mlenergy.estimate.physics import Coefficients, default_coefficients
+from mlenergy.estimate.coefficients import Coefficients, default_coefficients
 
 __all__ = [
     "Coefficients",

@@ -18,6 +18,7 @@ import numpy as np
 
 from mlenergy.errors import UserError
 from mlenergy.estimate.catalog import GpuSpec
+from mlenergy.estimate.coefficients import Coefficients, default_coefficients
 from mlenergy.estimate.inputs import (
     Workload,
     expected_num_gpus,
@@ -26,7 +27,7 @@ from mlenergy.estimate.inputs import (
     prepare_config,
     stack,
 )
-from mlenergy.estimate.physics import Coefficients, default_coefficients, predict
+from mlenergy.estimate.physics import predict
 
 
 def estimator_version() -> str:

@@ -26,6 +26,7 @@ import pandas as pd
 from mlenergy.errors import UserError
 from mlenergy.estimate.api import power_limit_message
 from mlenergy.estimate.catalog import GpuSpec, resolve_gpu
+from mlenergy.estimate.coefficients import Coefficients, default_coefficients
 from mlenergy.estimate.inputs import (
     BATCH_CAP_TOLERANCE,
     TASK_INPUT_TOKENS,
@@ -43,7 +44,7 @@ from mlenergy.estimate.memory import (
     memory_row,
     usable_bytes,
 )
-from mlenergy.estimate.physics import FEATURES, Coefficients, default_coefficients, predict
+from mlenergy.estimate.physics import FEATURES, predict
 from mlenergy.estimate.profile import build_profile
 
 INPUT_COLUMNS = (

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from mlenergy.errors import UserError
+from mlenergy.estimate.coefficients import Coefficients, default_coefficients
 from mlenergy.estimate.inputs import (
     TASK_INPUT_TOKENS,
     Workload,
@@ -27,7 +28,7 @@ from mlenergy.estimate.inputs import (
     prepare,
     stack,
 )
-from mlenergy.estimate.physics import Coefficients, default_coefficients, predict
+from mlenergy.estimate.physics import predict
 
 # (name, lower bound, upper bound) of fitted coefficients; fitted in log space.
 BOUNDS: dict[str, tuple[float, float]] = {
@@ -329,7 +330,7 @@ def calibrate_all(
     Returns:
         The coefficients, the path written and the number of rows fitted.
     """
-    from mlenergy.estimate.physics import COEFFICIENTS_FILE
+    from mlenergy.estimate.coefficients import COEFFICIENTS_FILE
     from mlenergy.estimate.reference import load_reference, measurements_from_runs
     from mlenergy.estimate.validation import cross_validate
 
@@ -348,7 +349,7 @@ def calibrate_all(
         )
     target = Path(out) if out is not None else Path(__file__).parent / COEFFICIENTS_FILE
     path = coef.save(target)
-    from mlenergy.estimate.physics import default_coefficients as _dc
+    from mlenergy.estimate.coefficients import default_coefficients as _dc
 
     _dc.cache_clear()
     return coef, path, len(used)

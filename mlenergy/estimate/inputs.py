@@ -341,7 +341,7 @@ def has_value(value: object) -> bool:
 
 def task_input_tokens(task: str | None) -> float:
     """Default mean prompt length (tokens) of a task: calibrated table, else built-in."""
-    from mlenergy.estimate.physics import default_coefficients
+    from mlenergy.estimate.coefficients import default_coefficients
 
     key = (task or "").strip()
     fitted = default_coefficients().task_input_tokens

@@ -14,20 +14,26 @@ batched tokens per step needs) is a *mixed* step, the rest decode-only. Per GPU 
   ``1 / (1 / (eta_mem BW) + 1 / mem_ceiling)``;
 * compute: matmul FLOPs (2 per active weight per token; experts at their own precision),
   attention FLOPs growing with the context, prefill FLOPs of the new requests;
-* time: ``c_step + c_layer * L + c_moe * L_moe + c_seq * B/dp + t_gpu + t_comm + t_prefill``
-  where ``t_gpu`` sums one soft roofline ``(t_bytes^p + t_flops^p)^(1/p)`` per kernel group
-  (dense matmuls, routed-expert matmuls, attention/state), with achievable fractions of
-  datasheet bandwidth and FLOP/s, fixed launch costs and per-collective latencies fitted on
-  measurements (:mod:`mlenergy.estimate.calibration`); the decode-only step is the median
-  inter-token latency; in a mixed step the prompt tokens join the same rooflines (they share
-  the weight reads), their FLOPs run at ``eta_prefill`` of the peak, and the step pays a
-  per-layer cost ``c_prefill_layer * L`` (a mixed batch runs outside the captured CUDA
-  graphs); the mean step is ``(1 - q) decode + q mixed``. With data-parallel attention plus
+* time: ``c_step + c_layer * L + c_moe * L_moe + c_seq * B/dp + t_gpu + t_comm`` where
+  ``t_gpu`` sums one soft roofline ``(t_bytes^p + t_flops^p)^(1/p)`` per kernel group (dense
+  matmuls, routed-expert matmuls, attention/state) plus ``c_fp8_moe * L_moe`` when the
+  experts are fp8 on a GPU with fp8 tensor cores, with achievable fractions of datasheet
+  bandwidth and FLOP/s, fixed launch costs and per-collective latencies fitted on
+  measurements (:mod:`mlenergy.estimate.calibration`); with expert parallelism the expert
+  roofline reads the experts of the busiest GPU (:func:`_max_shard_hits`); in a mixed step
+  the prompt tokens join the same rooflines (they share the weight reads), their FLOPs run at
+  ``eta_prefill`` of the peak, and the step pays a per-layer cost ``c_prefill_layer * L`` (a
+  mixed batch runs outside the captured CUDA graphs); the mean step is
+  ``(1 - q) decode + q mixed`` and the median inter-token latency the decode step while fewer
+  than half the steps are mixed (:func:`median_step`). With data-parallel attention plus
   expert parallelism the replicas run in lockstep, so the prompts of all replicas stall every
-  one of them;
+  one of them. The 2024 engine of the v2 data pays more per MoE layer and a slowdown factor
+  on all host costs;
 * power per GPU: ``idle + (TDP - idle) * (a0 r + a_c u_comp r v(r)^2 + a_m u_busy +
-  a_q u_quant)`` capped at the power limit, where ``u`` are busy fractions (``u_quant``: time
-  spent streaming scaled low-precision weights that are dequantised on the fly), ``r`` is
+  a_q u_quant)`` capped at the power limit, where ``u`` are busy fractions (``u_busy``:
+  memory traffic, the fp8 expert path, collectives and the GPU share of the per-sequence
+  work; ``u_quant``: time spent streaming scaled low-precision weights that are dequantised
+  on the fly), ``r`` is
   the SM clock over its maximum and ``v(r)`` the relative core voltage; above the cap the
   clock is lowered until power fits (as the driver does).
 
@@ -36,183 +42,13 @@ Energy per output token is total power over output throughput.
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field, fields
-from functools import cache
-from pathlib import Path
-
 import numpy as np
 
-COEFFICIENTS_FILE = "coefficients.json"
+from mlenergy.estimate.coefficients import Coefficients
+
 PREFILL_TOKEN_BUDGET = 8192.0
 """Prompt tokens one step may carry (vLLM's ``max_num_batched_tokens`` server default with
 chunked prefill on large GPUs)."""
-
-
-@dataclass(frozen=True)
-class Coefficients:
-    """Fitted global coefficients of the physical model (few, so that they generalise).
-
-    Attributes:
-        eta_mem: Achieved fraction of datasheet memory bandwidth in decode.
-        mem_ceiling: GPU-independent streaming ceiling in bytes/s, in series with
-            ``eta_mem`` times the datasheet bandwidth (effective bandwidth
-            ``1 / (1 / (eta_mem BW) + 1 / mem_ceiling)``): faster memories are harder to
-            saturate with latency-bound decode kernels.
-        eta_comp: Achieved fraction of datasheet tensor FLOP/s in decode matmuls.
-        eta_prefill: Achieved fraction of datasheet tensor FLOP/s in prefill.
-        overlap_p: Exponent of the soft maximum combining memory and compute time.
-        step_s: Fixed cost per serving step in seconds (launches, scheduler, sampling).
-        layer_s: Fixed cost per layer per step in seconds (kernel launches).
-        moe_layer_s: Extra fixed cost per MoE layer per step in seconds (routing, token
-            permutation, grouped-GEMM launches).
-        legacy_moe_layer_s: Further cost per MoE layer per step of the older engine of the v2
-            data (vLLM 0.5.4), in seconds before ``legacy_slowdown``: its MoE layers were far
-            costlier than today's, so they get their own term instead of inflating
-            ``moe_layer_s`` for the current engine.
-        fp8_moe_layer_s: Extra cost per MoE layer per step when the routed experts are fp8
-            (block-scaled checkpoints take another grouped-GEMM path: activations quantised
-            per token group, scales applied per block), in seconds; counted as busy time.
-        seq_s: Cost per sequence per step in seconds (current engine).
-        seq_busy: Share of ``seq_s`` that keeps the GPU busy (per-sequence sampling,
-            logits and attention-metadata kernels), drawing ``p_mem`` power; the rest, and
-            the older engine's extra host overhead (``legacy_slowdown``), is host time.
-        prefill_layer_s: Extra cost per layer of a step that carries prompt tokens, in
-            seconds (a mixed prefill/decode batch runs outside the captured CUDA graphs).
-        collective_s: Latency per collective (all-reduce or all-to-all) per log2 step of its
-            participants, in seconds.
-        all_to_all_s: Latency per expert-parallel dispatch or combine, in seconds.
-        eta_link: Achieved fraction of interconnect bandwidth.
-        routing_spread: Effective fraction of the experts that a step's tokens draw from
-            (1: uniform routing; lower: skewed, fewer distinct experts hit). Not fitted: the
-            reference data prefer uniform routing.
-        dequant_flops: Work to dequantise one scaled low-precision weight element, in
-            tensor-core FLOP equivalents. Not fitted (0): the reference data cannot separate
-            it from other costs and a value fitted on FP8 did not transfer to MXFP4.
-        idle_frac: Idle power as a fraction of TDP, when the catalog has no idle figure.
-            Not fitted (0.2, the upper end of the H100's measured idle share): on the one
-            GPU that uses it (B200) it trades against ``p_base`` and ran from bound to bound.
-        p_base: Power above idle while serving, as a fraction of (TDP - idle).
-        p_comp: Extra power fraction at full compute utilisation.
-        p_mem: Extra power fraction while memory traffic or collectives keep the GPU busy.
-        p_quant: Extra power fraction while scaled low-precision weights (fp8, mxfp4,
-            nvfp4) are dequantised as they stream (per weight element, at the effective
-            bandwidth).
-        voltage_floor: Core voltage at the lowest clock relative to the highest; dynamic
-            power scales as ``r * v(r)^2`` with ``v(r) = floor + (1 - floor) * r``.
-        legacy_slowdown: Factor on the host-side overheads (step, layer, sequence costs) for
-            the older engine of the v2 data (vLLM 0.5.4).
-        log_q05: 5th percentile of log(measured/predicted) energy per token (cross-validated).
-        log_q95: 95th percentile of the same.
-        unseen_gpu_widen: Interval widening factor for GPUs absent from calibration.
-        task_input_tokens: Mean prompt length per task label (tokens), fitted as workload
-            descriptors because the reference data does not publish prompt lengths.
-        calibrated_gpus: GPUs present in the calibration data.
-        fit_info: Free-form description of the fit.
-    """
-
-    eta_mem: float = 0.9
-    mem_ceiling: float = 1e13
-    eta_comp: float = 0.5
-    eta_prefill: float = 0.7
-    overlap_p: float = 3.0
-    step_s: float = 1e-4
-    layer_s: float = 4e-5
-    moe_layer_s: float = 6e-5
-    legacy_moe_layer_s: float = 1e-4
-    fp8_moe_layer_s: float = 1e-4
-    seq_s: float = 3.5e-5
-    seq_busy: float = 0.5
-    prefill_layer_s: float = 1e-4
-    collective_s: float = 5e-6
-    all_to_all_s: float = 3e-5
-    eta_link: float = 0.5
-    routing_spread: float = 1.0
-    dequant_flops: float = 0.0
-    idle_frac: float = 0.2
-    p_base: float = 0.15
-    p_comp: float = 0.8
-    p_mem: float = 0.6
-    p_quant: float = 0.3
-    voltage_floor: float = 0.65
-    legacy_slowdown: float = 5.0
-    log_q05: float = -0.25
-    log_q95: float = 0.25
-    unseen_gpu_widen: float = 1.5
-    calibrated_gpus: tuple[str, ...] = ()
-    task_input_tokens: dict[str, float] = field(default_factory=dict)
-    fit_info: dict[str, object] = field(default_factory=dict, compare=False)
-
-    FITTED = (
-        "eta_mem",
-        "eta_comp",
-        "eta_prefill",
-        "step_s",
-        "layer_s",
-        "moe_layer_s",
-        "seq_s",
-        "collective_s",
-        "all_to_all_s",
-        "p_base",
-        "p_comp",
-        "p_mem",
-        "legacy_slowdown",
-        "mem_ceiling",
-        "p_quant",
-        "prefill_layer_s",
-        "legacy_moe_layer_s",
-        "fp8_moe_layer_s",
-        "seq_busy",
-    )
-
-    def replace(self, **kw: object) -> Coefficients:
-        """Return a copy with some fields replaced."""
-        data = {f.name: getattr(self, f.name) for f in fields(self)}
-        data.update(kw)
-        return Coefficients(**data)  # type: ignore[arg-type]
-
-    def save(self, path: str | Path) -> Path:
-        """Write the coefficients as JSON (atomically) and return the path."""
-        p = Path(path)
-        if p.is_dir():
-            p = p / COEFFICIENTS_FILE
-        p.parent.mkdir(parents=True, exist_ok=True)
-        data = asdict(self)
-        data["calibrated_gpus"] = list(self.calibrated_gpus)
-        tmp = p.with_suffix(p.suffix + ".tmp")
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-        tmp.replace(p)
-        return p
-
-    @classmethod
-    def load(cls, path: str | Path | None = None) -> Coefficients:
-        """Read coefficients from ``path`` (a file or folder), or the shipped defaults."""
-        if path is None:
-            return default_coefficients()
-        p = Path(path)
-        if p.is_dir():
-            p = p / COEFFICIENTS_FILE
-        from mlenergy.errors import UserError
-
-        if not p.is_file():
-            raise UserError(f"coefficients file '{p}' does not exist", "Run estimate calibrate")
-        return cls._from_dict(json.loads(p.read_text()))
-
-    @classmethod
-    def _from_dict(cls, data: dict) -> Coefficients:
-        names = {f.name for f in fields(cls)}
-        kw = {k: v for k, v in data.items() if k in names}
-        kw["calibrated_gpus"] = tuple(kw.get("calibrated_gpus") or ())
-        return cls(**kw)
-
-
-@cache
-def default_coefficients() -> Coefficients:
-    """The coefficients shipped with the package (fitted on the reference measurements)."""
-    res = Path(__file__).parent / COEFFICIENTS_FILE
-    if res.is_file():
-        return Coefficients._from_dict(json.loads(res.read_text()))
-    return Coefficients()
 
 
 FEATURES = (

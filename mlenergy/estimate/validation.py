@@ -16,8 +16,9 @@ import numpy as np
 import pandas as pd
 
 from mlenergy.estimate.calibration import featurise, fit, fit_weights, itl_targets
+from mlenergy.estimate.coefficients import Coefficients, default_coefficients
 from mlenergy.estimate.inputs import has_value, resolve_model
-from mlenergy.estimate.physics import Coefficients, default_coefficients, predict
+from mlenergy.estimate.physics import predict
 
 TARGETS = {
     "energy_median": 10.0,

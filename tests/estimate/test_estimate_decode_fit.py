@@ -8,8 +8,9 @@ import pytest
 
 from mlenergy.estimate import estimate
 from mlenergy.estimate.calibration import HOST_BOUND_WEIGHT, fit, fit_weights, host_bound
+from mlenergy.estimate.coefficients import default_coefficients
 from mlenergy.estimate.inputs import Workload, prepare, stack
-from mlenergy.estimate.physics import default_coefficients, predict
+from mlenergy.estimate.physics import predict
 from mlenergy.estimate.reference import load_reference, reference_dir
 
 LLAMA8 = "meta-llama/Llama-3.1-8B-Instruct"

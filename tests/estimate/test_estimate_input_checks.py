@@ -13,7 +13,8 @@ from mlenergy.errors import UserError
 from mlenergy.estimate.api import estimate, parse_sweep_axis
 from mlenergy.estimate.batch import estimate_frame
 from mlenergy.estimate.catalog import load_gpu_spec_file, resolve_gpu
-from mlenergy.estimate.physics import default_coefficients, predict
+from mlenergy.estimate.coefficients import default_coefficients
+from mlenergy.estimate.physics import predict
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 BASE = [

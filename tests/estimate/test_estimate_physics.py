@@ -195,7 +195,7 @@ def test_data_parallel_attention_with_experts_runs_in_lockstep(configs_dir):
 
 def test_fp8_experts_pay_their_own_moe_path(configs_dir):
     """fp8 experts add a per-MoE-layer cost; fp8 dense weights and bf16 experts do not."""
-    from mlenergy.estimate.physics import default_coefficients
+    from mlenergy.estimate.coefficients import default_coefficients
 
     moe = "Qwen/Qwen3-235B-A22B-Instruct-2507"
     kw = dict(batch_size=8, input_tokens=256, output_tokens=256, num_gpus=8, expert_parallel=8)
@@ -221,7 +221,8 @@ def test_legacy_moe_cost_only_on_the_old_engine():
     """The 2024 engine's MoE layer cost does not leak into estimates for today's engine."""
     import numpy as np
 
-    from mlenergy.estimate.physics import FEATURES, default_coefficients, predict
+    from mlenergy.estimate.coefficients import default_coefficients
+    from mlenergy.estimate.physics import FEATURES, predict
 
     f = {name: np.array([1.0, 1.0]) for name in FEATURES}
     f.update(
@@ -275,7 +276,7 @@ def test_expert_parallel_layer_waits_for_the_busiest_shard():
 
 def test_per_sequence_work_keeps_the_gpu_busy(configs_dir):
     """The GPU share of the per-sequence cost draws power; its energy is reported as overhead."""
-    from mlenergy.estimate.physics import default_coefficients
+    from mlenergy.estimate.coefficients import default_coefficients
 
     shipped = default_coefficients()
     host_only = shipped.replace(seq_busy=0.0)
@@ -291,7 +292,7 @@ def test_per_sequence_work_keeps_the_gpu_busy(configs_dir):
 
 def test_fp8_moe_path_needs_fp8_tensor_cores(configs_dir):
     """On an A100 (no fp8 units) fp8 experts run weight-only kernels, not the fp8 MoE path."""
-    from mlenergy.estimate.physics import default_coefficients
+    from mlenergy.estimate.coefficients import default_coefficients
 
     assert resolve_gpu("H100").native("fp8") and not resolve_gpu("A100-SXM4-80GB").native("fp8")
     assert resolve_gpu("B200").native("mxfp4") and not resolve_gpu("H100").native("mxfp4")

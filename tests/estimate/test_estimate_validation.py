@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mlenergy.estimate.physics import default_coefficients
+from mlenergy.estimate.coefficients import default_coefficients
 from mlenergy.estimate.reference import config_id_for, load_reference, model_group, reference_dir
 from mlenergy.estimate.validation import architecture_group, cross_validate, in_sample
 
