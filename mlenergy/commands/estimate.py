@@ -387,8 +387,9 @@ def calibrate_cmd(
     configs_dir = _configs_for(reference, configs_dir)
     coef, path, n = calibrate_all(reference, runs, out, configs_dir, not no_v2, folds)
     typer.echo(f"fitted on {n} rows; coefficients -> {path}")
+    width = max(len(name) for name in coef.FITTED)
     for name in coef.FITTED:
-        typer.echo(f"  {name:16s} {getattr(coef, name):.4g}")
+        typer.echo(f"  {name:{width}s} {getattr(coef, name):.4g}")
 
 
 @app.command("validate")
