@@ -62,8 +62,8 @@ class Coefficients:
         p_comp: Extra power fraction at full compute utilisation.
         p_mem: Extra power fraction while memory traffic or collectives keep the GPU busy.
         p_quant: Extra power fraction while scaled low-precision weights (fp8, mxfp4,
-            nvfp4) are dequantised as they stream (per weight element, at the effective
-            bandwidth).
+            nvfp4) are dequantised as they stream (for the time their stored bytes take at the
+            effective bandwidth: an MXFP4 weight costs half an fp8 one).
         voltage_floor: Core voltage at the lowest clock relative to the highest; dynamic
             power scales as ``r * v(r)^2`` with ``v(r) = floor + (1 - floor) * r``.
         legacy_slowdown: Factor on the host-side overheads (step, layer, sequence costs) for

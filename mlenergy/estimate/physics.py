@@ -69,6 +69,8 @@ FEATURES = (
     "ssm_flops",
     "quant_common",
     "quant_expert",
+    "quant_common_bytes",  # bytes of the scaled low-precision weights outside the experts
+    "quant_expert_bytes",  # same, one routed expert in one layer
     "num_kv_heads",
     "latent_kv",
     "num_layers",
@@ -214,6 +216,10 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
             f["n_moe_layers"] * f["expert_bytes"] * _max_shard_hits(hit, e, ep_shards, ep_on)
         )
         q_elems = f["quant_common"] / a + f["n_moe_layers"] * f["quant_expert"] * hit / ep_shards
+        q_bytes = (
+            f["quant_common_bytes"] / a
+            + f["n_moe_layers"] * f["quant_expert_bytes"] * hit / ep_shards
+        )
         t_c_dense = (br * (f["dense_flops"] + f["ssm_flops"]) / a + c.dequant_flops * q_elems) / (
             f["peak_dense"] * rate
         )
@@ -240,7 +246,7 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
         t_comm = lat + comm_bytes / (c.eta_link * f["link"])
         t_mem = (w_common + w_exp + kv_bytes + ssm_bytes) / bw + t_fp8
         t_comp = t_c_dense + t_c_exp + t_c_attn
-        return t_gpu, t_comm, t_mem, t_comp, t_p_dense + t_p_exp, q_elems, w_common + w_exp
+        return t_gpu, t_comm, t_mem, t_comp, t_p_dense + t_p_exp, q_bytes, w_common + w_exp
 
     zero = np.zeros_like(br)
     g0, comm0, mem0, comp0, _, qe0, wb0 = step(zero, zero, zero)
@@ -258,7 +264,7 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     t_mem = avg(mem0, mem1)
     t_comp = avg(comp0, comp1)
     t_comm = avg(comm0, comm1)
-    q_elems = avg(qe0, qe1)
+    q_bytes = avg(qe0, qe1)
     w_bytes = avg(wb0, wb1)
 
     idle = np.where(np.isnan(f["idle"]), c.idle_frac * f["tdp"], f["idle"])
@@ -274,7 +280,9 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     u_busy = np.clip(busy / t_step, 0.0, 1.0)
     seq_share = seq_gpu / busy
     # Dequantising scaled low-precision weights keeps the SM ALUs busy while they stream.
-    u_quant = np.clip(q_elems / bw / t_step, 0.0, 1.0)
+    # (per byte streamed: the dequantising kernels work through the stored bytes, so an
+    # MXFP4 weight, half the bytes of an fp8 one, keeps them busy half as long).
+    u_quant = np.clip(q_bytes / bw / t_step, 0.0, 1.0)
     dyn_base = span * c.p_base * r
     volt = c.voltage_floor + (1.0 - c.voltage_floor) * r
     dyn_comp = span * c.p_comp * u_comp * r * volt * volt
