@@ -32,10 +32,10 @@ batched tokens per step needs) is a *mixed* step, the rest decode-only. Per GPU 
 * power per GPU: ``idle + (TDP - idle) * (a0 r + a_c u_comp r v(r)^2 + a_m u_busy +
   a_q u_quant)`` capped at the power limit, where ``u`` are busy fractions (``u_busy``:
   memory traffic, the fp8 expert path, collectives and the GPU share of the per-sequence
-  work; ``u_quant``: time spent streaming scaled low-precision weights that are dequantised
-  on the fly), ``r`` is
-  the SM clock over its maximum and ``v(r)`` the relative core voltage; above the cap the
-  clock is lowered until power fits (as the driver does).
+  work; ``u_quant``: time spent streaming the stored bytes of scaled low-precision weights
+  that are dequantised on the fly), ``r`` is the SM clock over its maximum and ``v(r)`` the
+  relative core voltage; above the cap the clock is lowered until power fits (as the driver
+  does).
 
 Energy per output token is total power over output throughput.
 """
