@@ -26,12 +26,7 @@ from mlenergy.estimate.checks import (  # noqa: F401 (re-exported: one import si
 from mlenergy.estimate.checks import positive as _positive
 from mlenergy.estimate.memory import fit_verdict, memory_bytes, memory_row, usable_bytes
 from mlenergy.estimate.physics import FEATURES
-from mlenergy.estimate.profile import (
-    PRECISION_BYTES,
-    ModelProfile,
-    build_profile,
-    normalise_precision,
-)
+from mlenergy.estimate.profile import ModelProfile, build_profile, normalise_precision
 from mlenergy.models.architecture import ArchitectureSpec
 
 TASK_INPUT_TOKENS: dict[str, int] = {
@@ -302,8 +297,8 @@ def feature_row(prof: ModelProfile, gpu: GpuSpec, w: Workload) -> dict[str, floa
         "ssm_flops": prof.ssm_flops_per_token,
         "quant_common": prof.quant_common_elems,
         "quant_expert": prof.quant_expert_elems,
-        "quant_common_bytes": prof.quant_common_elems * PRECISION_BYTES[prof.precision],
-        "quant_expert_bytes": prof.quant_expert_elems * PRECISION_BYTES[prof.expert_precision],
+        "quant_common_bytes": prof.quant_common_bytes,
+        "quant_expert_bytes": prof.quant_expert_bytes,
         "num_kv_heads": prof.num_kv_heads,
         "latent_kv": float(prof.latent_kv),
         "num_layers": prof.num_layers,

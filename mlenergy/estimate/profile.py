@@ -76,6 +76,9 @@ class ModelProfile:
         quant_common_elems: Weight elements outside routed experts stored in a scaled
             low-precision format (fp8, mxfp4, nvfp4) that kernels dequantise when read.
         quant_expert_elems: Same, for one routed expert in one layer.
+        quant_common_bytes: Stored bytes of those elements (what the dequantising kernels
+            stream).
+        quant_expert_bytes: Same, for one routed expert in one layer.
         num_kv_heads: KV heads (TP shards the KV cache at most this many ways).
         latent_kv: True for MLA (the latent cache is replicated across TP ranks).
         num_layers: Decoder layers.
@@ -103,6 +106,8 @@ class ModelProfile:
     ssm_flops_per_token: float
     quant_common_elems: float
     quant_expert_elems: float
+    quant_common_bytes: float
+    quant_expert_bytes: float
     num_kv_heads: int
     latent_kv: bool
     num_layers: int
@@ -202,6 +207,8 @@ def build_profile(spec: ArchitectureSpec, precision: str | None = "bfloat16") ->
         ssm_flops_per_token=ssm_flops,
         quant_common_elems=float(linear_common if dense_prec in QUANTISED else 0),
         quant_expert_elems=float(expert_one if expert_prec in QUANTISED else 0),
+        quant_common_bytes=float(linear_common * bd if dense_prec in QUANTISED else 0),
+        quant_expert_bytes=float(expert_one * be if expert_prec in QUANTISED else 0),
         num_kv_heads=spec.num_kv_heads,
         latent_kv=any(layer.mixer == "mla" for layer in spec.layers),
         num_layers=spec.num_layers,
