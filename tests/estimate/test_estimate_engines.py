@@ -1,0 +1,103 @@
+"""The serving engine as an input: explicit, from the task, in the single and batch paths."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mlenergy.errors import UserError
+from mlenergy.estimate import estimate
+from mlenergy.estimate.batch import estimate_frame
+from mlenergy.estimate.engines import (
+    CURRENT_ENGINE,
+    LEGACY_ENGINE,
+    canonical_task,
+    resolve_engine,
+)
+from mlenergy.estimate.inputs import task_input_tokens
+
+
+def test_engine_from_task_and_override():
+    assert resolve_engine(None, None) == CURRENT_ENGINE
+    assert resolve_engine("", "lm-arena-chat") == CURRENT_ENGINE
+    assert resolve_engine("", "sharegpt-chat") == LEGACY_ENGINE
+    assert resolve_engine(None, " llm_text_generation/code ") == LEGACY_ENGINE
+    assert resolve_engine("vllm-0.11.1", "code") == CURRENT_ENGINE  # explicit wins
+    assert resolve_engine("VLLM-0.5.4", "gpqa") == LEGACY_ENGINE
+    with pytest.raises(UserError, match="unknown engine 'tgi'"):
+        resolve_engine("tgi", None)
+
+
+def test_raw_v2_task_labels_take_their_task_defaults():
+    assert canonical_task("llm_text_generation/chat") == "sharegpt-chat"
+    assert task_input_tokens("llm_text_generation/code") == task_input_tokens("code")
+    assert canonical_task("  gpqa ") == "gpqa"
+
+
+def test_legacy_engine_is_slower_single_path(tiny_config):
+    kw = dict(batch_size=64, input_tokens=256, output_tokens=256)
+    new = estimate(str(tiny_config), "H100", **kw)
+    old = estimate(str(tiny_config), "H100", engine="vllm-0.5", **kw)
+    by_task = estimate(str(tiny_config), "H100", task="sharegpt-chat", **kw)
+    assert new.engine == CURRENT_ENGINE and old.engine == LEGACY_ENGINE
+    assert by_task.engine == LEGACY_ENGINE
+    assert "engine vllm-0.5 (the engine task 'sharegpt-chat'" in by_task.warning
+    assert old.warning == ""
+    assert old.throughput_tokens_per_s < 0.8 * new.throughput_tokens_per_s
+    assert by_task.throughput_tokens_per_s == pytest.approx(old.throughput_tokens_per_s)
+
+
+def test_batch_engine_column(tiny_config):
+    rows = pd.DataFrame(
+        {
+            "model": [str(tiny_config)] * 4,
+            "gpu": ["H100"] * 4,
+            "task": ["lm-arena-chat", "code", "code", ""],
+            "engine": ["", "", "vllm-0.11", "sglang"],
+            "batch_size": ["64"] * 4,
+            "input_tokens": ["256"] * 4,
+            "output_tokens": ["256"] * 4,
+        }
+    )
+    out = estimate_frame(rows)
+    assert list(out["error"][:3]) == ["", "", ""]
+    assert out["warning"][1].startswith("engine vllm-0.5 (the engine task 'code'")
+    assert not out["warning"][2].startswith("engine")
+    assert "unknown engine 'sglang'" in out["error"][3]
+    thr = out["throughput_tokens_per_s"].to_numpy()
+    assert thr[1] < 0.8 * thr[0]
+    assert thr[2] == pytest.approx(thr[0])
+
+
+def test_batch_v2_rows_match_calibration_features(configs_dir):
+    """v2 rows given as batch rows with their raw task labels are predicted as in the fit."""
+    from mlenergy.estimate.calibration import featurise
+    from mlenergy.estimate.coefficients import default_coefficients
+    from mlenergy.estimate.physics import predict
+    from mlenergy.estimate.reference import load_reference
+
+    ref = load_reference()
+    v2 = ref[ref["legacy"].astype(bool)].head(40).reset_index(drop=True)
+    raw = {"sharegpt-chat": "llm_text_generation/chat", "code": "llm_text_generation/code"}
+    batch = pd.DataFrame(
+        {
+            "model": v2["model_id"],
+            "gpu": "NVIDIA H100 80GB HBM3",
+            "num_gpus": v2["num_gpus"],
+            "tensor_parallel": v2["tensor_parallel"],
+            "pipeline_parallel": v2["pipeline_parallel"],
+            "task": v2["task"].map(raw),
+            "batch_size": v2["batch_size"],
+            "max_num_seqs": v2["max_num_seqs"],
+            "output_tokens": v2["output_tokens"],
+        }
+    ).astype(str)
+    out = estimate_frame(batch, configs_dir)
+    assert (out["error"] == "").all(), out["error"].unique()
+    assert out["warning"].str.startswith(f"engine {LEGACY_ENGINE}").all()
+    feats, _ = featurise(v2, configs_dir)
+    fitted = predict(feats, default_coefficients())
+    np.testing.assert_allclose(
+        out["throughput_tokens_per_s"], fitted["throughput_tokens_per_s"], rtol=1e-6
+    )
