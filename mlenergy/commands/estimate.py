@@ -66,7 +66,7 @@ def _print_estimate(e: Any) -> None:
         f"{e.model} on {e.num_gpus} x {e.gpu} ({e.precision}, TP{e.tensor_parallel} "
         f"EP{e.expert_parallel} DP{e.data_parallel}), batch {e.batch_size:g}, "
         f"{e.input_tokens:g} in / {e.output_tokens:g} out tokens, "
-        f"SM clock {e.sm_clock_mhz:.0f} MHz",
+        f"SM clock {e.sm_clock_mhz:.0f} MHz, engine {e.engine}",
         f"  energy per output token : {_fmt_j(e.energy_per_token_j)}"
         f"   (90% interval {_fmt_j(e.energy_per_token_j_lo)} - {_fmt_j(e.energy_per_token_j_hi)})",
         f"  energy per request      : {_fmt_j(e.energy_per_request_j)}",
@@ -149,7 +149,15 @@ def estimate_cmd(
     batch_size: Annotated[float | None, typer.Option(help="Sequences decoding together.")] = None,
     input_tokens: Annotated[float | None, typer.Option(help="Mean prompt tokens.")] = None,
     output_tokens: Annotated[float | None, typer.Option(help="Mean output tokens.")] = None,
-    task: Annotated[str | None, typer.Option(help="Task label (default prompt length).")] = None,
+    task: Annotated[
+        str | None, typer.Option(help="Task label (default prompt length and engine).")
+    ] = None,
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            help="Serving engine: vllm-0.11 (current) or vllm-0.5 (2024); default: the task's."
+        ),
+    ] = None,
     precision: Annotated[str | None, typer.Option(help="bfloat16|float16|fp8|mxfp4|nvfp4")] = None,
     num_gpus: Annotated[
         int | None, typer.Option(help="GPUs: max(tp*pp*dp, ep); default derived.")
@@ -246,6 +254,7 @@ def estimate_cmd(
         pipeline_parallel=pipeline_parallel,
         sm_clock_mhz=sm_clock,
         power_limit_w=power_limit,
+        engine=engine,
         configs_dir=configs_dir,
         coefficients=coef,
     )

@@ -19,6 +19,7 @@ import numpy as np
 from mlenergy.errors import UserError
 from mlenergy.estimate.catalog import GpuSpec
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients
+from mlenergy.estimate.engines import CURRENT_ENGINE, engine_note, is_legacy, resolve_engine
 from mlenergy.estimate.inputs import (
     Workload,
     expected_num_gpus,
@@ -90,6 +91,7 @@ class Estimate:
     energy_source: str
     extra: dict[str, Any] = field(default_factory=dict)
     warning: str = ""  # caveats ("; "-joined), as the batch CSV's ``warning`` column
+    engine: str = CURRENT_ENGINE  # serving engine (see mlenergy.estimate.engines)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-dict form (JSON-compatible)."""
@@ -127,6 +129,7 @@ def estimate(
     sm_clock_mhz: float | None = None,
     power_limit_w: float | None = None,
     max_num_seqs: int | None = None,
+    engine: str | None = None,
     configs_dir: str | Path | None = None,
     coefficients: Coefficients | None = None,
 ) -> Estimate:
@@ -155,6 +158,8 @@ def estimate(
             A limit below the draw at the lowest SM clock is an error.
         max_num_seqs: The engine's concurrency cap (all replicas): ``batch_size`` may not
             exceed it; it sizes the sampler workspace (default: ``batch_size``).
+        engine: Serving engine (``vllm-0.11``, ``vllm-0.5``); default: the one the task
+            was measured with, else the current one (see :mod:`~mlenergy.estimate.engines`).
         configs_dir: Folder of ``<org>__<name>.json`` configs.
         coefficients: Model coefficients (default: the shipped calibration).
 
@@ -166,6 +171,9 @@ def estimate(
         UserError: Bad input (naming the field) or a configuration that does not fit in memory.
     """
     coef = coefficients or default_coefficients()
+    engine_name = resolve_engine(engine, task)
+    from_task = not has_value(engine) and engine_name != CURRENT_ENGINE
+    notes = [engine_note(engine_name, task)] if from_task else []
     n = _num_gpus(num_gpus, tensor_parallel, expert_parallel, data_parallel, pipeline_parallel)
     w = Workload(
         batch_size=batch_size,
@@ -180,6 +188,7 @@ def estimate(
         power_limit_w=power_limit_w,
         max_num_seqs=max_num_seqs,
         input_tokens_given=has_value(input_tokens),
+        legacy_engine=is_legacy(engine_name),
     )
     prep = prepare_config(model, gpu, w, precision, configs_dir)
     spec, prof, gpu_spec = prep.spec, prep.prof, prep.gpu
@@ -228,7 +237,8 @@ def estimate(
         architecture=spec.model_type,
         is_moe=spec.is_moe,
         energy_source=energy_source(),
-        warning="; ".join(prep.warnings),
+        warning="; ".join(notes + list(prep.warnings)),
+        engine=engine_name,
     )
 
 

@@ -9,7 +9,8 @@ parallel layout must occupy ``num_gpus`` (derived when blank; see
 ``energy_per_token_j``,
 ``energy_per_token_j_lo``, ``energy_per_token_j_hi``, ``throughput_tokens_per_s``,
 ``avg_power_w``, ``error`` (empty when the row was estimated) and ``warning`` (caveats of an
-estimated row, empty if none). A bad row keeps its place.
+estimated row, empty if none). An optional ``engine`` column picks the serving engine (blank:
+the task's, see :mod:`~mlenergy.estimate.engines`). A bad row keeps its place.
 
 Models resolve as in the single path (:func:`~mlenergy.estimate.inputs.resolve_model_config`)
 and the memory fit is the one rule of :mod:`~mlenergy.estimate.memory`.
@@ -27,6 +28,7 @@ from mlenergy.errors import UserError
 from mlenergy.estimate.api import power_limit_message
 from mlenergy.estimate.catalog import GpuSpec, resolve_gpu
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients
+from mlenergy.estimate.engines import CURRENT_ENGINE, engine_note, is_legacy, resolve_engine
 from mlenergy.estimate.inputs import (
     BATCH_CAP_TOLERANCE,
     TASK_INPUT_TOKENS,
@@ -71,6 +73,10 @@ OUTPUT_COLUMNS = (
 )
 CONTROL_COLUMNS = ("sm_clock_mhz", "power_limit_w")
 """Optional input columns: a locked SM clock (MHz) or a power limit per GPU (W), not both."""
+ENGINE_COLUMN = "engine"
+"""Optional input column: the serving engine (blank: the task's, see
+:mod:`~mlenergy.estimate.engines`). A row that takes a non-current engine from its task says
+so in its ``warning``."""
 REQUIRED = ("model", "gpu", "batch_size", "output_tokens")
 _INT_DEFAULTS = {
     "tensor_parallel": 1,
@@ -190,6 +196,13 @@ def estimate_frame(
     task_codes, task_names = pd.factorize(tasks)
     task_len = np.array([table[t] for t in task_names], dtype=float)
     in_tok = np.where(np.isnan(in_tok), task_len[task_codes], in_tok)
+    engines, engine_err = _row_engines(df, tasks)
+    engine_given = (
+        df[ENGINE_COLUMN].fillna("").astype(str).str.strip().to_numpy()
+        if ENGINE_COLUMN in df
+        else np.full(n, "")
+    )
+    flag(engine_err != "", engine_err)
 
     for col in ("num_gpus", *_INT_DEFAULTS, "batch_size", "input_tokens", "output_tokens"):
         flag(_bad_number(df, col), f"{col} is not a number")
@@ -277,9 +290,13 @@ def estimate_frame(
             feat[name] = np.where(good, arr, 1.0)
         feat["clock"] = np.where(good, clock, np.nan)
         feat["power_limit"] = np.where(good, limit, np.nan)
-        feat["legacy"] = np.zeros(n)
+        feat["legacy"] = np.array([is_legacy(e) for e in engines], dtype=float)
         feat["seqs"] = np.where(good & ~np.isnan(cap), cap, feat["batch"])
         _memory_fit(feat, key_info, codes, in_given, good, err, warn)
+        from_task = (engines != CURRENT_ENGINE) & (engine_given == "")
+        for i in np.flatnonzero(from_task):
+            note = engine_note(str(engines[i]), tasks[i])
+            warn[i] = note + ("; " + warn[i] if warn[i] else "")
         good &= err == ""
         for c in np.flatnonzero(np.array(key_note, dtype=object) != ""):  # variant config used
             rows = np.flatnonzero(codes == c)
@@ -309,6 +326,23 @@ def estimate_frame(
     result["error"] = err
     result["warning"] = np.where(good, warn, "")
     return result
+
+
+def _row_engines(df: pd.DataFrame, tasks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Engine of every row (the ``engine`` column, else the task's) and the error of bad names."""
+    given = df[ENGINE_COLUMN].fillna("").astype(str) if ENGINE_COLUMN in df else ""
+    keys = pd.DataFrame({"engine": given, "task": tasks})
+    codes, uniques = pd.factorize(keys["engine"] + "\x00" + keys["task"])
+    names, errors = [], []
+    for key in uniques:
+        engine, task = key.split("\x00", 1)
+        try:
+            names.append(resolve_engine(engine, task))
+            errors.append("")
+        except UserError as exc:
+            names.append(CURRENT_ENGINE)
+            errors.append(exc.message)
+    return np.array(names, dtype=object)[codes], np.array(errors, dtype=object)[codes]
 
 
 def _memory_fit(
@@ -425,6 +459,7 @@ def row_estimates(
                 sm_clock_mhz=val(row, "sm_clock_mhz"),
                 power_limit_w=val(row, "power_limit_w"),
                 max_num_seqs=val(row, "max_num_seqs", int),
+                engine=val(row, ENGINE_COLUMN, str),
                 configs_dir=configs_dir,
                 coefficients=coefficients,
             )

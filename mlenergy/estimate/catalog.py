@@ -240,8 +240,53 @@ def load_gpu_spec_file(path: str | Path) -> GpuSpec:
     return with_sibling_idle(_from_mapping(data, source=str(p)), list(_catalog()[0].values()))
 
 
+_VENDOR_WORDS = re.compile(r"nvidia|amd|geforce|instinct|tesla|hbm\d?e?|sxm\d?")
+"""Words that do not tell catalog GPUs apart (vendor, brand, memory type, SXM generation)."""
+_OTHER_FORM = re.compile(r"pcie|nvl|\bgh|\bgb\d")
+"""Form factors and superchips absent from the catalog (another TDP, clocks or memory)."""
+
+
+def _core(name: str) -> str:
+    """A GPU name without memory size, vendor, brand, memory-type and SXM-generation words."""
+    return _norm(_VENDOR_WORDS.sub("", re.sub(r"\d+\s*gb", "", name.lower())))
+
+
+def _match_spelling(text: str, by_name: dict[str, GpuSpec]) -> str | None:
+    """The catalog GPU a differently spelt name means, if exactly one (else ``None``).
+
+    Compares names without vendor, brand, memory-type and SXM-generation words
+    (``NVIDIA H200-SXM5-141GB`` means ``H200-SXM-141GB``). A memory size in GB, when given,
+    must be within 10% of the entry's (datasheets quote 180 or 192 GB for a B200); without one
+    a family name means its catalog default (the entry whose alias it is, ``A100`` -> 80 GB).
+    Names of another form factor (PCIe, NVL) or a superchip (GH200, GB200) never match.
+    """
+    low = text.lower()
+    core = _core(text)
+    if not core or _OTHER_FORM.search(low):
+        return None
+    hits = {
+        spec.name
+        for spec in by_name.values()
+        if any(_core(n) == core for n in (spec.name, *spec.aliases))
+    }
+    mem = re.search(r"(\d+)\s*gb", low)
+    if mem:
+        size = float(mem.group(1))
+        hits = {h for h in hits if abs(by_name[h].memory_gb - size) <= 0.1 * size}
+    elif len(hits) > 1:
+        hits = {
+            spec.name
+            for spec in by_name.values()
+            if spec.name in hits and any(_norm(a) == core for a in spec.aliases)
+        }
+    return hits.pop() if len(hits) == 1 else None
+
+
 def resolve_gpu(name_or_path: str | GpuSpec) -> GpuSpec:
     """Return the spec for a catalog name, an alias or a YAML/JSON spec file path.
+
+    Names match case- and punctuation-blind, and also without vendor, brand, memory-type or
+    SXM-generation words (see :func:`_match_spelling`).
 
     Raises:
         UserError: Unknown name (lists the catalog) or a bad spec file.
@@ -251,6 +296,8 @@ def resolve_gpu(name_or_path: str | GpuSpec) -> GpuSpec:
     text = str(name_or_path).strip()
     by_name, alias = _catalog()
     key = alias.get(_norm(text))
+    if not key and not text.lower().endswith((".yaml", ".yml", ".json")):
+        key = _match_spelling(text, by_name)
     if key:
         return by_name[key]
     if text.lower().endswith((".yaml", ".yml", ".json")) or Path(text).is_file():

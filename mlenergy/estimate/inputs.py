@@ -24,6 +24,7 @@ from mlenergy.estimate.checks import (  # noqa: F401 (re-exported: one import si
     expected_num_gpus,
 )
 from mlenergy.estimate.checks import positive as _positive
+from mlenergy.estimate.engines import canonical_task
 from mlenergy.estimate.memory import fit_verdict, memory_bytes, memory_row, usable_bytes
 from mlenergy.estimate.physics import FEATURES
 from mlenergy.estimate.profile import ModelProfile, build_profile, normalise_precision
@@ -345,7 +346,7 @@ def task_input_tokens(task: str | None) -> float:
     """Default mean prompt length (tokens) of a task: calibrated table, else built-in."""
     from mlenergy.estimate.coefficients import default_coefficients
 
-    key = (task or "").strip()
+    key = canonical_task(task)
     fitted = default_coefficients().task_input_tokens
     if key in fitted:
         return float(fitted[key])

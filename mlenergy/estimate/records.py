@@ -83,7 +83,11 @@ def to_run_record(est: Estimate, configs_dir: str | Path | None = None):  # -> R
         accelerator_memory_gb=gpu.memory_gb,
         accelerator_tdp_w=gpu.tdp_w,
     )
-    software = Software(python=platform.python_version(), mlenergy=estimator_version())
+    software = Software(
+        python=platform.python_version(),
+        mlenergy=estimator_version(),
+        engine=est.engine.replace("-", " ", 1),  # "vllm-0.11" -> "vllm 0.11": the modelled engine
+    )
     bd = est.breakdown_j_per_token
     out_tokens = max(1, round(est.output_tokens))
     # Phases cover one batch of ``n_req`` requests (tokens summed over the batch), so that

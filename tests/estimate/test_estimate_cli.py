@@ -160,6 +160,14 @@ def test_save_as_record(tmp_path, capsys, configs_dir):
     assert run.energy_source.startswith("estimated:mlenergy-")
     assert {p.phase for p in run.phases} == {"prefill", "decode", "request"}
     assert run.hardware.accelerator_model == "H100-SXM5-80GB"
+    assert run.software.engine == "vllm 0.11"
+
+
+def test_engine_option(capsys, configs_dir):
+    assert main([*BASE, "--batch-size", "16", "--engine", "vllm-0.5.4"]) == 0
+    assert "engine vllm-0.5" in capsys.readouterr().out
+    assert main([*BASE, "--batch-size", "16", "--engine", "tgi"]) == 2
+    assert "unknown engine 'tgi'" in capsys.readouterr().err
 
 
 def test_calibrate_with_store_without_measurements(tmp_path, configs_dir):

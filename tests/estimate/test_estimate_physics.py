@@ -118,6 +118,30 @@ def test_catalog_aliases():
     assert resolve_gpu("AMD Instinct MI300X").name == "MI300X"
 
 
+@pytest.mark.parametrize(
+    ("spelling", "name"),
+    [
+        ("Tesla A100-SXM4-40GB", "A100-SXM4-40GB"),
+        ("A100 SXM 80GB", "A100-SXM4-80GB"),
+        ("NVIDIA A100", "A100-SXM4-80GB"),  # a bare family name: its catalog default
+        ("H200-SXM5-141GB", "H200-SXM-141GB"),
+        ("NVIDIA B200 192GB", "B200"),  # datasheets quote 180 or 192 GB
+        ("H100 SXM5 80GB HBM3", "H100-SXM5-80GB"),
+        ("NVIDIA GeForce RTX 4090 24GB", "RTX-4090"),
+    ],
+)
+def test_catalog_spellings(spelling, name):
+    assert resolve_gpu(spelling).name == name
+
+
+@pytest.mark.parametrize(
+    "other", ["NVIDIA A100 80GB PCIe", "H100 NVL", "H100 94GB", "NVIDIA GH200", "GB200", "L40"]
+)
+def test_other_form_factors_are_unknown(other):
+    with pytest.raises(UserError, match="unknown gpu"):
+        resolve_gpu(other)
+
+
 def test_missing_idle_comes_from_same_architecture(tmp_path):
     h100, h200 = resolve_gpu("H100"), resolve_gpu("H200")
     # The H200 has no measured idle figure; it shares the H100's die (Hopper, same TDP).
