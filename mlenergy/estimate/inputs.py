@@ -363,8 +363,9 @@ def input_tokens_for(task: str | None, input_tokens: float | str | None) -> floa
 def weight_precision(fp8_id: bool, precision: str | None, stored: str | None = None) -> str:
     """Weight precision of a row: ``precision``, else what the checkpoint stores.
 
-    Empty ``precision``: fp8 for a ``-FP8`` id or a checkpoint whose ``quantization_config``
-    says ``quant_method: fp8`` (DeepSeek-V3/R1 ship fp8 weights, and vLLM serves them so),
+    Empty (or ``auto``) ``precision``: fp8 for a ``-FP8`` id or a checkpoint whose
+    ``quantization_config`` says ``quant_method: fp8`` (DeepSeek-V3/R1 ship fp8 weights, and
+    vLLM serves them so),
     else bfloat16 (gpt-oss style ``mxfp4`` checkpoints are handled by the profile).
     A ``-FP8`` id means fp8 weights: its precision must be empty or ``fp8``.
 
@@ -377,6 +378,8 @@ def weight_precision(fp8_id: bool, precision: str | None, stored: str | None = N
         UserError: A ``-FP8`` id with another precision (conflicting precision).
     """
     p = (precision or "").strip()
+    if p.lower() == "auto":  # vLLM's --dtype auto: what the checkpoint stores
+        p = ""
     if fp8_id:
         if p and normalise_precision(p) != "fp8":
             raise UserError(

@@ -31,7 +31,17 @@ PRECISION_BYTES: dict[str, float] = {
 QUANTISED = frozenset({"fp8", "mxfp4", "nvfp4"})
 """Precisions stored with block scales that kernels must apply when reading weights."""
 
-PRECISION_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp32": "float32"}
+PRECISION_ALIASES = {
+    "bf16": "bfloat16",
+    "fp16": "float16",
+    "half": "float16",
+    "fp32": "float32",
+    "float8": "fp8",
+    "fp8_e4m3": "fp8",
+    "float8_e4m3fn": "fp8",
+    "e4m3": "fp8",
+}
+"""Other spellings of the supported precisions (lower case)."""
 KV_BYTES = 2.0
 """Bytes per KV-cache element: vLLM's default cache dtype follows the activations (BF16)."""
 SSM_STATE_BYTES = 4.0

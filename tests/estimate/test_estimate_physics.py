@@ -352,3 +352,7 @@ def test_empty_precision_means_the_checkpoint_format(configs_dir):
     with pytest.raises(UserError, match="do not fit"):  # bf16 copies need 1.3 TB
         estimate("deepseek-ai/DeepSeek-R1-0528", "H200", precision="bfloat16", **kw)
     assert estimate(LLAMA8, "H100", batch_size=8, output_tokens=64).precision == "bfloat16"
+    auto = estimate("deepseek-ai/DeepSeek-R1-0528", "H200", precision="auto", **kw)
+    assert auto.energy_per_token_j == stored.energy_per_token_j  # vLLM's --dtype auto
+    spelt = estimate(LLAMA8, "H100", precision="float8_e4m3fn", batch_size=8, output_tokens=64)
+    assert spelt.precision == "fp8"
