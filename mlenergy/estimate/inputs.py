@@ -105,12 +105,13 @@ def _load_config(path: str) -> ArchitectureSpec:
     return ArchitectureSpec.from_config(data)
 
 
-TUNE_TOKENS = frozenset({"instruct", "thinking", "chat", "it", "hf", "base"})
-"""Name tokens of chat/reasoning tunes of one architecture (``Instruct``, ``Thinking``...)."""
-VARIANT_TOKENS = TUNE_TOKENS | {"bf16", "fp16", "vl"}
+TUNE_TOKENS = frozenset({"instruct", "thinking", "chat", "it", "hf", "base", "pt"})
+"""Name tokens of chat/reasoning tunes of one architecture (``Instruct``, ``Thinking``, and
+``pt``/``Base`` for the pretrained checkpoint)."""
+VARIANT_TOKENS = TUNE_TOKENS | {"bf16", "fp16", "vl", "meta"}
 """Dash-separated name tokens that mark a variant of the same text architecture: the tunes,
-weight-dtype tags of a bf16/fp16 checkpoint and ``VL`` (a vision-language wrapper around the
-same language model)."""
+weight-dtype tags of a bf16/fp16 checkpoint, ``VL`` (a vision-language wrapper around the
+same language model) and the brand prefix of ``Meta-Llama-3.1`` (renamed ``Llama-3.1``)."""
 FP8_SUFFIX = "-FP8"
 
 
@@ -148,7 +149,8 @@ def config_candidates(model_id: str, folder: Path) -> list[Path]:
     """Config files that can describe ``model_id`` (``-FP8`` already removed), best first.
 
     Order: the exact ``<org>__<name>.json``; the same name in another letter case; then files
-    of the same organisation whose name differs only by variant tokens
+    of the same organisation (any, for an id without one) whose name differs only by variant
+    tokens
     (:data:`VARIANT_TOKENS`, e.g. ``-Thinking-2507`` vs ``-Instruct-2507``,
     ``-v2-VL-BF16`` vs ``-v2``), fewest differing non-tune tokens (``VL``, dtype tags) first,
     then fewest differing tune tokens, then by name.
@@ -162,13 +164,15 @@ def config_candidates(model_id: str, folder: Path) -> list[Path]:
     ranked = []
     for f in files:
         f_org, _, f_name = f[: -len(".json")].rpartition("__")
-        if f in out or f_org.lower() != org.lower():
+        if f in out or (org and f_org.lower() != org.lower()):
             continue
         f_stem, f_tags = _stem(f_name)
         if f_stem == stem:
             diff = tags ^ f_tags
             ranked.append((len(diff - TUNE_TOKENS), len(diff & TUNE_TOKENS), f))
     out += [f for *_, f in sorted(ranked)]
+    if not org and len({f.rpartition("__")[0].lower() for f in out}) > 1:
+        return []  # the same name under several organisations: ambiguous without one
     return [folder / f for f in out]
 
 
@@ -208,13 +212,16 @@ def resolve_model_config(model: str, configs_dir: str | Path | None = None) -> R
     if not found:
         raise UserError(
             f"model '{text}': no config '{exact}' in {folder}, nor one of a variant with the "
-            "same architecture",
-            "Put the model's config.json there as <org>__<name>.json or pass its path",
+            "same architecture" + ("" if "/" in base else " under exactly one organisation"),
+            "Put the model's config.json there as <org>__<name>.json or pass its path"
+            + ("" if "/" in base else " (or give the id as <org>/<name>)"),
         )
     path = found[0]
     note = ""
+    same_name = path.stem.rpartition("__")[2].lower() == base.rpartition("/")[2].lower()
     if path.name.lower() != exact.lower():
-        note = f"config {path.name} used for {base} (variant with the same architecture)"
+        why = "the id has no organisation" if same_name else "variant with the same architecture"
+        note = f"config {path.name} used for {base} ({why})"
     return ResolvedModel(_load_config(str(path.resolve())), fp8, path, note)
 
 

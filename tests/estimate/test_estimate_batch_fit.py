@@ -36,6 +36,9 @@ def variant_dir(tmp_path, tiny_config_dict):
         ("ACME/bar-7b", "acme__Bar-7B.json", False),
         ("acme/Bar-7B-Base", "acme__Bar-7B.json", False),  # fewest differing tokens wins
         ("acme/Bar-VL-7B-Thinking", "acme__Bar-VL-7B-Instruct.json", False),
+        ("acme/Bar-7B-pt", "acme__Bar-7B.json", False),  # gemma-style pretrained tag
+        ("acme/Meta-Bar-7B", "acme__Bar-7B.json", False),  # Meta-Llama-3.1 -> Llama-3.1
+        ("Foo-7B-Instruct-2507", "acme__Foo-7B-Instruct-2507.json", False),  # no organisation
     ],
 )
 def test_variant_ids_resolve(variant_dir, model, file, fp8):
@@ -53,6 +56,13 @@ def test_id_without_candidate_is_a_clear_error(variant_dir, model):
         resolve_model_config(model, variant_dir)
     assert model.replace("/", "__") + ".json" in info.value.message
     assert config_candidates(model, variant_dir) == []
+
+
+def test_id_without_organisation_is_ambiguous_under_two(variant_dir, tiny_config_dict):
+    (variant_dir / "other__Bar-7B.json").write_text(json.dumps(tiny_config_dict))
+    with pytest.raises(UserError, match="no config"):
+        resolve_model_config("Bar-7B", variant_dir)
+    assert "no organisation" in resolve_model_config("Baz-7B-v2", variant_dir).note
 
 
 def test_single_and_batch_paths_resolve_alike(variant_dir):
