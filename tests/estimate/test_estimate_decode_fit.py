@@ -97,3 +97,14 @@ def test_cv_reports_latency_error_where_measured():
     assert rows.loc[v2, "ape_itl"].isna().all()  # v2 publishes TPOT incl. prefill stalls
     assert rows.loc[~v2, "ape_itl"].notna().all()
     assert rows.loc[~v2, "ape_itl"].median() < 35
+
+
+def test_fitted_names_are_the_bounded_ones():
+    """``fit`` fits every name in ``BOUNDS``; ``Coefficients.FITTED`` (shown by calibrate)
+    must name the same set, and every bound must hold its shipped value."""
+    from mlenergy.estimate.calibration import BOUNDS
+
+    coef = default_coefficients()
+    assert set(BOUNDS) == set(coef.FITTED)
+    for name, (lo, hi) in BOUNDS.items():
+        assert lo <= getattr(coef, name) <= hi, name
