@@ -25,8 +25,10 @@ class Coefficients:
             ``eta_mem`` times the datasheet bandwidth (effective bandwidth
             ``1 / (1 / (eta_mem BW) + 1 / mem_ceiling)``): faster memories are harder to
             saturate with latency-bound decode kernels.
-        eta_comp: Achieved fraction of datasheet tensor FLOP/s in decode matmuls.
-        eta_prefill: Achieved fraction of datasheet tensor FLOP/s in prefill.
+        eta_comp: Achieved fraction of datasheet tensor FLOP/s in the matmuls of a
+            decode-only step (and in decode attention).
+        eta_prefill: Achieved fraction of datasheet tensor FLOP/s in prefill, and in every
+            matmul of a mixed step (decode and prompt rows share one taller GEMM).
         overlap_p: Exponent of the soft maximum combining memory and compute time.
         step_s: Fixed cost per serving step in seconds (launches, scheduler, sampling).
         layer_s: Fixed cost per layer per step in seconds (kernel launches).

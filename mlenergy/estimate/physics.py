@@ -21,7 +21,8 @@ batched tokens per step needs) is a *mixed* step, the rest decode-only. Per GPU 
   bandwidth and FLOP/s, fixed launch costs and per-collective latencies fitted on
   measurements (:mod:`mlenergy.estimate.calibration`); with expert parallelism the expert
   roofline reads the experts of the busiest GPU (:func:`_max_shard_hits`); in a mixed step
-  the prompt tokens join the same rooflines (they share the weight reads), their FLOPs run at
+  the prompt tokens join the same rooflines (they share the weight reads), their FLOPs and the
+  matmuls of the decode rows they ride with (one taller GEMM: decode plus prompt rows) run at
   ``eta_prefill`` of the peak, and the step pays a per-layer cost ``c_prefill_layer * L`` (a
   mixed batch runs outside the captured CUDA graphs); the mean step is
   ``(1 - q) decode + q mixed`` and the median inter-token latency the decode step while fewer
@@ -205,7 +206,9 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     pf_attn = 0.5 * i * (f["attn_full"] * i + f["attn_window"] * i_w)
     pf_tok = m * i  # prompt tokens of that step
 
-    def step(extra_tok: np.ndarray, extra_attn: np.ndarray, extra_exp: np.ndarray) -> tuple:
+    def step(
+        extra_tok: np.ndarray, extra_attn: np.ndarray, extra_exp: np.ndarray, rate_mm: np.ndarray
+    ) -> tuple:
         tm = t_moe + extra_exp
         hit = np.minimum(e_eff * (1.0 - np.power(miss, tm)), e)
         w_exp = f["n_moe_layers"] * f["expert_bytes"] * hit / ep_shards
@@ -220,10 +223,12 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
             f["quant_common_bytes"] / a
             + f["n_moe_layers"] * f["quant_expert_bytes"] * hit / ep_shards
         )
+        # The decode rows' matmuls run at ``rate_mm``: ``eta_comp`` in a decode-only step,
+        # ``eta_prefill`` in a mixed step, where they share taller GEMMs with the prompt rows.
         t_c_dense = (br * (f["dense_flops"] + f["ssm_flops"]) / a + c.dequant_flops * q_elems) / (
-            f["peak_dense"] * rate
+            f["peak_dense"] * rate_mm
         )
-        t_c_exp = t_moe * f["expert_flops"] / ep_shards / (f["peak_expert"] * rate)
+        t_c_exp = t_moe * f["expert_flops"] / ep_shards / (f["peak_expert"] * rate_mm)
         # Prompt tokens: dense part on the replica's GPUs, experts over the EP shards.
         t_p_dense = (extra_tok * (f["dense_flops"] + f["ssm_flops"]) + extra_attn) / a
         t_p_dense = t_p_dense / (f["peak_dense"] * rate_pf)
@@ -249,9 +254,9 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
         return t_gpu, t_comm, t_mem, t_comp, t_p_dense + t_p_exp, q_bytes, w_common + w_exp
 
     zero = np.zeros_like(br)
-    g0, comm0, mem0, comp0, _, qe0, wb0 = step(zero, zero, zero)
+    g0, comm0, mem0, comp0, _, qe0, wb0 = step(zero, zero, zero, rate)
     t_dec = (fixed + c.seq_s * br) * slow + g0 + comm0
-    g1, comm1, mem1, comp1, pfc1, qe1, wb1 = step(pf_tok, m * pf_attn, pf_tok)
+    g1, comm1, mem1, comp1, pfc1, qe1, wb1 = step(pf_tok, m * pf_attn, pf_tok, rate_pf)
     # A step that carries prompt tokens runs a mixed batch beyond the captured CUDA-graph
     # sizes (kernels launched one by one): a fixed host cost per layer.
     t_mix = (fixed + c.seq_s * br + c.prefill_layer_s * layers_per_stage) * slow + g1 + comm1
