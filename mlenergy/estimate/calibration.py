@@ -54,6 +54,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "legacy_moe_layer_s": (1e-7, 1e-3),
     "fp8_moe_layer_s": (1e-7, 1e-3),
     "seq_busy": (1e-3, 1.0),
+    "moe_min_cols": (64.0, 1e5),
 }
 
 PRIORS: dict[str, tuple[float, float]] = {"eta_mem": (1.0, 1.0)}

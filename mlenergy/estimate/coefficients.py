@@ -54,6 +54,8 @@ class Coefficients:
         routing_spread: Effective fraction of the experts that a step's tokens draw from
             (1: uniform routing; lower: skewed, fewer distinct experts hit). Not fitted: the
             reference data prefer uniform routing.
+        moe_min_cols: Fewest output columns (all hit experts of a GPU together) at which a
+            grouped expert GEMM streams at full bandwidth; fewer take as long as this many.
         dequant_flops: Work to dequantise one scaled low-precision weight element, in
             tensor-core FLOP equivalents. Not fitted (0): the reference data cannot separate
             it from other costs and a value fitted on FP8 did not transfer to MXFP4.
@@ -96,6 +98,7 @@ class Coefficients:
     all_to_all_s: float = 3e-5
     eta_link: float = 0.5
     routing_spread: float = 1.0
+    moe_min_cols: float = 16384.0
     dequant_flops: float = 0.0
     idle_frac: float = 0.2
     p_base: float = 0.15
@@ -131,6 +134,7 @@ class Coefficients:
         "legacy_moe_layer_s",
         "fp8_moe_layer_s",
         "seq_busy",
+        "moe_min_cols",
     )
 
     def replace(self, **kw: object) -> Coefficients:

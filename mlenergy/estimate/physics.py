@@ -76,6 +76,7 @@ FEATURES = (
     "latent_kv",
     "num_layers",
     "hidden_size",
+    "expert_inter",  # intermediate width of one routed expert (0 for dense)
     "fp8_experts",  # 1.0 when the routed experts are fp8 on a GPU with fp8 tensor cores
     # gpu
     "bandwidth",  # bytes/s
@@ -215,9 +216,21 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
         # Expert parallelism: each GPU holds E/ep experts and the layer waits for the GPU
         # that hit the most of its own (expected maximum over the shards of a binomial count,
         # normal approximation); the others wait idle, so power keeps the mean traffic.
-        w_exp_max = (
-            f["n_moe_layers"] * f["expert_bytes"] * _max_shard_hits(hit, e, ep_shards, ep_on)
-        )
+        hl = _max_shard_hits(hit, e, ep_shards, ep_on)
+        w_exp_max = f["n_moe_layers"] * f["expert_bytes"] * hl
+        if c.moe_min_cols > 0:
+            # Grouped expert GEMMs (no split-K) give each thread block a slice of output
+            # columns and the whole reduction length K: a matrix with few output columns on a
+            # GPU (big experts, one or two hit per shard) fills too few blocks to stream at
+            # full bandwidth, so it takes as long as one of ``moe_min_cols`` columns.
+            h, it = f["hidden_size"], f["expert_inter"]
+            ts = np.where(ep_on, 1.0, a)  # tensor-parallel split of each expert
+            hits_gpu = np.where(ep_on, hl, hit)
+            b_el = f["expert_bytes"] / np.maximum(3.0 * h * it, 1.0)
+            wm = c.moe_min_cols
+            gu = h * np.maximum(hits_gpu * 2.0 * it / ts, wm)
+            dn = it / ts * np.maximum(hits_gpu * h, wm)
+            w_exp_max = np.where(it > 0, f["n_moe_layers"] * b_el * (gu + dn), w_exp_max)
         q_elems = f["quant_common"] / a + f["n_moe_layers"] * f["quant_expert"] * hit / ep_shards
         q_bytes = (
             f["quant_common_bytes"] / a

@@ -126,6 +126,7 @@ class ModelProfile:
     active_params: int
     is_moe: bool
     kind: str
+    expert_intermediate: int = 0
 
     @property
     def weight_bytes(self) -> float:
@@ -227,6 +228,9 @@ def build_profile(spec: ArchitectureSpec, precision: str | None = "bfloat16") ->
         active_params=counts.active,
         is_moe=spec.is_moe,
         kind=spec.kind,
+        expert_intermediate=int(
+            (spec.moe_intermediate_size or spec.intermediate_size) if spec.is_moe else 0
+        ),
     )
 
 

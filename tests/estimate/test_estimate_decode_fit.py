@@ -108,3 +108,21 @@ def test_fitted_names_are_the_bounded_ones():
     assert set(BOUNDS) == set(coef.FITTED)
     for name, (lo, hi) in BOUNDS.items():
         assert lo <= getattr(coef, name) <= hi, name
+
+
+def test_narrow_expert_gemms_stream_below_bandwidth(configs_dir):
+    """Few output columns per GPU (big experts, top-1, expert parallel) hit the column floor;
+    many small experts (Qwen3-30B-A3B) do not."""
+    coef = default_coefficients()
+    off = coef.replace(moe_min_cols=0.0)
+    kw = dict(batch_size=8, input_tokens=256, output_tokens=256)
+    scout = dict(num_gpus=8, expert_parallel=8, **kw)
+    llama4 = "meta-llama/Llama-4-Scout-17B-16E-Instruct"
+    slow = estimate(llama4, "H100", coefficients=coef, **scout)
+    fast = estimate(llama4, "H100", coefficients=off, **scout)
+    assert slow.itl_s > 1.1 * fast.itl_s
+    assert slow.avg_power_w < fast.avg_power_w  # the waiting bandwidth draws no power
+    qwen = "Qwen/Qwen3-30B-A3B-Instruct-2507"
+    a = estimate(qwen, "H100", coefficients=coef, **kw)
+    b = estimate(qwen, "H100", coefficients=off, **kw)
+    assert a.itl_s == pytest.approx(b.itl_s, rel=1e-9)
