@@ -38,8 +38,10 @@ ENGINE_ALIASES: dict[str, str] = {
 TASK_ALIASES: dict[str, str] = {
     "llm_text_generation/chat": "sharegpt-chat",
     "llm_text_generation/code": "code",
+    "chat": "sharegpt-chat",
 }
-"""Raw task labels of the v2 leaderboard tables and the task they name."""
+"""Raw task labels of the v2 leaderboard (its tables and its task names ``chat`` / ``code``)
+and the task they name. The v3 leaderboard's chat task is ``lm-arena-chat``."""
 
 TASK_ENGINE: dict[str, str] = {
     "sharegpt-chat": LEGACY_ENGINE,
@@ -49,9 +51,9 @@ TASK_ENGINE: dict[str, str] = {
 
 
 def canonical_task(task: str | None) -> str:
-    """The task label with surrounding blanks removed and raw v2 labels mapped (``""``: none)."""
-    key = (task or "").strip()
-    return TASK_ALIASES.get(key.lower(), key)
+    """The task label in lower case, blanks stripped, v2 labels mapped (``""``: none)."""
+    key = (task or "").strip().lower()
+    return TASK_ALIASES.get(key, key)
 
 
 def resolve_engine(engine: str | None, task: str | None = None) -> str:

@@ -32,7 +32,9 @@ def test_engine_from_task_and_override():
 def test_raw_v2_task_labels_take_their_task_defaults():
     assert canonical_task("llm_text_generation/chat") == "sharegpt-chat"
     assert task_input_tokens("llm_text_generation/code") == task_input_tokens("code")
-    assert canonical_task("  gpqa ") == "gpqa"
+    assert canonical_task("  GPQA ") == "gpqa"
+    assert task_input_tokens("Sourcegraph-FIM") == task_input_tokens("sourcegraph-fim")
+    assert canonical_task("Chat") == "sharegpt-chat"  # the v2 leaderboard's task name
 
 
 def test_legacy_engine_is_slower_single_path(tiny_config):
