@@ -172,8 +172,7 @@ def estimate(
     """
     coef = coefficients or default_coefficients()
     engine_name = resolve_engine(engine, task)
-    from_task = not has_value(engine) and engine_name != CURRENT_ENGINE
-    notes = [engine_note(engine_name, task)] if from_task else []
+    note = engine_note(engine, task, engine_name)
     n = _num_gpus(num_gpus, tensor_parallel, expert_parallel, data_parallel, pipeline_parallel)
     w = Workload(
         batch_size=batch_size,
@@ -237,7 +236,7 @@ def estimate(
         architecture=spec.model_type,
         is_moe=spec.is_moe,
         energy_source=energy_source(),
-        warning="; ".join(notes + list(prep.warnings)),
+        warning="; ".join([note, *prep.warnings] if note else prep.warnings),
         engine=engine_name,
     )
 

@@ -196,12 +196,7 @@ def estimate_frame(
     task_codes, task_names = pd.factorize(tasks)
     task_len = np.array([table[t] for t in task_names], dtype=float)
     in_tok = np.where(np.isnan(in_tok), task_len[task_codes], in_tok)
-    engines, engine_err = _row_engines(df, tasks)
-    engine_given = (
-        df[ENGINE_COLUMN].fillna("").astype(str).str.strip().to_numpy()
-        if ENGINE_COLUMN in df
-        else np.full(n, "")
-    )
+    engines, engine_err, engine_notes = _row_engines(df, tasks)
     flag(engine_err != "", engine_err)
 
     for col in ("num_gpus", *_INT_DEFAULTS, "batch_size", "input_tokens", "output_tokens"):
@@ -293,10 +288,8 @@ def estimate_frame(
         feat["legacy"] = np.array([is_legacy(e) for e in engines], dtype=float)
         feat["seqs"] = np.where(good & ~np.isnan(cap), cap, feat["batch"])
         _memory_fit(feat, key_info, codes, in_given, good, err, warn)
-        from_task = (engines != CURRENT_ENGINE) & (engine_given == "")
-        for i in np.flatnonzero(from_task):
-            note = engine_note(str(engines[i]), tasks[i])
-            warn[i] = note + ("; " + warn[i] if warn[i] else "")
+        for i in np.flatnonzero(engine_notes != ""):  # engine taken from the task
+            warn[i] = engine_notes[i] + ("; " + warn[i] if warn[i] else "")
         good &= err == ""
         for c in np.flatnonzero(np.array(key_note, dtype=object) != ""):  # variant config used
             rows = np.flatnonzero(codes == c)
@@ -328,21 +321,26 @@ def estimate_frame(
     return result
 
 
-def _row_engines(df: pd.DataFrame, tasks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Engine of every row (the ``engine`` column, else the task's) and the error of bad names."""
+def _row_engines(df: pd.DataFrame, tasks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row: engine, error of a bad engine name, note of an engine taken from the task.
+
+    The engine is the ``engine`` column, else the task's; errors and notes are ``""`` when
+    none. Each distinct (engine, task) pair is resolved once.
+    """
     given = df[ENGINE_COLUMN].fillna("").astype(str) if ENGINE_COLUMN in df else ""
     keys = pd.DataFrame({"engine": given, "task": tasks})
     codes, uniques = pd.factorize(keys["engine"] + "\x00" + keys["task"])
-    names, errors = [], []
+    names, errors, notes = [], [], []
     for key in uniques:
         engine, task = key.split("\x00", 1)
         try:
-            names.append(resolve_engine(engine, task))
-            errors.append("")
+            name, error = resolve_engine(engine, task), ""
         except UserError as exc:
-            names.append(CURRENT_ENGINE)
-            errors.append(exc.message)
-    return np.array(names, dtype=object)[codes], np.array(errors, dtype=object)[codes]
+            name, error = CURRENT_ENGINE, exc.message
+        names.append(name)
+        errors.append(error)
+        notes.append("" if error else engine_note(engine, task, name))
+    return tuple(np.array(v, dtype=object)[codes] for v in (names, errors, notes))
 
 
 def _memory_fit(

@@ -295,12 +295,13 @@ def resolve_gpu(name_or_path: str | GpuSpec) -> GpuSpec:
         return name_or_path
     text = str(name_or_path).strip()
     by_name, alias = _catalog()
+    spec_file = text.lower().endswith((".yaml", ".yml", ".json"))
     key = alias.get(_norm(text))
-    if not key and not text.lower().endswith((".yaml", ".yml", ".json")):
+    if not key and not spec_file:
         key = _match_spelling(text, by_name)
     if key:
         return by_name[key]
-    if text.lower().endswith((".yaml", ".yml", ".json")) or Path(text).is_file():
+    if spec_file or Path(text).is_file():
         return load_gpu_spec_file(text)
     raise UserError(
         f"unknown gpu '{text}'",

@@ -35,6 +35,9 @@ ENGINE_ALIASES: dict[str, str] = {
 }
 """Accepted spellings (lower case) of each engine."""
 
+_BLANK = ("", "nan", "none")
+"""Engine cells that mean "not given" (an empty CSV cell may arrive as NaN)."""
+
 TASK_ALIASES: dict[str, str] = {
     "llm_text_generation/chat": "sharegpt-chat",
     "llm_text_generation/code": "code",
@@ -67,7 +70,7 @@ def resolve_engine(engine: str | None, task: str | None = None) -> str:
         UserError: ``engine`` is not a known engine.
     """
     key = (engine or "").strip().lower()
-    if key in ("", "nan", "none"):
+    if key in _BLANK:
         return TASK_ENGINE.get(canonical_task(task), CURRENT_ENGINE)
     if key not in ENGINE_ALIASES:
         known = ", ".join(sorted({CURRENT_ENGINE, LEGACY_ENGINE}))
@@ -83,9 +86,17 @@ def is_legacy(engine: str) -> bool:
     return engine == LEGACY_ENGINE
 
 
-def engine_note(engine: str, task: str | None) -> str:
-    """The caveat of an estimate whose engine came from its task (one line)."""
+def engine_note(engine: str | None, task: str | None, resolved: str) -> str:
+    """The caveat of an estimate whose engine came from its task (one line), else ``""``.
+
+    Args:
+        engine: The engine as given (blank: taken from the task).
+        task: Workload label.
+        resolved: What :func:`resolve_engine` returned for them.
+    """
+    if (engine or "").strip().lower() not in _BLANK or resolved == CURRENT_ENGINE:
+        return ""
     return (
-        f"engine {engine} (the engine task '{canonical_task(task)}' was measured with); "
+        f"engine {resolved} (the engine task '{canonical_task(task)}' was measured with); "
         "give an engine to override"
     )
