@@ -51,6 +51,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "mem_ceiling": (3e12, 1e15),
     "p_quant": (1e-3, 3.0),
     "prefill_layer_s": (1e-7, 2e-3),
+    "mamba_prefill_s": (1e-7, 5e-3),
     "legacy_moe_layer_s": (1e-7, 1e-3),
     "fp8_moe_layer_s": (1e-7, 1e-3),
     "seq_busy": (1e-3, 1.0),

@@ -47,6 +47,10 @@ class Coefficients:
             the older engine's extra host overhead (``legacy_slowdown``), is host time.
         prefill_layer_s: Extra cost per layer of a step that carries prompt tokens, in
             seconds (a mixed prefill/decode batch runs outside the captured CUDA graphs).
+        mamba_prefill_s: Extra GPU time per Mamba layer of a step that carries prompt tokens,
+            in seconds at the spec clock (vLLM 0.11's chunked-scan prefill path of Mamba2
+            hybrids: conv1d, chunk cumsum/state/scan and state passing), counted as compute
+            time for power.
         collective_s: Latency per collective (all-reduce or all-to-all) per log2 step of its
             participants, in seconds.
         all_to_all_s: Latency per expert-parallel dispatch or combine, in seconds.
@@ -94,6 +98,7 @@ class Coefficients:
     seq_s: float = 3.5e-5
     seq_busy: float = 0.5
     prefill_layer_s: float = 1e-4
+    mamba_prefill_s: float = 1e-4
     collective_s: float = 5e-6
     all_to_all_s: float = 3e-5
     eta_link: float = 0.5
@@ -131,6 +136,7 @@ class Coefficients:
         "mem_ceiling",
         "p_quant",
         "prefill_layer_s",
+        "mamba_prefill_s",
         "legacy_moe_layer_s",
         "fp8_moe_layer_s",
         "seq_busy",

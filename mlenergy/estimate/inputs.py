@@ -312,6 +312,7 @@ def feature_row(prof: ModelProfile, gpu: GpuSpec, w: Workload) -> dict[str, floa
         "num_layers": prof.num_layers,
         "hidden_size": prof.hidden_size,
         "expert_inter": prof.expert_intermediate,
+        "n_mamba_layers": prof.n_mamba_layers,
         # The block-scaled fp8 MoE path needs fp8 tensor cores; without them (Ampere) vLLM
         # runs weight-only kernels that dequantise to BF16, with no activation quantisation.
         "fp8_experts": float(

@@ -25,7 +25,9 @@ batched tokens per step needs) is a *mixed* step, the rest decode-only. Per GPU 
   matmuls of the decode rows they ride with (one taller GEMM: decode plus prompt rows) run at
   ``eta_prefill`` of the peak, and the step pays a per-layer cost ``c_prefill_layer * L`` (a
   mixed batch runs outside the captured CUDA graphs); the mean step is
-  ``(1 - q) decode + q mixed`` and the median inter-token latency the decode step while fewer
+  ``(1 - q) decode + q mixed`` (a mixed step of a Mamba hybrid also pays
+  ``c_mamba_prefill * L_mamba`` of compute-busy GPU time, its chunked-scan prefill path) and
+  the median inter-token latency the decode step while fewer
   than half the steps are mixed (:func:`median_step`). With data-parallel attention plus
   expert parallelism the replicas run in lockstep, so the prompts of all replicas stall every
   one of them. The 2024 engine of the v2 data pays more per MoE layer and a slowdown factor
@@ -77,6 +79,7 @@ FEATURES = (
     "num_layers",
     "hidden_size",
     "expert_inter",  # intermediate width of one routed expert (0 for dense)
+    "n_mamba_layers",  # Mamba (SSM) layers of a hybrid (0 otherwise)
     "fp8_experts",  # 1.0 when the routed experts are fp8 on a GPU with fp8 tensor cores
     # gpu
     "bandwidth",  # bytes/s
@@ -273,6 +276,11 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     # A step that carries prompt tokens runs a mixed batch beyond the captured CUDA-graph
     # sizes (kernels launched one by one): a fixed host cost per layer.
     t_mix = (fixed + c.seq_s * br + c.prefill_layer_s * layers_per_stage) * slow + g1 + comm1
+    # Mamba hybrids: the prompt's chunked-scan prefill path (conv1d, chunk cumsum, chunk
+    # state, state passing, chunk scan) costs GPU time per Mamba layer far beyond its FLOPs;
+    # it keeps the SMs busy (compute power) and slows with the SM clock.
+    t_mamba = c.mamba_prefill_s * f["n_mamba_layers"] / pp / speed
+    t_mix = t_mix + t_mamba
     t_step = (1.0 - q) * t_dec + q * t_mix
     t_pf = t_step - t_dec
 
@@ -288,7 +296,7 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     idle = np.where(np.isnan(f["idle"]), c.idle_frac * f["tdp"], f["idle"])
     span = f["tdp"] - idle
     r = clock / f["max_clock"]
-    u_comp = np.clip((t_comp + q * pfc1) / t_step, 0.0, 1.0)
+    u_comp = np.clip((t_comp + q * (pfc1 + t_mamba)) / t_step, 0.0, 1.0)
     # Busy time not bound by tensor cores: weight/KV traffic, the fp8 expert path,
     # collectives (NCCL kernels keep SMs and links busy) and the GPU share of the
     # per-sequence work (sampling, logits, attention metadata: not slowed by the old

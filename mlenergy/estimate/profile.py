@@ -44,8 +44,10 @@ PRECISION_ALIASES = {
 """Other spellings of the supported precisions (lower case)."""
 KV_BYTES = 2.0
 """Bytes per KV-cache element: vLLM's default cache dtype follows the activations (BF16)."""
-SSM_STATE_BYTES = 4.0
-"""Bytes per Mamba SSM-state element (kept in FP32)."""
+SSM_STATE_BYTES = 2.0
+"""Bytes per Mamba SSM-state element: vLLM's ``mamba_ssm_cache_dtype`` default (``auto``)
+follows the cache dtype (BF16). Model cards may ask for ``float32`` (4 bytes); the measured
+decode steps of the Nemotron-H hybrids match the BF16 state (see the estimator README)."""
 
 
 def normalise_precision(precision: str | None) -> str:
@@ -83,6 +85,7 @@ class ModelProfile:
         attn_window_flops: Same, for windowed layers (applies up to ``window`` tokens).
         ssm_state_bytes: Recurrent-state bytes per sequence (Mamba SSM and conv states).
         ssm_flops_per_token: State-update FLOPs per token.
+        n_mamba_layers: Mamba (SSM) layers of a hybrid (0 for attention-only models).
         quant_common_elems: Weight elements outside routed experts stored in a scaled
             low-precision format (fp8, mxfp4, nvfp4) that kernels dequantise when read.
         quant_expert_elems: Same, for one routed expert in one layer.
@@ -127,6 +130,7 @@ class ModelProfile:
     is_moe: bool
     kind: str
     expert_intermediate: int = 0
+    n_mamba_layers: int = 0
 
     @property
     def weight_bytes(self) -> float:
@@ -228,6 +232,7 @@ def build_profile(spec: ArchitectureSpec, precision: str | None = "bfloat16") ->
         active_params=counts.active,
         is_moe=spec.is_moe,
         kind=spec.kind,
+        n_mamba_layers=sum(layer.mixer == "mamba" for layer in spec.layers),
         expert_intermediate=int(
             (spec.moe_intermediate_size or spec.intermediate_size) if spec.is_moe else 0
         ),

@@ -356,3 +356,33 @@ def test_empty_precision_means_the_checkpoint_format(configs_dir):
     assert auto.energy_per_token_j == stored.energy_per_token_j  # vLLM's --dtype auto
     spelt = estimate(LLAMA8, "H100", precision="float8_e4m3fn", batch_size=8, output_tokens=64)
     assert spelt.precision == "fp8"
+
+
+def test_mamba_prefill_path_costs_hybrid_mixed_steps_only(configs_dir):
+    """Hybrids pay GPU work per Mamba layer in steps with prompts; decode steps do not."""
+    from mlenergy.estimate.coefficients import default_coefficients
+
+    hybrid = "nvidia/NVIDIA-Nemotron-Nano-9B-v2"
+    shipped = default_coefficients()
+    free = shipped.replace(mamba_prefill_s=0.0)
+    kw = dict(batch_size=64, input_tokens=250, output_tokens=500)
+    with_path, without = (estimate(hybrid, "H100", coefficients=c, **kw) for c in (shipped, free))
+    assert _stall_s(with_path) > _stall_s(without) + 1e-4
+    decode = [e.itl_s - _stall_s(e) for e in (with_path, without)]
+    assert decode[0] == pytest.approx(decode[1])  # the decode-only step is unchanged
+    assert with_path.avg_power_w > without.avg_power_w  # compute-busy work, not host time
+    dense = [estimate(LLAMA8, "H100", coefficients=c, **kw) for c in (shipped, free)]
+    assert dense[0].itl_s == pytest.approx(dense[1].itl_s)  # no Mamba layers: no cost
+
+
+def test_hybrid_profile_counts_mamba_layers_and_bf16_state(configs_dir):
+    """Nemotron-Nano-9B-v2: 27 Mamba layers; SSM state in BF16 (vLLM's default cache dtype)."""
+    from mlenergy.estimate.inputs import resolve_model_config
+    from mlenergy.estimate.profile import build_profile
+
+    spec = resolve_model_config("nvidia/NVIDIA-Nemotron-Nano-9B-v2", configs_dir).spec
+    prof = build_profile(spec, "bfloat16")
+    assert prof.n_mamba_layers == 27
+    state = 128 * 80 * 128  # heads x head dim x state size
+    conv = (128 * 80 + 2 * 8 * 128) * (4 - 1)  # x, B, C channels over kernel - 1 taps
+    assert prof.ssm_state_bytes == pytest.approx(27 * (state + conv) * 2.0)
