@@ -273,14 +273,14 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     g0, comm0, mem0, comp0, _, qe0, wb0 = step(zero, zero, zero, rate)
     t_dec = (fixed + c.seq_s * br) * slow + g0 + comm0
     g1, comm1, mem1, comp1, pfc1, qe1, wb1 = step(pf_tok, m * pf_attn, pf_tok, rate_pf)
-    # A step that carries prompt tokens runs a mixed batch beyond the captured CUDA-graph
-    # sizes (kernels launched one by one): a fixed host cost per layer.
-    t_mix = (fixed + c.seq_s * br + c.prefill_layer_s * layers_per_stage) * slow + g1 + comm1
     # Mamba hybrids: the prompt's chunked-scan prefill path (conv1d, chunk cumsum, chunk
     # state, state passing, chunk scan) costs GPU time per Mamba layer far beyond its FLOPs;
     # it keeps the SMs busy (compute power) and slows with the SM clock.
     t_mamba = c.mamba_prefill_s * f["n_mamba_layers"] / pp / speed
-    t_mix = t_mix + t_mamba
+    # A step that carries prompt tokens runs a mixed batch beyond the captured CUDA-graph
+    # sizes (kernels launched one by one): a fixed host cost per layer.
+    host_mix = (fixed + c.seq_s * br + c.prefill_layer_s * layers_per_stage) * slow
+    t_mix = host_mix + g1 + comm1 + t_mamba
     t_step = (1.0 - q) * t_dec + q * t_mix
     t_pf = t_step - t_dec
 
