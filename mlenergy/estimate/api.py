@@ -20,6 +20,7 @@ from mlenergy.errors import UserError
 from mlenergy.estimate.catalog import GpuSpec
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients
 from mlenergy.estimate.engines import CURRENT_ENGINE, engine_note, is_legacy, resolve_engine
+from mlenergy.estimate.host_bound import HOST_BOUND_NOTE, is_host_bound
 from mlenergy.estimate.inputs import (
     Workload,
     expected_num_gpus,
@@ -46,10 +47,20 @@ def energy_source() -> str:
     return f"estimated:mlenergy-{estimator_version()}"
 
 
-def interval_factors(coef: Coefficients, gpu_name: str) -> tuple[float, float]:
-    """Multiplicative (low, high) factors of the 90% prediction interval of energy per token."""
+def interval_factors(
+    coef: Coefficients, gpu_name: str, host_bound: bool = False
+) -> tuple[float, float]:
+    """Multiplicative (low, high) factors of the 90% prediction interval of energy per token.
+
+    Args:
+        coef: Coefficients (their cross-validated quantiles).
+        gpu_name: Catalog GPU name; a GPU absent from calibration widens the interval.
+        host_bound: The configuration matches the host-bound rule
+            (:mod:`~mlenergy.estimate.host_bound`).
+    """
     widen = 1.0 if gpu_name in coef.calibrated_gpus else coef.unseen_gpu_widen
-    return math.exp(coef.log_q05 * widen), math.exp(coef.log_q95 * widen)
+    q05, q95 = coef.interval_logs(host_bound)
+    return math.exp(q05 * widen), math.exp(q95 * widen)
 
 
 @dataclass(frozen=True)
@@ -194,7 +205,10 @@ def estimate(
     out = {k: float(v[0]) for k, v in predict(stack([prep.features]), coef).items()}
     if out["power_limit_infeasible"]:
         raise UserError(power_limit_message(power_limit_w, out["min_clock_power_w"], out))
-    lo, hi = interval_factors(coef, gpu_spec.name)
+    host = is_host_bound(gpu_spec.name, n, task)
+    lo, hi = interval_factors(coef, gpu_spec.name, host)
+    warnings = [note] if note else []
+    warnings += [*prep.warnings, HOST_BOUND_NOTE] if host else list(prep.warnings)
     e = out["energy_per_token_j"]
     itl = out["step_s"]
     prefill_s = out["t_prefill_s"] * w.output_tokens  # prefill share of a request's lifetime
@@ -236,7 +250,7 @@ def estimate(
         architecture=spec.model_type,
         is_moe=spec.is_moe,
         energy_source=energy_source(),
-        warning="; ".join([note, *prep.warnings] if note else prep.warnings),
+        warning="; ".join(warnings),
         engine=engine_name,
     )
 

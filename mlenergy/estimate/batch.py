@@ -29,6 +29,7 @@ from mlenergy.estimate.api import power_limit_message
 from mlenergy.estimate.catalog import GpuSpec, resolve_gpu
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients
 from mlenergy.estimate.engines import CURRENT_ENGINE, engine_note, is_legacy, resolve_engine
+from mlenergy.estimate.host_bound import HOST_BOUND_NOTE, host_bound_mask
 from mlenergy.estimate.inputs import (
     BATCH_CAP_TOLERANCE,
     TASK_INPUT_TOKENS,
@@ -307,10 +308,15 @@ def estimate_frame(
         widen = np.array(
             [1.0 if g in coef.calibrated_gpus else coef.unseen_gpu_widen for g in names]
         )
+        host = host_bound_mask(names, ngpu, tasks)
+        q05, q95 = coef.interval_logs(False)
+        h05, h95 = coef.interval_logs(True)
+        for i in np.flatnonzero(good & host):
+            warn[i] = warn[i] + "; " + HOST_BOUND_NOTE if warn[i] else HOST_BOUND_NOTE
         cols = {
             "energy_per_token_j": e,
-            "energy_per_token_j_lo": e * np.exp(coef.log_q05 * widen),
-            "energy_per_token_j_hi": e * np.exp(coef.log_q95 * widen),
+            "energy_per_token_j_lo": e * np.exp(np.where(host, h05, q05) * widen),
+            "energy_per_token_j_hi": e * np.exp(np.where(host, h95, q95) * widen),
             "throughput_tokens_per_s": pred["throughput_tokens_per_s"],
             "avg_power_w": pred["avg_power_w"],
         }

@@ -6,8 +6,9 @@ median inter-token latency (the median step: the decode step alone unless most s
 prompts, which separates decode physics from prefill stalls). Coefficients are global (not
 per model, not per GPU), so that they transfer to unseen models and chips.
 
-Rows flagged by :data:`HOST_BOUND_RULE` (an input-based rule, see :func:`fit_weights`) weigh
-less in the fit; they are still predicted and reported.
+Rows flagged by :data:`~mlenergy.estimate.host_bound.HOST_BOUND_RULE` (an input-based rule,
+see :func:`fit_weights`) weigh less in the fit; they are still predicted and reported, and get
+their own prediction interval.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import pandas as pd
 
 from mlenergy.errors import UserError
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients
+from mlenergy.estimate.host_bound import MIN_HOST_BOUND_ROWS, host_bound_mask
 from mlenergy.estimate.inputs import (
     TASK_INPUT_TOKENS,
     Workload,
@@ -69,16 +71,9 @@ GPU. The prior picks the split that the two-GPU data choose anyway (``eta_mem`` 
 losses of latency-bound decode kernels sit in the ceiling, not in a fraction of the pin
 rate); against the hundreds of data residuals it is too weak to move an identified value."""
 
-HOST_BOUND_RULE = {"gpu": "B200", "num_gpus": 1, "tasks": ("gpqa", "image-chat", "video-chat")}
-"""Configurations whose reference runs are host-bound, down-weighted in the fit.
-
-In the v3 data, single-GPU B200 runs of the long-output (``gpqa``) and multimodal tasks often
-sat at 25-45 ms per step with the GPU near idle (about 300 W of 1000 W) whatever the batch,
-while the same models on H100, or on B200 with other tasks, follow the roofline: a host-side
-bottleneck of that campaign that no datasheet figure predicts. The rule looks only at the
-row's inputs (GPU, GPU count, task), never at its measurements."""
 HOST_BOUND_WEIGHT = 0.1
-"""Fit weight of rows matched by :data:`HOST_BOUND_RULE` (relative to 1)."""
+"""Fit weight of rows matched by :data:`~mlenergy.estimate.host_bound.HOST_BOUND_RULE`
+(relative to 1)."""
 ITL_WEIGHT = 1.0
 """Weight of the inter-token-latency residuals relative to throughput and power."""
 ENERGY_WEIGHT = 1.0
@@ -130,12 +125,12 @@ def _subset(feat: dict[str, np.ndarray], mask: np.ndarray) -> dict[str, np.ndarr
 
 
 def host_bound(df: pd.DataFrame) -> np.ndarray:
-    """Rows matched by :data:`HOST_BOUND_RULE` (from their inputs only)."""
-    rule = HOST_BOUND_RULE
-    gpu = df["gpu"].astype(str).to_numpy() if "gpu" in df else np.full(len(df), "")
-    ngpu = df["num_gpus"].to_numpy(float) if "num_gpus" in df else np.zeros(len(df))
-    task = df["task"].fillna("").astype(str).to_numpy() if "task" in df else np.full(len(df), "")
-    return (gpu == rule["gpu"]) & (ngpu == rule["num_gpus"]) & np.isin(task, rule["tasks"])
+    """Rows matched by :data:`~mlenergy.estimate.host_bound.HOST_BOUND_RULE` (inputs only)."""
+    n = len(df)
+    gpu = df["gpu"].astype(str).to_numpy() if "gpu" in df else np.full(n, "")
+    ngpu = df["num_gpus"].to_numpy(float) if "num_gpus" in df else np.zeros(n)
+    task = df["task"].fillna("").astype(str).to_numpy() if "task" in df else np.full(n, "")
+    return host_bound_mask(gpu, ngpu, task)
 
 
 def fit_weights(df: pd.DataFrame) -> np.ndarray | None:
@@ -310,6 +305,33 @@ def coefficient_table(c: Coefficients) -> list[tuple[str, float]]:
     ]
 
 
+def interval_quantiles(rows: pd.DataFrame) -> dict[str, float | None]:
+    """Prediction-interval quantiles from cross-validated rows.
+
+    Two classes are kept apart. The common interval (``log_q05``, ``log_q95``) comes from the
+    rows outside :data:`~mlenergy.estimate.host_bound.HOST_BOUND_RULE`. The host-bound rows
+    get their own (``log_q05_host``, ``log_q95_host``), or none when fewer than
+    :data:`~mlenergy.estimate.host_bound.MIN_HOST_BOUND_ROWS` were cross-validated.
+
+    Args:
+        rows: Cross-validated rows with ``log_ratio_energy`` (log of measured over predicted
+            energy per token) and the ``gpu``, ``num_gpus`` and ``task`` inputs.
+    """
+    logs = rows["log_ratio_energy"].to_numpy(float)
+    hb = host_bound(rows)
+    common = logs[~hb] if (~hb).any() else logs
+    out: dict[str, float | None] = {
+        "log_q05": float(np.quantile(common, 0.05)),
+        "log_q95": float(np.quantile(common, 0.95)),
+        "log_q05_host": None,
+        "log_q95_host": None,
+    }
+    if hb.sum() >= MIN_HOST_BOUND_ROWS:
+        out["log_q05_host"] = float(np.quantile(logs[hb], 0.05))
+        out["log_q95_host"] = float(np.quantile(logs[hb], 0.95))
+    return out
+
+
 def calibrate_all(
     reference: str | Path | None = None,
     store_runs: pd.DataFrame | None = None,
@@ -321,7 +343,8 @@ def calibrate_all(
     """Fit on the reference (and optionally a store's GPU measurements) and write the result.
 
     The prediction interval comes from the 5th/95th percentiles of cross-validated log
-    errors of energy per token (grouped by architecture, ``folds`` folds).
+    errors of energy per token (grouped by architecture, ``folds`` folds): see
+    :func:`interval_quantiles`.
 
     Args:
         reference: Reference folder (default :func:`~mlenergy.estimate.reference.reference_dir`).
@@ -348,10 +371,7 @@ def calibrate_all(
     coef, used = calibrate(df, configs_dir, start=Coefficients())
     if folds:
         cv = cross_validate(df, folds=folds, configs_dir=configs_dir, start=coef)
-        logs = cv.rows["log_ratio_energy"].to_numpy(float)
-        coef = coef.replace(
-            log_q05=float(np.quantile(logs, 0.05)), log_q95=float(np.quantile(logs, 0.95))
-        )
+        coef = coef.replace(**interval_quantiles(cv.rows))
     target = Path(out) if out is not None else Path(__file__).parent / COEFFICIENTS_FILE
     path = coef.save(target)
     from mlenergy.estimate.coefficients import default_coefficients as _dc

@@ -78,6 +78,9 @@ class Coefficients:
             the older engine of the v2 data (vLLM 0.5.4).
         log_q05: 5th percentile of log(measured/predicted) energy per token (cross-validated).
         log_q95: 95th percentile of the same.
+        log_q05_host: 5th percentile of the same over configurations whose reference runs
+            were host-bound (:mod:`~mlenergy.estimate.host_bound`); ``None``: use ``log_q05``.
+        log_q95_host: 95th percentile of the same; ``None``: use ``log_q95``.
         unseen_gpu_widen: Interval widening factor for GPUs absent from calibration.
         task_input_tokens: Mean prompt length per task label (tokens), fitted as workload
             descriptors because the reference data does not publish prompt lengths.
@@ -114,6 +117,8 @@ class Coefficients:
     legacy_slowdown: float = 5.0
     log_q05: float = -0.25
     log_q95: float = 0.25
+    log_q05_host: float | None = None
+    log_q95_host: float | None = None
     unseen_gpu_widen: float = 1.5
     calibrated_gpus: tuple[str, ...] = ()
     task_input_tokens: dict[str, float] = field(default_factory=dict)
@@ -142,6 +147,17 @@ class Coefficients:
         "seq_busy",
         "moe_min_cols",
     )
+
+    def interval_logs(self, host_bound: bool = False) -> tuple[float, float]:
+        """The (5th, 95th) percentile log errors of the 90% interval of energy per token.
+
+        Args:
+            host_bound: The configuration matches the host-bound rule
+                (:mod:`~mlenergy.estimate.host_bound`): its own quantiles when calibrated.
+        """
+        if host_bound and self.log_q05_host is not None and self.log_q95_host is not None:
+            return self.log_q05_host, self.log_q95_host
+        return self.log_q05, self.log_q95
 
     def replace(self, **kw: object) -> Coefficients:
         """Return a copy with some fields replaced."""

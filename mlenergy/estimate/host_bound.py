@@ -1,0 +1,69 @@
+"""Configurations whose reference measurements were host-bound.
+
+In the v3 reference data, single-GPU B200 runs of the long-output (``gpqa``) and multimodal
+(``image-chat``, ``video-chat``) tasks often sat at 25-45 ms per step with the GPU near idle
+(about 300 W of 1000 W) whatever the batch. The same models on H100, or on B200 with other
+tasks, follow the roofline. This is a host-side bottleneck of that measurement campaign, and
+no datasheet figure predicts it.
+
+The estimator still predicts these configurations at the speed the GPU allows. The rule is
+used in three places:
+
+* the fit weighs the matching rows less (:mod:`~mlenergy.estimate.calibration`);
+* their prediction interval comes from the cross-validated errors of the matching rows;
+* their estimates carry a warning.
+
+The rule looks only at a configuration's inputs (GPU, GPU count, task), never at
+measurements.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from mlenergy.estimate.engines import canonical_task
+
+HOST_BOUND_RULE = {"gpu": "B200", "num_gpus": 1, "tasks": ("gpqa", "image-chat", "video-chat")}
+"""Catalog GPU name, GPU count and canonical task labels of host-bound reference runs."""
+
+HOST_BOUND_NOTE = (
+    "reference runs of this kind (one B200; gpqa, image-chat or video-chat) were often "
+    "host-bound: up to 3-4x slower than the GPU allows at a third of its power, and so more "
+    "energy per token than this estimate, which assumes a host that keeps up with the GPU; "
+    "the interval is widened to the errors measured on those runs"
+)
+"""Warning attached to estimates of configurations matched by :data:`HOST_BOUND_RULE`."""
+
+MIN_HOST_BOUND_ROWS = 20
+"""Fewest matching cross-validated rows for their own interval (else the common one)."""
+
+
+def host_bound_mask(
+    gpu: np.ndarray | list[str], num_gpus: np.ndarray | list[float], task: np.ndarray | list[str]
+) -> np.ndarray:
+    """Which configurations match :data:`HOST_BOUND_RULE` (vectorised).
+
+    Args:
+        gpu: Catalog GPU names (resolved, e.g. ``B200``).
+        num_gpus: GPUs per configuration.
+        task: Workload labels (any spelling :func:`~mlenergy.estimate.engines.canonical_task`
+            accepts; blank or None: no task).
+    """
+    rule = HOST_BOUND_RULE
+    gpus = np.asarray(gpu, dtype=object).astype(str)
+    count = np.asarray(num_gpus, dtype=float)
+    codes, labels = pd.factorize(pd.Series(list(task), dtype=object).fillna("").astype(str))
+    matching = np.array([canonical_task(t) in rule["tasks"] for t in labels], dtype=bool)
+    task_match = matching[codes] if len(labels) else np.zeros(len(codes), dtype=bool)
+    return (gpus == rule["gpu"]) & (count == rule["num_gpus"]) & task_match
+
+
+def is_host_bound(gpu: str, num_gpus: float, task: str | None) -> bool:
+    """:func:`host_bound_mask` for one configuration (no array overhead)."""
+    rule = HOST_BOUND_RULE
+    return (
+        gpu == rule["gpu"]
+        and float(num_gpus) == rule["num_gpus"]
+        and canonical_task(task) in rule["tasks"]
+    )
