@@ -370,7 +370,7 @@ def calibrate_all(
     # Start from the code defaults (not the shipped file) so calibration is reproducible.
     coef, used = calibrate(df, configs_dir, start=Coefficients())
     if folds:
-        cv = cross_validate(df, folds=folds, configs_dir=configs_dir, start=coef)
+        cv = cross_validate(df, folds=folds, configs_dir=configs_dir)
         coef = coef.replace(**interval_quantiles(cv.rows))
     target = Path(out) if out is not None else Path(__file__).parent / COEFFICIENTS_FILE
     path = coef.save(target)
