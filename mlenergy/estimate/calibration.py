@@ -1,7 +1,7 @@
 """Fit the physical model's few global coefficients on measurements.
 
-Robust least squares in log space on throughput, average power, energy per token (their
-ratio, so that it is not right by two wrong halves cancelling) and, where measured, the
+Robust (Cauchy-loss) least squares in log space on throughput, average power, energy per token
+(their ratio, so that it is not right by two wrong halves cancelling) and, where measured, the
 median inter-token latency (the median step: the decode step alone unless most steps carry
 prompts, which separates decode physics from prefill stalls). Coefficients are global (not
 per model, not per GPU), so that they transfer to unseen models and chips.
@@ -74,6 +74,10 @@ rate); against the hundreds of data residuals it is too weak to move an identifi
 HOST_BOUND_WEIGHT = 0.1
 """Fit weight of rows matched by :data:`~mlenergy.estimate.host_bound.HOST_BOUND_RULE`
 (relative to 1)."""
+LOSS = "cauchy"
+"""Robust loss of the fit (``scipy.optimize.least_squares``)."""
+LOSS_SCALE = 0.25
+"""Residual (log) at which the robust loss starts to flatten."""
 ITL_WEIGHT = 1.0
 """Weight of the inter-token-latency residuals relative to throughput and power."""
 ENERGY_WEIGHT = 1.0
@@ -155,6 +159,19 @@ def itl_targets(df: pd.DataFrame) -> np.ndarray | None:
     return itl if np.isfinite(itl).any() else None
 
 
+LEGACY_COEFFICIENTS = ("legacy_slowdown", "legacy_moe_layer_s")
+"""Coefficients of the 2024 engine: only rows measured with it identify them."""
+
+
+def unidentified(feat: dict[str, np.ndarray]) -> set[str]:
+    """Coefficients that no row of ``feat`` can move; the fit keeps their start values.
+
+    Without 2024-engine rows the legacy coefficients change no prediction: left free they
+    only slow the optimiser down (the Cauchy loss makes the flat directions crawl).
+    """
+    return set(LEGACY_COEFFICIENTS) if not np.any(feat["legacy"] > 0) else set()
+
+
 def fit(
     feat: dict[str, np.ndarray],
     throughput: np.ndarray,
@@ -183,7 +200,7 @@ def fit(
     from scipy.optimize import least_squares
 
     base = start or default_coefficients()
-    names = list(BOUNDS)
+    names = [n for n in BOUNDS if n not in unidentified(feat)]
     lo = np.log([BOUNDS[n][0] for n in names])
     hi = np.log([BOUNDS[n][1] for n in names])
     x0 = np.clip(np.log([getattr(base, n) for n in names]), lo + 1e-9, hi - 1e-9)
@@ -242,7 +259,9 @@ def fit(
             parts.append(prior_w * (x[prior_idx] - prior_log))
         return np.concatenate(parts)
 
-    sol = least_squares(residuals, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.15)
+    # Cauchy loss: residuals beyond ~0.25 (log) count less and less, so that runs the
+    # physics cannot explain (host-bound campaigns, engine stalls) do not bend it.
+    sol = least_squares(residuals, x0, bounds=(lo, hi), loss=LOSS, f_scale=LOSS_SCALE)
     fitted: dict[str, object] = dict(
         zip(names, (float(v) for v in np.exp(sol.x[:n_coef])), strict=True)
     )

@@ -104,3 +104,35 @@ def test_store_measurements_join_the_fit():
     df = pd.concat([load_reference(include_v2=False), extra], ignore_index=True)
     coef, used = calibrate(df)
     assert len(used) == 674 and 0 < coef.eta_mem <= 1
+
+
+def test_fit_without_2024_rows_keeps_the_legacy_coefficients():
+    from mlenergy.estimate.calibration import LEGACY_COEFFICIENTS, calibrate, unidentified
+    from mlenergy.estimate.coefficients import Coefficients
+
+    v3 = load_reference(include_v2=False)
+    start = Coefficients()
+    coef, _ = calibrate(v3[v3["model_id"].str.contains("Qwen3-8B|Llama-3.1-8B")], start=start)
+    for name in LEGACY_COEFFICIENTS:
+        assert getattr(coef, name) == getattr(start, name)
+    assert coef.seq_s != start.seq_s  # the identified ones are fitted
+    assert unidentified({"legacy": np.array([0.0, 1.0])}) == set()
+
+
+def test_cv_folds_start_from_the_code_defaults_not_the_shipped_fit(monkeypatch):
+    from mlenergy.estimate import validation
+    from mlenergy.estimate.coefficients import Coefficients
+
+    starts = []
+    real_fit = validation.fit
+
+    def spy(*args, **kwargs):
+        starts.append(kwargs["start"])
+        return real_fit(*args, **kwargs)
+
+    monkeypatch.setattr(validation, "fit", spy)
+    df = load_reference(include_v2=False)
+    cross_validate(df[df["model_id"].str.contains("Qwen3-8B|Llama-3.1-8B|gemma-3")], folds=2)
+    neutral = Coefficients()
+    assert starts and all(s.seq_s == neutral.seq_s for s in starts)
+    assert all(s.moe_min_cols == neutral.moe_min_cols for s in starts)
