@@ -208,7 +208,9 @@ def estimate(
     host = is_host_bound(gpu_spec.name, n, task)
     lo, hi = interval_factors(coef, gpu_spec.name, host)
     warnings = [note] if note else []
-    warnings += [*prep.warnings, HOST_BOUND_NOTE] if host else list(prep.warnings)
+    warnings += prep.warnings
+    if host:
+        warnings.append(HOST_BOUND_NOTE)
     e = out["energy_per_token_j"]
     itl = out["step_s"]
     prefill_s = out["t_prefill_s"] * w.output_tokens  # prefill share of a request's lifetime

@@ -187,7 +187,9 @@ def fit(
         feat: Feature arrays (see :func:`featurise`).
         throughput: Measured output throughput in tokens per second.
         power: Measured average power in watts (sum over GPUs).
-        start: Starting coefficients (default: the shipped ones).
+        start: Starting coefficients (default: the code defaults, ``Coefficients()``, so that a
+            fit never starts from coefficients fitted on other rows: the fit has flat
+            directions along which the start would carry over).
         weights: Per-row weights (default: all rows weigh the same).
         tasks: Per-row task label of rows whose prompt length is unknown (``""`` for rows
             with a known length). The mean prompt length of each task is fitted too.
@@ -199,7 +201,7 @@ def fit(
     """
     from scipy.optimize import least_squares
 
-    base = start or default_coefficients()
+    base = start or Coefficients()
     names = [n for n in BOUNDS if n not in unidentified(feat)]
     lo = np.log([BOUNDS[n][0] for n in names])
     hi = np.log([BOUNDS[n][1] for n in names])
@@ -386,14 +388,11 @@ def calibrate_all(
         extra = measurements_from_runs(store_runs)
         if len(extra):
             df = pd.concat([df, extra], ignore_index=True)
-    # Start from the code defaults (not the shipped file) so calibration is reproducible.
-    coef, used = calibrate(df, configs_dir, start=Coefficients())
+    coef, used = calibrate(df, configs_dir)
     if folds:
         cv = cross_validate(df, folds=folds, configs_dir=configs_dir)
         coef = coef.replace(**interval_quantiles(cv.rows))
     target = Path(out) if out is not None else Path(__file__).parent / COEFFICIENTS_FILE
     path = coef.save(target)
-    from mlenergy.estimate.coefficients import default_coefficients as _dc
-
-    _dc.cache_clear()
+    default_coefficients.cache_clear()
     return coef, path, len(used)
