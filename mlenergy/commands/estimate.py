@@ -419,6 +419,7 @@ def validate_cmd(
             f"--folds must be >= 2, got {folds}",
             "Give 2 or more folds, or omit --folds for leave-one-architecture-out",
         )
+    from mlenergy.estimate.host_bound import HOST_BOUND_LABEL
     from mlenergy.estimate.reference import load_reference
     from mlenergy.estimate.validation import TARGETS, cross_validate
 
@@ -427,6 +428,8 @@ def validate_cmd(
     aliases = {"model": "model_group", "architecture": "kind", "dense-moe": "kind"}
     tables = {"overall": cv.summary(), "gpu": cv.summary("gpu"), "kind": cv.summary("kind")}
     tables["gpu x kind"] = cv.summary(["gpu", "kind"])
+    by_rule = cv.summary("host_bound")
+    tables["host-bound rule"] = by_rule.rename(index={True: "matched", False: "not matched"})
     for g in group_by or []:
         col = aliases.get(g, g)
         if col not in cv.rows:
@@ -444,9 +447,10 @@ def validate_cmd(
     for name, table in tables.items():
         typer.echo(f"\n== by {name}")
         typer.echo(table.round(1).to_string())
+    typer.echo(f"\nhost-bound rule: {HOST_BOUND_LABEL}")
     met = cv.meets_targets()
     typer.echo(
-        "\ntargets: "
+        "\ntargets (all rows): "
         + ", ".join(f"{k} <= {v}%: {'yes' if met[k] else 'NO'}" for k, v in TARGETS.items())
     )
 

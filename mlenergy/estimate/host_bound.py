@@ -6,12 +6,21 @@ In the v3 reference data, single-GPU B200 runs of the long-output (``gpqa``) and
 tasks, follow the roofline. This is a host-side bottleneck of that measurement campaign, and
 no datasheet figure predicts it.
 
+The cause is not known. One lead is the serving engine's front end: the campaign's public
+engine settings (ML.ENERGY benchmark repository) give the stalled runs one API-server process
+(vLLM's ``api-server-count``) where other runs had 3 or 8. But some runs with one did not
+stall (gpt-oss-120b on one B200), and the same rule matches them. The setting is not an
+input of an estimate, so the rule flags these configurations instead of modelling a stall
+(see the estimator README, "Seventh pass").
+
 The estimator still predicts these configurations at the speed the GPU allows. The rule is
-used in three places:
+used in four places:
 
 * the fit weighs the matching rows less (:mod:`~mlenergy.estimate.calibration`);
 * their prediction interval comes from the cross-validated errors of the matching rows;
-* their estimates carry a warning.
+* their estimates carry a warning;
+* ``mlenergy estimate validate`` reports their errors apart (all-row figures still include
+  them).
 
 The rule looks only at a configuration's inputs (GPU, GPU count, task), never at
 measurements.
@@ -34,6 +43,12 @@ HOST_BOUND_NOTE = (
     "the interval is widened to the errors measured on those runs"
 )
 """Warning attached to estimates of configurations matched by :data:`HOST_BOUND_RULE`."""
+
+HOST_BOUND_LABEL = (
+    "one B200 with gpqa, image-chat or video-chat (inputs only); reference runs of this kind "
+    "were often host-bound (see mlenergy/estimate/README.md), so validate reports them apart"
+)
+"""One line describing the rule, for reports."""
 
 MIN_HOST_BOUND_ROWS = 20
 """Fewest matching cross-validated rows for their own interval (else the common one)."""

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mlenergy.estimate.calibration import featurise, fit, fit_weights, itl_targets
+from mlenergy.estimate.calibration import featurise, fit, fit_weights, host_bound, itl_targets
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients
 from mlenergy.estimate.inputs import has_value, resolve_model
 from mlenergy.estimate.physics import predict
@@ -48,7 +48,8 @@ class CrossValidation:
     Attributes:
         rows: One row per measurement with ``pred_*`` columns and ``ape_*`` (percent;
             ``ape_itl``: measured median inter-token latency vs the predicted median step,
-            where measured).
+            where measured), and ``host_bound`` (the configuration matches
+            :data:`~mlenergy.estimate.host_bound.HOST_BOUND_RULE`).
         folds: Number of folds.
     """
 
@@ -117,6 +118,9 @@ def cross_validate(
     feat, keep = featurise(df, configs_dir)
     rows = df.iloc[keep].reset_index(drop=True)
     rows["arch_group"] = rows["config_id"].map(lambda m: architecture_group(m, configs_dir))
+    # Inputs only (GPU, GPU count, task): configurations whose reference runs were often
+    # host-bound (see :mod:`~mlenergy.estimate.host_bound`), reported apart by ``validate``.
+    rows["host_bound"] = host_bound(rows)
     key = "gpu" if group_by == "gpu" else "arch_group"
     groups = sorted(rows[key].unique())
     if folds is not None and folds < 2:

@@ -139,7 +139,8 @@ def test_calibrate_to_user_path(tmp_path, capsys, configs_dir):
 def test_validate_json(capsys, configs_dir):
     assert main(["estimate", "validate", "--folds", "4", "--group-by", "model", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert {"overall", "gpu", "kind", "model"} <= set(data)
+    assert {"overall", "gpu", "kind", "model", "host-bound rule"} <= set(data)
+    assert set(data["host-bound rule"]) == {"matched", "not matched"}
     assert set(data["meets_targets"]) == {
         "energy_median",
         "energy_p90",

@@ -58,6 +58,15 @@ def test_grouped_cv_keeps_architectures_apart():
     assert summary.loc["all", "power_median"] < 15
     by_kind = cv.summary("kind")
     assert set(by_kind.index) == {"dense", "moe", "hybrid"}
+    # the host-bound flag follows the inputs only: one B200, a gpqa / image / video task
+    rows = cv.rows
+    expected = (
+        (rows["gpu"] == "B200")
+        & (rows["num_gpus"] == 1)
+        & rows["task"].isin(["gpqa", "image-chat", "video-chat"])
+    )
+    assert rows["host_bound"].sum() > 0
+    assert (rows["host_bound"] == expected).all()
 
 
 def test_store_measurements_join_the_fit():
