@@ -96,6 +96,11 @@ def _num(df: pd.DataFrame, col: str, default: float = np.nan) -> np.ndarray:
     return np.where(blank, default, vals)
 
 
+def _join_notes(*notes: str) -> str:
+    """Caveats joined with ``"; "`` (the ``warning`` column's format), blanks skipped."""
+    return "; ".join(n for n in notes if n)
+
+
 def _bad_number(df: pd.DataFrame, col: str) -> np.ndarray:
     """Rows whose ``col`` is non-blank but not a number."""
     if col not in df:
@@ -290,11 +295,11 @@ def estimate_frame(
         feat["seqs"] = np.where(good & ~np.isnan(cap), cap, feat["batch"])
         _memory_fit(feat, key_info, codes, in_given, good, err, warn)
         for i in np.flatnonzero(engine_notes != ""):  # engine taken from the task
-            warn[i] = engine_notes[i] + ("; " + warn[i] if warn[i] else "")
+            warn[i] = _join_notes(engine_notes[i], warn[i])
         good &= err == ""
         for c in np.flatnonzero(np.array(key_note, dtype=object) != ""):  # variant config used
             rows = np.flatnonzero(codes == c)
-            warn[rows] = [key_note[c] + ("; " + w if w else "") for w in warn[rows]]
+            warn[rows] = [_join_notes(key_note[c], w) for w in warn[rows]]
         pred = predict(feat, coef)
         for i in np.flatnonzero(good & pred["power_limit_infeasible"]):
             err[i] = power_limit_message(
@@ -312,7 +317,7 @@ def estimate_frame(
         q05, q95 = coef.interval_logs(False)
         h05, h95 = coef.interval_logs(True)
         for i in np.flatnonzero(good & host):
-            warn[i] = warn[i] + "; " + HOST_BOUND_NOTE if warn[i] else HOST_BOUND_NOTE
+            warn[i] = _join_notes(warn[i], HOST_BOUND_NOTE)
         cols = {
             "energy_per_token_j": e,
             "energy_per_token_j_lo": e * np.exp(np.where(host, h05, q05) * widen),
