@@ -21,17 +21,17 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from mlenergy.analysis import leaderboard as lb
-from mlenergy.analysis.leaderboard_data import LeaderboardData
-from mlenergy.analysis.leaderboard_html import render_table
-from mlenergy.analysis.leaderboard_synthetic import synthetic_runs
-from mlenergy.commands.leaderboard_server import (
+from mlenergy.leaderboard import query as lb
+from mlenergy.leaderboard.data import LeaderboardData
+from mlenergy.leaderboard.html import render_table
+from mlenergy.store import RunStore
+from mlenergy.testing.server import (
     CHROMIUM,
     CHROMIUM_ARGS,
     STATUS_JS,
     serve_leaderboard,
 )
-from mlenergy.store import RunStore
+from mlenergy.testing.synthetic import synthetic_runs
 
 TARGET_QUERY_S = 0.300
 TARGET_PAGE_S = 3.0

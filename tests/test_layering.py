@@ -10,6 +10,9 @@ PKG = ROOT / "mlenergy"
 
 # Lower number = lower layer. A module may import its own package and any lower layer.
 LAYER = {
+    "testing": 6,
+    "leaderboard": 5,
+    "studies": 4,
     "errors": 0,
     "records": 1,
     "measure": 2,
@@ -20,7 +23,6 @@ LAYER = {
     "quality": 3,
     "optimize": 3,
     "analysis": 3,
-    "sweep": 4,
     "commands": 5,
     "cli": 5,
 }

@@ -17,7 +17,7 @@ def demo(
     ),
 ) -> None:
     """Run the default dense-vs-MoE study end to end (2-5 minutes on 2 CPU cores)."""
-    from mlenergy.sweep.dense_vs_moe import run_study
+    from mlenergy.studies.dense_vs_moe import run_study
 
     result = run_study(
         size="tiny", data_dir=resolve_data_dir(data_dir), report_dir=report_dir, progress=True

@@ -2,38 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
-from types import ModuleType
 from typing import Annotated
 
 import typer
 
 from mlenergy.commands.options import DataDirOption, resolve_data_dir
 from mlenergy.errors import UserError
-
-APP_FILE = Path(__file__).resolve().parents[2] / "leaderboard" / "app.py"
-"""The Gradio app (``leaderboard/app.py`` of the source checkout)."""
-
-
-def load_app_module(path: Path = APP_FILE) -> ModuleType:
-    """Import ``leaderboard/app.py`` from the source checkout.
-
-    Raises:
-        UserError: The file is not there (the package was installed without the checkout).
-    """
-    if not path.is_file():
-        raise UserError(
-            f"the leaderboard app is not at {path}",
-            "run from a source checkout of mlenergy (the app lives in leaderboard/app.py)",
-        )
-    spec = importlib.util.spec_from_file_location("mlenergy_leaderboard_app", path)
-    if spec is None or spec.loader is None:
-        raise UserError(f"cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 leaderboard_app = typer.Typer(
     name="leaderboard",
@@ -55,7 +30,8 @@ def serve(
         return
     if not 0 < port < 65536:
         raise UserError(f"--port {port} is not a TCP port", "pick a port between 1 and 65535")
-    module = load_app_module()
+    from mlenergy.leaderboard import app as module
+
     data = resolve_data_dir(data_dir)
     typer.echo(f"leaderboard: http://{host}:{port}  (store: {data})")
     module.launch(module.build_app(data), host=host, port=port)

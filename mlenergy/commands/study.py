@@ -47,7 +47,7 @@ def dense_vs_moe(
     progress: Annotated[bool, typer.Option(help="Show progress on stderr.")] = True,
 ) -> None:
     """Train dense and MoE models, benchmark them, and report energy per unit of quality."""
-    from mlenergy.sweep.dense_vs_moe import run_study
+    from mlenergy.studies.dense_vs_moe import run_study
 
     result = run_study(
         size=size,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mlenergy.commands.leaderboard_server import (
+from mlenergy.testing.server import (
     CHROMIUM,
     CHROMIUM_ARGS,
     LeaderboardStartError,
@@ -26,13 +26,13 @@ HYBRID = "synthetic/hybrid-9b"
 
 def seed_store(data_dir: Path) -> None:
     """Seed a store: reference rows (when present), synthetic rows, a hostile name, quality."""
-    from mlenergy.analysis.leaderboard_synthetic import (
+    from mlenergy.analysis.reference_import import default_reference_dir, read_reference
+    from mlenergy.store import RunStore
+    from mlenergy.testing.synthetic import (
         synthetic_model,
         synthetic_quality,
         synthetic_run,
     )
-    from mlenergy.analysis.reference_import import default_reference_dir, read_reference
-    from mlenergy.store import RunStore
 
     records = []
     ref = default_reference_dir()

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from mlenergy.analysis.leaderboard_synthetic import synthetic_model, synthetic_run
-from mlenergy.commands.leaderboard_server import STATUS_JS
+from mlenergy.testing.server import STATUS_JS
+from mlenergy.testing.synthetic import synthetic_model, synthetic_run
 
 pytestmark = pytest.mark.browser
 

@@ -7,12 +7,12 @@ import math
 import pandas as pd
 import pytest
 
-from mlenergy.analysis import leaderboard as lb
-from mlenergy.analysis import leaderboard_plots as plots
-from mlenergy.analysis.leaderboard_arch import ARCH_KINDS, architecture_kind
-from mlenergy.analysis.leaderboard_data import LeaderboardData
-from mlenergy.analysis.leaderboard_synthetic import synthetic_model, synthetic_run
+from mlenergy.leaderboard import plots as plots
+from mlenergy.leaderboard import query as lb
+from mlenergy.leaderboard.arch import ARCH_KINDS, architecture_kind
+from mlenergy.leaderboard.data import LeaderboardData
 from mlenergy.store.tables import flatten_run
+from mlenergy.testing.synthetic import synthetic_model, synthetic_run
 
 DENSE = synthetic_model("org/dense-7b", 7.0, False)
 MOE = synthetic_model("org/moe-a3b", 3.0, True)

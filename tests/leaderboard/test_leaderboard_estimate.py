@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mlenergy.analysis.leaderboard_estimate import estimator_available, run_estimate
+from mlenergy.leaderboard.estimate_tab import estimator_available, run_estimate
 
 pytestmark = pytest.mark.skipif(not estimator_available(), reason="the estimator is not installed")
 

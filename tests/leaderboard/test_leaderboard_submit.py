@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from mlenergy.analysis import leaderboard as lb
-from mlenergy.analysis.leaderboard_data import LeaderboardData
-from mlenergy.analysis.leaderboard_submit import submit_bundle
-from mlenergy.analysis.leaderboard_synthetic import synthetic_model, synthetic_run
 from mlenergy.estimate.catalog import catalog_tdp_w
+from mlenergy.leaderboard import query as lb
+from mlenergy.leaderboard.data import LeaderboardData
+from mlenergy.leaderboard.submit_tab import submit_bundle
+from mlenergy.testing.synthetic import synthetic_model, synthetic_run
 
 pytest.importorskip("mlenergy.store.submissions", reason="submission intake not installed")
 

@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mlenergy.analysis import leaderboard as lb
-from mlenergy.analysis.leaderboard_html import format_value, render_frame, render_table
-from mlenergy.analysis.leaderboard_synthetic import synthetic_model, synthetic_run, synthetic_runs
+from mlenergy.leaderboard import query as lb
+from mlenergy.leaderboard.html import format_value, render_frame, render_table
 from mlenergy.store.tables import flatten_run
+from mlenergy.testing.synthetic import synthetic_model, synthetic_run, synthetic_runs
 
 DENSE = synthetic_model("org/dense-7b", 7.0, False)
 MOE = synthetic_model("org/moe-a3b", 3.0, True, dtype="fp8")

@@ -6,17 +6,17 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
-from mlenergy.analysis import leaderboard as lb
-from mlenergy.analysis import leaderboard_plots as plots
-from mlenergy.analysis import leaderboard_views as views
-from mlenergy.analysis.leaderboard_data import LeaderboardData
-from mlenergy.analysis.leaderboard_synthetic import (
+from mlenergy.leaderboard import plots as plots
+from mlenergy.leaderboard import query as lb
+from mlenergy.leaderboard import views as views
+from mlenergy.leaderboard.data import LeaderboardData
+from mlenergy.store import RunStore
+from mlenergy.store.tables import flatten_quality, flatten_run
+from mlenergy.testing.synthetic import (
     synthetic_model,
     synthetic_quality,
     synthetic_run,
 )
-from mlenergy.store import RunStore
-from mlenergy.store.tables import flatten_quality, flatten_run
 
 A = synthetic_model("org/a", 7.0, False)
 B = synthetic_model("org/b", 3.0, True)

@@ -9,9 +9,9 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from mlenergy.analysis.leaderboard_html import render_problems
 from mlenergy.errors import UserError, ValidationFailed
 from mlenergy.estimate.catalog import catalog_tdp_w
+from mlenergy.leaderboard.html import render_problems
 
 
 def submit_bundle(

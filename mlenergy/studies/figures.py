@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from mlenergy.sweep.conclusion import energy_note, energy_unit
+from mlenergy.studies.conclusion import energy_note, energy_unit
 
 FIGURES = (
     "energy_to_quality.png",

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from mlenergy.analysis.leaderboard_arch import ARCH_KINDS, architecture_kinds
-from mlenergy.analysis.leaderboard_columns import COLUMNS, DEFAULT_SORT, SORTABLE
+from mlenergy.leaderboard.arch import ARCH_KINDS, architecture_kinds
+from mlenergy.leaderboard.columns import COLUMNS, DEFAULT_SORT, SORTABLE
 
 __all__ = [
     "COLUMNS",
@@ -78,10 +78,10 @@ def prepare_runs(runs: pd.DataFrame) -> pd.DataFrame:
     (median inter-token latency, ms), ``tokens_per_j`` (tokens per joule, i.e. tokens per
     second per watt), ``hardware`` (accelerator model, else CPU model), ``arch_kind``
     (``dense``/``MoE``/``hybrid``, see
-    :func:`mlenergy.analysis.leaderboard_arch.architecture_kind`), ``source_kind`` (prefix of
+    :func:`mlenergy.leaderboard.arch.architecture_kind`), ``source_kind`` (prefix of
     ``energy_source`` when missing),
     ``active_params_b`` / ``total_params_b`` (billions), ``quality`` (NaN until
-    :func:`mlenergy.analysis.leaderboard_views.attach_quality`) and ``_search`` (lower-case
+    :func:`mlenergy.leaderboard.views.attach_quality`) and ``_search`` (lower-case
     text searched by :func:`filter_runs`).
 
     Args:
@@ -152,7 +152,7 @@ class TableQuery:
     Attributes:
         task: Task to show (``None``: all tasks).
         hardware: Hardware labels to keep.
-        arch: ``"all"`` or one of :data:`~mlenergy.analysis.leaderboard_arch.ARCH_KINDS`
+        arch: ``"all"`` or one of :data:`~mlenergy.leaderboard.arch.ARCH_KINDS`
             (``"dense"``, ``"MoE"``, ``"hybrid"``).
         precisions: ``dtype`` values to keep.
         gpu_counts: Accelerator counts to keep.

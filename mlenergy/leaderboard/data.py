@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from mlenergy.analysis.leaderboard import prepare_runs
-from mlenergy.analysis.leaderboard_views import attach_quality, quality_frame, quality_keys
+from mlenergy.leaderboard.query import prepare_runs
+from mlenergy.leaderboard.views import attach_quality, quality_frame, quality_keys
 from mlenergy.records import RunRecord
 
 
@@ -25,9 +25,9 @@ class LeaderboardData:
 
     Attributes:
         data_dir: The store folder (``None`` for frames given directly, e.g. in tests).
-        runs: Prepared runs (see :func:`mlenergy.analysis.leaderboard.prepare_runs`).
+        runs: Prepared runs (see :func:`mlenergy.leaderboard.query.prepare_runs`).
         quality: Normalised quality results (see
-            :func:`mlenergy.analysis.leaderboard_views.quality_frame`).
+            :func:`mlenergy.leaderboard.views.quality_frame`).
     """
 
     data_dir: Path | None

@@ -9,9 +9,9 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from mlenergy.analysis import leaderboard_plots as plots
-from mlenergy.analysis.leaderboard_html import render_problems
 from mlenergy.errors import UserError
+from mlenergy.leaderboard import plots as plots
+from mlenergy.leaderboard.html import render_problems
 
 PRECISIONS = ["bfloat16", "fp8", "mxfp4", "float32"]
 

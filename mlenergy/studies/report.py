@@ -20,18 +20,18 @@ import pandas as pd
 
 from mlenergy.analysis import energy_quality as eq
 from mlenergy.analysis import tables
-from mlenergy.sweep.conclusion import (
+from mlenergy.studies.conclusion import (
     conclusion,
     energy_note,
     energy_unit,
     fmt_value,
     ratio_text,
 )
-from mlenergy.sweep.figures import write_figures
+from mlenergy.studies.figures import write_figures
 
 if TYPE_CHECKING:
-    from mlenergy.sweep.dense_vs_moe import StudyResult
-    from mlenergy.sweep.families import StudySize
+    from mlenergy.studies.dense_vs_moe import StudyResult
+    from mlenergy.studies.families import StudySize
 
 
 def study_tables(source: Any, study_id: str, batch_size: int | None = None) -> dict[str, Any]:

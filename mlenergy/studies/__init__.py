@@ -1,4 +1,4 @@
-"""Grids of runs and studies built on the runners, the store and the analysis.
+"""Studies that answer a question end to end, built on the runners, the store and the analysis.
 
 Modules:
     families: the dense and Mixture-of-Experts model families of the dense-vs-MoE study.

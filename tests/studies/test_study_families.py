@@ -3,7 +3,7 @@ import warnings
 import pytest
 
 from mlenergy.errors import UserError
-from mlenergy.sweep.families import SIZES, get_size
+from mlenergy.studies.families import SIZES, get_size
 
 
 @pytest.mark.parametrize("name", list(SIZES))

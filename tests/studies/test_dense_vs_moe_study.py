@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from mlenergy.cli import main
-from mlenergy.sweep import dense_vs_moe
-from mlenergy.sweep.families import SIZES
+from mlenergy.studies import dense_vs_moe
+from mlenergy.studies.families import SIZES
 
 torch.set_num_threads(1)
 

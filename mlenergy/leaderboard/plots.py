@@ -17,7 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from mlenergy.analysis.frontier import pareto_frontier
-from mlenergy.analysis.leaderboard_arch import architecture_kinds
+from mlenergy.leaderboard.arch import architecture_kinds
 from mlenergy.records import PowerTimeline
 
 MAX_POINTS = 5000
@@ -49,7 +49,7 @@ def _custom(rows: pd.DataFrame) -> np.ndarray:
     """Hover data (model, hardware, GPUs, precision, energy source, architecture), escaped.
 
     The architecture label (dense / MoE / hybrid) is the prepared ``arch_kind`` column, or
-    :func:`~mlenergy.analysis.leaderboard_arch.architecture_kinds` for unprepared rows.
+    :func:`~mlenergy.leaderboard.arch.architecture_kinds` for unprepared rows.
     """
     if "arch_kind" not in rows.columns:
         rows = rows.assign(arch_kind=architecture_kinds(rows))
@@ -217,7 +217,7 @@ def compare_bars(compare: pd.DataFrame) -> go.Figure:
     """Energy per output token of each compared model's best configuration (bar chart).
 
     Args:
-        compare: A frame from :func:`mlenergy.analysis.leaderboard_views.compare_models`.
+        compare: A frame from :func:`mlenergy.leaderboard.views.compare_models`.
     """
     row = compare[compare["Metric"] == "Energy per output token (J)"]
     title = "Best configuration: energy per output token"

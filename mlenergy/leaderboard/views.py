@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from mlenergy.analysis.leaderboard import best_configs, within_limits
+from mlenergy.leaderboard.query import best_configs, within_limits
 from mlenergy.records import RunRecord
 
 QUALITY_COLUMNS = (
@@ -138,7 +138,7 @@ def attach_quality(runs: pd.DataFrame, quality: pd.DataFrame, key: str | None) -
     Several results at the same link level are averaged.
 
     Args:
-        runs: A frame from :func:`mlenergy.analysis.leaderboard.prepare_runs`.
+        runs: A frame from :func:`mlenergy.leaderboard.query.prepare_runs`.
         quality: A frame from :func:`quality_frame`.
         key: The figure to attach (see :func:`quality_keys`); ``None`` clears quality.
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from mlenergy.analysis.leaderboard_columns import COLUMN_BY_NAME, COLUMNS, Column
+from mlenergy.leaderboard.columns import COLUMN_BY_NAME, COLUMNS, Column
 
 
 def format_value(value: object, fmt: str = "text") -> str:

@@ -1,6 +1,6 @@
 """The dense-versus-MoE study: for the same quality, which spends less energy?
 
-For each seed and each model of the size's family (:mod:`mlenergy.sweep.families`):
+For each seed and each model of the size's family (:mod:`mlenergy.studies.families`):
 
 1. train from scratch on the training split of a text corpus with energy windows around the
    steps and validation perplexity at checkpoints (:mod:`mlenergy.workloads.training`);
@@ -9,7 +9,7 @@ For each seed and each model of the size's family (:mod:`mlenergy.sweep.families
    the runner as they are made);
 4. append the final held-out perplexity as a :class:`QualityResult` linked to those runs.
 
-Then the report is computed from the store (:mod:`mlenergy.sweep.report`). Every record of
+Then the report is computed from the store (:mod:`mlenergy.studies.report`). Every record of
 one study carries the tags ``study=dense-vs-moe``, ``study_id``, ``size``, ``variant``,
 ``family``, ``role`` and ``seed``. A Ctrl-C keeps every record already appended.
 
@@ -31,7 +31,7 @@ from mlenergy.errors import UserError
 from mlenergy.quality.corpus import DEFAULT_CORPUS, load_corpus, split_corpus
 from mlenergy.quality.perplexity import encode_text, perplexity_record
 from mlenergy.quality.tokenizer import train_tokenizer
-from mlenergy.sweep.families import StudySize, Variant, get_size
+from mlenergy.studies.families import StudySize, Variant, get_size
 from mlenergy.workloads.training import TrainingSpec, train_model
 
 if TYPE_CHECKING:
@@ -215,7 +215,7 @@ def run_study(
     from mlenergy.measure.provenance import collect_hardware, collect_software
     from mlenergy.models import check_device
     from mlenergy.store import RunStore
-    from mlenergy.sweep.report import build_report
+    from mlenergy.studies.report import build_report
 
     t_start = time.perf_counter()
     spec_size = get_size(size)

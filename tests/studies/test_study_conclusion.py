@@ -1,6 +1,6 @@
 import pandas as pd
 
-from mlenergy.sweep.conclusion import classify_ratio, conclusion, energy_note
+from mlenergy.studies.conclusion import classify_ratio, conclusion, energy_note
 
 
 def test_classify_ratio_uses_interval_or_noise_band():

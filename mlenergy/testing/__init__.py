@@ -1,0 +1,6 @@
+"""Test support shared by the tests and the benchmarks (never imported by product code).
+
+Modules:
+    synthetic: synthetic run records with emulated energy, for fixtures.
+    server: serve the real ``mlenergy leaderboard`` on a free local port; Chromium flags.
+"""
