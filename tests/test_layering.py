@@ -14,6 +14,7 @@ LAYER = {
     "leaderboard": 5,
     "studies": 4,
     "errors": 0,
+    "progress": 0,
     "records": 1,
     "measure": 2,
     "models": 2,
