@@ -171,7 +171,36 @@ def deliver(
     added = result.added if result is not None else 0
     skipped_n = len(skipped) + (result.duplicates if result is not None else 0)
     echo(f"added {added} record(s) to {store.results_dir}; {skipped_n} already stored")
+    _say_joins(store, records, echo)
     return DeliveryResult(added=added, skipped=skipped_n, skipped_ids=skipped)
+
+
+def _say_joins(store, records: list[Record], echo: Callable[[str], None]) -> None:
+    """Say, per model, how many stored energy runs its quality results join.
+
+    Quality and energy join on the model id and config fingerprint (the leaderboard's
+    ``same model`` link), so an lm-eval import meets the energy runs of the same model.
+    """
+    wanted = sorted(
+        {
+            (q.model.model_id, q.model.config_fingerprint)
+            for q in records
+            if isinstance(q, QualityResult)
+        }
+    )
+    if not wanted:
+        return
+    frame = store.query(
+        "SELECT model_id, config_fingerprint, count(*) AS n FROM runs "
+        "WHERE status = 'ok' GROUP BY 1, 2"
+    )
+    counts = {(m, f): int(n) for m, f, n in frame.itertuples(index=False)}
+    for model_id, fingerprint in wanted:
+        n = counts.get((model_id, fingerprint), 0)
+        echo(
+            f"quality of {model_id} joins {n} stored energy run(s) of the same model "
+            f"(model id + config fingerprint {fingerprint})"
+        )
 
 
 def _submit(
@@ -208,6 +237,9 @@ def _submit(
     try:
         entry = queue.submit(bundle, submitter=submitter.strip(), source=source)
     except ValidationFailed as exc:
+        if len(new) > 1:
+            for i, record in enumerate(new, start=1):
+                echo(f"  line {i} of the submission: {describe(record)}")
         for problem in exc.problems:
             echo(f"  - {terminal_text(problem, 500)}")
         raise
