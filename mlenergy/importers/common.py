@@ -322,6 +322,43 @@ def model_info(
     return info, facts.source, normalise_dtype(facts.torch_dtype)
 
 
+def describe_model(
+    model_id: str,
+    dtype: str | None,
+    *,
+    configs_dir: Path | None,
+    path: Path | str,
+    key: str,
+    notes: list[str],
+    why_no_dtype: str = "the file names none",
+    total_b: float | None = None,
+    active_b: float | None = None,
+    weights: str = "pretrained",
+) -> tuple[ModelInfo, str]:
+    """:func:`model_info`, with the config's ``torch_dtype`` when ``dtype`` is ``None``.
+
+    Appends to ``notes`` where the counts came from and, when the dtype was assumed, why.
+
+    Returns:
+        The model info and where its counts came from.
+    """
+    model, source, config_dtype = model_info(
+        model_id,
+        dtype or "unknown",
+        configs_dir=configs_dir,
+        path=path,
+        key=key,
+        total_b=total_b,
+        active_b=active_b,
+        weights=weights,
+    )
+    notes.append(f"model {model_id}: {source}")
+    if dtype is None:
+        model = model.model_copy(update={"dtype": config_dtype or "unknown"})
+        notes.append(f"dtype {model.dtype} assumed from the model config ({why_no_dtype})")
+    return model, source
+
+
 def imported_software(
     *,
     python: str | None = None,

@@ -21,13 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from mlenergy.importers.common import (
+    describe_model,
     fail,
     file_sha256,
     imported_software,
     is_number,
     load_json_object,
     lookup,
-    model_info,
     normalise_dtype,
     normalise_model_id,
     stable_id,
@@ -205,19 +205,16 @@ def read_results(path: Path, opts: LmEvalOptions | None = None) -> ImportBatch:
     )
     notes: list[str] = []
     params = lookup(data, "config.model_num_parameters", None)
-    total_b = params / 1e9 if is_number(params) and params > 0 else None
-    model, facts_source, config_dtype = model_info(
+    model, _ = describe_model(
         model_id,
-        dtype or "unknown",
+        dtype,
         configs_dir=opts.configs_dir,
         path=path,
         key="model_name",
-        total_b=total_b,
+        notes=notes,
+        why_no_dtype="config.model_args gives none or 'auto'",
+        total_b=params / 1e9 if is_number(params) and params > 0 else None,
     )
-    if dtype is None:
-        dtype = config_dtype or "unknown"
-        model = model.model_copy(update={"dtype": dtype})
-        notes.append(f"dtype {dtype} from the model config (model_args gives none or 'auto')")
     digest = file_sha256(path)
     software = _software(data)
     records: list[QualityResult] = []
@@ -234,5 +231,4 @@ def read_results(path: Path, opts: LmEvalOptions | None = None) -> ImportBatch:
             'no numeric metric in any task (values like "N/A" are not figures)',
             "pass a results file with at least one '<metric>,<filter>' number",
         )
-    notes.append(f"model {model_id}: {facts_source}")
     return ImportBatch(FORMAT, path, tuple(records), tuple(dict.fromkeys(notes)))

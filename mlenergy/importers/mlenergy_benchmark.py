@@ -29,13 +29,13 @@ from typing import Any
 
 from mlenergy.errors import UserError
 from mlenergy.importers.common import (
+    describe_model,
     fail,
     file_sha256,
     imported_software,
     is_number,
     load_json_object,
     lookup,
-    model_info,
     normalise_dtype,
     normalise_model_id,
     number,
@@ -293,20 +293,19 @@ def _setup(
         dtype, dtype_from = "fp8", "the -FP8 model id"
     if dtype is None:
         dtype, dtype_from = normalise_dtype(vllm_config.get("dtype")), "monolithic.config.yaml"
-    model, facts_source, config_dtype = model_info(
+    model, facts_source = describe_model(
         model_id,
-        dtype or "unknown",
+        dtype,
         configs_dir=opts.configs_dir,
         path=path,
         key="model_id",
+        notes=notes,
+        why_no_dtype="no harness file names it",
         total_b=total_b,
         active_b=active_b,
     )
     if dtype is None:
-        dtype, dtype_from = config_dtype or "unknown", "the model config's torch_dtype"
-        model = model.model_copy(update={"dtype": dtype})
-        notes.append(f"dtype {dtype} assumed from {dtype_from} (no harness file names it)")
-    notes.append(f"model {model_id}: {facts_source}")
+        dtype_from = "the model config's torch_dtype"
     return _Setup(tp, ep, dp, model, dtype_from, facts_source)
 
 
@@ -389,6 +388,23 @@ def _when(results: dict[str, Any], path: Path) -> tuple[datetime | None, datetim
     return (utc_from_unix(start) if start else None, utc_from_unix(end) if end else None)
 
 
+def _tags(
+    run_dir: Path, digest: str, harness: str, run: dict[str, Any], setup: _Setup
+) -> dict[str, str]:
+    """Provenance of the import: harness, source file and hash, what was assumed."""
+    return {
+        "origin": harness,
+        "imported_from": FORMAT,
+        "source_file": f"{run_dir.name}/results.json",
+        "source_sha256": digest,
+        "gpu_model_as_recorded": run["gpu"],
+        "dtype_from": setup.dtype_from,
+        "model_facts": setup.facts_source,
+        "tokens": "steady-state output tokens = steady_state_energy / energy per token",
+        "latency": "harness client-side percentiles over the whole run",
+    }
+
+
 def read_run(run_dir: Path, opts: HarnessOptions | None = None) -> ImportBatch:
     """Read one harness run folder into a :class:`RunRecord`.
 
@@ -459,16 +475,6 @@ def read_run(run_dir: Path, opts: HarnessOptions | None = None) -> ImportBatch:
         ),
         phases=(phase,),
         power_timeline=power_timeline(results, path),
-        tags={
-            "origin": harness,
-            "imported_from": FORMAT,
-            "source_file": f"{run_dir.name}/results.json",
-            "source_sha256": digest,
-            "gpu_model_as_recorded": run["gpu"],
-            "dtype_from": setup.dtype_from,
-            "model_facts": setup.facts_source,
-            "tokens": "steady-state output tokens = steady_state_energy / energy per token",
-            "latency": "harness client-side percentiles over the whole run",
-        },
+        tags=_tags(run_dir, digest, harness, run, setup),
     )
     return ImportBatch(FORMAT, run_dir, (record,), tuple(notes))

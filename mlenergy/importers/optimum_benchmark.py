@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from mlenergy.importers.common import (
+    describe_model,
     fail,
     file_sha256,
     imported_software,
     load_json_object,
     lookup,
-    model_info,
     normalise_dtype,
     normalise_model_id,
     number,
@@ -37,7 +37,15 @@ from mlenergy.importers.common import (
     text,
 )
 from mlenergy.importers.deliver import ImportBatch
-from mlenergy.records import Hardware, MeasuredScope, Phase, PhaseResult, RunRecord, Workload
+from mlenergy.records import (
+    Hardware,
+    MeasuredScope,
+    Phase,
+    PhaseResult,
+    RunRecord,
+    Software,
+    Workload,
+)
 
 FORMAT = "optimum-benchmark"
 ENERGY_SOURCE = "measured:codecarbon"
@@ -154,15 +162,25 @@ def _hardware(env: dict[str, Any], backend: dict[str, Any], path: Path, opts: Op
     return hw, name
 
 
-def read_report(path: Path, opts: OptimumOptions | None = None) -> ImportBatch:
-    """Read one optimum-benchmark ``benchmark.json`` into a run record (prefill + decode).
+def _software(backend: dict[str, Any], env: dict[str, Any]) -> Software:
+    """The pytorch backend's version is torch's; an engine backend's version is the engine's."""
+    name, version = str(backend.get("name") or "pytorch"), backend.get("version")
+    python = env.get("python_version")
+    return imported_software(
+        python=python if isinstance(python, str) else None,
+        torch=str(version) if name == "pytorch" and version else None,
+        transformers=env.get("transformers_version") or None,
+        engine=f"{name} {version}" if name in ENGINE_BACKENDS and version else None,
+    )
+
+
+def _sections(data: dict[str, Any], path: Path) -> tuple[dict, dict, dict, dict]:
+    """``report``, ``config``, ``config.backend`` and ``config.environment`` of a GPU report.
 
     Raises:
-        UserError: Not a report, not a text-generation report with energy, a missing key, a
-            zero GPU energy or an unknown GPU (names the file and key).
+        UserError: A section is missing, the report has no prefill and decode targets, or the
+            backend ran on another device than a GPU.
     """
-    opts = opts or OptimumOptions()
-    data = load_json_object(path)
     for key in ("config", "report"):
         if not isinstance(data.get(key), dict):
             raise fail(path, key, "missing", "pass the benchmark.json that optimum-benchmark wrote")
@@ -177,29 +195,37 @@ def read_report(path: Path, opts: OptimumOptions | None = None) -> ImportBatch:
     env = config.get("environment") if isinstance(config.get("environment"), dict) else {}
     if backend.get("device") not in ("cuda", None):
         raise fail(path, "config.backend.device", f"{backend.get('device')!r} is not a GPU run")
+    return report, config, backend, env
+
+
+def read_report(path: Path, opts: OptimumOptions | None = None) -> ImportBatch:
+    """Read one optimum-benchmark ``benchmark.json`` into a run record (prefill + decode).
+
+    Raises:
+        UserError: Not a report, not a text-generation report with energy, a missing key, a
+            zero GPU energy or an unknown GPU (names the file and key).
+    """
+    opts = opts or OptimumOptions()
+    data = load_json_object(path)
+    report, config, backend, env = _sections(data, path)
     model_id = normalise_model_id(text(data, "config.backend.model", path))  # type: ignore[arg-type]
-    dtype = normalise_dtype(backend.get("torch_dtype"))
-    weights = "random" if backend.get("no_weights") else "pretrained"
-    model, facts_source, config_dtype = model_info(
+    notes: list[str] = []
+    model, _ = describe_model(
         model_id,
-        dtype or "unknown",
+        normalise_dtype(backend.get("torch_dtype")),
         configs_dir=opts.configs_dir,
         path=path,
         key="config.backend.model",
-        weights=weights,
+        notes=notes,
+        why_no_dtype="config.backend.torch_dtype is not set",
+        weights="random" if backend.get("no_weights") else "pretrained",
     )
-    notes = [f"model {model_id}: {facts_source}"]
-    if dtype is None:
-        model = model.model_copy(update={"dtype": config_dtype or "unknown"})
-        notes.append(f"dtype {model.dtype} from the model config (torch_dtype not set)")
     pre_e, dec_e = _energy_j(report, "prefill", path), _energy_j(report, "decode", path)
     pre_t, dec_t = _latency_s(report, "prefill", path), _latency_s(report, "decode", path)
     batch = int(number(data, "config.scenario.input_shapes.batch_size", path, positive=True))  # type: ignore[arg-type]
     seq = int(number(data, "config.scenario.input_shapes.sequence_length", path, positive=True))  # type: ignore[arg-type]
     dec_tokens = _decode_tokens(data, path, dec_e["total"])
     hw, gpu_name = _hardware(env, backend, path, opts)
-    name, version = str(backend.get("name") or "pytorch"), backend.get("version")
-    engine = f"{name} {version}" if name in ENGINE_BACKENDS and version else None
     digest = file_sha256(path)
     record = RunRecord(
         run_id=stable_id("optb", digest),
@@ -216,14 +242,7 @@ def read_report(path: Path, opts: OptimumOptions | None = None) -> ImportBatch:
             device="cuda",
         ),
         hardware=hw,
-        software=imported_software(
-            python=env.get("python_version")
-            if isinstance(env.get("python_version"), str)
-            else None,
-            torch=str(version) if name == "pytorch" and version else None,
-            transformers=env.get("transformers_version") or None,
-            engine=engine,
-        ),
+        software=_software(backend, env),
         energy_source=ENERGY_SOURCE,
         scope=MeasuredScope(
             gpu_indices=tuple(range(hw.accelerator_count)),
@@ -242,7 +261,7 @@ def read_report(path: Path, opts: OptimumOptions | None = None) -> ImportBatch:
             "source_file": path.name,
             "source_sha256": digest,
             "gpu_as_recorded": gpu_name,
-            "backend": f"{name} {version or ''}".strip(),
+            "backend": f"{backend.get('name') or 'pytorch'} {backend.get('version') or ''}".strip(),
             "energy_per_call": "phases are one call: energy per call / mean latency per call",
             "created_at": "the report's file time (the report records no date)",
             "total_energy_j": f"prefill {pre_e['total']:.6g}, decode {dec_e['total']:.6g}",

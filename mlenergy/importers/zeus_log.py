@@ -19,10 +19,10 @@ from pathlib import Path
 
 from mlenergy.errors import UserError
 from mlenergy.importers.common import (
+    describe_model,
     fail,
     file_sha256,
     imported_software,
-    model_info,
     normalise_dtype,
     normalise_model_id,
     resolve_accelerator,
@@ -217,14 +217,16 @@ def read_log(path: Path, opts: ZeusLogOptions) -> ImportBatch:
         raise fail(path, "--tokens", f"no window named {unknown[0]!r} in the log")
     gpu = resolve_accelerator(opts.gpu, path, "--gpu")
     model_id = normalise_model_id(opts.model)
-    dtype = normalise_dtype(opts.dtype)
-    model, facts_source, config_dtype = model_info(
-        model_id, dtype or "unknown", configs_dir=opts.configs_dir, path=path, key="--model"
+    notes: list[str] = []
+    model, _ = describe_model(
+        model_id,
+        normalise_dtype(opts.dtype),
+        configs_dir=opts.configs_dir,
+        path=path,
+        key="--model",
+        notes=notes,
+        why_no_dtype="no --dtype given",
     )
-    notes = [f"model {model_id}: {facts_source}"]
-    if dtype is None:
-        model = model.model_copy(update={"dtype": config_dtype or "unknown"})
-        notes.append(f"dtype {model.dtype} from the model config (pass --dtype to say)")
     digest = file_sha256(path)
     records = []
     for name, win in windows.items():
