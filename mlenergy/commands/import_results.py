@@ -26,6 +26,13 @@ SubmitOption = Annotated[
 SubmitterOption = Annotated[
     str | None, typer.Option(help="Your name or lab (required with --submit).")
 ]
+BundleOption = Annotated[
+    Path | None,
+    typer.Option(
+        help="Append the records to this JSON Lines file for `mlenergy submit` instead of the "
+        "store (energy runs and lm-eval quality of one model in one submission).",
+    ),
+]
 ConfigsDirOption = Annotated[
     Path | None,
     typer.Option(
@@ -41,11 +48,18 @@ ZeusVersionOption = Annotated[
 ]
 
 
-def _deliver(batches, data_dir: Path | None, submit: bool, submitter: str | None) -> None:
+def _deliver(
+    batches, data_dir: Path | None, submit: bool, submitter: str | None, bundle: Path | None
+) -> None:
     from mlenergy.importers.deliver import deliver
 
     deliver(
-        batches, resolve_data_dir(data_dir), submit=submit, submitter=submitter, echo=typer.echo
+        batches,
+        resolve_data_dir(data_dir),
+        submit=submit,
+        submitter=submitter,
+        bundle=bundle,
+        echo=typer.echo,
     )
 
 
@@ -62,6 +76,9 @@ def mlenergy_benchmark(
         list[Path],
         typer.Argument(help="Run folders .../results/{org}/{model}/{gpu}/num_gpus+N+... "),
     ],
+    recursive: Annotated[
+        bool, typer.Option("--recursive", help="Import every run folder below the folders.")
+    ] = False,
     harness_configs: Annotated[
         Path | None,
         typer.Option(help="The harness's configs/vllm folder (parallelism, dtype, model info)."),
@@ -84,9 +101,10 @@ def mlenergy_benchmark(
     data_dir: DataDirOption = None,
     submit: SubmitOption = False,
     submitter: SubmitterOption = None,
+    bundle: BundleOption = None,
 ) -> None:
     """Import ML.ENERGY benchmark (v3 harness) run folders: GPU energy of the steady state."""
-    from mlenergy.importers.mlenergy_benchmark import HarnessOptions, read_run
+    from mlenergy.importers.mlenergy_benchmark import HarnessOptions, find_runs, read_run
 
     _need_submitter(submit, submitter)
     opts = HarnessOptions(
@@ -99,7 +117,13 @@ def mlenergy_benchmark(
         zeus_version=zeus_version,
         gpu=gpu,
     )
-    _deliver([read_run(d, opts) for d in run_dirs], data_dir, submit, submitter)
+    _deliver(
+        [read_run(d, opts) for d in find_runs(run_dirs, recursive=recursive)],
+        data_dir,
+        submit,
+        submitter,
+        bundle,
+    )
 
 
 @import_app.command("lm-eval")
@@ -113,13 +137,14 @@ def lm_eval(
     data_dir: DataDirOption = None,
     submit: SubmitOption = False,
     submitter: SubmitterOption = None,
+    bundle: BundleOption = None,
 ) -> None:
     """Import lm-evaluation-harness results: one quality record per task x metric."""
     from mlenergy.importers.lmeval_results import LmEvalOptions, read_results
 
     _need_submitter(submit, submitter)
     opts = LmEvalOptions(configs_dir=configs_dir, model=model, dtype=dtype)
-    _deliver([read_results(f, opts) for f in files], data_dir, submit, submitter)
+    _deliver([read_results(f, opts) for f in files], data_dir, submit, submitter, bundle)
 
 
 @import_app.command("optimum-benchmark")
@@ -133,13 +158,14 @@ def optimum_benchmark(
     data_dir: DataDirOption = None,
     submit: SubmitOption = False,
     submitter: SubmitterOption = None,
+    bundle: BundleOption = None,
 ) -> None:
     """Import optimum-benchmark text-generation reports (CodeCarbon energy, kWh -> J)."""
     from mlenergy.importers.optimum_benchmark import OptimumOptions, read_report
 
     _need_submitter(submit, submitter)
     opts = OptimumOptions(configs_dir=configs_dir, gpu=gpu, task=task)
-    _deliver([read_report(f, opts) for f in files], data_dir, submit, submitter)
+    _deliver([read_report(f, opts) for f in files], data_dir, submit, submitter, bundle)
 
 
 def _tokens(values: list[str]) -> dict[str, int]:
@@ -181,6 +207,7 @@ def zeus_log(
     data_dir: DataDirOption = None,
     submit: SubmitOption = False,
     submitter: SubmitterOption = None,
+    bundle: BundleOption = None,
 ) -> None:
     """Import a Zeus window log: one run record per window name, repeats with a 95% CI."""
     import re
@@ -208,7 +235,7 @@ def zeus_log(
         torch_version=torch_version,
         zeus_version=zeus_version,
     )
-    _deliver([read_log(log, opts)], data_dir, submit, submitter)
+    _deliver([read_log(log, opts)], data_dir, submit, submitter, bundle)
 
 
 def register(app: typer.Typer) -> None:

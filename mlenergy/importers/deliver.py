@@ -9,9 +9,13 @@ validation and review queue of ``mlenergy submit``.
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from pydantic import ValidationError
 
 from mlenergy.errors import UserError
 from mlenergy.records import QualityResult, RunRecord
@@ -129,6 +133,7 @@ def deliver(
     *,
     submit: bool = False,
     submitter: str | None = None,
+    bundle: Path | None = None,
     echo: Callable[[str], None] = print,
 ) -> DeliveryResult:
     """Print what was read and made, then append the new records or queue them for review.
@@ -138,6 +143,8 @@ def deliver(
         data_dir: The store folder.
         submit: Queue the records as a submission instead of appending them.
         submitter: The submitter's name (required with ``submit``).
+        bundle: Write the new records to this JSON Lines file (for ``mlenergy submit``)
+            instead of the store; records already in it are skipped.
         echo: Where lines go (``typer.echo`` in the CLI).
 
     Returns:
@@ -150,6 +157,8 @@ def deliver(
     """
     if submit and not (submitter or "").strip():
         raise UserError("--submit needs --submitter NAME", "pass your name or lab")
+    if submit and bundle is not None:
+        raise UserError("--submit and --bundle exclude each other", "pass one of them")
     for batch in batches:
         echo(f"read {batch.source} ({batch.fmt}): {len(batch.records)} record(s)")
         for note in batch.notes:
@@ -157,6 +166,8 @@ def deliver(
         for record in batch.records:
             echo(f"  {describe(record)}")
     records = unique_records(batches)
+    if bundle is not None:
+        return write_bundle(records, bundle, echo)
     if submit:
         return _submit(records, data_dir, submitter or "", batches, echo)
     from mlenergy.store import RunStore
@@ -173,6 +184,62 @@ def deliver(
     echo(f"added {added} record(s) to {store.results_dir}; {skipped_n} already stored")
     _say_joins(store, records, echo)
     return DeliveryResult(added=added, skipped=skipped_n, skipped_ids=skipped)
+
+
+def _bundle_keys(bundle: Path) -> set[str]:
+    """Ids and content hashes of the records already in a bundle file."""
+    keys: set[str] = set()
+    if not bundle.exists():
+        return keys
+    try:
+        lines = bundle.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"cannot read bundle {bundle} ({type(exc).__name__})") from None
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+            model = QualityResult if obj.get("record_type") == "quality" else RunRecord
+            record = model.model_validate(obj)
+        except (ValueError, AttributeError, ValidationError):
+            raise UserError(
+                f"{bundle}: line {n}: not a run or quality record",
+                "write bundles with --bundle only, or pass a new file",
+            ) from None
+        keys |= {_record_id(record), record.content_hash()}
+    return keys
+
+
+def write_bundle(
+    records: list[Record], bundle: Path, echo: Callable[[str], None] = print
+) -> DeliveryResult:
+    """Append the records to a JSON Lines bundle (atomically), skipping those already in it.
+
+    Energy runs and lm-eval quality of the same model go in one bundle, which ``mlenergy
+    submit BUNDLE --submitter NAME`` then validates and queues as one submission.
+    """
+    keys = _bundle_keys(bundle)
+    new = [r for r in records if not ({_record_id(r), r.content_hash()} & keys)]
+    old = bundle.read_text(encoding="utf-8") if bundle.exists() else ""
+    if old and not old.endswith("\n"):
+        old += "\n"
+    text = old + "".join(r.model_dump_json() + "\n" for r in new)
+    tmp = bundle.with_name(f".{bundle.name}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, bundle)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise UserError(
+            f"cannot write bundle {bundle} ({exc.strerror or exc})", "pass a writable path"
+        ) from None
+    skipped = len(records) - len(new)
+    echo(
+        f"wrote {len(new)} record(s) to {bundle} ({skipped} already in it); submit it with "
+        f"`mlenergy submit {bundle} --submitter NAME`"
+    )
+    return DeliveryResult(skipped=skipped)
 
 
 def _say_joins(store, records: list[Record], echo: Callable[[str], None]) -> None:
@@ -229,8 +296,8 @@ def _submit(
     if not any(isinstance(r, RunRecord) for r in new):
         raise UserError(
             "a submission needs at least one run record, and this import made only quality results",
-            "import the quality results without --submit, or submit them with their energy "
-            "runs (e.g. in one bundle via `mlenergy submit`)",
+            "write them and their energy runs into one file with --bundle FILE on each "
+            "import, then `mlenergy submit FILE --submitter NAME`",
         )
     bundle = "\n".join(r.model_dump_json() for r in new).encode("utf-8")
     source = ", ".join(sorted({b.source.name for b in batches}))[:200]

@@ -405,6 +405,22 @@ def _tags(
     }
 
 
+def find_runs(paths: list[Path], *, recursive: bool = False) -> list[Path]:
+    """The run folders to read: each path itself, or with ``recursive`` every run below it.
+
+    A path that is neither a run nor (with ``recursive``) holds one is returned as is, so that
+    :func:`read_run` names it in its error.
+    """
+    out: list[Path] = []
+    for path in paths:
+        below = sorted(p.parent for p in path.rglob("results.json")) if recursive else []
+        if recursive and path.is_dir() and not (path / "results.json").is_file() and below:
+            out.extend(below)
+        else:
+            out.append(path)
+    return list(dict.fromkeys(out))
+
+
 def read_run(run_dir: Path, opts: HarnessOptions | None = None) -> ImportBatch:
     """Read one harness run folder into a :class:`RunRecord`.
 

@@ -192,3 +192,37 @@ def test_quality_alone_cannot_be_submitted_and_submit_needs_a_name(capsys, confi
     code, _, err = _run(capsys, *argv, "--submit")
     assert code == 2 and "--submitter" in err
     assert not data_dir.exists()
+
+
+def test_bundle_joins_energy_and_quality_in_one_submission(capsys, configs_dir, data_dir, tmp_path):
+    bundle = tmp_path / "bundle.jsonl"
+    common = ("--configs-dir", configs_dir, "--data-dir", data_dir, "--bundle", bundle)
+    harness = ("import", "mlenergy-benchmark", MLEB / "run", "--recursive", *common)
+    code, out, err = _run(capsys, *harness, "--zeus-version", "0.11.0")
+    assert code == 0, err
+    assert "wrote 2 record(s)" in out  # both run folders found below run/
+    code, out, err = _run(capsys, "import", "lm-eval", LM_EVAL_OLD, *common)
+    assert code == 0 and "wrote 5 record(s)" in out, err
+    code, out, _ = _run(capsys, "import", "lm-eval", LM_EVAL_OLD, *common)
+    assert "wrote 0 record(s)" in out and "5 already in it" in out
+    assert len(bundle.read_text().splitlines()) == 7
+    assert not data_dir.exists()  # a bundle is not the store
+    code, out, err = _run(capsys, "submit", bundle, "--submitter", "Lab Z", "--data-dir", data_dir)
+    assert code == 0, err
+    (entry,) = SubmissionQueue(data_dir).list("pending")
+    assert len(entry.submission.runs) == 2 and len(entry.submission.quality) == 5
+
+
+def test_a_foreign_bundle_file_is_not_overwritten(capsys, configs_dir, data_dir, tmp_path):
+    bundle = tmp_path / "notes.jsonl"
+    bundle.write_text('{"hello": 1}\n')
+    argv = ("import", "lm-eval", LM_EVAL_OLD, "--configs-dir", configs_dir, "--bundle", bundle)
+    code, _, err = _run(capsys, *argv)
+    assert code == 2 and "line 1: not a run or quality record" in err
+    assert bundle.read_text() == '{"hello": 1}\n'
+
+
+def test_recursive_without_runs_below_is_not_a_run(capsys, configs_dir, data_dir):
+    argv = ("import", "mlenergy-benchmark", MLEB / "broken" / "not_a_run", "--recursive")
+    code, _, err = _run(capsys, *argv, "--configs-dir", configs_dir, "--data-dir", data_dir)
+    assert code == 2 and "not a run folder" in err
