@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -383,9 +383,23 @@ def _workload(
 
 
 def _when(results: dict[str, Any], path: Path) -> tuple[datetime | None, datetime | None]:
+    """Start and end of the run: the timeline's Unix times, else the file's ``date``.
+
+    ``date`` (``%Y%m%d-%H%M%S``) is the harness machine's local time, zone not recorded; it is
+    read as UTC and only used when the timeline has no times.
+    """
     start = number(results, "timeline.benchmark_start_time", path, required=False)
     end = number(results, "timeline.benchmark_end_time", path, required=False)
-    return (utc_from_unix(start) if start else None, utc_from_unix(end) if end else None)
+    if start or end:
+        return (utc_from_unix(start) if start else None, utc_from_unix(end) if end else None)
+    raw = results.get("date")
+    try:
+        when = datetime.strptime(str(raw), "%Y%m%d-%H%M%S").replace(tzinfo=UTC)
+    except ValueError:
+        raise fail(
+            path, "timeline.benchmark_end_time", "missing, and no readable date either"
+        ) from None
+    return None, when
 
 
 def _tags(
@@ -467,9 +481,11 @@ def read_run(run_dir: Path, opts: HarnessOptions | None = None) -> ImportBatch:
     started, ended = _when(results, path)
     digest = file_sha256(path, *([prom_path] if prom_path.is_file() else []))
     harness = f"{HARNESS} {opts.harness_version}" if opts.harness_version else HARNESS
+    if not opts.harness_version:
+        notes.append("harness version not recorded in results.json: pass --harness-version")
     record = RunRecord(
         run_id=stable_id("mleb", digest, task),
-        created_at=ended or started or utc_from_unix(0),
+        created_at=ended or started,
         started_at=started,
         ended_at=ended,
         model=setup.model,

@@ -137,3 +137,17 @@ def test_broken_runs_name_the_file_and_key(folder, key, configs_dir):
 def test_unknown_model_says_where_to_put_its_config(tmp_path):
     with pytest.raises(UserError, match=r"no config\.json for model 'Qwen/Qwen3-8B'"):
         _read(RUN_DENSE, tmp_path)
+
+
+def test_run_time_comes_from_the_timeline_else_the_date(configs_dir, tmp_path):
+    raw = json.loads((RUN_DENSE / "results.json").read_text())
+    run = _read(RUN_DENSE, configs_dir).records[0]
+    assert run.started_at.timestamp() == raw["timeline"]["benchmark_start_time"]
+    assert run.created_at.timestamp() == raw["timeline"]["benchmark_end_time"]
+    del raw["timeline"]
+    folder = tmp_path / "chat" / "results" / "Qwen" / "Qwen3-8B" / "H100" / RUN_DENSE.name
+    folder.mkdir(parents=True)
+    (folder / "results.json").write_text(json.dumps(raw))
+    run = _read(folder, configs_dir).records[0]
+    assert run.created_at.strftime("%Y%m%d-%H%M%S") == raw["date"]
+    assert run.power_timeline is None
