@@ -145,7 +145,9 @@ def _records_of_task(
     software: Software,
     digest: str,
     notes: list[str],
+    path: Path,
 ) -> list[QualityResult]:
+    """One record per numeric metric of ``task``; the file's ``date`` (else its time) dates them."""
     version = str(data.get("lm_eval_version") or "0.4.x")
     n = (
         lookup(data, "n-samples", {}).get(task, {})
@@ -154,6 +156,7 @@ def _records_of_task(
     )
     n_eff = n.get("effective") if isinstance(n, dict) else None
     created = data.get("date")
+    created_at = utc_from_unix(created if is_number(created) else int(path.stat().st_mtime))
     records = []
     for metric, filt, value, stderr in _metrics(task_results):
         name = metric if filt == "none" else f"{metric},{filt}"
@@ -167,7 +170,7 @@ def _records_of_task(
         records.append(
             QualityResult(
                 quality_id=stable_id("lmev", digest, task, name),
-                created_at=utc_from_unix(created) if is_number(created) else utc_from_unix(0),
+                created_at=created_at,
                 model=model,
                 software=software,
                 task=f"{TASK_PREFIX}{task}",
@@ -222,7 +225,14 @@ def read_results(path: Path, opts: LmEvalOptions | None = None) -> ImportBatch:
         task_results = results[task]
         if isinstance(task_results, dict):
             records += _records_of_task(
-                data, task, task_results, model=model, software=software, digest=digest, notes=notes
+                data,
+                task,
+                task_results,
+                model=model,
+                software=software,
+                digest=digest,
+                notes=notes,
+                path=path,
             )
     if not records:
         raise fail(
