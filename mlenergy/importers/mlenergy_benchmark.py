@@ -347,6 +347,16 @@ def _run_facts(run_dir: Path, path: Path, results: dict[str, Any], opts: Harness
         "max_num_seqs": int(number(results, "max_num_seqs", path, positive=True) or 0),
     }
     _check_path_params(run_dir, results, path)
+    completed = number(results, "completed", path, positive=True)
+    prompts = number(results, "num_prompts", path, required=False)
+    if prompts is not None and completed is not None and completed < prompts:
+        raise fail(
+            path,
+            "completed",
+            f"{completed:g} of {prompts:g} requests completed: the harness counts this run as "
+            "failed",
+            "re-run the configuration",
+        )
     return run
 
 

@@ -151,3 +151,13 @@ def test_run_time_comes_from_the_timeline_else_the_date(configs_dir, tmp_path):
     run = _read(folder, configs_dir).records[0]
     assert run.created_at.strftime("%Y%m%d-%H%M%S") == raw["date"]
     assert run.power_timeline is None
+
+
+def test_a_run_the_harness_counts_as_failed_is_refused(configs_dir, tmp_path):
+    raw = json.loads((RUN_DENSE / "results.json").read_text())
+    raw["completed"] = raw["num_prompts"] - 3
+    folder = tmp_path / "chat" / "results" / "Qwen" / "Qwen3-8B" / "H100" / RUN_DENSE.name
+    folder.mkdir(parents=True)
+    (folder / "results.json").write_text(json.dumps(raw))
+    with pytest.raises(UserError, match="completed: 1021 of 1024 requests completed"):
+        _read(folder, configs_dir)
