@@ -49,6 +49,7 @@ class DeliveryResult:
         skipped: Records already stored or pending (by id or content hash).
         queued_id: The submission id when the records were queued.
         queued: Records queued for review.
+        skipped_ids: Ids of the records skipped because the store already held them.
     """
 
     added: int = 0
@@ -170,6 +171,11 @@ def deliver(
         return write_bundle(records, bundle, echo)
     if submit:
         return _submit(records, data_dir, submitter or "", batches, echo)
+    return _append(records, data_dir, echo)
+
+
+def _append(records: list[Record], data_dir: Path, echo: Callable[[str], None]) -> DeliveryResult:
+    """Append the records the store does not hold yet (by id or content hash)."""
     from mlenergy.store import RunStore
 
     store = RunStore(data_dir)
