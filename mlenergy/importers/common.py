@@ -240,7 +240,12 @@ def resolve_accelerator(name: str, path: Path | str, key: str) -> AcceleratorSpe
     from mlenergy.estimate.catalog import catalog_names, resolve_gpu
 
     cleaned = name.strip()
-    looks_like_file = cleaned.lower().endswith((".yaml", ".yml", ".json")) or "/" in cleaned
+    looks_like_file = (
+        cleaned.lower().endswith((".yaml", ".yml", ".json"))
+        or "/" in cleaned
+        or "\\" in cleaned
+        or Path(cleaned).is_file()
+    )
     spec = None
     if cleaned and not looks_like_file:
         try:
