@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from importer_fixtures import FIXTURES, LM_EVAL_OLD, LM_EVAL_REAL
 
 from mlenergy.errors import UserError
 from mlenergy.importers.lmeval_results import LmEvalOptions, parse_model_args, read_results
-from tests.importers.conftest import FIXTURES, LM_EVAL_OLD, LM_EVAL_REAL
 
 
 def _by_key(batch):

@@ -6,10 +6,10 @@ import json
 import shutil
 
 import pytest
+from importer_fixtures import HARNESS_CONFIGS, MLEB, RUN_DENSE, RUN_MOE
 
 from mlenergy.errors import UserError
 from mlenergy.importers.mlenergy_benchmark import HarnessOptions, parallelism, read_run
-from tests.importers.conftest import HARNESS_CONFIGS, MLEB, RUN_DENSE, RUN_MOE
 
 
 def _read(path, configs_dir, **kw):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from importer_fixtures import FIXTURES, OPTIMUM
 
 from mlenergy.errors import UserError
 from mlenergy.importers.optimum_benchmark import KWH_TO_J, OptimumOptions, read_report
-from tests.importers.conftest import FIXTURES, OPTIMUM
 
 
 def test_report_converts_units_and_keeps_the_gpu_energy(configs_dir):

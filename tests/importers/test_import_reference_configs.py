@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from importer_fixtures import HARNESS_CONFIGS, LM_EVAL_REAL, RUN_DENSE, RUN_MOE
 
 from mlenergy.estimate.inputs import default_configs_dir
 from mlenergy.importers.lmeval_results import read_results
 from mlenergy.importers.mlenergy_benchmark import HarnessOptions, read_run
-from tests.importers.conftest import HARNESS_CONFIGS, LM_EVAL_REAL, RUN_DENSE, RUN_MOE
 
 pytestmark = pytest.mark.skipif(default_configs_dir() is None, reason="reference not found")
 

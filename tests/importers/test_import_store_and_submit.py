@@ -4,12 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-
-from mlenergy.cli import main
-from mlenergy.leaderboard.query import TableQuery, prepare_runs, query_table
-from mlenergy.leaderboard.views import attach_quality, quality_frame, quality_key
-from mlenergy.store import RunStore, SubmissionQueue
-from tests.importers.conftest import (
+from importer_fixtures import (
     FIXTURES,
     HARNESS_CONFIGS,
     LM_EVAL_OLD,
@@ -20,6 +15,11 @@ from tests.importers.conftest import (
     RUN_MOE,
     ZEUS_LOG,
 )
+
+from mlenergy.cli import main
+from mlenergy.leaderboard.query import TableQuery, prepare_runs, query_table
+from mlenergy.leaderboard.views import attach_quality, quality_frame, quality_key
+from mlenergy.store import RunStore, SubmissionQueue
 
 ZEUS_BAD = (
     "--model",

@@ -5,10 +5,10 @@ from __future__ import annotations
 import csv
 
 import pytest
+from importer_fixtures import FIXTURES, ZEUS_LOG
 
 from mlenergy.errors import UserError
 from mlenergy.importers.zeus_log import ZeusLogOptions, read_log
-from tests.importers.conftest import FIXTURES, ZEUS_LOG
 
 
 def _opts(configs_dir, **kw):
