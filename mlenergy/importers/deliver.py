@@ -189,6 +189,7 @@ def _append(records: list[Record], data_dir: Path, echo: Callable[[str], None]) 
     skipped_n = len(skipped) + (result.duplicates if result is not None else 0)
     echo(f"added {added} record(s) to {store.results_dir}; {skipped_n} already stored")
     _say_joins(store, records, echo)
+    _say_submission_problems(records, echo)
     return DeliveryResult(added=added, skipped=skipped_n, skipped_ids=skipped)
 
 
@@ -246,6 +247,20 @@ def write_bundle(
         f"`mlenergy submit {bundle} --submitter NAME`"
     )
     return DeliveryResult(skipped=skipped)
+
+
+def _say_submission_problems(records: list[Record], echo: Callable[[str], None]) -> None:
+    """Say what the submission rules would object to, so a later ``--submit`` is no surprise.
+
+    The records are stored all the same: the rules judge community submissions.
+    """
+    from mlenergy.estimate.catalog import catalog_tdp_w
+    from mlenergy.store.rules import check_run
+
+    for record in records:
+        if isinstance(record, RunRecord):
+            for problem in check_run(record, f"run {record.run_id[:12]}", catalog_tdp_w):
+                echo(f"  submission rules: {problem}")
 
 
 def _say_joins(store, records: list[Record], echo: Callable[[str], None]) -> None:

@@ -58,6 +58,9 @@ def _import_all(capsys, configs_dir, data_dir) -> list[str]:
 def test_every_format_round_trips_through_the_store(capsys, configs_dir, data_dir):
     outputs = _import_all(capsys, configs_dir, data_dir)
     assert "added 2 record(s)" in outputs[0]
+    # stored anyway, but told what a later --submit would need
+    assert "submission rules: run mleb" in outputs[0] and "software.zeus" in outputs[0]
+    assert "submission rules" not in outputs[1] + outputs[2]
     assert "added 10 record(s)" in outputs[1]
     assert "quality of Qwen/Qwen3-8B joins 1 stored energy run(s)" in outputs[1]
     assert "measured:codecarbon" in outputs[2]
