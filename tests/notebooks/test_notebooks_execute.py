@@ -1,4 +1,4 @@
-"""Both study notebooks execute top to bottom on reduced parameters (papermill-style injection)."""
+"""The notebooks execute top to bottom on reduced parameters (papermill-style injection)."""
 
 from pathlib import Path
 
@@ -78,3 +78,26 @@ def test_dense_vs_moe_notebook_executes(tmp_path):
     text = _text(nb)
     assert "Verdict" in text
     assert (tmp_path / "report" / "index.html").is_file()
+
+
+def test_dense_vs_moe_measured_notebook_executes(tmp_path):
+    from mlenergy.estimate.reference import reference_dir
+
+    ref = reference_dir()
+    if ref is None:
+        pytest.skip("shared reference folder not found")
+    nb = _run(
+        "05_dense_vs_moe_measured.ipynb",
+        {
+            "DATA_DIR": str(tmp_path / "data"),
+            "REFERENCE": str(ref),
+            "GPU": "B200",
+            "REPORT_DIR": str(tmp_path / "report"),
+        },
+        tmp_path,
+    )
+    text = _text(nb)
+    assert "energy_per_correct_j" in text
+    assert "published:GPQA-Diamond" in text
+    assert "measured:zeus-nvml" in text
+    assert (tmp_path / "report" / "summary.csv").is_file()
