@@ -10,6 +10,8 @@ file and the one rule that matches a measured model to its score:
 * :func:`match_score` picks, for one model id and one benchmark, the score of the right mode
   (thinking or not), telling how it was matched (:class:`ScoreMatch`).
 * :func:`unmatched_model_ids` lists the file's model ids that match no measured model.
+* :func:`scores_for` (a model's scores, FP8 checkpoints inheriting their base model's),
+  :func:`benchmarks` and :func:`scores_frame` (a table) serve views such as the leaderboard.
 
 A published score was not measured in the same run as any energy figure: it is labelled
 ``published:<benchmark>`` (:attr:`PublishedScore.label`) and its source is kept.
@@ -23,9 +25,12 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from mlenergy.errors import UserError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 COLUMNS: tuple[str, ...] = (
     "model_id",
@@ -345,3 +350,30 @@ def unmatched_model_ids(
     measured = set(measured_model_ids)
     bases = {b for m in measured if (b := base_model_id(m)) is not None}
     return sorted({s.model_id for s in scores} - measured - bases)
+
+
+def scores_frame(scores: Iterable[PublishedScore]) -> pd.DataFrame:
+    """The scores as a table (one row each, plus ``label``, ``is_accuracy`` and ``mode``).
+
+    Columns: :data:`COLUMNS`, ``mode``, ``label`` (``published:<benchmark>``), ``is_accuracy``
+    and ``line``.
+    """
+    import pandas as pd
+
+    rows = [
+        {
+            "model_id": s.model_id,
+            "benchmark": s.benchmark,
+            "score": s.score,
+            "unit": s.unit,
+            "setting": s.setting,
+            "source": s.source,
+            "source_date": s.source_date,
+            "mode": s.mode,
+            "label": s.label,
+            "is_accuracy": s.is_accuracy,
+            "line": s.line,
+        }
+        for s in scores
+    ]
+    return pd.DataFrame(rows, columns=[*COLUMNS, "mode", "label", "is_accuracy", "line"])

@@ -227,3 +227,39 @@ def sparse_claim(rows: pd.DataFrame) -> pd.DataFrame:
                     }
                 )
     return pd.DataFrame(out)
+
+
+DEADLINES_MS = (25.0, 50.0, 100.0, 250.0)
+"""Median ITL deadlines of the per-deadline table, milliseconds (the study's own is added)."""
+
+
+def deadline_table(
+    configs: pd.DataFrame, rows: pd.DataFrame, deadlines_ms: tuple[float, ...] = DEADLINES_MS
+) -> pd.DataFrame:
+    """Energy per correct answer at the lowest-energy configuration within each deadline.
+
+    Args:
+        configs: Every measured configuration.
+        rows: The study's rows (their quality is reused: it does not depend on the deadline).
+        deadlines_ms: Deadlines on the median inter-token latency, milliseconds.
+
+    Returns:
+        One row per model x GPU x task with an accuracy: ``model_id``, ``arch``, ``gpu``,
+        ``task``, ``quality_score`` and one column per deadline (``<= 50 ms``: joules per
+        correct answer, NaN where no configuration meets it).
+    """
+    from mlenergy.studies.measured import best_configurations
+
+    keys = ["model_id", "gpu", "task"]
+    acc = rows[rows["quality_is_accuracy"].astype(bool)]
+    if acc.empty:
+        return pd.DataFrame(columns=[*keys, "arch", "quality_score"])
+    table = acc[["model_id", "arch", "gpu", "task", "quality_score"]].copy()
+    wanted = configs.merge(acc[keys], on=keys)
+    for limit in sorted(set(deadlines_ms)):
+        best = best_configurations(wanted, limit)[[*keys, "energy_per_response_j"]]
+        merged = table[keys].merge(best, on=keys, how="left")
+        table[f"<= {limit:g} ms"] = merged["energy_per_response_j"].to_numpy() / (
+            table["quality_score"].to_numpy() / 100
+        )
+    return table.sort_values(["task", "gpu", "model_id"]).reset_index(drop=True)

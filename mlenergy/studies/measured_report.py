@@ -134,6 +134,8 @@ def _sections(result: MeasuredStudyResult) -> list[tuple[str, str, list[str], li
     )
     return [
         ("Models", "rows", *rows_table(result.rows)),
+        ("Energy per correct answer (J) within each latency deadline", "deadlines",
+         *frame_cells(result.deadlines, list(result.deadlines.columns))),
         ("Matched-quality pairs (MoE / dense energy per response)", "pairs",
          *frame_cells(result.pairs, pair_cols)),
         ("Pareto frontier of quality against energy per response", "frontier",

@@ -49,6 +49,7 @@ class MeasuredStudyResult:
         pairs: Matched-quality dense/MoE pairs.
         fits: Energy per token against parameter counts.
         claim: Sparse MoE against dense models.
+        deadlines: Energy per correct answer within several latency deadlines.
         warnings: Listed warnings (unmatched quality ids, models left out of quality comparisons).
         conclusion: The conclusion's paragraphs.
         energy_note: Energy source and who measured it.
@@ -71,6 +72,7 @@ class MeasuredStudyResult:
     pairs: pd.DataFrame = field(default_factory=pd.DataFrame)
     fits: pd.DataFrame = field(default_factory=pd.DataFrame)
     claim: pd.DataFrame = field(default_factory=pd.DataFrame)
+    deadlines: pd.DataFrame = field(default_factory=pd.DataFrame)
     warnings: list[str] = field(default_factory=list)
     conclusion: list[str] = field(default_factory=list)
     energy_note: str = ""
@@ -229,4 +231,6 @@ def _compare(result: MeasuredStudyResult) -> None:
     result.pairs = ma.matched_pairs(rows, result.configs, result.itl_limit_ms)
     result.fits = ma.parameter_fits(rows)
     result.claim = ma.sparse_claim(rows)
+    limits = (*ma.DEADLINES_MS, result.itl_limit_ms)
+    result.deadlines = ma.deadline_table(result.configs, rows, limits)
     result.conclusion = measured_conclusion(rows, result.pairs, result.fits, result.claim)

@@ -232,3 +232,12 @@ def test_study_without_quality_file_or_reference(tmp_path, monkeypatch, measured
     monkeypatch.setattr("mlenergy.analysis.reference_import.default_reference_dir", lambda: None)
     with pytest.raises(UserError, match="reference folder was not found"):
         run_measured_study(measured_store, report_dir=tmp_path / "rep", progress=False)
+
+
+def test_energy_per_correct_within_each_deadline(study):
+    table = study.deadlines
+    a = table[(table["model_id"] == "org/dense-a") & (table["task"] == "gpqa")].iloc[0]
+    assert a["<= 25 ms"] == pytest.approx(0.40 * 6100 / 0.70)  # only the 20 ms configuration
+    assert a["<= 50 ms"] == pytest.approx(0.30 * 6000 / 0.70)
+    assert a["<= 100 ms"] == pytest.approx(0.10 * 6000 / 0.70)
+    assert "org/dense-c" not in set(table["model_id"])  # no score, no energy per correct
