@@ -44,8 +44,13 @@ img{max-width:100%;border:1px solid #eee;margin:.5em 0}
 def _f(value: object, digits: int = 3) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return ""
-    if isinstance(value, float):
-        return f"{value:.{digits}g}"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int | float):
+        v = float(value)
+        if 1000 <= abs(v) < 1e7:
+            return f"{v:,.0f}"
+        return f"{v:.{digits}g}"
     return str(value)
 
 
