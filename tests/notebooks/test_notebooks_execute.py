@@ -63,6 +63,8 @@ def test_measure_quickstart_executes(tmp_path):
     text = _text(nb)
     assert "energy_per_token_j" in text
     assert "modelled:cpu-tdp" in text or "measured:" in text
+    assert "average power" in text  # the %%energy table
+    assert "run record(s)" in text  # a list of records as an HTML table
 
 
 def test_dense_vs_moe_notebook_executes(tmp_path):
