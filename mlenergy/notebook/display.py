@@ -42,7 +42,12 @@ FORMATTED_TYPES: tuple[tuple[str, str], ...] = (
 
 
 def unit_of(name: str) -> str:
-    """The unit a field name states (``energy_per_token_j`` -> ``J/token``), or ``""``."""
+    """The unit a field name states (``energy_per_token_j`` -> ``J/token``), or ``""``.
+
+    Interval bounds (``..._j_lo``, ``..._j_hi``) share their figure's unit.
+    """
+    for bound in ("_lo", "_hi", "_low", "_high"):
+        name = name.removesuffix(bound)
     for suffix, unit in UNIT_SUFFIXES:
         if name.endswith(suffix):
             return unit

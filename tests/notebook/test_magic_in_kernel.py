@@ -81,3 +81,22 @@ def test_measured_window_cannot_be_read_inside_its_block(tmp_path):
     assert "inside: WindowStillOpen" in text
     assert "after: True modelled:cpu-tdp" in text
     assert "average power" in text  # the window's rich display
+
+
+def test_estimate_shows_as_a_field_table(tmp_path):
+    from mlenergy.estimate.reference import reference_dir
+
+    if reference_dir() is None:
+        pytest.skip("shared reference folder not found (model configs)")
+    cells = _execute(
+        [
+            "%load_ext mlenergy.notebook",
+            "from mlenergy.estimate import estimate\n"
+            "estimate('meta-llama/Llama-3.1-8B-Instruct', 'H100', batch_size=8,\n"
+            "         output_tokens=64, input_tokens=128)",
+        ],
+        tmp_path,
+    )
+    html = cells[1].outputs[0]["data"]["text/html"]
+    assert "Estimate - energy source estimated:" in html
+    assert "energy_per_token_j" in html and "J/token" in html

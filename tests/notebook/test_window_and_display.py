@@ -103,6 +103,7 @@ def test_fields_html_of_a_dataclass_states_units():
     page = fields_html(Estimate(0.5, 0.02, 300.0, "estimated:test"))
     assert "J/token" in page and "W" in page and "estimated:test" in page
     assert unit_of("request_duration_s") == "s" and unit_of("sm_clock_mhz") == "MHz"
+    assert unit_of("energy_per_token_j_lo") == "J/token"
 
 
 def test_plot_one_call_away(meter):
