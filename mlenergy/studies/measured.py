@@ -308,6 +308,33 @@ def energy_per_correct(energy_per_response_j: float, score: float, is_accuracy: 
     return float(energy_per_response_j / (score / 100.0))
 
 
+BENCHMARK_QUESTIONS = {"gpqadiamond": 198}
+"""Questions per benchmark (normalised name), for the sampling interval of an accuracy."""
+
+
+def accuracy_interval(score: float, benchmark: str) -> tuple[float, float] | None:
+    """95% normal-approximation interval of an accuracy in %, from the benchmark's size.
+
+    Returns:
+        ``(low, high)`` in %, or ``None`` when the benchmark's size is not known.
+    """
+    n = BENCHMARK_QUESTIONS.get(_normalise(benchmark))
+    if n is None or not math.isfinite(score):
+        return None
+    p = score / 100.0
+    half = 1.96 * math.sqrt(max(p * (1 - p), 0.0) / n)
+    return max(p - half, 1e-9) * 100.0, min(p + half, 1.0) * 100.0
+
+
+def energy_per_correct_interval(row: pd.Series) -> tuple[float, float] | None:
+    """Energy per correct answer (J) at the ends of the accuracy's sampling interval."""
+    ci = accuracy_interval(row["quality_score"], row["quality_benchmark"])
+    if ci is None or not math.isfinite(row["energy_per_correct_j"]):
+        return None
+    energy = row["energy_per_response_j"]
+    return energy / (ci[1] / 100.0), energy / (ci[0] / 100.0)
+
+
 def summary_table(rows: pd.DataFrame) -> pd.DataFrame:
     """The ``summary.csv`` table: exactly :data:`SUMMARY_COLUMNS`, sorted by task, GPU, model."""
     table = rows.sort_values(["task", "gpu", "model_id"], kind="stable")

@@ -6,6 +6,8 @@ import math
 
 import pandas as pd
 
+from mlenergy.studies.measured import energy_per_correct_interval
+
 QUALITY_NOTE = (
     "Quality was not measured in the same runs as the energy: published scores (labelled "
     "published:<benchmark>, each with its source) are set against ML.ENERGY's measurements, "
@@ -23,6 +25,16 @@ def _short(model_id: str) -> str:
     return model_id.split("/")[-1]
 
 
+def _overlap_clause(moe: pd.Series, dense: pd.Series) -> str:
+    """Whether the two figures' sampling intervals (from the benchmark's size) separate them."""
+    a, b = energy_per_correct_interval(moe), energy_per_correct_interval(dense)
+    if a is None or b is None:
+        return ", with no sampling interval for this benchmark"
+    if a[1] < b[0] or b[1] < a[0]:
+        return ", and the accuracies' sampling intervals do not change the order"
+    return ", but the accuracies' sampling intervals overlap: the data cannot decide"
+
+
 def _per_correct_sentence(task: str, gpu: str, g: pd.DataFrame) -> str | None:
     have = g[g["energy_per_correct_j"].notna()]
     best = {a: s.sort_values("energy_per_correct_j").iloc[0] for a, s in have.groupby("arch")}
@@ -38,10 +50,8 @@ def _per_correct_sentence(task: str, gpu: str, g: pd.DataFrame) -> str | None:
         ratio = best["moe"]["energy_per_correct_j"] / best["dense"]["energy_per_correct_j"]
         text += f". Best MoE / best dense = {ratio:.2f}"
         text += " (MoE cheaper)" if ratio < 1 else " (dense cheaper)"
-        text += (
-            "; one model per family decides this, and a published score carries its own "
-            "sampling error (the interval in the table)"
-        )
+        text += _overlap_clause(best["moe"], best["dense"])
+        text += "; one model per family decides this"
     else:
         text += ". Only one family has an accuracy here, so the data cannot compare them"
     return text + "."

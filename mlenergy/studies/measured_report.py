@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from mlenergy.studies.measured import summary_table
+from mlenergy.studies.measured import energy_per_correct_interval, summary_table
 from mlenergy.studies.measured_conclusion import QUALITY_NOTE
 from mlenergy.studies.measured_figures import write_measured_figures
 from mlenergy.studies.report import markdown_table
@@ -27,8 +27,6 @@ if TYPE_CHECKING:
 TOY_REPORT_LINK = "../dense-vs-moe/index.html"
 """Relative link to the toy-scale study's report (``reports/dense-vs-moe``)."""
 
-BENCHMARK_QUESTIONS = {"gpqadiamond": 198}
-"""Questions per benchmark, for the sampling interval of a published accuracy."""
 
 _CSS = """
 body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
@@ -54,26 +52,14 @@ def _f(value: object, digits: int = 3) -> str:
     return str(value)
 
 
-def accuracy_interval(score: float, benchmark: str) -> tuple[float, float] | None:
-    """95% normal-approximation interval of an accuracy in % from the benchmark's size."""
-    n = BENCHMARK_QUESTIONS.get("".join(c for c in benchmark.lower() if c.isalnum()))
-    if n is None or not math.isfinite(score):
-        return None
-    p = score / 100.0
-    half = 1.96 * math.sqrt(max(p * (1 - p), 0.0) / n)
-    return max(p - half, 1e-9) * 100.0, min(p + half, 1.0) * 100.0
-
-
 def _per_correct_text(row: pd.Series) -> str:
     value = row["energy_per_correct_j"]
     if not math.isfinite(value):
         return ""
     text = _f(value)
-    ci = accuracy_interval(row["quality_score"], row["quality_benchmark"])
+    ci = energy_per_correct_interval(row)
     if ci is not None:
-        lo = row["energy_per_response_j"] / (ci[1] / 100.0)
-        hi = row["energy_per_response_j"] / (ci[0] / 100.0)
-        text += f" [{lo:.3g}, {hi:.3g}]"
+        text += f" [{_f(ci[0])}, {_f(ci[1])}]"
     return text
 
 

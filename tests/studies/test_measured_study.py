@@ -241,3 +241,12 @@ def test_energy_per_correct_within_each_deadline(study):
     assert a["<= 50 ms"] == pytest.approx(0.30 * 6000 / 0.70)
     assert a["<= 100 ms"] == pytest.approx(0.10 * 6000 / 0.70)
     assert "org/dense-c" not in set(table["model_id"])  # no score, no energy per correct
+
+
+def test_conclusion_says_where_the_data_cannot_decide(study):
+    gpqa = next(p for p in study.conclusion if p.startswith("gpqa on B200"))
+    # 70% vs 71% on 198 questions: the sampling intervals overlap.
+    assert "the data cannot decide" in gpqa
+    assert "Quality was not measured in the same runs" in study.conclusion[-1]
+    page = (study.report_dir / "index.html").read_text()
+    assert "[" in page and "J per correct" in page  # the interval column
