@@ -243,6 +243,21 @@ def published_quality_path(reference_dir: str | Path) -> Path:
     return Path(reference_dir) / FILE_NAME
 
 
+def default_published_quality_path() -> Path | None:
+    """The shared reference's file (``$MLENERGY_REFERENCE_DIR``, else ``../shared/reference``).
+
+    Returns:
+        The path, or ``None`` when the reference folder or the file is missing.
+    """
+    from mlenergy.estimate.reference import reference_dir
+
+    ref = reference_dir()
+    if ref is None:
+        return None
+    path = published_quality_path(ref)
+    return path if path.is_file() else None
+
+
 def benchmarks(scores: Iterable[PublishedScore]) -> list[str]:
     """Benchmark names present, in first-seen order."""
     return list(dict.fromkeys(s.benchmark for s in scores))
@@ -298,10 +313,12 @@ def match_score(
     benchmark: str,
     *,
     mean_output_tokens: float | None = None,
+    mode: Mode | None = None,
 ) -> ScoreMatch | None:
     """The published score of ``model_id`` on ``benchmark`` in the mode of the measured run.
 
-    The run's mode comes from its mean output length (:func:`run_mode`). Rows of that mode win;
+    The run's mode is ``mode`` when given, else it comes from the run's mean output length
+    (:func:`run_mode`); with neither, the first row is used. Rows of that mode win;
     then rows whose setting states no mode; then rows of the other mode (said so in ``how``).
     Among equals the first row of the file is chosen and the others are kept as
     ``alternatives``.
@@ -311,20 +328,29 @@ def match_score(
         model_id: The measured model's id.
         benchmark: Benchmark name (case-insensitive).
         mean_output_tokens: Mean generated tokens per response of the measured run.
+        mode: The run's mode (``thinking`` or ``non-thinking``), when known otherwise.
 
     Returns:
         The match, or ``None`` when the model has no score on the benchmark.
+
+    Raises:
+        ValueError: For a ``mode`` other than ``thinking`` / ``non-thinking``.
     """
+    if mode is not None and mode not in ("thinking", "non-thinking"):
+        raise ValueError(f"mode must be 'thinking' or 'non-thinking', not {mode!r}")
     candidates, via_base = scores_for(scores, model_id, benchmark)
     if not candidates:
         return None
-    mode = run_mode(mean_output_tokens)
+    if mode is not None:
+        length = f"{mode} run (given)"
+    else:
+        mode = run_mode(mean_output_tokens)
+        length = (
+            f"mean output {mean_output_tokens:,.0f} tokens -> {mode} run"
+            if mode is not None and mean_output_tokens is not None
+            else "no output length"
+        )
     chosen, why = _pick(candidates, mode)
-    length = (
-        f"mean output {mean_output_tokens:,.0f} tokens -> {mode} run"
-        if mode is not None and mean_output_tokens is not None
-        else "no output length"
-    )
     how = f"{length}; {why}"
     if via_base:
         how += f"; score of {base_model_id(model_id)} (the FP8 checkpoint inherits it)"

@@ -61,6 +61,10 @@ def test_match_prefers_mode_then_unstated_then_other(tmp_path):
     assert match_score(scores, "m/x", "GPQA-Diamond", mean_output_tokens=500).score.score == 40
     only = match_score(scores, "m/t", "GPQA-Diamond", mean_output_tokens=500)
     assert only.score.score == 80 and "only thinking scores" in only.how
+    given = match_score(scores, "m/x", "GPQA-Diamond", mode="thinking")
+    assert given.score.score == 60 and "given" in given.how
+    with pytest.raises(ValueError, match="mode must be"):
+        match_score(scores, "m/x", "GPQA-Diamond", mode="fast")
     assert match_score(scores, "m/y-FP8", "GPQA-Diamond").via_base_model
     assert match_score(scores, "m/none", "GPQA-Diamond") is None
     assert unmatched_model_ids(scores, ["m/x", "m/y-FP8"]) == ["m/t"]
@@ -96,6 +100,9 @@ def test_the_shared_reference_file_validates():
     ref = reference_dir()
     if ref is None:
         pytest.skip("shared reference folder not found")
+    from mlenergy.quality.published import default_published_quality_path
+
+    assert default_published_quality_path() is not None
     scores = read_published_quality(ref / "published-quality.csv")
     assert len(scores) > 100
     qwen = match_score(scores, "Qwen/Qwen3-32B", "GPQA-Diamond", mean_output_tokens=7000)
