@@ -220,9 +220,25 @@ def _read_quality_records(
     best = m.best_configurations(configs, itl_limit_ms)
     result.configs = configs
     result.rows = m.attach_quality(best, scores, quality_records, task_bench)
+    if not result.rows["quality_score"].notna().any():
+        _no_quality_match(result, scores, task_bench)
     result.warnings = _warnings(result.rows, scores, {b.lower() for b in task_bench.values()})
     result.energy_note = _energy_note(configs)
     bar.advance()  # type: ignore[attr-defined]
+
+
+def _no_quality_match(result: MeasuredStudyResult, scores: list, task_bench: dict) -> None:
+    """Raise: no measured model has a quality figure, so nothing can be compared."""
+    used = {b.lower() for b in task_bench.values()}
+    rows = [s for s in scores if s.benchmark.lower() in used]
+    listed = ", ".join(f"line {s.line} ({s.model_id})" for s in rows[:5])
+    more = f" and {len(rows) - 5} more" if len(rows) > 5 else ""
+    raise UserError(
+        f"no measured model matches a quality row of {result.quality_path.name} on "
+        f"{', '.join(sorted(set(task_bench.values())))}"
+        + (f": {listed}{more} name no measured model" if rows else ""),
+        "use the measured models' ids (as in the store) in the quality file",
+    )
 
 
 def _compare(result: MeasuredStudyResult) -> None:

@@ -261,3 +261,15 @@ def test_conclusion_says_where_the_data_cannot_decide(study):
     assert "Quality was not measured in the same runs" in study.conclusion[-1]
     page = (study.report_dir / "index.html").read_text()
     assert "[" in page and "J per correct" in page  # the interval column
+
+
+def test_no_quality_row_matching_any_model_exits_2(measured_store, tmp_path, capsys):
+    path = write_quality(tmp_path / "q.csv", [r for r in QUALITY_ROWS if r[0] == "org/ghost"])
+    code = main(
+        ["study", "dense-vs-moe", "--measured", "--data-dir", str(measured_store),
+         "--quality-file", str(path), "--report-dir", str(tmp_path / "rep"), "--no-progress"]
+    )  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1
+    assert "line 2 (org/ghost) name no measured model" in err[0]
+    assert not (tmp_path / "rep").exists()
