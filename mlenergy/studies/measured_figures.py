@@ -101,7 +101,7 @@ def _per_token_vs_params(rows: pd.DataFrame, out: Path, note: str) -> str | None
         ax.set_xlabel(f"{predictor} parameters (billions)")
         ax.set_title(f"energy per token vs {predictor} parameters", fontsize=10)
     axes[0].set_ylabel("energy per output token (J, measured)")
-    axes[1].legend(fontsize=6)
+    axes[1].legend(fontsize=6, loc="lower right")
     return _save(fig, out / FIGURES[2], note)
 
 
