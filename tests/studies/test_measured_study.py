@@ -8,7 +8,7 @@ import re
 
 import pandas as pd
 import pytest
-from conftest import QUALITY_ROWS, model, stored_quality, write_quality
+from measured_fixture import QUALITY_ROWS, model, stored_quality, write_quality
 
 from mlenergy.cli import main
 from mlenergy.errors import UserError

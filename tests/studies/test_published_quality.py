@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import QUALITY_HEADER, QUALITY_ROWS, write_quality
+from measured_fixture import QUALITY_HEADER, QUALITY_ROWS, write_quality
 
 from mlenergy.errors import UserError
 from mlenergy.estimate.reference import reference_dir
