@@ -17,6 +17,7 @@ from typing import Annotated
 import typer
 
 from mlenergy.commands.options import DataDirOption, resolve_data_dir
+from mlenergy.errors import UserError
 
 study_app = typer.Typer(
     name="study",
@@ -80,6 +81,18 @@ def dense_vs_moe(
     ] = "GPQA-Diamond",
 ) -> None:
     """Train dense and MoE models, benchmark them, and report energy per unit of quality."""
+    toy = {"--size": size != "tiny", "--steps": steps is not None, "--seeds": seeds != 1,
+           "--device": device != "cpu", "--corpus": corpus != "pydoc"}  # fmt: skip
+    real = {"--reference": reference is not None, "--quality-file": quality_file is not None,
+            "--gpu": gpu is not None, "--itl-limit-ms": itl_limit_ms != 50.0,
+            "--benchmark": benchmark != "GPQA-Diamond"}  # fmt: skip
+    misplaced = [k for k, v in (toy if measured else real).items() if v]
+    if misplaced:
+        raise UserError(
+            f"{', '.join(misplaced)} {'do' if len(misplaced) > 1 else 'does'} not apply "
+            f"{'with' if measured else 'without'} --measured",
+            "drop it, or " + ("leave out --measured" if measured else "add --measured"),
+        )
     if measured:
         _measured(
             resolve_data_dir(data_dir), reference, quality_file, gpu, itl_limit_ms, benchmark,

@@ -273,3 +273,16 @@ def test_no_quality_row_matching_any_model_exits_2(measured_store, tmp_path, cap
     assert code == 2 and len(err) == 1
     assert "line 2 (org/ghost) name no measured model" in err[0]
     assert not (tmp_path / "rep").exists()
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--measured", "--steps", "3"], "--steps does not apply with --measured"),
+        (["--gpu", "B200"], "--gpu does not apply without --measured"),
+    ],
+)
+def test_options_of_the_other_study_are_refused(tmp_path, capsys, args, needle):
+    code = main(["study", "dense-vs-moe", "--data-dir", str(tmp_path / "d"), *args])
+    assert code == 2
+    assert needle in capsys.readouterr().err
