@@ -1,4 +1,4 @@
-"""The measured window (no result inside its block), HTML display and plot helpers, in-process."""
+"""The measured window (no result inside its block), HTML display and plots, in-process."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Helpers: a small fixture of measured GPU runs and published-quality rows for the measured study.
+"""A small fixture of measured GPU runs and published-quality rows for the measured study.
 
 Models (all on one GPU, ``B200``):
 
