@@ -18,6 +18,7 @@ $(BIN)/python:
 $(VENV)/.installed: $(BIN)/python pyproject.toml
 	$(BIN)/pip install -q "$(TORCH)"
 	$(BIN)/pip install -q -e .
+	$(BIN)/pip install -q -e '.[notebook]'
 	@$(MAKE) --no-print-directory fix-amdsmi
 	@touch $@
 
@@ -42,6 +43,11 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q
+
+# JupyterLab on the notebooks (installed by the notebook extra of `make install`/`make demo`).
+.PHONY: lab
+lab: $(VENV)/.installed
+	$(BIN)/jupyter lab notebooks/
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check mlenergy leaderboard tests benchmarks

@@ -12,6 +12,7 @@ PKG = ROOT / "mlenergy"
 LAYER = {
     "testing": 6,
     "leaderboard": 5,
+    "notebook": 5,
     "studies": 4,
     "importers": 4,
     "errors": 0,

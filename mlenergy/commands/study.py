@@ -3,6 +3,10 @@
 The last line of output names the store and the report: ``store: <dir>  report: <index.html>``.
 Progress goes to stderr. Bad input (unknown size, ``--steps 0``, a corpus too small or
 without text, an absent device) ends with one ``error:`` line and exit code 2, store unchanged.
+
+``--measured`` runs the study on real GPU measurements (the store's, or ML.ENERGY's imported
+from ``--reference`` when the store has none) against published quality; its last line is
+``summary: <summary.csv>  report: <index.html>``.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from typing import Annotated
 import typer
 
 from mlenergy.commands.options import DataDirOption, resolve_data_dir
+from mlenergy.errors import UserError
 
 study_app = typer.Typer(
     name="study",
@@ -41,13 +46,62 @@ def dense_vs_moe(
         str, typer.Option(help="Text: pydoc (built in), a file or folder, or hf:<dataset>.")
     ] = "pydoc",
     data_dir: DataDirOption = None,
-    report_dir: Annotated[Path, typer.Option(help="Where the report is written.")] = Path(
-        "reports/dense-vs-moe"
-    ),
+    report_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="Where the report is written (default: reports/dense-vs-moe, "
+            "reports/dense-vs-moe-measured with --measured)."
+        ),
+    ] = None,
     progress: Annotated[bool, typer.Option(help="Show progress on stderr.")] = True,
+    measured: Annotated[
+        bool,
+        typer.Option(
+            "--measured",
+            help="Real GPU measurements (store, else ML.ENERGY's reference) and published "
+            "quality instead of the toy models.",
+        ),
+    ] = False,
+    reference: Annotated[
+        Path | None,
+        typer.Option(help="Shared reference folder (default: $MLENERGY_REFERENCE_DIR)."),
+    ] = None,
+    quality_file: Annotated[
+        Path | None,
+        typer.Option(help="Published-quality CSV (default: the reference's)."),
+    ] = None,
+    gpu: Annotated[
+        str | None, typer.Option(help="With --measured: only this GPU (B200, H100).")
+    ] = None,
+    itl_limit_ms: Annotated[
+        float, typer.Option(help="With --measured: median inter-token latency deadline, ms.")
+    ] = 50.0,
+    benchmark: Annotated[
+        str, typer.Option(help="With --measured: quality benchmark of the gpqa task.")
+    ] = "GPQA-Diamond",
 ) -> None:
     """Train dense and MoE models, benchmark them, and report energy per unit of quality."""
+    toy = {"--size": size != "tiny", "--steps": steps is not None, "--seeds": seeds != 1,
+           "--device": device != "cpu", "--corpus": corpus != "pydoc"}  # fmt: skip
+    real = {"--reference": reference is not None, "--quality-file": quality_file is not None,
+            "--gpu": gpu is not None, "--itl-limit-ms": itl_limit_ms != 50.0,
+            "--benchmark": benchmark != "GPQA-Diamond"}  # fmt: skip
+    misplaced = [k for k, v in (toy if measured else real).items() if v]
+    if misplaced:
+        raise UserError(
+            f"{', '.join(misplaced)} {'do' if len(misplaced) > 1 else 'does'} not apply "
+            f"{'with' if measured else 'without'} --measured",
+            "drop it, or " + ("leave out --measured" if measured else "add --measured"),
+        )
+    if measured:
+        _measured(
+            resolve_data_dir(data_dir), reference, quality_file, gpu, itl_limit_ms, benchmark,
+            report_dir, progress,
+        )  # fmt: skip
+        return
     from mlenergy.studies.dense_vs_moe import run_study
+
+    report_dir = report_dir if report_dir is not None else Path("reports/dense-vs-moe")
 
     result = run_study(
         size=size,
@@ -63,6 +117,39 @@ def dense_vs_moe(
     typer.echo(result.conclusion)
     typer.echo(f"(study {result.study_id}, {result.elapsed_s:.0f} s)")
     typer.echo(f"store: {result.data_dir}  report: {result.report_path}")
+
+
+def _measured(
+    data_dir: Path,
+    reference: Path | None,
+    quality_file: Path | None,
+    gpu: str | None,
+    itl_limit_ms: float,
+    benchmark: str,
+    report_dir: Path | None,
+    progress: bool,
+) -> None:
+    from mlenergy.studies.measured_study import DEFAULT_REPORT_DIR, run_measured_study
+
+    result = run_measured_study(
+        data_dir,
+        reference,
+        quality_file=quality_file,
+        gpu=gpu,
+        itl_limit_ms=itl_limit_ms,
+        benchmark=benchmark,
+        report_dir=report_dir if report_dir is not None else DEFAULT_REPORT_DIR,
+        progress=progress,
+    )
+    typer.echo("")
+    for paragraph in result.conclusion:
+        typer.echo(paragraph)
+        typer.echo("")
+    if result.warnings:
+        typer.echo(f"{len(result.warnings)} warning(s):")
+        for w in result.warnings:
+            typer.echo(f"  - {w}")
+    typer.echo(f"summary: {result.csv_path}  report: {result.report_path}")
 
 
 def register(app: typer.Typer) -> None:

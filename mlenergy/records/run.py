@@ -283,6 +283,12 @@ class RunRecord(FrozenModel):
                 return p
         return None
 
+    def _repr_html_(self) -> str:
+        """A compact HTML table for notebooks: one row per phase, with units and source."""
+        from mlenergy.records.display import run_html
+
+        return run_html(self)
+
     def content_hash(self) -> str:
         """SHA-256 of the record's content, excluding how it was submitted.
 

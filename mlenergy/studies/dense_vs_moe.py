@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mlenergy.errors import UserError
+from mlenergy.progress import ProgressBar, progress_bar
 from mlenergy.quality.corpus import DEFAULT_CORPUS, load_corpus, split_corpus
 from mlenergy.quality.perplexity import encode_text, perplexity_record
 from mlenergy.quality.tokenizer import train_tokenizer
@@ -156,22 +157,21 @@ def _model_id(size: StudySize, variant: Variant) -> str:
     return f"study:{STUDY}/{size.name}/{variant.name}"
 
 
-def _progress(enabled: bool) -> Any:
-    from contextlib import nullcontext
+class _StepCounter:
+    """Turns each model's ``on_step(step)`` callbacks into advances of one study-wide bar."""
 
-    if not enabled:
-        return nullcontext(None)
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    def __init__(self, bar: ProgressBar) -> None:
+        self.bar = bar
+        self.done = 0
 
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total} steps"),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=False,
-    )
+    def start(self, label: str) -> None:
+        self.done = 0
+        self.bar.describe(label)
+
+    def on_step(self, step: int) -> None:
+        if step > self.done:
+            self.bar.advance(step - self.done)
+            self.done = step
 
 
 def run_study(
@@ -253,7 +253,9 @@ def run_study(
     if cpu_threads is not None and device.startswith("cpu"):
         torch.set_num_threads(cpu_threads)
     try:
-        with _progress(progress) as bar:
+        total = seeds * len(spec_size.variants) * n_steps
+        with progress_bar(total, "dense-vs-moe", unit="step", enabled=progress) as pbar:
+            bar = _StepCounter(pbar) if progress else None
             for seed in range(seeds):
                 for variant in spec_size.variants:
                     _run_one(
@@ -325,9 +327,8 @@ def _run_one(
         task=STUDY,
         prompt_source=data.train_source,
     )
-    task_id = None
     if bar is not None:
-        task_id = bar.add_task(f"{variant.name} (seed {seed})", total=steps)
+        bar.start(f"{variant.name} (seed {seed})")
     outcome = train_model(
         model,
         data.train_ids,
@@ -338,7 +339,7 @@ def _run_one(
         hardware=hardware,
         software=software,
         tags=tags,
-        on_step=(lambda s: bar.update(task_id, completed=s)) if bar is not None else None,
+        on_step=bar.on_step if bar is not None else None,
     )
     store.append([outcome.record])
     result.runs.append(outcome.record)
@@ -383,8 +384,5 @@ def _run_one(
     )
     store.append([quality])
     result.quality.append(quality)
-    if bar is not None and task_id is not None:
-        bar.update(
-            task_id,
-            description=f"{variant.name} (seed {seed}) ppl {outcome.final_val.perplexity:.1f}",
-        )
+    if bar is not None:
+        bar.bar.note(f"{variant.name} (seed {seed}) ppl {outcome.final_val.perplexity:.1f}")

@@ -33,6 +33,9 @@ if TYPE_CHECKING:
     from mlenergy.studies.dense_vs_moe import StudyResult
     from mlenergy.studies.families import StudySize
 
+MEASURED_REPORT_LINK = "../dense-vs-moe-measured/index.html"
+"""Relative link to the measured study's report (``reports/dense-vs-moe-measured``)."""
+
 
 def study_tables(source: Any, study_id: str, batch_size: int | None = None) -> dict[str, Any]:
     """All tables of one study: raw frames, per-seed rows, per-variant summary.
@@ -284,6 +287,8 @@ def build_report(
             "",
             meta,
             "",
+            "Measured study (real GPUs): ../dense-vs-moe-measured/summary.md",
+            "",
             markdown_table(header, rows),
             "",
         ]
@@ -303,6 +308,8 @@ def build_report(
             "<h1>Dense versus Mixture-of-Experts: energy per unit of quality</h1>",
             f"<p class='energy' id='energy-source'>{html.escape(energy_note(source))}</p>",
             f"<p>{html.escape(meta)}</p>",
+            f"<p>See also the <a id='measured-link' href='{MEASURED_REPORT_LINK}'>measured "
+            "study</a> (production models on H100/B200 GPUs against published quality).</p>",
             "<h2>Models</h2>",
             _html_table(header, rows, "summary"),
         ]

@@ -1,4 +1,4 @@
-"""Both study notebooks execute top to bottom on reduced parameters (papermill-style injection)."""
+"""The notebooks execute top to bottom on reduced parameters (papermill-style injection)."""
 
 from pathlib import Path
 
@@ -63,6 +63,8 @@ def test_measure_quickstart_executes(tmp_path):
     text = _text(nb)
     assert "energy_per_token_j" in text
     assert "modelled:cpu-tdp" in text or "measured:" in text
+    assert "average power" in text  # the %%energy table
+    assert "run record(s)" in text  # a list of records as an HTML table
 
 
 def test_dense_vs_moe_notebook_executes(tmp_path):
@@ -78,3 +80,26 @@ def test_dense_vs_moe_notebook_executes(tmp_path):
     text = _text(nb)
     assert "Verdict" in text
     assert (tmp_path / "report" / "index.html").is_file()
+
+
+def test_dense_vs_moe_measured_notebook_executes(tmp_path):
+    from mlenergy.estimate.reference import reference_dir
+
+    ref = reference_dir()
+    if ref is None:
+        pytest.skip("shared reference folder not found")
+    nb = _run(
+        "05_dense_vs_moe_measured.ipynb",
+        {
+            "DATA_DIR": str(tmp_path / "data"),
+            "REFERENCE": str(ref),
+            "GPU": "B200",
+            "REPORT_DIR": str(tmp_path / "report"),
+        },
+        tmp_path,
+    )
+    text = _text(nb)
+    assert "energy_per_correct_j" in text
+    assert "published:GPQA-Diamond" in text
+    assert "measured:zeus-nvml" in text
+    assert (tmp_path / "report" / "summary.csv").is_file()

@@ -1,0 +1,158 @@
+"""The ``%%energy`` cell magic: measure a cell with the project's meter, show it, keep it.
+
+::
+
+    %load_ext mlenergy.notebook
+    %%energy [--var NAME] [--name WINDOW] [--quiet]
+             [--save --model VAR --tokens N [--batch-size B] [--data-dir DIR]]
+
+The cell runs inside a :class:`~mlenergy.measure.window.MeasuredWindow` of one
+:class:`~mlenergy.measure.EnergyMeter` shared by the session (Zeus; on a machine without
+energy counters the CPU power model, labelled ``modelled:cpu-tdp``). A small table shows time,
+energy per device, average power and source; the window is kept in ``--var`` (default
+``energy_result``). ``--save`` appends a run record to the store: it needs the model that ran
+(``--model``: a variable holding a ``LoadedModel`` or ``ModelInfo``) and the tokens the cell
+generated (``--tokens``), so that the record describes what ran rather than inventing it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from pathlib import Path
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+from mlenergy.measure.window import MeasuredWindow, window_html
+
+DEFAULT_VAR = "energy_result"
+
+
+def window_record(
+    window: MeasuredWindow,
+    meter: Any,
+    model_info: Any,
+    tokens: int,
+    batch_size: int = 1,
+    cell: str = "",
+) -> Any:
+    """A run record of a finished window: one request phase over the cell's tokens.
+
+    Args:
+        window: The finished window.
+        meter: The meter that measured it (for hardware and scope).
+        model_info: :class:`~mlenergy.records.ModelInfo` of the model that ran.
+        tokens: Tokens the cell generated in total (>= 1).
+        batch_size: Sequences generated together.
+        cell: The cell's source (its hash is kept in the tags).
+    """
+    from mlenergy.measure.provenance import collect_hardware, collect_software
+    from mlenergy.records import Phase, PhaseResult, RunRecord, Workload
+
+    r = window.result
+    phase = PhaseResult.from_totals(
+        Phase.REQUEST, r.duration_s, r.energy_j, tokens, energy_by_device_j=r.energy_by_device_j
+    )
+    return RunRecord(
+        model=model_info,
+        workload=Workload(
+            kind="inference",
+            task="notebook-cell",
+            batch_size=batch_size,
+            input_tokens=0,
+            output_tokens=max(1, math.ceil(tokens / batch_size)),
+            num_requests=batch_size,
+            prompt_source="notebook cell",
+        ),
+        hardware=collect_hardware(meter),
+        software=collect_software(),
+        energy_source=r.energy_source,
+        scope=meter.scope,
+        phases=(phase,),
+        tags={
+            "origin": "notebook %%energy",
+            "input_tokens": "unknown",
+            "cell_sha256": hashlib.sha256(cell.encode()).hexdigest()[:16],
+        },
+    )
+
+
+def _model_info(shell: Any, name: str) -> Any:
+    from mlenergy.records import ModelInfo
+
+    if name not in shell.user_ns:
+        raise UsageError(f"--model {name}: no such variable in the notebook")
+    obj = shell.user_ns[name]
+    info = getattr(obj, "info", obj)
+    if not isinstance(info, ModelInfo):
+        raise UsageError(f"--model {name}: not a LoadedModel or ModelInfo ({type(obj).__name__})")
+    return info
+
+
+@magics_class
+class EnergyMagics(Magics):
+    """The ``%%energy`` magic; one meter per IPython session, opened on first use."""
+
+    def __init__(self, shell: Any) -> None:
+        super().__init__(shell)
+        self._meter: Any = None
+
+    @property
+    def meter(self) -> Any:
+        """The session's :class:`~mlenergy.measure.EnergyMeter`."""
+        if self._meter is None:
+            from mlenergy.measure import EnergyMeter
+
+            self._meter = EnergyMeter()
+        return self._meter
+
+    def close(self) -> None:
+        """Close the session's meter."""
+        if self._meter is not None:
+            self._meter.close()
+            self._meter = None
+
+    @magic_arguments()
+    @argument("--var", default=DEFAULT_VAR, help="Variable that keeps the result.")
+    @argument("--name", default="cell", help="Name of the measured window.")
+    @argument("--quiet", action="store_true", help="Do not show the table.")
+    @argument("--save", action="store_true", help="Append a run record to the store.")
+    @argument("--model", default=None, help="With --save: variable of the model that ran.")
+    @argument("--tokens", type=int, default=None, help="With --save: tokens the cell generated.")
+    @argument("--batch-size", type=int, default=1, help="With --save: sequences generated.")
+    @argument("--data-dir", default=None, help="With --save: store folder (default ./data).")
+    @cell_magic
+    def energy(self, line: str, cell: str) -> None:
+        """Measure the cell's time and energy; show and keep the result."""
+        args = parse_argstring(self.energy, line)
+        if not args.var.isidentifier():
+            raise UsageError(f"--var {args.var!r} is not a Python name")
+        if args.save and (args.model is None or args.tokens is None or args.tokens < 1):
+            raise UsageError("--save needs --model VAR (the model that ran) and --tokens N >= 1")
+        if args.batch_size < 1:
+            raise UsageError("--batch-size must be at least 1")
+        info = _model_info(self.shell, args.model) if args.save else None
+        window = MeasuredWindow(args.name, self.meter)
+        with window:
+            outcome = self.shell.run_cell(cell)
+        if not outcome.success:
+            print("%%energy: the cell raised; its energy is not kept")
+            return
+        self.shell.user_ns[args.var] = window
+        if not args.quiet:
+            from IPython.display import HTML, display
+
+            display(HTML(window_html(window.result)))
+        if args.save:
+            self._save(window, info, args, cell)
+
+    def _save(self, window: MeasuredWindow, info: Any, args: Any, cell: str) -> None:
+        from mlenergy.store import RunStore
+
+        record = window_record(window, self.meter, info, args.tokens, args.batch_size, cell)
+        store = RunStore(Path(args.data_dir) if args.data_dir else Path("data"))
+        result = store.append([record])
+        print(f"saved run {record.run_id} to {store.data_dir} (added {result.added})")

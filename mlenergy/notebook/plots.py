@@ -1,0 +1,89 @@
+"""Plots one call away: :func:`plot` draws records and windows with units and energy source.
+
+A run record, a list of records or a measured window is drawn with matplotlib.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from mlenergy.records import RunRecord
+
+
+def _axes(ax: Any) -> tuple[Any, Any]:
+    import matplotlib.pyplot as plt
+
+    if ax is not None:
+        return ax.figure, ax
+    fig, new_ax = plt.subplots(figsize=(6, 3.5))
+    return fig, new_ax
+
+
+def _plot_run(run: RunRecord, ax: Any) -> Any:
+    fig, ax = _axes(ax)
+    if run.power_timeline is not None:
+        t = run.power_timeline
+        ax.plot(t.t_s, t.power_w)
+        ax.set_xlabel("time (s)")
+        ax.set_ylabel("power (W)")
+    else:
+        names = [p.phase.value for p in run.phases]
+        energy = [p.energy_j if p.energy_j is not None else float("nan") for p in run.phases]
+        ax.bar(names, energy)
+        ax.set_ylabel("energy (J)")
+    ax.set_title(f"{run.model.model_id} ({run.energy_source})", fontsize=9)
+    return fig
+
+
+def _plot_runs(runs: Sequence[RunRecord], x: str, ax: Any) -> Any:
+    fig, ax = _axes(ax)
+    by_model: dict[str, list[tuple[float, float]]] = {}
+    for r in runs:
+        p = r.phase("request") or (r.phases[0] if r.phases else None)
+        if p is None or p.energy_per_token_j is None:
+            continue
+        xv = float(getattr(r.workload, x))
+        by_model.setdefault(r.model.model_id, []).append((xv, p.energy_per_token_j))
+    for model, points in sorted(by_model.items()):
+        points.sort()
+        ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=model)
+    ax.set_xlabel(x.replace("_", " "))
+    ax.set_ylabel("energy per token (J/token)")
+    sources = sorted({r.energy_source for r in runs})
+    ax.set_title("energy source: " + ", ".join(sources), fontsize=9)
+    if by_model:
+        ax.legend(fontsize=7)
+    return fig
+
+
+def _plot_window(result: Any, ax: Any) -> Any:
+    fig, ax = _axes(ax)
+    devices = list(result.energy_by_device_j)
+    ax.bar(devices, [result.energy_by_device_j[d] for d in devices])
+    ax.set_ylabel("energy (J)")
+    ax.set_title(f"{result.name}: {result.duration_s:.3g} s ({result.energy_source})", fontsize=9)
+    return fig
+
+
+def plot(obj: Any, *, x: str = "batch_size", ax: Any = None) -> Any:
+    """Draw ``obj`` and return the matplotlib figure.
+
+    Args:
+        obj: A :class:`~mlenergy.records.RunRecord` (power trace, else energy per phase), a
+            list of records (energy per token against ``x``, one line per model), a window
+            result or :class:`~mlenergy.measure.window.MeasuredWindow` (energy per device).
+        x: Workload field on the x axis for a list of records.
+        ax: Axes to draw on (default: a new figure).
+
+    Raises:
+        TypeError: For an object this function cannot draw.
+    """
+    if isinstance(obj, RunRecord):
+        return _plot_run(obj, ax)
+    if isinstance(obj, list | tuple) and obj and all(isinstance(r, RunRecord) for r in obj):
+        return _plot_runs(obj, x, ax)
+    result = getattr(obj, "result", obj)
+    if hasattr(result, "energy_by_device_j") and hasattr(result, "duration_s"):
+        return _plot_window(result, ax)
+    raise TypeError(f"cannot plot a {type(obj).__name__}: give a run record, records or a window")

@@ -1,0 +1,371 @@
+"""The measured dense-versus-MoE study: real GPU measurements against published quality.
+
+Energy comes from measured inference runs in the store (ML.ENERGY's H100/B200 measurements,
+imported on the fly from the shared reference folder when the store has no measured run, and
+any measured run of this project). Quality comes from quality records in the store (measured
+or imported for the model: they win) or else from published scores
+(:mod:`mlenergy.quality.published`), labelled ``published:<benchmark>``.
+
+For each model x GPU x task the study keeps the lowest-energy configuration whose median
+inter-token latency meets the deadline; energy per response is energy per output token times
+the mean output length. Where the quality is an accuracy in %, energy per correct answer is
+``energy_per_response_j / (quality_score / 100)``. The comparisons are in
+:mod:`mlenergy.studies.measured_analysis`, the report in :mod:`mlenergy.studies.measured_report`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from mlenergy.quality.published import PublishedScore, match_score, run_mode
+from mlenergy.records import Phase, QualityResult, RunRecord
+
+CHAT_BENCHMARK = "LMArena text score"
+"""Quality figure of the chat task: one LMArena snapshot (2025-11-09), on one Elo scale."""
+
+DEFAULT_BENCHMARK = "GPQA-Diamond"
+"""Quality figure of the reasoning task (``gpqa``) unless ``--benchmark`` says otherwise."""
+
+SUMMARY_COLUMNS: tuple[str, ...] = (
+    "model_id",
+    "arch",
+    "gpu",
+    "task",
+    "energy_per_response_j",
+    "energy_per_token_j",
+    "median_itl_ms",
+    "quality_benchmark",
+    "quality_score",
+    "energy_per_correct_j",
+    "energy_source",
+    "quality_source",
+)
+"""Columns of ``summary.csv``, in order (kept exactly)."""
+
+HYBRID_MODEL_TYPES = frozenset(
+    {"nemotron_h", "jamba", "zamba", "zamba2", "bamba", "falcon_h1", "granitemoehybrid", "lfm2"}
+)
+"""``model_type`` values of state-space/recurrent + attention hybrids."""
+
+
+def task_benchmarks(benchmark: str = DEFAULT_BENCHMARK) -> dict[str, str]:
+    """The quality benchmark of each task: ``gpqa`` -> ``benchmark``, chat -> LMArena."""
+    return {"gpqa": benchmark, "lm-arena-chat": CHAT_BENCHMARK}
+
+
+def arch_label(architecture: str, is_moe: bool) -> str:
+    """``moe`` (routes to experts), ``hybrid`` (Mamba/recurrent + attention) or ``dense``."""
+    if is_moe:
+        return "moe"
+    arch = architecture.lower()
+    if arch in HYBRID_MODEL_TYPES or any(m in arch for m in ("mamba", "hybrid")):
+        return "hybrid"
+    return "dense"
+
+
+def _measured_by(run: RunRecord) -> str:
+    return run.submission.submitter if run.submission is not None else "this project"
+
+
+def _config_text(run: RunRecord) -> str:
+    w = run.workload
+    return (
+        f"{run.hardware.accelerator_count} GPU TP{w.tensor_parallel} EP{w.expert_parallel} "
+        f"DP{w.data_parallel} batch<={w.max_num_seqs or w.batch_size} {run.model.dtype}"
+    )
+
+
+def _config_row(run: RunRecord) -> dict[str, Any] | None:
+    if run.workload.kind != "inference" or run.status != "ok":
+        return None
+    if not run.energy_source.startswith("measured:") or not run.hardware.accelerator_model:
+        return None
+    req = run.phase(Phase.REQUEST) or run.phase(Phase.DECODE)
+    if req is None or req.energy_per_token_j is None:
+        return None
+    itl = req.itl_p50_s
+    if itl is None and (dec := run.phase(Phase.DECODE)) is not None:
+        itl = dec.itl_p50_s
+    out = float(run.workload.output_tokens)
+    return {
+        "run_id": run.run_id,
+        "model_id": run.model.model_id,
+        "arch": arch_label(run.model.architecture, run.model.is_moe),
+        "gpu": run.hardware.accelerator_model,
+        "task": run.workload.task or "unlabelled",
+        "num_gpus": run.hardware.accelerator_count,
+        "configuration": _config_text(run),
+        "total_params": run.model.total_params,
+        "active_params": run.model.active_params,
+        "mean_output_tokens": out,
+        "energy_per_token_j": req.energy_per_token_j,
+        "energy_per_response_j": req.energy_per_token_j * out,
+        "median_itl_ms": itl * 1000.0 if itl is not None else math.nan,
+        "energy_source": run.energy_source,
+        "measured_by": _measured_by(run),
+    }
+
+
+LEGACY_SOURCES = frozenset({"ML.ENERGY Leaderboard v2"})
+"""Measurements left out by default: ML.ENERGY's 2024 runs (vLLM 0.5.4, mean time per token
+instead of a median inter-token latency) are not comparable with the 2026 ones."""
+
+
+def measured_frame(
+    runs: Iterable[RunRecord], gpu: str | None = None, *, include_legacy: bool = False
+) -> pd.DataFrame:
+    """One row per measured inference configuration (GPU runs with a ``measured:`` source).
+
+    Args:
+        runs: Run records (the store's).
+        gpu: Keep only this accelerator (case-insensitive prefix, e.g. ``B200``, ``H100``).
+        include_legacy: Keep the runs of :data:`LEGACY_SOURCES` too.
+
+    Returns:
+        Columns: ``run_id``, ``model_id``, ``arch``, ``gpu``, ``task``, ``num_gpus``,
+        ``configuration``, ``total_params``, ``active_params``, ``mean_output_tokens``,
+        ``energy_per_token_j`` (J per output token), ``energy_per_response_j`` (J),
+        ``median_itl_ms`` (ms), ``energy_source``, ``measured_by``.
+    """
+    rows = [row for r in runs if (row := _config_row(r)) is not None]
+    frame = pd.DataFrame(rows)
+    if not include_legacy and not frame.empty:
+        frame = frame[~frame["measured_by"].isin(LEGACY_SOURCES)]
+    if gpu is not None and not frame.empty:
+        frame = frame[frame["gpu"].str.lower().str.startswith(gpu.lower())]
+    return frame.reset_index(drop=True)
+
+
+def best_configurations(configs: pd.DataFrame, itl_limit_ms: float) -> pd.DataFrame:
+    """The lowest-energy configuration within the deadline, per model x GPU x task.
+
+    A model with no configuration within the deadline keeps a row with no energy and a
+    ``note`` naming its fastest median ITL.
+
+    Args:
+        configs: :func:`measured_frame`.
+        itl_limit_ms: Deadline on the median inter-token latency, milliseconds.
+
+    Returns:
+        One row per model x GPU x task: the chosen configuration's columns plus
+        ``configs_within`` (configurations meeting the deadline) and ``note``.
+    """
+    out = []
+    for _, group in configs.groupby(["model_id", "gpu", "task"], sort=True):
+        within = group[group["median_itl_ms"] <= itl_limit_ms]
+        if within.empty:
+            row = group.sort_values("median_itl_ms").iloc[0].copy()
+            fastest = row["median_itl_ms"]
+            for col in ("energy_per_response_j", "energy_per_token_j", "median_itl_ms"):
+                row[col] = math.nan
+            row["configuration"] = ""
+            row["configs_within"] = 0
+            row["note"] = f"no configuration within {itl_limit_ms:g} ms (fastest {fastest:.1f} ms)"
+        else:
+            row = within.sort_values("energy_per_response_j").iloc[0].copy()
+            row["configs_within"] = len(within)
+            row["note"] = ""
+        out.append(row)
+    return pd.DataFrame(out).reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class QualityFigure:
+    """The quality figure attached to one row, with its label and how it was matched."""
+
+    benchmark: str
+    score: float
+    is_accuracy: bool
+    source_label: str
+    reference: str
+    how: str
+    alternatives: tuple[float, ...] = field(default=())
+
+
+_ACCURACY_METRICS = ("acc", "exact_match", "em", "pass@1", "accuracy")
+
+
+def _normalise(text: str) -> str:
+    return "".join(ch for ch in text.lower() if ch.isalnum())
+
+
+def store_quality(
+    records: Iterable[QualityResult], model_id: str, benchmark: str
+) -> QualityFigure | None:
+    """A quality record of the store for ``model_id`` on ``benchmark`` (the newest), if any.
+
+    A record counts when its ``tags["benchmark"]`` names the benchmark or its task contains
+    the benchmark's name (``lm-eval:gpqa_diamond_cot_zeroshot`` for ``GPQA-Diamond``).
+    Accuracy fractions in [0, 1] are shown in %.
+    """
+    want = _normalise(benchmark)
+    found = [
+        q
+        for q in records
+        if q.model.model_id == model_id
+        and (_normalise(q.tags.get("benchmark", "")) == want or want in _normalise(q.task))
+    ]
+    if not found:
+        return None
+    q = max(found, key=lambda r: r.created_at)
+    accuracy = q.metric.lower().startswith(_ACCURACY_METRICS) and 0.0 <= q.value <= 1.0
+    score = q.value * 100.0 if accuracy else q.value
+    kind = f"imported:{q.submission.submitter}" if q.submission is not None else "measured"
+    return QualityFigure(
+        benchmark=benchmark,
+        score=score,
+        is_accuracy=accuracy,
+        source_label=f"{kind}:{q.task}",
+        reference=f"quality record {q.quality_id} ({q.metric} on {q.dataset or q.task})",
+        how=f"quality record of the store ({q.task}), preferred to published scores",
+    )
+
+
+def published_quality(
+    scores: list[PublishedScore], model_id: str, benchmark: str, mean_output_tokens: float
+) -> QualityFigure | None:
+    """The published score of ``model_id`` on ``benchmark``, in the run's mode, if any."""
+    match = match_score(scores, model_id, benchmark, mean_output_tokens=mean_output_tokens)
+    if match is None:
+        return None
+    s = match.score
+    return QualityFigure(
+        benchmark=s.benchmark,
+        score=s.score,
+        is_accuracy=s.is_accuracy,
+        source_label=s.label,
+        reference=f"{s.source} ({s.source_date}; {s.setting})",
+        how=match.how,
+        alternatives=tuple(sorted({a.score for a in match.alternatives} - {s.score})),
+    )
+
+
+def attach_quality(
+    best: pd.DataFrame,
+    scores: list[PublishedScore],
+    quality_records: list[QualityResult],
+    benchmarks: dict[str, str],
+) -> pd.DataFrame:
+    """Add the quality columns and energy per correct answer to :func:`best_configurations`.
+
+    Adds ``quality_benchmark``, ``quality_score``, ``quality_is_accuracy``,
+    ``quality_source``, ``quality_reference``, ``quality_how``, ``quality_alternatives``,
+    ``quality_reason`` (why a row has no quality), ``run_mode`` and ``energy_per_correct_j``
+    (J; only for accuracies in %).
+    """
+    rows = []
+    for _, row in best.iterrows():
+        row = row.copy()
+        bench = benchmarks.get(row["task"])
+        fig: QualityFigure | None = None
+        reason = ""
+        if bench is None:
+            reason = f"no quality benchmark is mapped to task {row['task']!r}"
+        else:
+            fig = store_quality(quality_records, row["model_id"], bench) or published_quality(
+                scores, row["model_id"], bench, row["mean_output_tokens"]
+            )
+            if fig is None:
+                reason = f"no {bench} figure published or stored for this model"
+        row["run_mode"] = run_mode(row["mean_output_tokens"]) or ""
+        row["quality_benchmark"] = bench or ""
+        row["quality_score"] = fig.score if fig else math.nan
+        row["quality_is_accuracy"] = bool(fig and fig.is_accuracy)
+        row["quality_source"] = fig.source_label if fig else ""
+        row["quality_reference"] = fig.reference if fig else ""
+        row["quality_how"] = fig.how if fig else ""
+        row["quality_alternatives"] = ", ".join(f"{a:g}" for a in fig.alternatives) if fig else ""
+        row["quality_reason"] = reason
+        row["energy_per_correct_j"] = energy_per_correct(
+            row["energy_per_response_j"], row["quality_score"], row["quality_is_accuracy"]
+        )
+        rows.append(row)
+    return pd.DataFrame(rows).reset_index(drop=True)
+
+
+def energy_per_correct(energy_per_response_j: float, score: float, is_accuracy: bool) -> float:
+    """Energy per correct answer in joules: ``energy_per_response_j / (score / 100)``.
+
+    Args:
+        energy_per_response_j: Energy of one response, joules.
+        score: Accuracy in % (0-100).
+        is_accuracy: Whether ``score`` is an accuracy in % (otherwise NaN is returned).
+
+    Returns:
+        Joules per correct answer; NaN without an accuracy or energy, or at 0 % accuracy.
+    """
+    if not is_accuracy or not np.isfinite(score) or score <= 0:
+        return math.nan
+    if not np.isfinite(energy_per_response_j):
+        return math.nan
+    return float(energy_per_response_j / (score / 100.0))
+
+
+BENCHMARK_QUESTIONS = {"gpqadiamond": 198}
+"""Questions per benchmark (normalised name), for the sampling interval of an accuracy."""
+
+
+def accuracy_interval(score: float, benchmark: str) -> tuple[float, float] | None:
+    """95% normal-approximation interval of an accuracy in %, from the benchmark's size.
+
+    Returns:
+        ``(low, high)`` in %, or ``None`` when the benchmark's size is not known.
+    """
+    n = BENCHMARK_QUESTIONS.get(_normalise(benchmark))
+    if n is None or not math.isfinite(score):
+        return None
+    p = score / 100.0
+    half = 1.96 * math.sqrt(max(p * (1 - p), 0.0) / n)
+    return max(p - half, 1e-9) * 100.0, min(p + half, 1.0) * 100.0
+
+
+def energy_per_correct_interval(row: pd.Series) -> tuple[float, float] | None:
+    """Energy per correct answer (J) at the ends of the accuracy's sampling interval."""
+    ci = accuracy_interval(row["quality_score"], row["quality_benchmark"])
+    if ci is None or not math.isfinite(row["energy_per_correct_j"]):
+        return None
+    energy = row["energy_per_response_j"]
+    return energy / (ci[1] / 100.0), energy / (ci[0] / 100.0)
+
+
+def summary_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """The ``summary.csv`` table: exactly :data:`SUMMARY_COLUMNS`, sorted by task, GPU, model."""
+    table = rows.sort_values(["task", "gpu", "model_id"], kind="stable")
+    return table.loc[:, list(SUMMARY_COLUMNS)].reset_index(drop=True)
+
+
+def load_measured_runs(data_dir: Path, reference: Path | None) -> tuple[list[RunRecord], int]:
+    """The store's runs, importing the reference measurements first when it has none measured.
+
+    Args:
+        data_dir: The store folder.
+        reference: The shared reference folder (``None``: its default location).
+
+    Returns:
+        ``(runs, imported)``: every run of the store and how many were imported now.
+
+    Raises:
+        UserError: The store has no measured run and the reference cannot be imported.
+    """
+    from mlenergy.store import RunStore
+
+    store = RunStore(data_dir)
+    runs = store.runs() if store.results_dir.is_dir() else []
+    if any(_config_row(r) is not None for r in runs):
+        return runs, 0
+    added = import_reference_measurements(reference, data_dir)
+    return store.runs(), added
+
+
+def import_reference_measurements(reference: Path | None, data_dir: Path) -> int:
+    """Import ML.ENERGY's reference measurements into the store; return how many were added."""
+    from mlenergy.analysis.reference_import import import_reference
+
+    return import_reference(reference, data_dir)[0]

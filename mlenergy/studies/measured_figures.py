@@ -1,0 +1,127 @@
+"""PNG figures of the measured dense-versus-MoE report (matplotlib, Agg backend).
+
+Every figure's footer names the energy source and who measured it, and says that quality is
+published, not measured in the same run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ARCH_COLOURS = {"dense": "#1f77b4", "moe": "#ff7f0e", "hybrid": "#2ca02c"}
+
+FIGURES = ("quality_vs_energy.png", "energy_per_correct.png", "energy_per_token_vs_params.png")
+
+
+def _footer(fig: object, note: str) -> None:
+    fig.text(0.5, 0.005, note, ha="center", va="bottom", fontsize=7, wrap=True)  # type: ignore[attr-defined]
+
+
+def _save(fig: object, path: Path, note: str) -> str:
+    import matplotlib.pyplot as plt
+
+    _footer(fig, note)
+    fig.tight_layout(rect=(0, 0.05, 1, 1))  # type: ignore[attr-defined]
+    fig.savefig(path, dpi=100)  # type: ignore[attr-defined]
+    plt.close(fig)  # type: ignore[arg-type]
+    return path.name
+
+
+def _short(model_id: str) -> str:
+    return model_id.split("/")[-1]
+
+
+def _quality_vs_energy(frontier: pd.DataFrame, out: Path, note: str) -> str | None:
+    import matplotlib.pyplot as plt
+
+    groups = list(frontier.groupby(["task", "gpu"], sort=True))
+    if not groups:
+        return None
+    fig, axes = plt.subplots(1, len(groups), figsize=(5.2 * len(groups), 4.4), squeeze=False)
+    for ax, ((task, gpu), g) in zip(axes[0], groups, strict=True):
+        for arch, s in g.groupby("arch"):
+            ax.scatter(
+                s["energy_per_response_j"],
+                s["quality_score"],
+                c=ARCH_COLOURS.get(arch, "grey"),
+                label=arch,
+                s=36,
+                edgecolors=np.where(s["on_frontier"], "black", "none"),
+            )
+        front = g[g["on_frontier"]].sort_values("energy_per_response_j")
+        ax.step(front["energy_per_response_j"], front["quality_score"], where="post", c="k", lw=0.8)
+        for _, r in g.iterrows():
+            ax.annotate(_short(r["model_id"]), (r["energy_per_response_j"], r["quality_score"]),
+                        fontsize=6, xytext=(3, 3), textcoords="offset points")  # fmt: skip
+        ax.set_xscale("log")
+        ax.set_xlabel("energy per response (J, measured)")
+        ax.set_ylabel(f"{g['quality_benchmark'].iloc[0]} (published)")
+        ax.set_title(f"{task} on {gpu}", fontsize=10)
+        ax.legend(fontsize=7)
+    return _save(fig, out / FIGURES[0], note)
+
+
+def _energy_per_correct(rows: pd.DataFrame, out: Path, note: str) -> str | None:
+    import matplotlib.pyplot as plt
+
+    have = rows[rows["energy_per_correct_j"].notna()]
+    groups = list(have.groupby(["task", "gpu"], sort=True))
+    if not groups:
+        return None
+    fig, axes = plt.subplots(1, len(groups), figsize=(5.2 * len(groups), 4.4), squeeze=False)
+    for ax, ((task, gpu), g) in zip(axes[0], groups, strict=True):
+        g = g.sort_values("energy_per_correct_j")
+        colours = [ARCH_COLOURS.get(a, "grey") for a in g["arch"]]
+        ax.barh([_short(m) for m in g["model_id"]], g["energy_per_correct_j"] / 1000, color=colours)
+        ax.set_xlabel("energy per correct answer (kJ)")
+        ax.set_title(f"{task} on {gpu} ({g['quality_benchmark'].iloc[0]})", fontsize=10)
+        ax.tick_params(axis="y", labelsize=7)
+        ax.invert_yaxis()
+    return _save(fig, out / FIGURES[1], note)
+
+
+def _per_token_vs_params(rows: pd.DataFrame, out: Path, note: str) -> str | None:
+    import matplotlib.pyplot as plt
+
+    have = rows[rows["energy_per_token_j"].notna()]
+    if have.empty:
+        return None
+    markers = dict(zip(sorted(have["task"].unique()), "osD^vP*X", strict=False))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.4), sharey=True)
+    for ax, predictor in zip(axes, ("active", "total"), strict=True):
+        for (arch, task), s in have.groupby(["arch", "task"]):
+            ax.scatter(s[f"{predictor}_params"] / 1e9, s["energy_per_token_j"],
+                       c=ARCH_COLOURS.get(arch, "grey"), marker=markers.get(task, "o"),
+                       s=28, label=f"{arch} / {task}")  # fmt: skip
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(f"{predictor} parameters (billions)")
+        ax.set_title(f"energy per token vs {predictor} parameters", fontsize=10)
+    axes[0].set_ylabel("energy per output token (J, measured)")
+    axes[1].legend(fontsize=6, loc="lower right")
+    return _save(fig, out / FIGURES[2], note)
+
+
+def write_measured_figures(
+    rows: pd.DataFrame, frontier: pd.DataFrame, out: Path, note: str
+) -> list[str]:
+    """Draw the measured study's figures into ``out``; return the file names written.
+
+    Args:
+        rows: The study's rows.
+        frontier: :func:`mlenergy.studies.measured_analysis.quality_frontier`.
+        out: Folder to write into.
+        note: Footer text (energy source, who measured, quality label).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    made = [
+        _quality_vs_energy(frontier, out, note),
+        _energy_per_correct(rows, out, note),
+        _per_token_vs_params(rows, out, note),
+    ]
+    return [m for m in made if m]

@@ -1,0 +1,209 @@
+"""Files of the measured dense-versus-MoE report.
+
+``index.html``, ``summary.md``, ``summary.csv`` and PNG figures are written to a temporary
+folder and moved into place one by one, so a report is never half-written.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from mlenergy.studies.measured import energy_per_correct_interval, summary_table
+from mlenergy.studies.measured_conclusion import QUALITY_NOTE
+from mlenergy.studies.measured_figures import write_measured_figures
+from mlenergy.studies.report import markdown_table
+
+if TYPE_CHECKING:
+    from mlenergy.studies.measured_study import MeasuredStudyResult
+
+TOY_REPORT_LINK = "../dense-vs-moe/index.html"
+"""Relative link to the toy-scale study's report (``reports/dense-vs-moe``)."""
+
+
+_CSS = """
+body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;font-size:12px;margin:1em 0}
+td,th{border:1px solid #ccc;padding:3px 6px;text-align:right;vertical-align:top}
+td:first-child,th:first-child{text-align:left}
+.note{background:#fff4d6;border:1px solid #e0b84a;padding:.6em 1em;border-radius:4px}
+.warn{background:#fde8e8;border:1px solid #d88;padding:.6em 1em;border-radius:4px}
+img{max-width:100%;border:1px solid #eee;margin:.5em 0}
+"""
+
+
+def _f(value: object, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return ""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int | float):
+        v = float(value)
+        if 1000 <= abs(v) < 1e7:
+            return f"{v:,.0f}"
+        return f"{v:.{digits}g}"
+    return str(value)
+
+
+def _per_correct_text(row: pd.Series) -> str:
+    value = row["energy_per_correct_j"]
+    if not math.isfinite(value):
+        return ""
+    text = _f(value)
+    ci = energy_per_correct_interval(row)
+    if ci is not None:
+        text += f" [{_f(ci[0])}, {_f(ci[1])}]"
+    return text
+
+
+def rows_table(rows: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    """Header and cells of the report's main table (one row per model x GPU x task)."""
+    header = [
+        "model", "arch", "GPU", "task", "configuration (lowest energy within deadline)",
+        "J/response", "J/token", "median ITL (ms)", "benchmark", "score",
+        "J per correct [95% from benchmark size]", "energy source", "quality source",
+        "how matched / why no quality",
+    ]  # fmt: skip
+    cells = []
+    for _, r in rows.sort_values(["task", "gpu", "arch", "model_id"]).iterrows():
+        how = r["quality_how"] or r["quality_reason"] or r["note"]
+        if r["quality_alternatives"]:
+            how += f" (other published values: {r['quality_alternatives']})"
+        cells.append(
+            [
+                r["model_id"], r["arch"], r["gpu"], r["task"], r["configuration"],
+                _f(r["energy_per_response_j"]), _f(r["energy_per_token_j"]),
+                _f(r["median_itl_ms"]), r["quality_benchmark"], _f(r["quality_score"], 4),
+                _per_correct_text(r), f"{r['energy_source']} ({r['measured_by']})",
+                r["quality_source"], how,
+            ]
+        )  # fmt: skip
+    return header, cells
+
+
+def frame_cells(frame: pd.DataFrame, columns: list[str]) -> tuple[list[str], list[list[str]]]:
+    """Header and formatted cells of ``frame`` restricted to ``columns``."""
+    if frame.empty:
+        return columns, []
+    return columns, [[_f(v) for v in row] for row in frame[columns].itertuples(index=False)]
+
+
+def _html_table(header: list[str], rows: list[list[str]], table_id: str) -> str:
+    if not rows:
+        return f"<p id='{table_id}'>None.</p>"
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows
+    )
+    return f"<table id='{table_id}'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _sections(result: MeasuredStudyResult) -> list[tuple[str, str, list[str], list[list[str]]]]:
+    pair_cols = [
+        "task", "gpu", "benchmark", "dense", "moe", "dense_score", "moe_score",
+        "energy_ratio", "ratio_mean_configs", "ratio_ci_low", "ratio_ci_high",
+        "configs_dense", "configs_moe",
+    ]  # fmt: skip
+    front_cols = ["task", "gpu", "model_id", "arch", "energy_per_response_j", "quality_score"]
+    fit_cols = ["task", "gpu", "family", "predictor", "models", "slope", "slope_ci_low",
+                "slope_ci_high", "r2"]  # fmt: skip
+    claim_cols = [
+        "task", "gpu", "moe", "dense", "moe_total_b", "moe_active_b", "dense_total_b",
+        "quality_delta", "energy_per_token_ratio", "claim_holds",
+    ]  # fmt: skip
+    on_front = (
+        result.frontier[result.frontier["on_frontier"]]
+        if not result.frontier.empty
+        else (result.frontier)
+    )
+    return [
+        ("Models", "rows", *rows_table(result.rows)),
+        ("Energy per correct answer (J) within each latency deadline", "deadlines",
+         *frame_cells(result.deadlines, list(result.deadlines.columns))),
+        ("Matched-quality pairs (MoE / dense energy per response)", "pairs",
+         *frame_cells(result.pairs, pair_cols)),
+        ("Pareto frontier of quality against energy per response", "frontier",
+         *frame_cells(on_front, front_cols)),
+        ("Energy per token against active and total parameters (log-log fits)", "fits",
+         *frame_cells(result.fits, fit_cols)),
+        ("Many total, few active parameters: the DeepSeek-R1 claim", "claim",
+         *frame_cells(result.claim, claim_cols)),
+        ("Quality sources (not measured in the same run)", "quality-sources",
+         *_sources(result.rows)),
+    ]  # fmt: skip
+
+
+def _sources(rows: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    """One row per model x benchmark with a quality figure: label, score and where it was read."""
+    have = rows[rows["quality_source"] != ""]
+    seen = have.drop_duplicates(["model_id", "quality_benchmark", "quality_score"])
+    header = ["model", "benchmark", "score", "label", "source (date; setting)"]
+    cells = [
+        [r["model_id"], r["quality_benchmark"], _f(r["quality_score"], 4), r["quality_source"],
+         r["quality_reference"]]
+        for _, r in seen.sort_values(["quality_benchmark", "model_id"]).iterrows()
+    ]  # fmt: skip
+    return header, cells
+
+
+def _meta(result: MeasuredStudyResult) -> str:
+    return (
+        f"Deadline: median inter-token latency <= {result.itl_limit_ms:g} ms; GPU: "
+        f"{result.gpu or 'all'}; benchmarks: {result.benchmarks_text}; store {result.data_dir}"
+        + (f" ({result.imported} reference measurements imported now)" if result.imported else "")
+        + f"; published quality from {result.quality_path}. Energy per response = energy per "
+        "output token x mean output length; a run's mode (thinking or not) is read from its "
+        "mean output length (>= 2,000 tokens: thinking)."
+    )
+
+
+def write_measured_report(result: MeasuredStudyResult) -> Path:
+    """Write the report of ``result`` into ``result.report_dir``; return ``index.html``."""
+    report_dir = result.report_dir
+    report_dir.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".report-", dir=report_dir))
+    try:
+        figures = write_measured_figures(result.rows, result.frontier, tmp, result.energy_note)
+        summary_table(result.rows).to_csv(tmp / "summary.csv", index=False)
+        sections = _sections(result)
+        md = ["# Dense versus MoE on measured GPUs: energy per correct answer", "",
+              f"> {result.energy_note}", "", f"> {QUALITY_NOTE}", "", _meta(result), "",
+              "Toy-scale study: ../dense-vs-moe/summary.md", ""]  # fmt: skip
+        for title, _, header, cells in sections:
+            md += [f"## {title}", "", markdown_table(header, cells) if cells else "None.", ""]
+        md += ["## Warnings", "", *[f"- {w}" for w in result.warnings], ""]
+        md += ["## Conclusion", "", *[p + "\n" for p in result.conclusion]]
+        (tmp / "summary.md").write_text("\n".join(md), encoding="utf-8")
+        page = [
+            "<!doctype html><html><head><meta charset='utf-8'>",
+            "<title>Dense versus MoE on measured GPUs</title>",
+            f"<style>{_CSS}</style></head><body>",
+            "<h1>Dense versus MoE on measured GPUs: energy per correct answer</h1>",
+            f"<p class='note' id='energy-source'>{html.escape(result.energy_note)}</p>",
+            f"<p class='note' id='quality-note'>{html.escape(QUALITY_NOTE)}</p>",
+            f"<p>{html.escape(_meta(result))}</p>",
+            f"<p>See also the <a id='toy-link' href='{TOY_REPORT_LINK}'>toy-scale study</a> "
+            "(models trained on a CPU, modelled energy).</p>",
+            "<h2>Conclusion</h2>",
+            *[f"<p>{html.escape(p)}</p>" for p in result.conclusion],
+        ]
+        for title, table_id, header, cells in sections:
+            page += [f"<h2>{html.escape(title)}</h2>", _html_table(header, cells, table_id)]
+        page += ["<h2>Warnings</h2>", "<ul class='warn' id='warnings'>"]
+        page += [f"<li>{html.escape(w)}</li>" for w in result.warnings] or ["<li>None.</li>"]
+        page += ["</ul>", "<h2>Figures</h2>"]
+        page += [f"<p><img src='{f}' alt='{f}'></p>" for f in figures]
+        page += ["</body></html>"]
+        (tmp / "index.html").write_text("\n".join(page), encoding="utf-8")
+        for f in [*figures, "summary.md", "summary.csv", "index.html"]:
+            os.replace(tmp / f, report_dir / f)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return report_dir / "index.html"

@@ -1,0 +1,252 @@
+"""Run the measured dense-versus-MoE study end to end: read, match, compare, report.
+
+``mlenergy study dense-vs-moe --measured`` calls :func:`run_measured_study`; so does notebook
+05. Bad input (no measured run, an unknown GPU, a benchmark absent from the quality file, a
+malformed quality file) raises :class:`~mlenergy.errors.UserError` before anything is written.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from mlenergy.errors import UserError
+from mlenergy.progress import progress_bar
+from mlenergy.quality.published import (
+    benchmarks,
+    published_quality_path,
+    read_published_quality,
+    unmatched_model_ids,
+)
+from mlenergy.studies import measured as m
+from mlenergy.studies import measured_analysis as ma
+from mlenergy.studies.measured_conclusion import measured_conclusion
+
+DEFAULT_REPORT_DIR = Path("reports/dense-vs-moe-measured")
+
+
+@dataclass
+class MeasuredStudyResult:
+    """What :func:`run_measured_study` returns (and the report shows).
+
+    Attributes:
+        report_dir: The report folder.
+        report_path: Its ``index.html``.
+        summary_path: Its ``summary.md``.
+        csv_path: Its ``summary.csv`` (columns :data:`mlenergy.studies.measured.SUMMARY_COLUMNS`).
+        data_dir: The store read.
+        quality_path: The published-quality file read.
+        itl_limit_ms: The latency deadline, milliseconds.
+        gpu: The GPU kept (``None``: all).
+        benchmarks_text: Which benchmark each task is judged on.
+        imported: Reference measurements imported into the store by this call.
+        configs: Every measured configuration.
+        rows: One row per model x GPU x task (best configuration, quality, energy per correct).
+        frontier: Rows with quality and their Pareto flag.
+        pairs: Matched-quality dense/MoE pairs.
+        fits: Energy per token against parameter counts.
+        claim: Sparse MoE against dense models.
+        deadlines: Energy per correct answer within several latency deadlines.
+        warnings: Listed warnings (unmatched quality ids, models left out of quality comparisons).
+        conclusion: The conclusion's paragraphs.
+        energy_note: Energy source and who measured it.
+        elapsed_s: Wall time, seconds.
+    """
+
+    report_dir: Path
+    report_path: Path
+    summary_path: Path
+    csv_path: Path
+    data_dir: Path
+    quality_path: Path
+    itl_limit_ms: float
+    gpu: str | None
+    benchmarks_text: str
+    imported: int = 0
+    configs: pd.DataFrame = field(default_factory=pd.DataFrame)
+    rows: pd.DataFrame = field(default_factory=pd.DataFrame)
+    frontier: pd.DataFrame = field(default_factory=pd.DataFrame)
+    pairs: pd.DataFrame = field(default_factory=pd.DataFrame)
+    fits: pd.DataFrame = field(default_factory=pd.DataFrame)
+    claim: pd.DataFrame = field(default_factory=pd.DataFrame)
+    deadlines: pd.DataFrame = field(default_factory=pd.DataFrame)
+    warnings: list[str] = field(default_factory=list)
+    conclusion: list[str] = field(default_factory=list)
+    energy_note: str = ""
+    elapsed_s: float = 0.0
+
+    @property
+    def summary(self) -> pd.DataFrame:
+        """The ``summary.csv`` table."""
+        return m.summary_table(self.rows)
+
+
+def _reference_dir(reference: str | Path | None) -> Path | None:
+    if reference is not None:
+        return Path(reference)
+    from mlenergy.analysis.reference_import import default_reference_dir
+
+    return default_reference_dir()
+
+
+def _check_inputs(itl_limit_ms: float, quality_path: Path, benchmark: str, scores: list) -> None:
+    if not itl_limit_ms > 0:
+        raise UserError(f"--itl-limit-ms must be positive (got {itl_limit_ms:g})")
+    names = benchmarks(scores)
+    if benchmark.lower() not in {b.lower() for b in names}:
+        raise UserError(
+            f"benchmark {benchmark!r} is not in {quality_path.name}",
+            f"pass --benchmark with one of: {', '.join(names)}",
+        )
+
+
+def _warnings(rows: pd.DataFrame, scores: list, used: set[str]) -> list[str]:
+    pool = [s for s in scores if s.benchmark.lower() in used]
+    out = [
+        f"quality rows for {mid} match no measured model: not used"
+        for mid in unmatched_model_ids(pool, rows["model_id"])
+    ]
+    unmapped = sorted(set(rows.loc[rows["quality_benchmark"] == "", "task"]))
+    if unmapped:
+        out.append("tasks with no quality benchmark (energy tables only): " + ", ".join(unmapped))
+    left_out = rows[(rows["quality_reason"] != "") & (rows["quality_benchmark"] != "")]
+    for _, r in left_out.iterrows():
+        out.append(
+            f"{r['model_id']} ({r['task']}, {r['gpu']}) left out of quality comparisons: "
+            f"{r['quality_reason']}"
+        )
+    for _, r in rows[rows["note"] != ""].iterrows():
+        out.append(f"{r['model_id']} ({r['task']}, {r['gpu']}): {r['note']}")
+    return out
+
+
+def _energy_note(configs: pd.DataFrame) -> str:
+    pairs = configs[["energy_source", "measured_by"]].drop_duplicates()
+    who = "; ".join(f"{s} (measured by {b})" for s, b in pairs.itertuples(index=False))
+    return f"Energy: {who}: GPU energy of real runs, not estimated or modelled."
+
+
+def run_measured_study(
+    data_dir: str | Path = "data",
+    reference: str | Path | None = None,
+    *,
+    quality_file: str | Path | None = None,
+    gpu: str | None = None,
+    itl_limit_ms: float = 50.0,
+    benchmark: str = m.DEFAULT_BENCHMARK,
+    report_dir: str | Path = DEFAULT_REPORT_DIR,
+    progress: bool = True,
+) -> MeasuredStudyResult:
+    """The measured study: store runs (+ reference imported if none), quality, report.
+
+    Args:
+        data_dir: Store folder.
+        reference: Shared reference folder (default: ``$MLENERGY_REFERENCE_DIR``, else
+            ``../shared/reference``).
+        quality_file: Published-quality CSV (default: the reference's).
+        gpu: Keep only this GPU (``B200``, ``H100``); default all.
+        itl_limit_ms: Deadline on the median inter-token latency, milliseconds.
+        benchmark: Quality benchmark of the reasoning task (``gpqa``).
+        report_dir: Report folder.
+        progress: Show a progress bar.
+
+    Raises:
+        UserError: Bad input or nothing to compute (the message says which).
+    """
+    t0 = time.perf_counter()
+    ref = _reference_dir(reference)
+    if quality_file is None and ref is None:
+        raise UserError(
+            "the shared reference folder was not found",
+            "pass --reference DIR or set $MLENERGY_REFERENCE_DIR",
+        )
+    qpath = Path(quality_file) if quality_file is not None else published_quality_path(ref)
+    scores = read_published_quality(qpath)
+    _check_inputs(itl_limit_ms, qpath, benchmark, scores)
+    task_bench = m.task_benchmarks(benchmark)
+    report_dir = Path(report_dir)
+    result = MeasuredStudyResult(
+        report_dir=report_dir,
+        report_path=report_dir / "index.html",
+        summary_path=report_dir / "summary.md",
+        csv_path=report_dir / "summary.csv",
+        data_dir=Path(data_dir),
+        quality_path=qpath,
+        itl_limit_ms=itl_limit_ms,
+        gpu=gpu,
+        benchmarks_text=", ".join(f"{t}: {b}" for t, b in task_bench.items()),
+    )
+    with progress_bar(6, "measured study", unit="step", enabled=progress) as bar:
+        bar.describe("reading measurements")
+        runs, result.imported = m.load_measured_runs(Path(data_dir), ref)
+        _read_quality_records(result, runs, gpu, itl_limit_ms, task_bench, scores, bar)
+        bar.describe("comparing")
+        _compare(result)
+        bar.advance()
+        bar.describe("writing report")
+        from mlenergy.studies.measured_report import write_measured_report
+
+        write_measured_report(result)
+        bar.advance()
+    result.elapsed_s = time.perf_counter() - t0
+    return result
+
+
+def _read_quality_records(
+    result: MeasuredStudyResult,
+    runs: list,
+    gpu: str | None,
+    itl_limit_ms: float,
+    task_bench: dict[str, str],
+    scores: list,
+    bar: object,
+) -> None:
+    """Fill ``configs`` and ``rows`` (best configurations with quality) and the warnings."""
+    from mlenergy.store import RunStore
+
+    configs = m.measured_frame(runs, gpu)
+    if configs.empty:
+        where = f" on GPU {gpu!r}" if gpu else ""
+        raise UserError(
+            f"no measured GPU inference run{where} in the store {result.data_dir}",
+            "import measurements (mlenergy leaderboard import-reference) or pick another --gpu",
+        )
+    bar.advance(2)  # type: ignore[attr-defined]
+    store = RunStore(result.data_dir)
+    quality_records = store.quality() if store.results_dir.is_dir() else []
+    best = m.best_configurations(configs, itl_limit_ms)
+    result.configs = configs
+    result.rows = m.attach_quality(best, scores, quality_records, task_bench)
+    if not result.rows["quality_score"].notna().any():
+        _no_quality_match(result, scores, task_bench)
+    result.warnings = _warnings(result.rows, scores, {b.lower() for b in task_bench.values()})
+    result.energy_note = _energy_note(configs)
+    bar.advance()  # type: ignore[attr-defined]
+
+
+def _no_quality_match(result: MeasuredStudyResult, scores: list, task_bench: dict) -> None:
+    """Raise: no measured model has a quality figure, so nothing can be compared."""
+    used = {b.lower() for b in task_bench.values()}
+    rows = [s for s in scores if s.benchmark.lower() in used]
+    listed = ", ".join(f"line {s.line} ({s.model_id})" for s in rows[:5])
+    more = f" and {len(rows) - 5} more" if len(rows) > 5 else ""
+    raise UserError(
+        f"no measured model matches a quality row of {result.quality_path.name} on "
+        f"{', '.join(sorted(set(task_bench.values())))}"
+        + (f": {listed}{more} name no measured model" if rows else ""),
+        "use the measured models' ids (as in the store) in the quality file",
+    )
+
+
+def _compare(result: MeasuredStudyResult) -> None:
+    rows = result.rows
+    result.frontier = ma.quality_frontier(rows)
+    result.pairs = ma.matched_pairs(rows, result.configs, result.itl_limit_ms)
+    result.fits = ma.parameter_fits(rows)
+    result.claim = ma.sparse_claim(rows)
+    limits = (*ma.DEADLINES_MS, result.itl_limit_ms)
+    result.deadlines = ma.deadline_table(result.configs, rows, limits)
+    result.conclusion = measured_conclusion(rows, result.pairs, result.fits, result.claim)

@@ -1,0 +1,102 @@
+"""The %%energy magic and the measured window, executed in a real Jupyter kernel (nbclient)."""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+
+def _execute(sources: list[str], cwd) -> list:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(s) for s in sources]
+    NotebookClient(
+        nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}
+    ).execute()
+    return nb.cells
+
+
+def _text(cell) -> str:
+    parts = []
+    for o in cell.get("outputs", []):
+        parts.append(o.get("text", ""))
+        parts.extend(str(v) for v in o.get("data", {}).values())
+    return "\n".join(parts)
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+
+
+def test_energy_magic_shows_table_keeps_result_and_saves(tmp_path):
+    cells = _execute(
+        [
+            "%load_ext mlenergy.notebook",
+            "%%energy --var e\ntotal = sum(i * i for i in range(300000))",
+            "print(type(e).__name__, e.duration_s > 0, e.energy_j > 0, e.energy_source, total > 0)",
+            "from mlenergy.records import ModelInfo\n"
+            "info = ModelInfo(model_id='m/x', config_fingerprint='0' * 16, architecture='llama',\n"
+            "                 is_moe=False, total_params=10, active_params=10, dtype='float32',\n"
+            "                 weights='random')",
+            "%%energy --save --model info --tokens 32 --data-dir store --quiet\n"
+            "_ = sum(range(1000))",
+            "from mlenergy.store import RunStore\n"
+            "runs = RunStore('store').runs()\n"
+            "print(len(runs), runs[0].workload.task, runs[0].energy_source)\n"
+            "runs",
+            "try:\n    get_ipython().run_cell_magic('energy', '--save', 'pass')\n"
+            "except Exception as exc:\n    print('usage:', exc)",
+        ],
+        tmp_path,
+    )
+    table = _text(cells[1])
+    for needle in ("time", "energy cpu:modelled", "average power", "modelled:cpu-tdp", " J<"):
+        assert needle in table
+    assert "MeasuredWindow True True modelled:cpu-tdp True" in _text(cells[2])
+    assert "saved run" in _text(cells[4])
+    listing = _text(cells[5])
+    assert "1 notebook-cell modelled:cpu-tdp" in listing
+    assert "1 run record(s)" in listing  # the list of records shows as an HTML table
+    assert "--save needs --model" in _text(cells[6])
+
+
+def test_measured_window_cannot_be_read_inside_its_block(tmp_path):
+    cells = _execute(
+        [
+            "from mlenergy.notebook import measured_window\n"
+            "w = measured_window('blk')\n"
+            "with w:\n"
+            "    try:\n"
+            "        w.energy_j\n"
+            "    except Exception as exc:\n"
+            "        print('inside:', type(exc).__name__)\n"
+            "    x = sum(range(100000))\n"
+            "print('after:', w.energy_j > 0, w.energy_source)\n"
+            "w",
+        ],
+        tmp_path,
+    )
+    text = _text(cells[0])
+    assert "inside: WindowStillOpen" in text
+    assert "after: True modelled:cpu-tdp" in text
+    assert "average power" in text  # the window's rich display
+
+
+def test_estimate_shows_as_a_field_table(tmp_path):
+    from mlenergy.estimate.reference import reference_dir
+
+    if reference_dir() is None:
+        pytest.skip("shared reference folder not found (model configs)")
+    cells = _execute(
+        [
+            "%load_ext mlenergy.notebook",
+            "from mlenergy.estimate import estimate\n"
+            "estimate('meta-llama/Llama-3.1-8B-Instruct', 'H100', batch_size=8,\n"
+            "         output_tokens=64, input_tokens=128)",
+        ],
+        tmp_path,
+    )
+    html = cells[1].outputs[0]["data"]["text/html"]
+    assert "Estimate - energy source estimated:" in html
+    assert "energy_per_token_j" in html and "J/token" in html

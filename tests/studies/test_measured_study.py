@@ -1,0 +1,288 @@
+"""The measured dense-vs-MoE study on a small fixture, its report, CLI and bad input."""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+
+import pandas as pd
+import pytest
+from measured_fixture import QUALITY_ROWS, model, stored_quality, write_quality
+
+from mlenergy.cli import main
+from mlenergy.errors import UserError
+from mlenergy.estimate.reference import reference_dir
+from mlenergy.quality.published import match_score, read_published_quality
+from mlenergy.store import RunStore
+from mlenergy.studies.measured import SUMMARY_COLUMNS, energy_per_correct
+from mlenergy.studies.measured_study import run_measured_study
+
+
+@pytest.fixture
+def study(measured_store, quality_file, tmp_path):
+    return run_measured_study(
+        measured_store,
+        quality_file=quality_file,
+        report_dir=tmp_path / "report",
+        progress=False,
+    )
+
+
+def _row(result, model_id: str, task: str) -> pd.Series:
+    rows = result.rows
+    return rows[(rows["model_id"] == model_id) & (rows["task"] == task)].iloc[0]
+
+
+def test_report_files_and_exact_summary_columns(study):
+    for name in ("index.html", "summary.md", "summary.csv"):
+        assert (study.report_dir / name).is_file()
+    assert list(pd.read_csv(study.csv_path).columns) == list(SUMMARY_COLUMNS)
+    with study.csv_path.open() as fh:
+        assert next(csv.reader(fh)) == list(SUMMARY_COLUMNS)
+    assert any(p.suffix == ".png" for p in study.report_dir.iterdir())
+    page = (study.report_dir / "index.html").read_text()
+    assert "../dense-vs-moe/index.html" in page  # links the toy study
+    assert "not measured in the same run" in page
+    assert "published:GPQA-Diamond" in page
+    assert "measured:zeus-nvml" in page
+
+
+def test_one_row_per_model_gpu_task(study):
+    summary = pd.read_csv(study.csv_path)
+    keys = summary[["model_id", "gpu", "task"]].apply(tuple, axis=1)
+    assert keys.is_unique
+    assert len(summary) == 6  # 3 models x 2 tasks on one GPU
+
+
+def test_energy_per_correct_identity(study):
+    summary = pd.read_csv(study.csv_path)
+    acc = summary[summary["quality_benchmark"] == "GPQA-Diamond"].dropna(subset=["quality_score"])
+    assert len(acc) == 2
+    expected = acc["energy_per_response_j"] / (acc["quality_score"] / 100)
+    assert (acc["energy_per_correct_j"] - expected).abs().max() < 1e-9
+    elo = summary[summary["quality_benchmark"] == "LMArena text score"]
+    assert elo["quality_score"].notna().any()
+    assert elo["energy_per_correct_j"].isna().all()  # an Elo score is not an accuracy
+    assert energy_per_correct(1000.0, 50.0, True) == 2000.0
+    assert math.isnan(energy_per_correct(1000.0, 1300.0, False))
+
+
+def test_lowest_energy_within_the_deadline(study):
+    a = _row(study, "org/dense-a", "gpqa")
+    # 0.10 J/token misses 50 ms; 0.30 J/token (40 ms) beats 0.40 J/token (20 ms).
+    assert a["median_itl_ms"] == pytest.approx(40.0)
+    assert a["energy_per_token_j"] == pytest.approx(0.30)
+    assert a["energy_per_response_j"] == pytest.approx(0.30 * 6000)
+
+
+def test_thinking_and_non_thinking_matched_from_output_length(study, quality_file):
+    a = _row(study, "org/dense-a", "gpqa")
+    assert a["quality_score"] == 70.0  # 6,000 tokens: a thinking run gets the thinking score
+    assert a["run_mode"] == "thinking"
+    assert "thinking" in a["quality_how"] and "6,000" in a["quality_how"]
+    assert a["quality_source"] == "published:GPQA-Diamond"
+    # The same model measured with short outputs gets its non-thinking score.
+    scores = read_published_quality(quality_file)
+    short = match_score(scores, "org/dense-a", "GPQA-Diamond", mean_output_tokens=600)
+    assert short.score.score == 50.0
+    assert short.run_mode == "non-thinking"
+
+
+def test_model_without_score_in_energy_tables_not_in_quality_comparisons(study):
+    c = _row(study, "org/dense-c", "gpqa")
+    assert math.isfinite(c["energy_per_response_j"])
+    assert math.isnan(c["quality_score"])
+    assert "no GPQA-Diamond figure" in c["quality_reason"]
+    assert "org/dense-c" not in set(study.frontier["model_id"])
+    assert "org/dense-c" not in set(study.pairs["dense"])
+    assert any(
+        "org/dense-c" in w and "left out of quality comparisons" in w for w in study.warnings
+    )
+    page = (study.report_dir / "index.html").read_text()
+    assert "org/dense-c" in page and "left out of quality comparisons" in page
+
+
+def test_unmatched_quality_model_is_a_listed_warning(study):
+    assert any("org/ghost" in w and "match no measured model" in w for w in study.warnings)
+    assert "org/ghost" not in set(study.rows["model_id"])
+
+
+def test_matched_pair_with_bootstrap_interval(study):
+    gpqa = study.pairs[study.pairs["task"] == "gpqa"]
+    assert len(gpqa) == 1  # dense-a 70 vs moe-b 71: within 3 points
+    pair = gpqa.iloc[0]
+    assert (pair["dense"], pair["moe"]) == ("org/dense-a", "org/moe-b")
+    moe_best = 0.12 * 5000
+    assert pair["energy_ratio"] == pytest.approx(moe_best / (0.30 * 6000))
+    assert pair["ratio_ci_low"] <= pair["ratio_mean_configs"] <= pair["ratio_ci_high"]
+    assert pair["configs_dense"] == 2 and pair["configs_moe"] == 2
+    assert study.conclusion and any("Matched-quality pairs: " in p for p in study.conclusion)
+
+
+def test_frontier_and_parameter_fits(study):
+    gpqa = study.frontier[study.frontier["task"] == "gpqa"]
+    assert set(gpqa.loc[gpqa["on_frontier"], "model_id"]) == {"org/moe-b"}  # cheaper and better
+    fits = study.fits
+    assert set(fits["predictor"]) <= {"active", "total"}
+    assert (fits["models"] >= 3).all()
+
+
+def test_store_quality_beats_published(measured_store, quality_file, tmp_path):
+    RunStore(measured_store).append([stored_quality(model("org/moe-b", True, 120, 6), 0.9)])
+    result = run_measured_study(
+        measured_store, quality_file=quality_file, report_dir=tmp_path / "r", progress=False
+    )
+    b = _row(result, "org/moe-b", "gpqa")
+    assert b["quality_score"] == pytest.approx(90.0)
+    assert b["quality_source"] == "measured:lm-eval:gpqa_diamond_cot_zeroshot"
+
+
+def test_cli_prints_both_paths_on_its_last_line(measured_store, quality_file, tmp_path, capsys):
+    code = main(
+        [
+            "study", "dense-vs-moe", "--measured", "--data-dir", str(measured_store),
+            "--quality-file", str(quality_file), "--report-dir", str(tmp_path / "rep"),
+            "--gpu", "B200", "--itl-limit-ms", "50", "--benchmark", "GPQA-Diamond",
+            "--no-progress",
+        ]
+    )  # fmt: skip
+    out = capsys.readouterr().out.strip().splitlines()
+    assert code == 0
+    assert re.fullmatch(r"summary: \S+summary\.csv  report: \S+index\.html", out[-1])
+
+
+@pytest.mark.parametrize(
+    "rows,header,needle",
+    [
+        (
+            QUALITY_ROWS,
+            ["model_id", "benchmark", "unit", "setting", "source", "source_date"],
+            "missing column(s) score",
+        ),
+        (
+            [*QUALITY_ROWS[:2], ["org/moe-b", "GPQA-Diamond", "high", "% accuracy", "", "s", "d"]],
+            None,
+            "line 4 (org/moe-b, GPQA-Diamond): score 'high' is not a number",
+        ),
+        (
+            [*QUALITY_ROWS[:1], ["org/moe-b", "GPQA-Diamond", "171", "% accuracy", "", "s", "d"]],
+            None,
+            "line 3 (org/moe-b, GPQA-Diamond): score 171 is outside the range",
+        ),
+    ],
+)
+def test_bad_quality_file_is_one_line_naming_the_row(
+    measured_store, tmp_path, capsys, rows, header, needle
+):
+    if header is not None:
+        keep = [i for i, h in enumerate(["model_id", "benchmark", "score", "unit", "setting",
+                                          "source", "source_date"]) if h in header]  # fmt: skip
+        rows = [[r[i] for i in keep] for r in rows]
+        path = write_quality(tmp_path / "bad.csv", rows, header)
+    else:
+        path = write_quality(tmp_path / "bad.csv", rows)
+    report = tmp_path / "rep"
+    code = main(
+        ["study", "dense-vs-moe", "--measured", "--data-dir", str(measured_store),
+         "--quality-file", str(path), "--report-dir", str(report), "--no-progress"]
+    )  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert len(err) == 1 and err[0].startswith("error: ")
+    assert needle in err[0]
+    assert not report.exists()  # nothing written
+
+
+@pytest.mark.parametrize(
+    "extra,needle",
+    [
+        (["--gpu", "A100"], "no measured GPU inference run on GPU 'A100'"),
+        (["--benchmark", "MMLU-Pro"], "benchmark 'MMLU-Pro' is not in quality.csv"),
+        (["--itl-limit-ms", "0"], "--itl-limit-ms must be positive"),
+    ],
+)
+def test_nothing_to_compute_exits_2(measured_store, quality_file, tmp_path, capsys, extra, needle):
+    code = main(
+        ["study", "dense-vs-moe", "--measured", "--data-dir", str(measured_store),
+         "--quality-file", str(quality_file), "--report-dir", str(tmp_path / "rep"),
+         "--no-progress", *extra]
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2
+    assert needle in err
+
+
+def test_reference_imported_on_the_fly_into_an_empty_store(tmp_path):
+    ref = reference_dir()
+    if ref is None:
+        pytest.skip("shared reference folder not found")
+    result = run_measured_study(
+        tmp_path / "data", ref, report_dir=tmp_path / "rep", progress=False, gpu="B200"
+    )
+    assert result.imported > 0
+    assert (result.rows["gpu"] == "B200").all()
+    assert "ML.ENERGY Leaderboard v3" in result.energy_note
+    gpqa = result.rows[(result.rows["task"] == "gpqa") & result.rows["quality_score"].notna()]
+    assert len(gpqa) >= 4
+    assert (gpqa["quality_source"].str.startswith("published:")).all()
+
+
+def test_study_without_quality_file_or_reference(tmp_path, monkeypatch, measured_store):
+    monkeypatch.setattr("mlenergy.analysis.reference_import.default_reference_dir", lambda: None)
+    with pytest.raises(UserError, match="reference folder was not found"):
+        run_measured_study(measured_store, report_dir=tmp_path / "rep", progress=False)
+
+
+def test_energy_per_correct_within_each_deadline(study):
+    table = study.deadlines
+    a = table[(table["model_id"] == "org/dense-a") & (table["task"] == "gpqa")].iloc[0]
+    assert a["<= 25 ms"] == pytest.approx(0.40 * 6100 / 0.70)  # only the 20 ms configuration
+    assert a["<= 50 ms"] == pytest.approx(0.30 * 6000 / 0.70)
+    assert a["<= 100 ms"] == pytest.approx(0.10 * 6000 / 0.70)
+    assert "org/dense-c" not in set(table["model_id"])  # no score, no energy per correct
+
+
+def test_conclusion_says_where_the_data_cannot_decide(study):
+    gpqa = next(p for p in study.conclusion if p.startswith("gpqa on B200"))
+    # MoE spends a third of the energy: +-6 points of sampling error cannot reverse that.
+    assert "do not change the order" in gpqa
+    from mlenergy.studies.measured_conclusion import _overlap_clause
+
+    def row(energy, score):
+        return pd.Series({"energy_per_response_j": energy, "quality_score": score,
+                          "quality_benchmark": "GPQA-Diamond",
+                          "energy_per_correct_j": energy / (score / 100)})  # fmt: skip
+
+    assert "the data cannot decide" in _overlap_clause(row(1000, 70), row(1050, 71))
+    assert "no sampling interval" in _overlap_clause(
+        row(1000, 70).replace("GPQA-Diamond", "MMLU-Pro"), row(1050, 71)
+    )
+    assert "Quality was not measured in the same runs" in study.conclusion[-1]
+    page = (study.report_dir / "index.html").read_text()
+    assert "[" in page and "J per correct" in page  # the interval column
+
+
+def test_no_quality_row_matching_any_model_exits_2(measured_store, tmp_path, capsys):
+    path = write_quality(tmp_path / "q.csv", [r for r in QUALITY_ROWS if r[0] == "org/ghost"])
+    code = main(
+        ["study", "dense-vs-moe", "--measured", "--data-dir", str(measured_store),
+         "--quality-file", str(path), "--report-dir", str(tmp_path / "rep"), "--no-progress"]
+    )  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1
+    assert "line 2 (org/ghost) name no measured model" in err[0]
+    assert not (tmp_path / "rep").exists()
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--measured", "--steps", "3"], "--steps does not apply with --measured"),
+        (["--gpu", "B200"], "--gpu does not apply without --measured"),
+    ],
+)
+def test_options_of_the_other_study_are_refused(tmp_path, capsys, args, needle):
+    code = main(["study", "dense-vs-moe", "--data-dir", str(tmp_path / "d"), *args])
+    assert code == 2
+    assert needle in capsys.readouterr().err
