@@ -13,6 +13,7 @@ LAYER = {
     "testing": 6,
     "leaderboard": 5,
     "studies": 4,
+    "sweep": 4,
     "errors": 0,
     "progress": 0,
     "records": 1,
