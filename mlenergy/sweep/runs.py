@@ -99,7 +99,8 @@ def with_gpu_split(record: RunRecord, spec: RunSpec, devices: list[str]) -> RunR
     """Say on the record which GPUs the run held and how the model was split over them."""
     if spec.gpus == 0:
         return record
-    stages = len(set(devices))
+    distinct = list(dict.fromkeys(devices))
+    stages = len(distinct)
     workload = Workload.model_validate(
         {
             **record.workload.model_dump(),
@@ -113,7 +114,7 @@ def with_gpu_split(record: RunRecord, spec: RunSpec, devices: list[str]) -> RunR
         "gpu_ids": ",".join(ids),
         "gpu_split": (
             f"{spec.gpus} GPU(s), tensor_parallel={spec.tensor_parallel}, "
-            f"layers over {stages} device(s): {','.join(devices)}"
+            f"layers over {stages} device(s): {','.join(distinct)}"
         ),
     }
     return RunRecord.model_validate({**record.model_dump(), "workload": workload, "tags": tags})
