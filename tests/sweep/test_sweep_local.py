@@ -143,3 +143,16 @@ def test_estimates_sweep_with_the_same_plan_language(tmp_path):
         check_plan(parse_plan({**plan, "devices": ["NoSuchGPU"]}))
     with pytest.raises(UserError, match="model 'nope/model'"):
         check_plan(parse_plan({**plan, "models": ["nope/model"]}))
+
+
+def test_quality_step_runs_once_per_model(tmp_path):
+    store = RunStore(tmp_path / "data")
+    runs = _runs(batch_sizes=[1], quality="perplexity")
+    summary = run_sweep(runs, store, LocalExecutor(), progress=False)
+    assert summary.ok == 2
+    (quality,) = store.quality()
+    assert quality.task == "perplexity:pydoc" and quality.value > 1
+    assert quality.model.model_id == "preset:tiny-dense"
+    assert quality.tags[KEY_TAG] == next(r.key for r in runs if r.kind == "quality")
+    again = run_sweep(runs, store, LocalExecutor(), progress=False)
+    assert again.skipped == 2 and len(store.quality()) == 1 and store.count() == 1
