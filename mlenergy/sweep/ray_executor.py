@@ -13,6 +13,7 @@ Without an address a local cluster is started on 127.0.0.1 (no dashboard, no usa
 from __future__ import annotations
 
 import os
+import socket
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -50,6 +51,29 @@ def _decode(pairs: list[tuple[str, str]]) -> tuple[list[Any], str | None]:
         model = RunRecord if kind == "run" else QualityResult
         records.append(model.model_validate_json(text))
     return records, None
+
+
+def _probe_address(address: str, timeout_s: float = 3.0) -> None:
+    """Fail within seconds when ``HOST:PORT`` does not answer (Ray itself retries for minutes).
+
+    Raises:
+        UserError: The address is malformed or nothing listens there.
+    """
+    if address == "auto" or address.startswith("ray://"):
+        return
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise UserError(
+            f"--address {address!r} is not auto or HOST:PORT", "Pass e.g. --address 10.0.0.5:6379"
+        )
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        raise UserError(
+            f"no Ray cluster answers at --address {address!r} ({exc.strerror or exc})",
+            "Start one with `ray start --head`, or omit --address for a local cluster",
+        ) from None
 
 
 @dataclass
@@ -103,6 +127,7 @@ class RayExecutor:
         if address is None:
             kwargs.update(num_cpus=num_cpus, _node_ip_address="127.0.0.1")
         else:
+            _probe_address(address)
             kwargs["address"] = address
         previous = os.environ.get("PYTHONPATH")
         try:

@@ -89,3 +89,19 @@ def test_key_depends_on_what_runs_not_how_or_which_plan():
     ]:
         assert base.model_copy(update={field: value}).key != base.key, field
     assert len(base.key) == 32 and base.key == RunSpec.model_validate(base.model_dump()).key
+
+
+@pytest.mark.parametrize(
+    "args, named",
+    [
+        (["--address", "auto"], "--address 'auto' needs --ray"),
+        (["--ray", "--address", "127.0.0.1:1"], "no Ray cluster answers at --address"),
+        (["--ray", "--address", "nonsense"], "is not auto or HOST:PORT"),
+    ],
+)
+def test_bad_ray_options_fail_in_one_line(write_plan, tmp_path, args, named):
+    pytest.importorskip("ray")
+    data = tmp_path / "data"
+    rc, _, err = run_cli("sweep", str(write_plan()), "--data-dir", str(data), *args)
+    assert rc == 2 and err.startswith("error: ") and named in err, err
+    assert not (data / "results").exists()

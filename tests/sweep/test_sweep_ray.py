@@ -129,3 +129,16 @@ def test_gpus_beyond_every_node_are_refused_before_any_run(cluster, tmp_path):
     with pytest.raises(UserError, match=r"resources\.gpus = 4 but the largest node"):
         run_sweep(_runs(resources={"gpus": 4}), store, _executor(), progress=False)
     assert not store.results_dir.exists()
+
+
+def test_cli_ray_sweep_joins_the_running_cluster(cluster, write_plan, tmp_path):
+    from tests.sweep.conftest import run_cli
+
+    data = tmp_path / "data"
+    plan = write_plan(batch_sizes=[1])
+    rc, out, err = run_cli("sweep", str(plan), "--data-dir", str(data), "--ray", "--quiet")
+    assert rc == 0, err
+    assert "1 ok" in out and "ray executor" in out
+    assert ray.is_initialized(), "a joined cluster is left running"
+    rc, out, _ = run_cli("sweep", str(plan), "--data-dir", str(data), "--ray", "--dry-run")
+    assert rc == 0 and "1 done, 0 to run" in out
