@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mlenergy.progress import progress_bar
-from mlenergy.records import RunRecord
+from mlenergy.records import QualityResult, RunRecord
 from mlenergy.sweep.outcome import Executor, Outcome
 from mlenergy.sweep.runs import failed_record
 from mlenergy.sweep.spec import KEY_TAG, RunSpec
@@ -73,6 +73,32 @@ class SweepSummary:
     def done(self) -> int:
         """Runs that ended in this sweep."""
         return self.ok + self.failed + self.unstored
+
+
+def link_quality(records: list[Any], store: Any) -> list[Any]:
+    """Link each quality record to the stored energy runs of the same model instance.
+
+    The same model instance is the same ``model_id``, config fingerprint, dtype and weights.
+    """
+    if not store.results_dir.is_dir() or not any(isinstance(r, QualityResult) for r in records):
+        return records
+    out = []
+    for record in records:
+        if isinstance(record, QualityResult):
+            m = record.model
+            found = store.query(
+                "SELECT run_id FROM runs WHERE model_id = ? AND config_fingerprint = ? "
+                "AND dtype = ? AND weights = ? AND status = 'ok' ORDER BY created_at, run_id",
+                [m.model_id, m.config_fingerprint, m.dtype, m.weights],
+            )
+            ids = tuple(i for i in found["run_id"] if i not in record.linked_run_ids)
+            if ids:
+                data = record.model_dump()
+                record = QualityResult.model_validate(
+                    {**data, "linked_run_ids": (*record.linked_run_ids, *ids)}
+                )
+        out.append(record)
+    return out
 
 
 def _records_of(outcome: Outcome) -> list[Any]:
@@ -143,7 +169,7 @@ def run_sweep(
             running.discard(outcome.spec.key)
             records = _records_of(outcome)
             if records and outcome.spec.key not in stored_keys(store):
-                store.append(records)
+                store.append(link_quality(records, store))
             _count(summary, outcome, records)
             bar.advance()
             note()

@@ -154,5 +154,6 @@ def test_quality_step_runs_once_per_model(tmp_path):
     assert quality.task == "perplexity:pydoc" and quality.value > 1
     assert quality.model.model_id == "preset:tiny-dense"
     assert quality.tags[KEY_TAG] == next(r.key for r in runs if r.kind == "quality")
+    assert quality.linked_run_ids == tuple(r.run_id for r in store.runs())
     again = run_sweep(runs, store, LocalExecutor(), progress=False)
     assert again.skipped == 2 and len(store.quality()) == 1 and store.count() == 1
