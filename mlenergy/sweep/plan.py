@@ -205,6 +205,8 @@ def describe_validation_error(exc: ValidationError, data: Any, origin: str) -> U
     """Turn pydantic's first error into one line naming the key and its value."""
     err = exc.errors(include_url=False)[0]
     loc = tuple(err.get("loc", ()))
+    if loc and isinstance(loc[-1], int) and not isinstance(_value_at(data, loc[:-1]), list):
+        loc = loc[:-1]  # an axis written as one value: name the key, not an index
     key = _where(loc)
     msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
     if err.get("type") == "extra_forbidden":

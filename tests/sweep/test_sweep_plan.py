@@ -18,7 +18,7 @@ from tests.sweep.conftest import TINY, run_cli
         ({"repeats": [1, 2]}, "'repeats' = [1, 2]"),
         ({"batch_sizes": []}, "'batch_sizes' = []"),
         ({"input_tokens": [4, -8]}, "'input_tokens[1]' = -8"),
-        ({"output_tokens": -1}, "= -1"),
+        ({"output_tokens": -1}, "'output_tokens' = -1"),
         ({"resources": {"gpus": [1, 2]}}, "'resources.gpus' = [1, 2]"),
         ({"resources": {"retry": 1}}, "'resources.retry'"),
         ({"quality": "bleu"}, "'quality' = 'bleu'"),
