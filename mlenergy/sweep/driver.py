@@ -101,12 +101,13 @@ def link_quality(records: list[Any], store: Any) -> list[Any]:
     return out
 
 
-def _records_of(outcome: Outcome) -> list[Any]:
+def _records_of(outcome: Outcome, same_host: bool) -> list[Any]:
     """Records to store for an outcome: its own, or a failed point for a bench run."""
     if outcome.status == "ok":
         return outcome.records
     if outcome.spec.kind == "bench":
-        return [failed_record(outcome.spec, outcome.error or "unknown error", outcome.status)]
+        error = outcome.error or "unknown error"
+        return [failed_record(outcome.spec, error, outcome.status, same_host)]
     return []
 
 
@@ -167,7 +168,7 @@ def run_sweep(
 
         for outcome in executor.run(todo, on_start):
             running.discard(outcome.spec.key)
-            records = _records_of(outcome)
+            records = _records_of(outcome, same_host=executor.name == "local")
             if records and outcome.spec.key not in stored_keys(store):
                 store.append(link_quality(records, store))
             _count(summary, outcome, records)

@@ -11,7 +11,7 @@ import os
 from typing import Any
 
 from mlenergy.errors import UserError
-from mlenergy.records import QualityResult, RunRecord, Workload, utc_now
+from mlenergy.records import Hardware, QualityResult, RunRecord, Workload, utc_now
 from mlenergy.sweep.placement import split_layers
 from mlenergy.sweep.spec import KEY_TAG, PLAN_TAG, RunSpec
 
@@ -159,13 +159,15 @@ def _estimate(spec: RunSpec) -> RunRecord:
     )
 
 
-def failed_record(spec: RunSpec, error: str, reason: str) -> RunRecord:
+def failed_record(spec: RunSpec, error: str, reason: str, same_host: bool = True) -> RunRecord:
     """A failed point for a bench run that crashed, timed out or kept failing.
 
     Args:
         spec: The run.
         error: What went wrong (first line kept, up to 1000 characters).
         reason: ``crashed``, ``timed out`` or ``failed``.
+        same_host: The run ran on this machine (in-process): its CPU and memory go on the
+            record. Otherwise only the GPU count is known (the worker's node is gone).
 
     Raises:
         UserError: The run is not a bench run (estimates and quality runs are not stored
@@ -200,7 +202,7 @@ def failed_record(spec: RunSpec, error: str, reason: str) -> RunRecord:
         ended_at=utc_now(),
         model=info,
         workload=workload,
-        hardware=collect_hardware(None),
+        hardware=collect_hardware(None) if same_host else Hardware(accelerator_count=spec.gpus),
         software=collect_software(),
         energy_source=source,
         repeats=spec.repeats,

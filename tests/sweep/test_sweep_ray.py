@@ -120,6 +120,7 @@ def test_run_past_its_timeout_is_cancelled_and_stored_as_timed_out(cluster, tmp_
     (record,) = store.runs()
     assert summary.failed == 1 and record.status == "failed"
     assert record.tags["sweep_failure"] == "timed out" and "cancelled" in record.error
+    assert record.hardware.cpu_model is None  # the node of a cancelled worker is not known
 
 
 def test_gpus_beyond_every_node_are_refused_before_any_run(cluster, tmp_path):
