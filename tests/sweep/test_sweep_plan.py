@@ -105,3 +105,13 @@ def test_bad_ray_options_fail_in_one_line(write_plan, tmp_path, args, named):
     rc, _, err = run_cli("sweep", str(write_plan()), "--data-dir", str(data), *args)
     assert rc == 2 and err.startswith("error: ") and named in err, err
     assert not (data / "results").exists()
+
+
+@pytest.mark.parametrize("name", ["sweep-tiny.yaml", "sweep-estimate.yaml"])
+def test_example_plans_are_valid(name, tmp_path):
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "examples" / name
+    rc, out, err = run_cli("sweep", str(path), "--data-dir", str(tmp_path / "d"), "--dry-run")
+    assert rc == 0, err
+    assert "0 done" in out and out.count("todo  ") == 4
