@@ -1,28 +1,17 @@
-"""Shared helpers of the sweep tests: tiny plans written as YAML, the CLI run in-process."""
+"""Fixtures of the sweep tests: no real devices, tiny plans written as YAML."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 from pathlib import Path
 
 import pytest
 import torch
 import yaml
+from sweep_helpers import TINY
 
 from mlenergy.measure.emulated import install_no_devices
 
 torch.set_num_threads(1)
-
-TINY = {
-    "name": "tiny",
-    "models": ["preset:tiny-dense"],
-    "batch_sizes": [1, 2],
-    "input_tokens": [2],
-    "output_tokens": [2],
-    "repeats": 1,
-    "devices": ["cpu"],
-}
 
 
 @pytest.fixture(autouse=True)
@@ -44,13 +33,3 @@ def write_plan(tmp_path):
         return path
 
     return _write
-
-
-def run_cli(*args: str) -> tuple[int, str, str]:
-    """Run ``mlenergy <args>`` in this process; return exit code, stdout and stderr."""
-    from mlenergy.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = main(list(args))
-    return rc, out.getvalue(), err.getvalue()

@@ -5,12 +5,12 @@ from __future__ import annotations
 import time
 
 import pytest
+from sweep_helpers import TINY, run_cli
 
 import mlenergy.sweep.local as local_mod
 from mlenergy.errors import UserError
 from mlenergy.store import RunStore
 from mlenergy.sweep import KEY_TAG, LocalExecutor, check_plan, parse_plan, run_sweep
-from tests.sweep.conftest import TINY, run_cli
 
 
 def _keys(store: RunStore) -> list[str]:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from sweep_helpers import TINY, run_cli
 
 from mlenergy.errors import UserError
 from mlenergy.measure.emulated import install_emulated_gpus
 from mlenergy.sweep import check_plan, parse_plan
 from mlenergy.sweep.spec import RunSpec
-from tests.sweep.conftest import TINY, run_cli
 
 
 @pytest.mark.parametrize(

@@ -9,10 +9,10 @@ import time
 
 import psutil
 import pytest
+from sweep_helpers import TINY, run_cli
 
 from mlenergy.store import RunStore
 from mlenergy.sweep import KEY_TAG, check_plan, parse_plan, run_sweep
-from tests.sweep.conftest import TINY
 
 pytestmark = pytest.mark.slow
 
@@ -133,8 +133,6 @@ def test_gpus_beyond_every_node_are_refused_before_any_run(cluster, tmp_path):
 
 
 def test_cli_ray_sweep_joins_the_running_cluster(cluster, write_plan, tmp_path):
-    from tests.sweep.conftest import run_cli
-
     data = tmp_path / "data"
     plan = write_plan(batch_sizes=[1])
     rc, out, err = run_cli("sweep", str(plan), "--data-dir", str(data), "--ray", "--quiet")
