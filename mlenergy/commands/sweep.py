@@ -79,6 +79,13 @@ def sweep(
         executor = LocalExecutor(idle_s=idle_s)
     try:
         summary = run_sweep(runs, store, executor, progress=not quiet)
+    except KeyboardInterrupt:
+        typer.echo(
+            f"interrupted: finished runs are stored; run `mlenergy sweep {plan_file} --resume` "
+            "to do the rest",
+            err=True,
+        )
+        raise
     finally:
         executor.close()
     for line in summary.errors:

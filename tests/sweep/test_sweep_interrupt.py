@@ -36,7 +36,7 @@ def _segments(data: Path) -> int:
 
 @pytest.mark.slow
 def test_sigint_mid_sweep_then_resume_completes_without_duplicates(write_plan, tmp_path):
-    plan = write_plan(batch_sizes=[1, 2, 3, 4])
+    plan = write_plan(batch_sizes=[1, 2, 3])
     data = tmp_path / "data"
     proc = _start(plan, data)
     deadline = time.monotonic() + 90
@@ -46,15 +46,15 @@ def test_sigint_mid_sweep_then_resume_completes_without_duplicates(write_plan, t
     _, err = proc.communicate(timeout=60)
     interrupted = RunStore(data).count()
     if proc.returncode == 130:
-        assert 1 <= interrupted < 4, err
+        assert "interrupted: finished runs are stored" in err and 1 <= interrupted < 3, err
     else:  # the sweep finished before the signal arrived: nothing to resume
-        assert proc.returncode == 0 and interrupted == 4
+        assert proc.returncode == 0 and interrupted == 3
     resumed = _start(plan, data)
     out, err = resumed.communicate(timeout=120)
     assert resumed.returncode == 0, err
-    assert f"{interrupted} already stored, {4 - interrupted} ok" in out
+    assert f"{interrupted} already stored, {3 - interrupted} ok" in out
     records = RunStore(data).runs()
     expected = sorted(r.key for r in check_plan(load_plan(plan)))
     assert sorted(r.tags[KEY_TAG] for r in records) == expected
-    assert sorted(r.workload.batch_size for r in records) == [1, 2, 3, 4]
+    assert sorted(r.workload.batch_size for r in records) == [1, 2, 3]
     assert all(r.status == "ok" for r in records)
