@@ -53,8 +53,11 @@ def execute_run(spec: RunSpec, idle_s: float = 0.0) -> list[Record]:
 def _meter(spec: RunSpec) -> Any:
     from mlenergy.measure import EnergyMeter
 
-    # One Zeus monitor over every GPU the run holds (none: RAPL or the CPU power model).
-    return EnergyMeter(gpu_indices=list(range(spec.gpus)))
+    if spec.gpus == 0:  # RAPL packages when Zeus can read them, else the CPU power model
+        return EnergyMeter(gpu_indices=[])
+    # One Zeus monitor over every GPU the run holds. CPU packages are left out: runs on other
+    # GPUs of the node share them, so their energy is not this run's alone.
+    return EnergyMeter(gpu_indices=list(range(spec.gpus)), cpu_indices=[])
 
 
 def _bench(spec: RunSpec, idle_s: float) -> RunRecord:
