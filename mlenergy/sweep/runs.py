@@ -144,9 +144,18 @@ def estimate_record(spec: RunSpec) -> RunRecord:
     to_record = getattr(est, "to_record", None)
     if callable(to_record):
         return to_record()
-    from mlenergy.estimate.records import to_run_record
+    import importlib
 
-    return to_run_record(est)
+    for module in ("mlenergy.estimate.to_record", "mlenergy.estimate.records"):
+        try:
+            return importlib.import_module(module).to_run_record(est)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+    raise UserError(
+        "this mlenergy has no conversion of estimates to run records",
+        "Update mlenergy-lab (mlenergy.estimate.to_record)",
+    )
 
 
 def _estimate(spec: RunSpec) -> RunRecord:
