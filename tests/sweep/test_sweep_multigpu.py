@@ -52,3 +52,21 @@ def test_layer_split_keeps_the_outputs():
     assert [len(g) for g in groups] == [2, 1, 1]
     assert torch.allclose(before, after)
     assert layer_groups(5, 2) == [range(0, 3), range(3, 5)]
+
+
+def test_plan_asking_for_two_gpus_stores_runs_measured_over_both(tmp_path):
+    from sweep_helpers import TINY
+
+    from mlenergy.store import RunStore
+    from mlenergy.sweep import LocalExecutor, check_plan, parse_plan, run_sweep
+
+    plan = parse_plan({**TINY, "batch_sizes": [1], "resources": {"gpus": 2}})
+    store = RunStore(tmp_path / "data")
+    with install_emulated_gpus(power_w=200.0, count=2):
+        summary = run_sweep(check_plan(plan), store, LocalExecutor(), progress=False)
+    assert summary.ok == 1
+    (record,) = store.runs()
+    assert record.energy_source == "emulated:zeus-gpu" and record.scope.gpu_indices == (0, 1)
+    assert record.scope.cpu_indices == () and record.hardware.accelerator_count == 2
+    decode = record.phase("decode")
+    assert set(decode.energy_by_device_j) == {"gpu:0", "gpu:1"}
