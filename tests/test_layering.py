@@ -15,6 +15,7 @@ LAYER = {
     "notebook": 5,
     "studies": 4,
     "importers": 4,
+    "sweep": 4,
     "errors": 0,
     "progress": 0,
     "records": 1,

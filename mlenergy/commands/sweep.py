@@ -1,0 +1,104 @@
+"""``mlenergy sweep plan.yaml``: run a plan's grid of measured runs or estimates into the store.
+
+The whole plan is checked before any run starts or the store is touched: a bad key or value,
+an unknown model, GPUs on a machine with none (without ``--ray``) end with one ``error:`` line
+naming the key and value, exit code 2, nothing written. Runs whose key is already stored are
+always skipped, so ``--resume`` after a crash or Ctrl-C is the same command.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mlenergy.commands.options import DataDirOption, resolve_data_dir
+from mlenergy.errors import UserError
+
+
+def _open_store(data_dir: Path, dry_run: bool):
+    from mlenergy.store import RunStore
+
+    store = RunStore(data_dir)
+    if not dry_run:
+        store.ensure_writable()
+    if store.results_dir.is_dir():
+        store.check()
+    return store
+
+
+def sweep(
+    plan_file: Annotated[Path, typer.Argument(help="The plan (YAML grid of runs).")],
+    data_dir: DataDirOption = None,
+    use_ray: Annotated[
+        bool, typer.Option("--ray", help="Run each point as a Ray task (own worker process).")
+    ] = False,
+    address: Annotated[
+        str | None,
+        typer.Option(help="With --ray: join this cluster (auto or HOST:PORT); default: local."),
+    ] = None,
+    ray_cpus: Annotated[
+        int, typer.Option(help="With --ray and no --address: CPUs of the local cluster.")
+    ] = 2,
+    resume: Annotated[
+        bool,
+        typer.Option(help="Skip runs already stored (always done; kept for clarity)."),
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List the runs and how many are done; run nothing.")
+    ] = False,
+    idle_s: Annotated[
+        float, typer.Option(help="Seconds of idle power measured before each bench run.")
+    ] = 0.5,
+    quiet: Annotated[bool, typer.Option(help="No progress bar.")] = False,
+) -> None:
+    """Run the grid of a sweep plan, in-process or on Ray, skipping runs already stored."""
+    from mlenergy.sweep import LocalExecutor, check_plan, dry_run_lines, load_plan, run_sweep
+
+    if address is not None and not use_ray:
+        raise UserError(f"--address {address!r} needs --ray", "Add --ray, or drop --address")
+    if ray_cpus < 1:
+        raise UserError(f"--ray-cpus {ray_cpus} must be at least 1", "Pass e.g. --ray-cpus 2")
+    if not 0 <= idle_s <= 600:
+        raise UserError(f"--idle-s {idle_s} is out of range", "Use 0 to 600 seconds")
+    plan = load_plan(plan_file)
+    runs = check_plan(plan, str(plan_file), use_ray=use_ray)
+    store = _open_store(resolve_data_dir(data_dir), dry_run)
+    if dry_run:
+        lines, done = dry_run_lines(runs, store)
+        for line in lines:
+            typer.echo(line)
+        typer.echo(f"{plan.name}: {len(lines)} run(s), {done} done, {len(lines) - done} to run")
+        return
+    if use_ray:
+        from mlenergy.sweep.ray_executor import RayExecutor
+
+        executor = RayExecutor(address, num_cpus=ray_cpus, idle_s=idle_s)
+    else:
+        executor = LocalExecutor(idle_s=idle_s)
+    try:
+        summary = run_sweep(runs, store, executor, progress=not quiet)
+    except KeyboardInterrupt:
+        typer.echo(
+            f"interrupted: finished runs are stored; run `mlenergy sweep {plan_file} --resume` "
+            "to do the rest",
+            err=True,
+        )
+        raise
+    finally:
+        executor.close()
+    for line in summary.errors:
+        typer.echo(f"not ok: {line}", err=True)
+    typer.echo(
+        f"{plan.name}: {summary.planned} run(s): {summary.skipped} already stored, "
+        f"{summary.ok} ok, {summary.failed} stored as failed, {summary.unstored} not stored "
+        f"({executor.name} executor, store {store.data_dir})"
+    )
+    if summary.unstored:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``sweep`` to the root app."""
+    app.command("sweep")(sweep)
