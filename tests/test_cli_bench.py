@@ -260,12 +260,12 @@ def test_fresh_data_dir_probe_leaves_nothing(tmp_path, monkeypatch, capsys):
 def test_quality_checks_a_corrupted_store_before_computing(
     filled_store, tmp_path, monkeypatch, capsys
 ):
-    import mlenergy.commands.quality as quality_cmd
+    import mlenergy.quality.evaluate as quality_evaluate
 
     def refuse(*args, **kwargs):
         raise AssertionError("quality computed before the store was checked")
 
-    monkeypatch.setattr(quality_cmd, "_perplexity", refuse)
+    monkeypatch.setattr(quality_evaluate, "model_perplexity", refuse)
     data = tmp_path / "data"
     shutil.copytree(filled_store[0], data)
     segments = sorted((data / "results").rglob("*.parquet"))

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from mlenergy.models.config_file import config_from_dict, read_config_file
 from mlenergy.models.info import (
     config_dict,
     config_fingerprint,
@@ -23,9 +24,7 @@ from mlenergy.models.loading import (
     canonical_dtype,
     check_buildable,
     check_device,
-    config_from_dict,
     load_model,
-    read_config_file,
     resolve_source,
 )
 from mlenergy.models.presets import PRESET_PREFIX, PRESETS, Preset, preset_config

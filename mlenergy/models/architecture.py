@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mlenergy.errors import UserError
+from mlenergy.models.config_values import check_config_values, count_field, flatten_text_config
 
 MIXERS = ("attention", "sliding", "chunked", "mla", "mamba", "none")
 """Token mixers a layer may have: full attention, sliding-window attention, chunked attention,
@@ -20,8 +21,6 @@ multi-head latent attention, a Mamba-2 block, or nothing."""
 
 MLPS = ("dense", "moe", "none")
 """Channel mixers a layer may have."""
-
-_NESTED_TEXT_KEYS = ("text_config", "thinker_config", "llm_config", "language_config")
 
 
 @dataclass(frozen=True)
@@ -120,34 +119,21 @@ class ArchitectureSpec:
         Raises:
             UserError: A required key is missing or a value is invalid (names the field).
         """
-        return _parse(_flatten(config))
-
-
-def _flatten(config: dict[str, Any]) -> dict[str, Any]:
-    if not isinstance(config, dict):
-        raise UserError("model config must be a JSON object", "Pass a Hugging Face config.json")
-    cfg = dict(config)
-    for key in _NESTED_TEXT_KEYS:
-        nested = config.get(key)
-        if isinstance(nested, dict):
-            inner = _flatten(nested)
-            top_type = cfg.get("model_type")
-            cfg.update(inner)
-            if top_type:
-                cfg["model_type"] = top_type
-    return cfg
+        flat = flatten_text_config(config)
+        check_config_values(flat)
+        return _parse(flat)
 
 
 def _req(cfg: dict[str, Any], *names: str) -> int:
     for name in names:
-        value = cfg.get(name)
+        value = count_field(cfg, name)
         if value is not None:
-            if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
+            if value <= 0:
                 raise UserError(
-                    f"model config field '{name}' must be a positive number, got {value!r}",
+                    f"model config field '{name}' must be a positive integer, got {value!r}",
                     "Fix the config.json",
                 )
-            return int(value)
+            return value
     raise UserError(
         f"model config is missing required field '{names[0]}'",
         "Pass a complete Hugging Face config.json (hidden_size, num_hidden_layers, "
@@ -157,9 +143,9 @@ def _req(cfg: dict[str, Any], *names: str) -> int:
 
 def _opt(cfg: dict[str, Any], *names: str) -> int | None:
     for name in names:
-        value = cfg.get(name)
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return int(value)
+        value = count_field(cfg, name)
+        if value is not None:
+            return value
     return None
 
 

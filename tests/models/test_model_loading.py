@@ -43,7 +43,9 @@ def test_config_json_builds_random_weights(tmp_path):
     cfg = _write_config(tmp_path / "config.json", num_hidden_layers=1)
     loaded = load_model(str(cfg))
     assert loaded.info.weights == "random"
-    assert loaded.model_id == str(cfg)
+    # A name and the fingerprint, never the path it was given by.
+    assert loaded.model_id == f"config:{tmp_path.name}@{loaded.info.config_fingerprint[:8]}"
+    assert loaded.info.model_id == loaded.model_id
     assert loaded.config.num_hidden_layers == 1
     assert loaded.info.architecture == "llama"
 
@@ -58,6 +60,20 @@ def test_reference_style_config_with_annotations(tmp_path):
     )
     loaded = load_model(str(cfg))
     assert loaded.info.weights == "random"
+    assert loaded.model_id == f"config:org/name@{loaded.info.config_fingerprint[:8]}"
+
+
+def test_config_file_model_id_is_a_name_and_fingerprint_not_a_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _write_config(tmp_path / "small.json", num_hidden_layers=1)
+    (tmp_path / "copy").mkdir()
+    _write_config(tmp_path / "copy" / "small.json", num_hidden_layers=1)
+    _write_config(tmp_path / "other.json", num_hidden_layers=2)
+    here = resolve_source("small.json")
+    there = resolve_source(str(tmp_path / "copy" / "small.json"))
+    assert here.model_id == there.model_id  # same config, same id, wherever it was read
+    assert here.model_id.startswith("config:small@") and "/" not in here.model_id
+    assert resolve_source("other.json").model_id != here.model_id
 
 
 def test_config_object_and_model_id_override():
