@@ -51,8 +51,7 @@ class ValidationFailed(UserError):
     def summary(self) -> str:
         """The headline without the problems, for when they are shown one per line."""
         return (
-            f"{len(self.problems)} validation problem(s), listed below. "
-            "Fix them and submit again"
+            f"{len(self.problems)} validation problem(s), listed below. Fix them and submit again"
         )
 
 
