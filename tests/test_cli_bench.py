@@ -233,7 +233,7 @@ def _no_model_building(monkeypatch):
 
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux /proc")
 def test_unwritable_data_dir_fails_before_any_model(monkeypatch, capsys):
-    """QA: `--data-dir /proc/qa` passed os.access as root and failed only after measuring."""
+    """`--data-dir /proc/qa` passes os.access as root: it must fail before measuring."""
     _no_model_building(monkeypatch)
     rc = main(["bench", "-m", "preset:tiny-dense", "-b", "1", *FAST, "--data-dir", "/proc/qa"])
     err = capsys.readouterr().err.strip()
@@ -279,7 +279,7 @@ def test_quality_checks_a_corrupted_store_before_computing(
 
 
 def test_config_missing_sizes_is_refused_before_building(tmp_path, capsys):
-    """QA: {"model_type": "llama"} silently became a 6.74B model with default sizes."""
+    """{"model_type": "llama"} must not silently become a 6.74B model with default sizes."""
     cfg = tmp_path / "missing.json"
     cfg.write_text('{"model_type": "llama"}')
     data = tmp_path / "data"
