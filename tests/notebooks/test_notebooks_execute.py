@@ -65,6 +65,7 @@ def test_measure_quickstart_executes(tmp_path):
     assert "modelled:cpu-tdp" in text or "measured:" in text
 
 
+@pytest.mark.slow  # over ~20 s on 2 shared cores; left out by `make test-fast`
 def test_dense_vs_moe_notebook_executes(tmp_path):
     nb = _run(
         "02_dense_vs_moe.ipynb",
