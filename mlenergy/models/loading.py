@@ -48,10 +48,6 @@ _WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.pt", "*.pth")
 _SOURCE_FIX = "Use preset:<name> (" + ", ".join(PRESETS) + "), a local path, or a config.json"
 
 
-def _one_line(exc: BaseException) -> str:
-    return first_line(exc, 300)
-
-
 @dataclass(frozen=True)
 class ModelSource:
     """Where a model comes from, parsed from a user string.
@@ -151,7 +147,7 @@ def check_device(device: str) -> str:
         dev = torch.device(device)
     except (RuntimeError, TypeError) as exc:
         raise UserError(
-            f"invalid device {device!r} ({_one_line(exc)})", "Use cpu, cuda or cuda:<index>"
+            f"invalid device {device!r} ({first_line(exc, 300)})", "Use cpu, cuda or cuda:<index>"
         ) from exc
     if dev.type == "cuda":
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
@@ -229,12 +225,12 @@ def build_random(
     except TypeError as exc:  # e.g. a string where the config needs a number
         raise UserError(
             f"cannot build a model from {origin!r}: a config value has the wrong type "
-            f"({_one_line(exc)})",
+            f"({first_line(exc, 300)})",
             "Check the config.json's values (numbers where numbers are expected)",
         ) from exc
     except ValueError as exc:
         raise UserError(
-            f"cannot build a causal language model from {origin!r} ({_one_line(exc)})",
+            f"cannot build a causal language model from {origin!r} ({first_line(exc, 300)})",
             "Use a decoder-only architecture config (llama, mixtral, qwen3_moe, deepseek_v3...)",
         ) from exc
     return model.to(device=device, dtype=_to_torch_dtype(dtype)).eval()
@@ -269,7 +265,7 @@ def _pretrained_error(name: str, exc: BaseException, action: str, folder_fix: st
         folder_fix: How to fix a local folder.
     """
     if Path(name).exists():
-        return UserError(f"could not {action} in {name!r} ({_one_line(exc)})", folder_fix)
+        return UserError(f"could not {action} in {name!r} ({first_line(exc, 300)})", folder_fix)
     return UserError(
         f"could not load {name!r} from the Hugging Face Hub (no network or unknown id)",
         _SOURCE_FIX,
