@@ -88,3 +88,18 @@ def test_a_value_transformers_refuses_is_one_line_too(tmp_path, capsys):
     cfg = _config(tmp_path, rope_theta="ten thousand")
     assert main(COMMANDS["bench"](cfg, tmp_path / "data")) == 2
     _one_error_line(capsys)
+
+
+def test_bench_from_a_config_path_records_a_name_and_fingerprint(tmp_path, monkeypatch, capsys):
+    from mlenergy.store import RunStore
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "small.json").write_text(json.dumps(GOOD))
+    data = tmp_path / "data"
+    args = ["bench", "-m", "configs/small.json", "-b", "1", "--input-tokens", "4"]
+    args += ["--output-tokens", "2", "--repeats", "1", "--idle-s", "0", "--data-dir", str(data)]
+    assert main(args) == 0, capsys.readouterr().err
+    (run,) = RunStore(data).runs()
+    assert run.model.model_id == f"config:small@{run.model.config_fingerprint[:8]}"
+    assert "configs" not in run.model.model_id

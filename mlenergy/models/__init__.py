@@ -1,8 +1,11 @@
 """Models to benchmark: presets, hub ids, local folders and configs; their record description.
 
 ``load_model`` returns a :class:`LoadedModel` (the module, its config, tokenizer and
-:class:`~mlenergy.records.ModelInfo`). Parameter counting from a config alone lives in
-:mod:`mlenergy.models.architecture` (pure Python, no torch).
+:class:`~mlenergy.records.ModelInfo`). A ``config.json`` is read by
+:mod:`mlenergy.models.config_file` after the one strict check of its counts
+(:mod:`mlenergy.models.config_values`, which the estimator applies too). Architecture and
+parameter counts from a config alone live in :mod:`mlenergy.models.architecture` and
+:mod:`mlenergy.models.parameters` (pure Python, no torch).
 """
 
 from __future__ import annotations
