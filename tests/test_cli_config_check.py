@@ -84,10 +84,19 @@ def test_the_same_check_serves_estimator_and_builder():
     assert ArchitectureSpec.from_config(GOOD).num_layers == 2
 
 
-def test_a_value_transformers_refuses_is_one_line_too(tmp_path, capsys):
+@pytest.mark.parametrize(
+    "field,value", [("rms_norm_eps", "small"), ("tie_word_embeddings", "yes"), ("hidden_act", 5)]
+)
+def test_a_value_transformers_refuses_is_one_line_naming_it(tmp_path, capsys, field, value):
+    cfg = _config(tmp_path, **{field: value})
+    assert main(COMMANDS["bench"](cfg, tmp_path / "data")) == 2
+    assert f"field '{field}'" in _one_error_line(capsys)
+
+
+def test_a_value_that_breaks_the_build_is_one_line_too(tmp_path, capsys):
     cfg = _config(tmp_path, rope_theta="ten thousand")
     assert main(COMMANDS["bench"](cfg, tmp_path / "data")) == 2
-    _one_error_line(capsys)
+    assert "wrong type" in _one_error_line(capsys)
 
 
 def test_bench_from_a_config_path_records_a_name_and_fingerprint(tmp_path, monkeypatch, capsys):
