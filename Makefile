@@ -8,7 +8,7 @@ export MKL_NUM_THREADS ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 export HF_HUB_DISABLE_TELEMETRY ?= 1
 
-.PHONY: demo test lint format install install-dev browser-deps clean
+.PHONY: demo test test-fast lint format install install-dev browser-deps clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,10 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q
+
+# The inner loop: everything but the tests marked slow (> ~20 s) and the browser tests.
+test-fast: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest -q -m "not slow and not browser"
 
 # JupyterLab on the notebooks (installed by the notebook extra of `make install`/`make demo`).
 .PHONY: lab

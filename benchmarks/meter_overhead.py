@@ -10,7 +10,7 @@ Run::
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/meter_overhead.py --rounds 20
 
-Pass criterion (spine issue): overhead under 2% of wall time. On a shared, loaded machine
+Target: overhead under 2% of wall time. On a shared, loaded machine
 single generate calls vary by tens of percent; use many rounds and read the median pair
 ratio beside the CPU-time ratio and the fixed per-window cost. With ``--timeline`` the sampler
 thread runs during both arms, so its cost shows in the "background CPU" line, not the ratio.

@@ -1,8 +1,8 @@
 """Store speed at leaderboard scale (not a test): append, load and fetch 100,000 runs.
 
-Run: ``OMP_NUM_THREADS=1 .venv/bin/python tests/store/bench_store_load.py [N]``. Records are
-copies of 50 factory runs with fresh ids (content differs, so none is a duplicate). Prints the
-best of three timings of each read.
+Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/store_load.py [N]``. Records are copies of
+50 synthetic runs (:mod:`mlenergy.testing.synthetic`) with fresh ids (content differs, so none
+is a duplicate). Prints the best of three timings of each read.
 """
 
 from __future__ import annotations
@@ -13,11 +13,8 @@ import time
 import uuid
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from conftest import make_run
-
 from mlenergy.store import RunStore
+from mlenergy.testing.synthetic import synthetic_runs
 
 
 def _best(fn, repeats: int = 3) -> tuple[float, object]:
@@ -31,7 +28,7 @@ def _best(fn, repeats: int = 3) -> tuple[float, object]:
 
 def main(n: int = 100_000, batches: int = 10) -> None:
     """Append ``n`` runs in ``batches`` appends, then time the reads."""
-    base = [make_run(seed=i) for i in range(50)]
+    base = synthetic_runs(50)
     records = [base[i % 50].model_copy(update={"run_id": uuid.uuid4().hex}) for i in range(n)]
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "data"

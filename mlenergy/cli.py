@@ -13,7 +13,7 @@ import sys
 import typer
 
 import mlenergy.commands
-from mlenergy.errors import UserError
+from mlenergy.errors import Interrupted, UserError, ValidationFailed
 
 app = typer.Typer(
     name="mlenergy",
@@ -22,6 +22,10 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
+
+
+_CTRL_C_EXIT = 130
+_INTERRUPTED = "interrupted: work already stored is kept"
 
 
 def _version_callback(value: bool) -> None:
@@ -80,6 +84,15 @@ def _usage_message(exc: BaseException) -> str:
     return f"{message}. Run '{command} --help' for the usage"
 
 
+def _print_problems(exc: ValidationFailed) -> None:
+    """A validation failure: its headline once, then each problem on its own line."""
+    from mlenergy.store.validation import terminal_text
+
+    typer.echo(f"error: {exc.summary}", err=True)
+    for problem in exc.problems:  # submitted text: control characters made visible
+        typer.echo(f"  - {terminal_text(problem, 500)}", err=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the process exit code (2 for bad input).
 
@@ -88,12 +101,18 @@ def main(argv: list[str] | None = None) -> int:
     """
     try:
         result = app(args=argv, standalone_mode=False)
+    except ValidationFailed as exc:
+        _print_problems(exc)
+        return exc.exit_code
     except UserError as exc:
         typer.echo(f"error: {exc.message}", err=True)
         return exc.exit_code
+    except Interrupted as exc:
+        typer.echo(f"interrupted: {exc.summary}", err=True)
+        return exc.exit_code
     except KeyboardInterrupt:
-        typer.echo("interrupted: completed runs are kept in the store", err=True)
-        return 130
+        typer.echo(_INTERRUPTED, err=True)
+        return _CTRL_C_EXIT
     except SystemExit as exc:  # typer/click exits (e.g. --help)
         return int(exc.code or 0)
     except Exception as exc:
@@ -108,8 +127,12 @@ def main(argv: list[str] | None = None) -> int:
             typer.echo("aborted", err=True)
             return 130
         raise
-    # In non-standalone mode click returns the exit code of ``typer.Exit`` / ``ctx.exit``.
-    return result if isinstance(result, int) else 0
+    # In non-standalone mode click returns the exit code of ``typer.Exit`` / ``ctx.exit``;
+    # typer turns a Ctrl-C inside a command into exit code 130 without a word.
+    code = result if isinstance(result, int) else 0
+    if code == _CTRL_C_EXIT:
+        typer.echo(_INTERRUPTED, err=True)
+    return code
 
 
 def run() -> None:

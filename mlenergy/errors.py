@@ -44,5 +44,42 @@ class ValidationFailed(UserError):
         self.problems = list(problems)
         super().__init__(
             f"{len(self.problems)} validation problem(s): " + "; ".join(self.problems),
-            "Fix the listed fields and submit again",
+            "Fix the problems listed and submit again",
         )
+
+    @property
+    def summary(self) -> str:
+        """The headline without the problems, for when they are shown one per line."""
+        return (
+            f"{len(self.problems)} validation problem(s), listed below. Fix them and submit again"
+        )
+
+
+class Interrupted(Exception):
+    """Ctrl-C during a long job, with a one-line account of what was kept.
+
+    The job raises it from its ``except KeyboardInterrupt`` once it has cleaned up; the CLI
+    prints ``interrupted: <summary>`` and exits with status 130. (It is not itself a
+    ``KeyboardInterrupt``: the command-line framework would swallow that silently.)
+
+    Args:
+        summary: What was kept (e.g. how many points were stored, and where).
+    """
+
+    exit_code = 130
+
+    def __init__(self, summary: str) -> None:
+        self.summary = summary.rstrip(".")
+        super().__init__(self.summary)
+
+
+def first_line(exc: BaseException, limit: int | None = None) -> str:
+    """The first line of an exception's message (its type name if empty), for one-line errors.
+
+    Args:
+        exc: The exception.
+        limit: Cut the line to at most this many characters (``None``: whole line).
+    """
+    text = str(exc).strip()
+    line = text.splitlines()[0] if text else type(exc).__name__
+    return line[:limit] if limit is not None else line

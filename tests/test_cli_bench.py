@@ -233,7 +233,7 @@ def _no_model_building(monkeypatch):
 
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux /proc")
 def test_unwritable_data_dir_fails_before_any_model(monkeypatch, capsys):
-    """QA: `--data-dir /proc/qa` passed os.access as root and failed only after measuring."""
+    """`--data-dir /proc/qa` passes os.access as root: it must fail before measuring."""
     _no_model_building(monkeypatch)
     rc = main(["bench", "-m", "preset:tiny-dense", "-b", "1", *FAST, "--data-dir", "/proc/qa"])
     err = capsys.readouterr().err.strip()
@@ -260,12 +260,12 @@ def test_fresh_data_dir_probe_leaves_nothing(tmp_path, monkeypatch, capsys):
 def test_quality_checks_a_corrupted_store_before_computing(
     filled_store, tmp_path, monkeypatch, capsys
 ):
-    import mlenergy.commands.quality as quality_cmd
+    import mlenergy.quality.evaluate as quality_evaluate
 
     def refuse(*args, **kwargs):
         raise AssertionError("quality computed before the store was checked")
 
-    monkeypatch.setattr(quality_cmd, "_perplexity", refuse)
+    monkeypatch.setattr(quality_evaluate, "model_perplexity", refuse)
     data = tmp_path / "data"
     shutil.copytree(filled_store[0], data)
     segments = sorted((data / "results").rglob("*.parquet"))
@@ -279,7 +279,7 @@ def test_quality_checks_a_corrupted_store_before_computing(
 
 
 def test_config_missing_sizes_is_refused_before_building(tmp_path, capsys):
-    """QA: {"model_type": "llama"} silently became a 6.74B model with default sizes."""
+    """{"model_type": "llama"} must not silently become a 6.74B model with default sizes."""
     cfg = tmp_path / "missing.json"
     cfg.write_text('{"model_type": "llama"}')
     data = tmp_path / "data"

@@ -32,3 +32,15 @@ def test_no_arguments_prints_help_and_exits_0(capsys):
 def test_version(capsys):
     assert main(["--version"]) == 0
     assert capsys.readouterr().out.startswith("mlenergy ")
+
+
+def test_ctrl_c_in_any_command_is_said(monkeypatch, capsys):
+    """Typer turns a Ctrl-C inside a command into a silent exit 130: the CLI says it."""
+    import mlenergy.quality.evaluate as evaluate
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(evaluate, "model_perplexity", interrupted)
+    assert main(["quality", "--model", "preset:tiny-dense", "--no-store"]) == 130
+    assert capsys.readouterr().err.strip().startswith("interrupted:")

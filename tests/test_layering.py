@@ -1,4 +1,10 @@
-"""The import direction of DESIGN.md: lower layers never import higher ones."""
+"""The import direction of the layout: lower layers never import higher ones.
+
+Every package and top-level module of ``mlenergy/`` has a layer, and so do the two folders
+outside it that hold code: ``leaderboard/`` (the Space entry point) and ``benchmarks/``
+(performance scripts). The table lists only what exists, except the packages in ``PLANNED``,
+which are being built now and get their place in advance.
+"""
 
 import ast
 from pathlib import Path
@@ -10,12 +16,6 @@ PKG = ROOT / "mlenergy"
 
 # Lower number = lower layer. A module may import its own package and any lower layer.
 LAYER = {
-    "testing": 6,
-    "leaderboard": 5,
-    "notebook": 5,
-    "studies": 4,
-    "importers": 4,
-    "sweep": 4,
     "errors": 0,
     "progress": 0,
     "records": 1,
@@ -27,12 +27,27 @@ LAYER = {
     "quality": 3,
     "optimize": 3,
     "analysis": 3,
+    "importers": 4,
+    "studies": 4,
+    "sweep": 4,
+    "leaderboard": 5,
+    "notebook": 5,
     "commands": 5,
     "cli": 5,
+    "testing": 6,
 }
-# Agreed exceptions (see DESIGN.md / issue notes): the estimator reads architectures from
-# configs with the same pure-Python parser that counts parameters.
-ALLOWED_SAME_LAYER = {("estimate", "models.architecture")}
+# Packages that are being written now: listed in LAYER before their folder exists. Empty this
+# set as they land (the test below fails for a name here that already exists).
+PLANNED = {"optimize"}
+# Folders outside the package: entry points and scripts, above every layer (they may import
+# any of it, test support included); nothing imports them.
+OUTSIDE = {"leaderboard/": ROOT / "leaderboard", "benchmarks/": ROOT / "benchmarks"}
+OUTSIDE_LAYER = 7
+NOT_IMPORTABLE = {"leaderboard", "benchmarks", "tests"}
+"""Top-level names of this repository that code under ``mlenergy/`` never imports."""
+# Agreed exceptions: the estimator reads architectures from configs with the same
+# pure-Python parser that counts parameters (no torch, no transformers).
+ALLOWED_SAME_LAYER = {("estimate", "models.architecture"), ("estimate", "models.parameters")}
 FORBIDDEN_THIRD_PARTY = {
     "records": {"torch", "transformers", "zeus", "gradio"},
     "measure": {"transformers", "gradio"},
@@ -58,10 +73,52 @@ def _modules():
         yield rel.parts[0].removesuffix(".py"), path
 
 
+def _outside_modules():
+    for area, folder in OUTSIDE.items():
+        for path in sorted(folder.rglob("*.py")):
+            yield area, path
+
+
+def _exists(name: str) -> bool:
+    return (PKG / name).is_dir() or (PKG / f"{name}.py").is_file()
+
+
 def test_namespace_package_layout():
     assert not (PKG / "__init__.py").exists(), "mlenergy must stay a PEP 420 namespace package"
     for reserved in ("benchmark", "data"):
         assert not (PKG / reserved).exists(), f"mlenergy.{reserved} belongs to ML.ENERGY"
+
+
+def test_layer_table_lists_only_what_exists():
+    missing = sorted(name for name in LAYER if name not in PLANNED and not _exists(name))
+    assert not missing, f"LAYER lists mlenergy.{missing} but there is no such package or module"
+    landed = sorted(name for name in PLANNED if _exists(name))
+    assert not landed, f"mlenergy.{landed} exist now: remove them from PLANNED"
+    assert LAYER.keys() >= PLANNED, "every planned package needs its layer in LAYER"
+    for area, folder in OUTSIDE.items():
+        assert folder.is_dir() and any(folder.rglob("*.py")), f"{area} holds no code"
+
+
+def _check_import(area: str, layer: int, path: Path, name: str) -> None:
+    parts = name.split(".")
+    if parts[0] != "mlenergy":
+        banned = FORBIDDEN_THIRD_PARTY.get(area, set())
+        assert parts[0] not in banned, f"{path.relative_to(ROOT)} must not import {parts[0]}"
+        return
+    if len(parts) < 2:
+        return
+    target = parts[1]
+    assert target in LAYER, f"{path.relative_to(ROOT)}: unknown mlenergy.{target}"
+    assert target not in PLANNED or _exists(target), (
+        f"{path.relative_to(ROOT)} imports mlenergy.{target}, which does not exist yet"
+    )
+    if target == area and layer != OUTSIDE_LAYER:
+        return
+    sub = ".".join(parts[1:3])
+    ok = LAYER[target] < layer or (area, sub) in ALLOWED_SAME_LAYER
+    if LAYER[target] == layer and layer >= 3:
+        ok = True  # upper tiers may share siblings (e.g. workloads <-> quality)
+    assert ok, f"{path.relative_to(ROOT)} imports {name}: layer {target} is not below {area}"
 
 
 @pytest.mark.parametrize("area,path", list(_modules()), ids=lambda v: str(v))
@@ -69,21 +126,15 @@ def test_imports_point_down(area, path):
     assert area in LAYER, f"new top-level module mlenergy.{area}: add it to LAYER"
     for name in _imports(path):
         top = name.split(".")[0]
-        if top == "mlenergy":
-            parts = name.split(".")
-            if len(parts) < 2:
-                continue
-            target = parts[1]
-            assert target in LAYER, f"{path}: unknown mlenergy.{target}"
-            if target == area:
-                continue
-            sub = ".".join(parts[1:3])
-            ok = LAYER[target] < LAYER[area] or (area, sub) in ALLOWED_SAME_LAYER
-            if LAYER[target] == LAYER[area] and LAYER[area] >= 3:
-                ok = True  # upper tiers may share siblings (e.g. workloads <-> quality)
-            assert ok, (
-                f"{path.relative_to(ROOT)} imports {name}: layer {target} is not below {area}"
-            )
-        else:
-            banned = FORBIDDEN_THIRD_PARTY.get(area, set())
-            assert top not in banned, f"{path.relative_to(ROOT)} must not import {top}"
+        assert top not in NOT_IMPORTABLE, f"{path.relative_to(ROOT)} imports {top}/"
+        _check_import(area, LAYER[area], path, name)
+
+
+@pytest.mark.parametrize("area,path", list(_outside_modules()), ids=lambda v: str(v))
+def test_entry_points_and_benchmarks_import_the_package_only(area, path):
+    for name in _imports(path):
+        top = name.split(".")[0]
+        assert top not in NOT_IMPORTABLE - {area.rstrip("/")}, (
+            f"{path.relative_to(ROOT)} imports {top}/"
+        )
+        _check_import(area, OUTSIDE_LAYER, path, name)

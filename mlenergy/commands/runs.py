@@ -14,60 +14,11 @@ runs_app = typer.Typer(
     name="runs", help="List, show and export the runs in the store.", no_args_is_help=True
 )
 
-_LIST_COLUMNS = (
-    "run_id",
-    "created_at",
-    "model_id",
-    "accelerator_model",
-    "batch_size",
-    "energy_source",
-    "energy_per_token_j",
-    "submitter",
-)
-_HEADERS = {"energy_per_token_j": "J/token"}
-_PER_TOKEN_NOTE = (
-    "J/token: decode-phase energy per generated token; values marked (request) come from "
-    "runs with only a whole-request phase (prefill + decode energy per generated token)."
-)
-
 
 def _store(data_dir: Path | None):
     from mlenergy.store import RunStore
 
     return RunStore(resolve_data_dir(data_dir))
-
-
-def _cell(value: object) -> str:
-    import math
-
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    if hasattr(value, "strftime"):
-        return value.strftime("%Y-%m-%d %H:%M:%S")
-    # Names come from submitters: print them literally, never as console markup.
-    return str(value)
-
-
-def _per_token_cells(frame) -> list[str]:
-    """Decode energy per token (J) where present, else the request phase's, marked."""
-    import math
-
-    def present(value: object) -> bool:
-        return value is not None and not (isinstance(value, float) and math.isnan(value))
-
-    cells = []
-    for dec, req in zip(
-        frame["decode_energy_per_token_j"], frame["request_energy_per_token_j"], strict=True
-    ):
-        if present(dec):
-            cells.append(_cell(float(dec)))
-        elif present(req):
-            cells.append(f"{_cell(float(req))} (request)")
-        else:
-            cells.append("-")
-    return cells
 
 
 @runs_app.command("list")
@@ -87,6 +38,9 @@ def list_runs(
     from rich.table import Table
     from rich.text import Text
 
+    from mlenergy.store.listing import PER_TOKEN_NOTE
+    from mlenergy.store.listing import list_runs as run_listing
+
     store = _store(data_dir)
     if not store.results_dir.is_dir():
         typer.echo(
@@ -95,18 +49,13 @@ def list_runs(
             err=True,
         )
         return
-    frame = store.runs_frame()
-    if model:
-        frame = frame[frame["model_id"].str.contains(model, regex=False)]
-    total = len(frame)
-    if limit > 0:
-        frame = frame.tail(limit)
-    frame = frame.assign(energy_per_token_j=_per_token_cells(frame))
-    table = Table(title=f"{total} run(s)", caption=_PER_TOKEN_NOTE, show_lines=False)
-    for col in _LIST_COLUMNS:
-        table.add_column(_HEADERS.get(col, col))
-    for row in frame[list(_LIST_COLUMNS)].itertuples(index=False):
-        table.add_row(*(Text(_cell(v)) for v in row))
+    listing = run_listing(store, model, limit)
+    table = Table(title=f"{listing.total} run(s)", caption=PER_TOKEN_NOTE, show_lines=False)
+    for header in listing.headers:
+        table.add_column(header)
+    for row in listing.rows:
+        # Names come from submitters: print them literally, never as console markup.
+        table.add_row(*(Text(cell) for cell in row))
     console = Console()
     if not console.is_terminal:  # piped: do not squeeze the table into 80 columns
         console = Console(width=220)
@@ -115,11 +64,15 @@ def list_runs(
 
 @runs_app.command("show")
 def show(
-    run_id: Annotated[str, typer.Argument(help="The run's id (see `mlenergy runs list`).")],
+    run_id: Annotated[
+        str, typer.Argument(help="The run's id or its first characters (see `mlenergy runs list`).")
+    ],
     data_dir: DataDirOption = None,
 ) -> None:
-    """Print one run record as JSON."""
-    run = _store(data_dir).get(run_id)
+    """Print one run record as JSON (a unique prefix of the id is enough)."""
+    from mlenergy.store.listing import find_run
+
+    run = find_run(_store(data_dir), run_id)
     typer.echo(json.dumps(run.model_dump(mode="json"), indent=2))
 
 

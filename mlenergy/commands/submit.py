@@ -35,17 +35,12 @@ def submit(
     data_dir: DataDirOption = None,
 ) -> None:
     """Validate a result bundle and queue it for approval (every problem is listed)."""
-    from mlenergy.errors import UserError, ValidationFailed
+    from mlenergy.errors import UserError
     from mlenergy.store.validation import terminal_text
 
     if not bundle.is_file():
         raise UserError(f"bundle {bundle} does not exist", "pass the path of a results file")
-    try:
-        entry = _queue(data_dir).submit(bundle, submitter=submitter)
-    except ValidationFailed as exc:
-        for problem in exc.problems:
-            typer.echo(f"  - {terminal_text(problem, 500)}", err=True)
-        raise
+    entry = _queue(data_dir).submit(bundle, submitter=submitter)  # the CLI lists problems
     sub = entry.submission
     typer.echo(
         f"queued {entry.submission_id}: {len(sub.runs)} run(s), {len(sub.quality)} quality "

@@ -11,7 +11,7 @@ engine settings (ML.ENERGY benchmark repository) give the stalled runs one API-s
 (vLLM's ``api-server-count``) where other runs had 3 or 8. But some runs with one did not
 stall (gpt-oss-120b on one B200), and the same rule matches them. The setting is not an
 input of an estimate, so the rule flags these configurations instead of modelling a stall
-(see the estimator README, "Seventh pass").
+(see the estimator README).
 
 The estimator still predicts these configurations at the speed the GPU allows. The rule is
 used in four places:

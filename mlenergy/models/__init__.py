@@ -1,12 +1,16 @@
 """Models to benchmark: presets, hub ids, local folders and configs; their record description.
 
 ``load_model`` returns a :class:`LoadedModel` (the module, its config, tokenizer and
-:class:`~mlenergy.records.ModelInfo`). Parameter counting from a config alone lives in
-:mod:`mlenergy.models.architecture` (pure Python, no torch).
+:class:`~mlenergy.records.ModelInfo`). A ``config.json`` is read by
+:mod:`mlenergy.models.config_file` after the one strict check of its counts
+(:mod:`mlenergy.models.config_values`, which the estimator applies too). Architecture and
+parameter counts from a config alone live in :mod:`mlenergy.models.architecture` and
+:mod:`mlenergy.models.parameters` (pure Python, no torch).
 """
 
 from __future__ import annotations
 
+from mlenergy.models.config_file import config_from_dict, read_config_file
 from mlenergy.models.info import (
     config_dict,
     config_fingerprint,
@@ -23,9 +27,7 @@ from mlenergy.models.loading import (
     canonical_dtype,
     check_buildable,
     check_device,
-    config_from_dict,
     load_model,
-    read_config_file,
     resolve_source,
 )
 from mlenergy.models.presets import PRESET_PREFIX, PRESETS, Preset, preset_config

@@ -3,8 +3,10 @@
 :class:`ArchitectureSpec` normalises the many spellings of transformer configs (dense with
 grouped-query attention, Mixture-of-Experts with shared experts and dense first layers,
 multi-head latent attention, sliding-window and chunked attention, Mamba-2 hybrids) into one
-layer-by-layer description. :func:`count_parameters` turns it into total and active (per token)
-parameter counts. No torch, no transformers: the estimator and the store use this too.
+layer-by-layer description; :func:`~mlenergy.models.parameters.count_parameters` (re-exported
+here) turns it into total and active (per token) parameter counts. Each family with its own
+layer layout (Llama 4, DeepSeek, Nemotron-H, routed MoE) has one small reader below. No torch,
+no transformers: the estimator and the store use this too.
 """
 
 from __future__ import annotations
@@ -13,6 +15,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mlenergy.errors import UserError
+from mlenergy.models.config_values import check_config_values, count_field, flatten_text_config
+from mlenergy.models.parameters import ParameterCount, count_parameters, mixer_params, mlp_params
+
+__all__ = [
+    "MIXERS",
+    "MLPS",
+    "ArchitectureSpec",
+    "LayerSpec",
+    "ParameterCount",
+    "count_parameters",
+    "mixer_params",
+    "mlp_params",
+]
 
 MIXERS = ("attention", "sliding", "chunked", "mla", "mamba", "none")
 """Token mixers a layer may have: full attention, sliding-window attention, chunked attention,
@@ -20,8 +35,6 @@ multi-head latent attention, a Mamba-2 block, or nothing."""
 
 MLPS = ("dense", "moe", "none")
 """Channel mixers a layer may have."""
-
-_NESTED_TEXT_KEYS = ("text_config", "thinker_config", "llm_config", "language_config")
 
 
 @dataclass(frozen=True)
@@ -120,34 +133,21 @@ class ArchitectureSpec:
         Raises:
             UserError: A required key is missing or a value is invalid (names the field).
         """
-        return _parse(_flatten(config))
-
-
-def _flatten(config: dict[str, Any]) -> dict[str, Any]:
-    if not isinstance(config, dict):
-        raise UserError("model config must be a JSON object", "Pass a Hugging Face config.json")
-    cfg = dict(config)
-    for key in _NESTED_TEXT_KEYS:
-        nested = config.get(key)
-        if isinstance(nested, dict):
-            inner = _flatten(nested)
-            top_type = cfg.get("model_type")
-            cfg.update(inner)
-            if top_type:
-                cfg["model_type"] = top_type
-    return cfg
+        flat = flatten_text_config(config)
+        check_config_values(flat)
+        return _parse(flat)
 
 
 def _req(cfg: dict[str, Any], *names: str) -> int:
     for name in names:
-        value = cfg.get(name)
+        value = count_field(cfg, name)
         if value is not None:
-            if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
+            if value <= 0:
                 raise UserError(
-                    f"model config field '{name}' must be a positive number, got {value!r}",
+                    f"model config field '{name}' must be a positive integer, got {value!r}",
                     "Fix the config.json",
                 )
-            return int(value)
+            return value
     raise UserError(
         f"model config is missing required field '{names[0]}'",
         "Pass a complete Hugging Face config.json (hidden_size, num_hidden_layers, "
@@ -157,151 +157,149 @@ def _req(cfg: dict[str, Any], *names: str) -> int:
 
 def _opt(cfg: dict[str, Any], *names: str) -> int | None:
     for name in names:
-        value = cfg.get(name)
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return int(value)
+        value = count_field(cfg, name)
+        if value is not None:
+            return value
     return None
 
 
-def _parse(cfg: dict[str, Any]) -> ArchitectureSpec:
-    model_type = str(cfg.get("model_type") or "unknown")
-    hidden = _req(cfg, "hidden_size", "d_model", "n_embd")
-    n_layers = _req(cfg, "num_hidden_layers", "n_layer", "num_layers")
-    n_heads = _req(cfg, "num_attention_heads", "n_head")
-    n_kv = _opt(cfg, "num_key_value_heads", "num_kv_heads") or n_heads
-    head_dim = _opt(cfg, "head_dim") or hidden // n_heads
-    vocab = _req(cfg, "vocab_size")
-    if n_heads % n_kv:
+@dataclass
+class _Draft:
+    """The per-layer layout and extra fields of a spec while a config is being read."""
+
+    model_type: str
+    n_layers: int
+    n_experts: int | None
+    top_k: int | None
+    n_shared: int | None
+    moe_inter: int | None
+    dense_inter: int | None
+    mixers: list[str] = field(default_factory=list)
+    mlps: list[str] = field(default_factory=list)
+    windows: list[int | None] = field(default_factory=list)
+    kw: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.mixers = ["attention"] * self.n_layers
+        self.mlps = ["dense"] * self.n_layers
+        self.windows = [None] * self.n_layers
+
+    @property
+    def is_moe(self) -> bool:
+        return bool(self.n_experts and self.n_experts > 1 and self.top_k)
+
+
+def _layout_llama4(cfg: dict[str, Any], d: _Draft) -> None:
+    step = _opt(cfg, "interleave_moe_layer_step") or 1
+    d.mlps = ["moe" if (i + 1) % step == 0 else "dense" for i in range(d.n_layers)]
+    d.n_shared = 1 if d.n_shared is None else d.n_shared
+    d.moe_inter = d.moe_inter or d.dense_inter
+    d.dense_inter = _opt(cfg, "intermediate_size_mlp") or d.dense_inter
+    d.kw["shared_expert_intermediate_size"] = d.moe_inter
+    chunk = _opt(cfg, "attention_chunk_size")
+    if chunk:
+        for i in range(d.n_layers):
+            if (i + 1) % 4:  # every 4th layer is global (NoPE)
+                d.mixers[i], d.windows[i] = "chunked", chunk
+
+
+def _layout_deepseek(cfg: dict[str, Any], d: _Draft) -> None:
+    first_dense = _opt(cfg, "first_k_dense_replace") or 0
+    freq = _opt(cfg, "moe_layer_freq") or 1
+    d.mlps = ["moe" if i >= first_dense and i % freq == 0 else "dense" for i in range(d.n_layers)]
+    d.mixers = ["mla"] * d.n_layers
+    d.kw.update(
+        q_lora_rank=_opt(cfg, "q_lora_rank"),
+        kv_lora_rank=_req(cfg, "kv_lora_rank"),
+        qk_rope_head_dim=_req(cfg, "qk_rope_head_dim"),
+        qk_nope_head_dim=_req(cfg, "qk_nope_head_dim"),
+        v_head_dim=_req(cfg, "v_head_dim"),
+        mtp_layers=_opt(cfg, "num_nextn_predict_layers") or 0,
+    )
+    d.kw["shared_expert_intermediate_size"] = d.moe_inter
+
+
+def _layout_nemotron_h(cfg: dict[str, Any], d: _Draft) -> None:
+    pattern = str(cfg.get("hybrid_override_pattern") or "")
+    if len(pattern) != d.n_layers:
         raise UserError(
-            f"model config num_attention_heads ({n_heads}) is not a multiple of "
-            f"num_key_value_heads ({n_kv})",
+            f"model config hybrid_override_pattern has {len(pattern)} layers, "
+            f"num_hidden_layers says {d.n_layers}",
             "Fix the config.json",
         )
-    tie = bool(cfg.get("tie_word_embeddings", False))
-    kw: dict[str, Any] = {}
+    table = {"M": ("mamba", "none"), "*": ("attention", "none"), "-": ("none", "dense")}
+    table["E"] = ("none", "moe")
+    d.mixers = [table[c][0] for c in pattern]
+    d.mlps = [table[c][1] for c in pattern]
+    d.kw.update(
+        mamba_num_heads=_req(cfg, "mamba_num_heads"),
+        mamba_head_dim=_req(cfg, "mamba_head_dim"),
+        ssm_state_size=_req(cfg, "ssm_state_size"),
+        mamba_n_groups=_opt(cfg, "n_groups") or 1,
+        conv_kernel=_opt(cfg, "conv_kernel") or 4,
+        mamba_conv_bias=bool(cfg.get("use_conv_bias", True)),
+        norms_per_layer=1,
+        mlp_gated=False,
+    )
 
-    # MoE fields, any spelling.
-    n_experts = _opt(cfg, "num_experts", "n_routed_experts", "num_local_experts")
-    top_k = _opt(cfg, "num_experts_per_tok", "experts_per_token", "moe_topk")
-    n_shared = _opt(cfg, "n_shared_experts", "num_shared_experts")
-    is_moe = bool(n_experts and n_experts > 1 and top_k)
-    moe_inter = _opt(cfg, "moe_intermediate_size")
-    dense_inter = _opt(cfg, "intermediate_size", "ff_intermediate_size", "ffn_hidden_size")
 
+def _layout_moe(cfg: dict[str, Any], d: _Draft) -> None:
+    """Mixtral-, Qwen-MoE- and gpt-oss-style models: every ``decoder_sparse_step``-th layer."""
+    sparse_step = _opt(cfg, "decoder_sparse_step") or 1
+    mlp_only = set(cfg.get("mlp_only_layers") or [])
+    d.mlps = [
+        "moe" if (i not in mlp_only and (i + 1) % sparse_step == 0) else "dense"
+        for i in range(d.n_layers)
+    ]
+    if d.model_type in ("mixtral", "gpt_oss") or d.moe_inter is None:
+        d.moe_inter = d.moe_inter or d.dense_inter
+    if d.model_type == "qwen2_moe":
+        # One shared expert sized by its own field, behind a sigmoid gate that is built
+        # even when that size is 0.
+        d.kw["shared_expert_gate"] = True
+        if d.n_shared is None and _opt(cfg, "shared_expert_intermediate_size"):
+            d.n_shared = 1
+    if d.n_shared:
+        shared_inter = _opt(cfg, "shared_expert_intermediate_size") or d.moe_inter
+        d.kw["shared_expert_intermediate_size"] = shared_inter
+
+
+_LAYOUTS = {
+    "llama4": _layout_llama4,
+    "deepseek_v3": _layout_deepseek,
+    "deepseek_v2": _layout_deepseek,
+    "kimi_k2": _layout_deepseek,
+    "nemotron_h": _layout_nemotron_h,
+}
+"""Model types whose layer layout has its own reader (other MoE models: :func:`_layout_moe`)."""
+
+
+def _sliding_windows(cfg: dict[str, Any], d: _Draft) -> None:
+    """Mark the sliding-window layers of the families that have them."""
     window = _opt(cfg, "sliding_window")
-    mixers = ["attention"] * n_layers
-    mlps = ["dense"] * n_layers
-    windows: list[int | None] = [None] * n_layers
-
-    if model_type in ("llama4",):
-        step = _opt(cfg, "interleave_moe_layer_step") or 1
-        mlps = ["moe" if (i + 1) % step == 0 else "dense" for i in range(n_layers)]
-        n_shared = 1 if n_shared is None else n_shared
-        moe_inter = moe_inter or dense_inter
-        dense_inter = _opt(cfg, "intermediate_size_mlp") or dense_inter
-        kw["shared_expert_intermediate_size"] = moe_inter
-        chunk = _opt(cfg, "attention_chunk_size")
-        if chunk:
-            for i in range(n_layers):
-                if (i + 1) % 4:  # every 4th layer is global (NoPE)
-                    mixers[i], windows[i] = "chunked", chunk
-    elif model_type in ("deepseek_v3", "deepseek_v2", "kimi_k2"):
-        first_dense = _opt(cfg, "first_k_dense_replace") or 0
-        freq = _opt(cfg, "moe_layer_freq") or 1
-        mlps = ["moe" if i >= first_dense and i % freq == 0 else "dense" for i in range(n_layers)]
-        mixers = ["mla"] * n_layers
-        kw.update(
-            q_lora_rank=_opt(cfg, "q_lora_rank"),
-            kv_lora_rank=_req(cfg, "kv_lora_rank"),
-            qk_rope_head_dim=_req(cfg, "qk_rope_head_dim"),
-            qk_nope_head_dim=_req(cfg, "qk_nope_head_dim"),
-            v_head_dim=_req(cfg, "v_head_dim"),
-            mtp_layers=_opt(cfg, "num_nextn_predict_layers") or 0,
-        )
-        kw["shared_expert_intermediate_size"] = moe_inter
-    elif model_type in ("nemotron_h",):
-        pattern = str(cfg.get("hybrid_override_pattern") or "")
-        if len(pattern) != n_layers:
-            raise UserError(
-                f"model config hybrid_override_pattern has {len(pattern)} layers, "
-                f"num_hidden_layers says {n_layers}",
-                "Fix the config.json",
-            )
-        table = {"M": ("mamba", "none"), "*": ("attention", "none"), "-": ("none", "dense")}
-        table["E"] = ("none", "moe")
-        mixers = [table[c][0] for c in pattern]
-        mlps = [table[c][1] for c in pattern]
-        kw.update(
-            mamba_num_heads=_req(cfg, "mamba_num_heads"),
-            mamba_head_dim=_req(cfg, "mamba_head_dim"),
-            ssm_state_size=_req(cfg, "ssm_state_size"),
-            mamba_n_groups=_opt(cfg, "n_groups") or 1,
-            conv_kernel=_opt(cfg, "conv_kernel") or 4,
-            mamba_conv_bias=bool(cfg.get("use_conv_bias", True)),
-            norms_per_layer=1,
-            mlp_gated=False,
-        )
-    elif is_moe:
-        sparse_step = _opt(cfg, "decoder_sparse_step") or 1
-        mlp_only = set(cfg.get("mlp_only_layers") or [])
-        mlps = [
-            "moe" if (i not in mlp_only and (i + 1) % sparse_step == 0) else "dense"
-            for i in range(n_layers)
-        ]
-        if model_type in ("mixtral", "gpt_oss") or moe_inter is None:
-            moe_inter = moe_inter or dense_inter
-        if model_type == "qwen2_moe":
-            # One shared expert sized by its own field, behind a sigmoid gate that is built
-            # even when that size is 0.
-            kw["shared_expert_gate"] = True
-            if n_shared is None and _opt(cfg, "shared_expert_intermediate_size"):
-                n_shared = 1
-        if n_shared:
-            shared_inter = _opt(cfg, "shared_expert_intermediate_size") or moe_inter
-            kw["shared_expert_intermediate_size"] = shared_inter
-
-    # Sliding windows.
-    if model_type == "gpt_oss" or model_type in ("gemma2",):
-        if window:
-            for i in range(0, n_layers, 2):
-                mixers[i], windows[i] = "sliding", window
-    elif model_type in ("gemma3", "gemma3_text"):
+    if not window:
+        return
+    if d.model_type in ("gpt_oss", "gemma2"):
+        for i in range(0, d.n_layers, 2):
+            d.mixers[i], d.windows[i] = "sliding", window
+    elif d.model_type in ("gemma3", "gemma3_text"):
         pattern_n = _opt(cfg, "sliding_window_pattern") or 6
-        if window:
-            for i in range(n_layers):
-                if (i + 1) % pattern_n:
-                    mixers[i], windows[i] = "sliding", window
-    elif (
-        window
-        and model_type in ("mistral", "starcoder2", "phi3", "qwen2")
-        and (cfg.get("use_sliding_window", True))
+        for i in range(d.n_layers):
+            if (i + 1) % pattern_n:
+                d.mixers[i], d.windows[i] = "sliding", window
+    elif d.model_type in ("mistral", "starcoder2", "phi3", "qwen2") and cfg.get(
+        "use_sliding_window", True
     ):
         max_pos = _opt(cfg, "max_position_embeddings") or 0
         if window < max_pos:
-            for i in range(n_layers):
-                if mixers[i] == "attention":
-                    mixers[i], windows[i] = "sliding", window
+            for i in range(d.n_layers):
+                if d.mixers[i] == "attention":
+                    d.mixers[i], d.windows[i] = "sliding", window
 
-    if is_moe and not any(m == "moe" for m in mlps):
-        is_moe = False
-    if not is_moe:
-        n_experts = top_k = n_shared = moe_inter = None
-        kw.pop("shared_expert_intermediate_size", None)
-    elif top_k is not None and n_experts is not None and top_k > n_experts:
-        raise UserError(
-            f"model config num_experts_per_tok ({top_k}) exceeds num_experts ({n_experts})",
-            "Fix the config.json",
-        )
-    needs_dense = any(m == "dense" for m in mlps)
-    if dense_inter is None:
-        if needs_dense:
-            raise UserError(
-                "model config is missing required field 'intermediate_size'",
-                "Pass a complete Hugging Face config.json",
-            )
-        dense_inter = 0
 
-    # Per-family details that change parameter counts.
+def _family_details(cfg: dict[str, Any], model_type: str) -> dict[str, Any]:
+    """Biases, norms and quantization: the per-family details that change parameter counts."""
+    kw: dict[str, Any] = {}
     if model_type == "starcoder2":
         kw.update(mlp_gated=False, mlp_bias=True, qkv_bias=True, o_bias=True, norm_bias=True)
         kw["qkv_bias"] = bool(cfg.get("use_bias", True))
@@ -323,8 +321,62 @@ def _parse(cfg: dict[str, Any]) -> ArchitectureSpec:
     qcfg = cfg.get("quantization_config")
     if isinstance(qcfg, dict):
         kw["quant_method"] = qcfg.get("quant_method")
+    return kw
 
-    layers = tuple(LayerSpec(m, p, w) for m, p, w in zip(mixers, mlps, windows, strict=True))
+
+def _finish_moe(d: _Draft) -> bool:
+    """Settle whether the model is MoE (some layer routes) and check its expert counts."""
+    is_moe = d.is_moe and any(m == "moe" for m in d.mlps)
+    if not is_moe:
+        d.n_experts = d.top_k = d.n_shared = d.moe_inter = None
+        d.kw.pop("shared_expert_intermediate_size", None)
+    elif d.top_k is not None and d.n_experts is not None and d.top_k > d.n_experts:
+        raise UserError(
+            f"model config num_experts_per_tok ({d.top_k}) exceeds num_experts ({d.n_experts})",
+            "Fix the config.json",
+        )
+    if d.dense_inter is None:
+        if any(m == "dense" for m in d.mlps):
+            raise UserError(
+                "model config is missing required field 'intermediate_size'",
+                "Pass a complete Hugging Face config.json",
+            )
+        d.dense_inter = 0
+    return is_moe
+
+
+def _parse(cfg: dict[str, Any]) -> ArchitectureSpec:
+    model_type = str(cfg.get("model_type") or "unknown")
+    hidden = _req(cfg, "hidden_size", "d_model", "n_embd")
+    n_layers = _req(cfg, "num_hidden_layers", "n_layer", "num_layers")
+    n_heads = _req(cfg, "num_attention_heads", "n_head")
+    n_kv = _opt(cfg, "num_key_value_heads", "num_kv_heads") or n_heads
+    head_dim = _opt(cfg, "head_dim") or hidden // n_heads
+    vocab = _req(cfg, "vocab_size")
+    if n_heads % n_kv:
+        raise UserError(
+            f"model config num_attention_heads ({n_heads}) is not a multiple of "
+            f"num_key_value_heads ({n_kv})",
+            "Fix the config.json",
+        )
+    draft = _Draft(
+        model_type=model_type,
+        n_layers=n_layers,
+        n_experts=_opt(cfg, "num_experts", "n_routed_experts", "num_local_experts"),
+        top_k=_opt(cfg, "num_experts_per_tok", "experts_per_token", "moe_topk"),
+        n_shared=_opt(cfg, "n_shared_experts", "num_shared_experts"),
+        moe_inter=_opt(cfg, "moe_intermediate_size"),
+        dense_inter=_opt(cfg, "intermediate_size", "ff_intermediate_size", "ffn_hidden_size"),
+    )
+    layout = _LAYOUTS.get(model_type) or (_layout_moe if draft.is_moe else None)
+    if layout is not None:
+        layout(cfg, draft)
+    _sliding_windows(cfg, draft)
+    is_moe = _finish_moe(draft)
+    kw = {**draft.kw, **_family_details(cfg, model_type)}
+    layers = tuple(
+        LayerSpec(m, p, w) for m, p, w in zip(draft.mixers, draft.mlps, draft.windows, strict=True)
+    )
     return ArchitectureSpec(
         model_type=model_type,
         hidden_size=hidden,
@@ -333,161 +385,15 @@ def _parse(cfg: dict[str, Any]) -> ArchitectureSpec:
         num_kv_heads=n_kv,
         head_dim=head_dim,
         vocab_size=vocab,
-        tie_embeddings=tie,
-        intermediate_size=dense_inter,
+        tie_embeddings=bool(cfg.get("tie_word_embeddings", False)),
+        intermediate_size=draft.dense_inter or 0,
         layers=layers,
         is_moe=is_moe,
-        num_experts=n_experts,
-        experts_per_token=top_k,
-        num_shared_experts=(n_shared or 0) if is_moe else None,
-        moe_intermediate_size=moe_inter,
+        num_experts=draft.n_experts,
+        experts_per_token=draft.top_k,
+        num_shared_experts=(draft.n_shared or 0) if is_moe else None,
+        moe_intermediate_size=draft.moe_inter,
         max_position_embeddings=_opt(cfg, "max_position_embeddings"),
         extra={"model_id": cfg.get("model_id")},
         **kw,
-    )
-
-
-@dataclass(frozen=True)
-class ParameterCount:
-    """Parameter counts of a model (counts, not bytes).
-
-    Attributes:
-        total: All parameters (main model; multi-token-prediction heads excluded).
-        active: Parameters used per token: routed experts counted ``experts_per_token`` times.
-        embedding: Input embedding table.
-        lm_head: Output projection (0 when tied to the embedding).
-        attention: Token-mixer parameters over all layers (attention, MLA or Mamba).
-        dense_mlp: Dense MLP parameters over all layers.
-        routed_experts: All routed-expert parameters over all layers.
-        active_routed_experts: Routed-expert parameters a token uses.
-        shared_experts: Always-on shared-expert parameters (plus routers).
-        norms: Normalisation parameters.
-        mtp: Multi-token-prediction module parameters (not in ``total``).
-    """
-
-    total: int
-    active: int
-    embedding: int
-    lm_head: int
-    attention: int
-    dense_mlp: int
-    routed_experts: int
-    active_routed_experts: int
-    shared_experts: int
-    norms: int
-    mtp: int = 0
-
-    @property
-    def expert_params_per_expert_layer(self) -> int:
-        """Routed-expert parameters of one expert summed over layers (0 for dense)."""
-        return self.routed_experts
-
-
-def mixer_params(spec: ArchitectureSpec, mixer: str) -> int:
-    """Parameters of one token mixer of kind ``mixer`` (see :data:`MIXERS`)."""
-    h = spec.hidden_size
-    if mixer in ("attention", "sliding", "chunked"):
-        q = spec.num_heads * spec.head_dim
-        kv = spec.num_kv_heads * spec.head_dim
-        n = h * (q + 2 * kv) + q * h
-        if spec.qkv_bias:
-            n += q + 2 * kv
-        if spec.o_bias:
-            n += h
-        if spec.qk_norm:
-            n += 2 * spec.head_dim
-        if spec.attention_sinks:
-            n += spec.num_heads
-        return n
-    if mixer == "mla":
-        nh = spec.num_heads
-        rope, nope, v = spec.qk_rope_head_dim or 0, spec.qk_nope_head_dim or 0, spec.v_head_dim or 0
-        kvr = spec.kv_lora_rank or 0
-        if spec.q_lora_rank:
-            n = h * spec.q_lora_rank + spec.q_lora_rank + spec.q_lora_rank * nh * (nope + rope)
-        else:
-            n = h * nh * (nope + rope)
-        n += h * (kvr + rope) + kvr + kvr * nh * (nope + v) + nh * v * h
-        return n
-    if mixer == "mamba":
-        nh = spec.mamba_num_heads or 0
-        d_inner = nh * (spec.mamba_head_dim or 0)
-        gs = (spec.mamba_n_groups or 1) * (spec.ssm_state_size or 0)
-        conv_dim = d_inner + 2 * gs
-        n = h * (2 * d_inner + 2 * gs + nh)  # in_proj: z, x, B, C, dt
-        n += conv_dim * (spec.conv_kernel or 4) + (conv_dim if spec.mamba_conv_bias else 0)
-        n += 3 * nh + d_inner  # dt_bias, A_log, D, gated norm
-        n += d_inner * h  # out_proj
-        return n
-    return 0
-
-
-def mlp_params(hidden: int, inter: int, gated: bool, bias: bool) -> int:
-    """Parameters of one MLP (or one expert) of width ``inter``."""
-    n = hidden * inter * (3 if gated else 2)
-    if bias:
-        n += inter * (2 if gated else 1) + hidden
-    return n
-
-
-def count_parameters(spec: ArchitectureSpec) -> ParameterCount:
-    """Count total and active parameters from an :class:`ArchitectureSpec`.
-
-    Args:
-        spec: The architecture.
-
-    Returns:
-        Counts of parameters (integers). ``active`` counts embedding and LM head once each.
-    """
-    h = spec.hidden_size
-    embedding = spec.vocab_size * h
-    lm_head = 0 if spec.tie_embeddings else spec.vocab_size * h
-    norm_size = 2 * h if spec.norm_bias else h
-    attention = dense = routed = routed_active = shared = norms = 0
-    for layer in spec.layers:
-        attention += mixer_params(spec, layer.mixer)
-        if layer.mlp == "dense":
-            dense += mlp_params(h, spec.intermediate_size, spec.mlp_gated, spec.mlp_bias)
-        elif layer.mlp == "moe":
-            inter = spec.moe_intermediate_size or spec.intermediate_size
-            one = mlp_params(h, inter, spec.mlp_gated, spec.expert_bias)
-            routed += one * (spec.num_experts or 0)
-            routed_active += one * (spec.experts_per_token or 0)
-            n_sh = spec.num_shared_experts or 0
-            if n_sh:
-                sh_inter = spec.shared_expert_intermediate_size or inter
-                shared += n_sh * mlp_params(h, sh_inter, spec.mlp_gated, False)
-            if spec.shared_expert_gate:
-                shared += h  # sigmoid gate of the shared expert (Linear(h, 1))
-            shared += h * (spec.num_experts or 0)  # router
-            if spec.router_bias:
-                shared += spec.num_experts or 0
-            if spec.model_type.startswith("deepseek"):
-                shared += spec.num_experts or 0  # e_score_correction_bias
-        norms += spec.norms_per_layer * norm_size
-    norms += norm_size  # final norm
-    common = embedding + lm_head + attention + dense + shared + norms
-    total = common + routed
-    active = common + routed_active
-    mtp = 0
-    if spec.mtp_layers:
-        # DeepSeek MTP: embed projections (2h -> h), a full MoE layer and norms, per module.
-        moe_layer = next((i for i, layer in enumerate(spec.layers) if layer.mlp == "moe"), 0)
-        per_layer = mixer_params(spec, spec.layers[moe_layer].mixer)
-        inter = spec.moe_intermediate_size or spec.intermediate_size
-        per_layer += (spec.num_experts or 0) * mlp_params(h, inter, spec.mlp_gated, False)
-        per_layer += (spec.num_shared_experts or 0) * mlp_params(h, inter, spec.mlp_gated, False)
-        mtp = spec.mtp_layers * (per_layer + 2 * h * h + 4 * h)
-    return ParameterCount(
-        total=total,
-        active=active,
-        embedding=embedding,
-        lm_head=lm_head,
-        attention=attention,
-        dense_mlp=dense,
-        routed_experts=routed,
-        active_routed_experts=routed_active,
-        shared_experts=shared,
-        norms=norms,
-        mtp=mtp,
     )

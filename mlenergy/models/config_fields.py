@@ -5,18 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mlenergy.errors import UserError
+from mlenergy.models.config_values import REQUIRED_SIZES, flatten_text_config
 
 if TYPE_CHECKING:
     from transformers import PretrainedConfig
 
-_CORE_FIELDS: tuple[tuple[str, ...], ...] = (
-    ("hidden_size", "d_model", "n_embd"),
-    ("num_hidden_layers", "n_layer", "num_layers"),
-    ("num_attention_heads", "n_head"),
-    ("vocab_size",),
-)
-"""Fields every decoder config must give (first name shown; the others are accepted aliases)."""
-_NESTED_TEXT_KEYS = ("text_config", "thinker_config", "llm_config", "language_config")
 PARSED_MODEL_TYPES = frozenset(
     {
         "deepseek_v2",
@@ -48,16 +41,6 @@ PARSED_MODEL_TYPES = frozenset(
 """Model types whose config.json :class:`ArchitectureSpec` parses fully (families it knows)."""
 
 
-def _merged_text_config(data: dict[str, Any]) -> dict[str, Any]:
-    """``data`` with nested text configs (multimodal models) merged over the top level."""
-    out = dict(data)
-    for key in _NESTED_TEXT_KEYS:
-        nested = data.get(key)
-        if isinstance(nested, dict):
-            out.update(_merged_text_config(nested))
-    return out
-
-
 def check_config_fields(data: dict[str, Any], config: PretrainedConfig, origin: str) -> None:
     """Refuse a causal-LM config.json that lacks fields, instead of filling defaults.
 
@@ -83,8 +66,8 @@ def check_config_fields(data: dict[str, Any], config: PretrainedConfig, origin: 
 
     if type(config) not in MODEL_FOR_CAUSAL_LM_MAPPING:
         return
-    flat = _merged_text_config(data)
-    missing = [names[0] for names in _CORE_FIELDS if all(flat.get(n) is None for n in names)]
+    flat = flatten_text_config(data)
+    missing = [names[0] for names in REQUIRED_SIZES if all(flat.get(n) is None for n in names)]
     if missing:
         raise UserError(
             f"config {origin!r} is missing required field(s) {', '.join(missing)} "

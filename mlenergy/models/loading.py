@@ -8,7 +8,6 @@ with a one-line fix; an unreachable hub fails within seconds rather than after l
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 from dataclasses import dataclass
@@ -16,8 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlparse
 
-from mlenergy.errors import UserError
-from mlenergy.models.config_fields import check_config_fields
+from mlenergy.errors import UserError, first_line
+from mlenergy.models.config_file import (
+    config_file_model_id,
+    config_from_json,
+    field_error,
+    read_json_object,
+)
 from mlenergy.models.info import model_info_from_config, parameter_counts
 from mlenergy.models.presets import PRESET_PREFIX, PRESETS, preset_config
 from mlenergy.records import ModelInfo
@@ -42,12 +46,6 @@ DTYPES = {
 
 _WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.pt", "*.pth")
 _SOURCE_FIX = "Use preset:<name> (" + ", ".join(PRESETS) + "), a local path, or a config.json"
-
-
-def _one_line(exc: BaseException) -> str:
-    """The first line of an exception's message (error messages stay on one line)."""
-    text = str(exc).strip()
-    return text.splitlines()[0][:300] if text else type(exc).__name__
 
 
 @dataclass(frozen=True)
@@ -149,7 +147,7 @@ def check_device(device: str) -> str:
         dev = torch.device(device)
     except (RuntimeError, TypeError) as exc:
         raise UserError(
-            f"invalid device {device!r} ({_one_line(exc)})", "Use cpu, cuda or cuda:<index>"
+            f"invalid device {device!r} ({first_line(exc, 300)})", "Use cpu, cuda or cuda:<index>"
         ) from exc
     if dev.type == "cuda":
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
@@ -165,81 +163,6 @@ def check_device(device: str) -> str:
     elif dev.type == "mps" and not torch.backends.mps.is_available():
         raise UserError(f"device {device!r} requested but MPS is unavailable", "Use --device cpu")
     return str(dev)
-
-
-def read_config_file(path: str | Path) -> PretrainedConfig:
-    """Read a ``config.json`` into a ``transformers`` config.
-
-    Keys starting with ``_`` and ``model_id`` (annotations, as in the reference configs) and
-    ``quantization_config`` (random weights are never quantized) are ignored.
-
-    Raises:
-        UserError: If the file is unreadable, not JSON, not an object, or has an unknown
-            ``model_type``.
-    """
-    file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(
-            f"cannot read config file {str(file)!r} ({_one_line(exc)})", "Check the path"
-        ) from exc
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UserError(
-            f"malformed config file {str(file)!r}: {exc.msg} "
-            f"at line {exc.lineno} column {exc.colno}",
-            "Fix the JSON (a Hugging Face config.json object)",
-        ) from exc
-    if not isinstance(data, dict):
-        raise UserError(
-            f"config file {str(file)!r} holds a JSON {type(data).__name__}, not an object",
-            "Give a Hugging Face config.json (a JSON object with model_type)",
-        )
-    config = config_from_dict(data, origin=str(file))
-    check_config_fields(data, config, origin=str(file))
-    return config
-
-
-def config_from_dict(data: dict[str, Any], origin: str = "config") -> PretrainedConfig:
-    """Build a ``transformers`` config from a ``config.json`` dict.
-
-    Args:
-        data: The parsed JSON object (must hold ``model_type``).
-        origin: Where it came from, for error messages.
-
-    Raises:
-        UserError: If ``model_type`` is missing or unknown, or the values are invalid.
-    """
-    from transformers import AutoConfig
-
-    clean = {
-        k: v
-        for k, v in data.items()
-        if not k.startswith("_") and k not in ("model_id", "quantization_config")
-    }
-    model_type = clean.pop("model_type", None)
-    if not isinstance(model_type, str) or not model_type:
-        raise UserError(
-            f"config {origin!r} has no model_type",
-            'add "model_type" (e.g. "llama", "mixtral", "qwen3_moe", "deepseek_v3")',
-        )
-    try:
-        return AutoConfig.for_model(model_type, **clean)
-    except ValueError as exc:
-        if "Unrecognized" in str(exc) or "model_type" in str(exc):
-            raise UserError(
-                f"config {origin!r} has unknown model_type {model_type!r}",
-                "Use a model_type known to the installed transformers (e.g. llama, mixtral)",
-            ) from exc
-        raise UserError(
-            f"invalid config {origin!r}: {_one_line(exc)}", "Fix the listed value"
-        ) from exc
-    except (TypeError, KeyError) as exc:
-        raise UserError(
-            f"invalid config {origin!r}: {_one_line(exc)}", "Fix the listed value"
-        ) from exc
 
 
 def _check_fits_in_memory(config: PretrainedConfig, dtype: str, origin: str) -> None:
@@ -299,9 +222,15 @@ def build_random(
     torch.manual_seed(seed)
     try:
         model = AutoModelForCausalLM.from_config(config)
+    except TypeError as exc:  # e.g. a string where the config needs a number
+        raise UserError(
+            f"cannot build a model from {origin!r}: a config value has the wrong type "
+            f"({first_line(exc, 300)})",
+            "Check the config.json's values (numbers where numbers are expected)",
+        ) from exc
     except ValueError as exc:
         raise UserError(
-            f"cannot build a causal language model from {origin!r} ({_one_line(exc)})",
+            f"cannot build a causal language model from {origin!r} ({first_line(exc, 300)})",
             "Use a decoder-only architecture config (llama, mixtral, qwen3_moe, deepseek_v3...)",
         ) from exc
     return model.to(device=device, dtype=_to_torch_dtype(dtype)).eval()
@@ -336,7 +265,7 @@ def _pretrained_error(name: str, exc: BaseException, action: str, folder_fix: st
         folder_fix: How to fix a local folder.
     """
     if Path(name).exists():
-        return UserError(f"could not {action} in {name!r} ({_one_line(exc)})", folder_fix)
+        return UserError(f"could not {action} in {name!r} ({first_line(exc, 300)})", folder_fix)
     return UserError(
         f"could not load {name!r} from the Hugging Face Hub (no network or unknown id)",
         _SOURCE_FIX,
@@ -344,10 +273,13 @@ def _pretrained_error(name: str, exc: BaseException, action: str, folder_fix: st
 
 
 def _pretrained_config(name: str, local_files_only: bool) -> PretrainedConfig:
+    from huggingface_hub.errors import StrictDataclassError
     from transformers import AutoConfig
 
     try:
         return AutoConfig.from_pretrained(name, local_files_only=local_files_only)
+    except StrictDataclassError as exc:
+        raise field_error(name, exc) from exc
     except (OSError, ValueError) as exc:
         raise _pretrained_error(
             name, exc, "read the model config", "Check that the folder holds a valid config.json"
@@ -396,6 +328,13 @@ class ResolvedSource:
     local_files_only: bool = True
 
 
+def _config_file_source(src: ModelSource, path: Path) -> ResolvedSource:
+    """A config.json to build with random weights, recorded under its name and fingerprint."""
+    data = read_json_object(path)
+    config = config_from_json(data, str(path))
+    return ResolvedSource(src, config, config_file_model_id(path, data, config), False)
+
+
 def resolve_source(source: str | os.PathLike[str] | PretrainedConfig) -> ResolvedSource:
     """Parse a model source and read its config, without loading weights.
 
@@ -415,7 +354,7 @@ def resolve_source(source: str | os.PathLike[str] | PretrainedConfig) -> Resolve
     if src.kind == "preset":
         return ResolvedSource(src, preset_config(src.value), PRESETS[src.value].model_id, False)
     if src.kind == "config_file":
-        return ResolvedSource(src, read_config_file(src.value), src.value, False)
+        return _config_file_source(src, Path(src.value))
     if src.kind == "local_dir":
         folder = Path(src.value)
         if not (folder / "config.json").is_file():
@@ -425,7 +364,7 @@ def resolve_source(source: str | os.PathLike[str] | PretrainedConfig) -> Resolve
             )
         if any(any(folder.glob(p)) for p in _WEIGHT_PATTERNS):
             return ResolvedSource(src, _pretrained_config(src.value, True), src.value, True, True)
-        return ResolvedSource(src, read_config_file(folder / "config.json"), src.value, False)
+        return _config_file_source(src, folder / "config.json")
     offline = not hub_reachable()
     config = _pretrained_config(src.value, offline)
     return ResolvedSource(src, config, src.value, True, offline)

@@ -7,6 +7,10 @@ Quick use::
     store.append(records)          # atomic, deduplicated by content hash, multi-process safe
     frame = store.runs_frame()     # flat columns (mlenergy.store.tables.RUN_COLUMNS)
 
+Before long work that will append, :func:`mlenergy.store.preflight.open_store_for_append`
+proves the store writable and undamaged. :mod:`mlenergy.store.listing` gives the run listing
+and finds a run by a unique id prefix.
+
 Submissions: :class:`SubmissionQueue` (``submit``, ``list``, ``approve``, ``reject``) over
 :func:`validate_bundle`; show submitted text through :func:`escape_text`.
 """

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from mlenergy.errors import StoreError
+from mlenergy.errors import StoreError, first_line
 from mlenergy.store import segments as seg
 from mlenergy.store.tables import (
     QUALITY_COLUMNS,
@@ -128,12 +128,6 @@ def read_json_rows(path: Path, rows: list[int]) -> dict[tuple[str, int], str]:
         raise
     except (OSError, pa.ArrowException, IndexError, KeyError) as exc:
         raise corrupted(path, first_line(exc)) from exc
-
-
-def first_line(exc: BaseException) -> str:
-    """The first line of an exception's message (or its type name)."""
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def is_duckdb(exc: BaseException) -> bool:

@@ -26,17 +26,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import ValidationError
 
-from mlenergy.errors import StoreError, UserError
+from mlenergy.errors import StoreError, UserError, first_line
 from mlenergy.records import QualityResult, RunRecord
 from mlenergy.store import scan
 from mlenergy.store import segments as seg
 from mlenergy.store.export import export_store
 from mlenergy.store.locking import locked_folders, probe_writable
-from mlenergy.store.tables import (
-    RECORD_JSON,
-    quality_table,
-    runs_table,
-)
+from mlenergy.store.tables import quality_table, rebuild_table, runs_table
 
 if TYPE_CHECKING:
     import duckdb
@@ -294,14 +290,14 @@ class RunStore:
             try:
                 table = pq.read_table(path)
             except (OSError, pa.ArrowException) as exc:
-                raise scan.corrupted(path, scan.first_line(exc)) from exc
+                raise scan.corrupted(path, first_line(exc)) from exc
             for field in schema:  # columns added to the schema since this segment was written
                 if field.name not in table.column_names:
                     table = table.append_column(field, pa.nulls(table.num_rows, field.type))
             try:
                 tables.append(table.select(schema.names).cast(schema))
             except (pa.ArrowException, KeyError) as exc:
-                raise scan.corrupted(path, scan.first_line(exc)) from exc
+                raise scan.corrupted(path, first_line(exc)) from exc
         merged = pa.concat_tables(tables)
         # Keep the first copy of each content hash (duplicates only come from outside damage).
         hashes = merged.column("content_hash").to_pylist()
@@ -309,7 +305,7 @@ class RunStore:
         keep = [not (h in seen or seen.add(h)) for h in hashes]  # type: ignore[func-returns-value]
         merged = merged.filter(pa.array(keep, pa.bool_()))
         if rebuild:
-            merged = self._rebuild(kind, merged)
+            merged = rebuild_table(kind, merged)
         merged = merged.sort_by([("created_at", "ascending"), (scan.KIND_ID[kind], "ascending")])
         tmp = seg.write_tmp_parquet(merged, self.results_dir)
         name = seg.segment_name(kind)
@@ -325,21 +321,6 @@ class RunStore:
             tuple(ids), tuple(merged.column("content_hash").to_pylist())
         )
         return len(paths)
-
-    def _rebuild(self, kind: str, table: pa.Table) -> pa.Table:
-        model = RunRecord if kind == "runs" else QualityResult
-        records = []
-        for text in table.column(RECORD_JSON).to_pylist():
-            try:
-                records.append(model.model_validate_json(text))
-            except ValidationError as exc:
-                raise StoreError(
-                    f"a stored {kind} record fails validation ({scan.first_line(exc)})",
-                    "restore the store from a backup, or compact without --rebuild",
-                ) from exc
-        hashes = table.column("content_hash").to_pylist()
-        build = runs_table if kind == "runs" else quality_table
-        return build(records, hashes)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ reading
 
@@ -360,7 +341,7 @@ class RunStore:
                     raise
                 scan.diagnose(self.results_dir)
                 raise StoreError(
-                    f"the store in {self.results_dir} could not be read ({scan.first_line(exc)})",
+                    f"the store in {self.results_dir} could not be read ({first_line(exc)})",
                     "run `mlenergy runs check` to find the damaged file",
                 ) from exc
         raise AssertionError("unreachable")
@@ -409,7 +390,7 @@ class RunStore:
             raise
         except Exception as exc:
             if scan.is_duckdb(exc) and not scan.is_read_error(exc):
-                raise UserError(f"query failed: {scan.first_line(exc)}", "fix the SQL") from exc
+                raise UserError(f"query failed: {first_line(exc)}", "fix the SQL") from exc
             raise
 
     def runs_frame(self) -> pd.DataFrame:
@@ -452,7 +433,7 @@ class RunStore:
                 out.append(model.model_validate_json(text))
             except ValidationError as exc:
                 raise scan.corrupted(
-                    Path(filename), f"a stored record fails validation: {scan.first_line(exc)}"
+                    Path(filename), f"a stored record fails validation: {first_line(exc)}"
                 ) from exc
         return out
 

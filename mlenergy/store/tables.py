@@ -10,7 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 import pyarrow as pa
+from pydantic import ValidationError
 
+from mlenergy.errors import StoreError, first_line
 from mlenergy.records import ModelInfo, PhaseResult, QualityResult, RunRecord, canonical_json
 
 PHASES: tuple[str, ...] = ("prefill", "decode", "request", "train")
@@ -259,3 +261,28 @@ def quality_table(results: list[QualityResult], hashes: list[str] | None = None)
     for row, result in zip(rows, results, strict=True):
         row[RECORD_JSON] = result.model_dump_json()
     return pa.Table.from_pylist(rows, schema=QUALITY_SCHEMA)
+
+
+def rebuild_table(kind: str, table: pa.Table) -> pa.Table:
+    """Recompute every flat column of a segment table from its stored record JSON.
+
+    Args:
+        kind: ``runs`` or ``quality``.
+        table: The segment's rows (``record_json`` and ``content_hash`` are kept).
+
+    Raises:
+        StoreError: A stored record no longer validates.
+    """
+    model = RunRecord if kind == "runs" else QualityResult
+    records = []
+    for text in table.column(RECORD_JSON).to_pylist():
+        try:
+            records.append(model.model_validate_json(text))
+        except ValidationError as exc:
+            raise StoreError(
+                f"a stored {kind} record fails validation ({first_line(exc)})",
+                "restore the store from a backup, or compact without --rebuild",
+            ) from exc
+    hashes = table.column("content_hash").to_pylist()
+    build = runs_table if kind == "runs" else quality_table
+    return build(records, hashes)  # type: ignore[arg-type]

@@ -214,7 +214,7 @@ def run_study(
     from mlenergy.measure import EnergyMeter
     from mlenergy.measure.provenance import collect_hardware, collect_software
     from mlenergy.models import check_device
-    from mlenergy.store import RunStore
+    from mlenergy.store.preflight import check_output_folder, open_store_for_append
     from mlenergy.studies.report import build_report
 
     t_start = time.perf_counter()
@@ -229,10 +229,9 @@ def run_study(
 
     data_dir = Path(data_dir)
     report_dir = Path(report_dir)
-    store = RunStore(data_dir)
-    _check_writable(store, report_dir)
-    if store.results_dir.is_dir():
-        store.check()  # a damaged store fails now, not after an hour of training
+    # A damaged or unwritable store fails now, not after an hour of training.
+    store = open_store_for_append(data_dir)
+    check_output_folder(report_dir, what="report directory", option="--report-dir")
     own_meter = meter is None
     meter = meter or EnergyMeter()
     hardware = collect_hardware(meter)
@@ -269,16 +268,6 @@ def run_study(
     build_report(result, store, spec_size, corpus=data.corpus_name, steps=n_steps, seeds=seeds)
     result.elapsed_s = time.perf_counter() - t_start
     return result
-
-
-def _check_writable(store: Any, report_dir: Path) -> None:
-    """Fail now, before training, if the store or the report folder cannot be written."""
-    from mlenergy.store.locking import probe_writable
-
-    store.ensure_writable()
-    probe_writable(
-        report_dir, report_dir, what="report directory", option="--report-dir", error=UserError
-    )
 
 
 def _run_one(

@@ -1,6 +1,8 @@
 """Workloads to measure: prompt sources and the inference runner (prefill/decode sweep).
 
-The training-step runner lives in :mod:`mlenergy.workloads.training`.
+The training-step runner lives in :mod:`mlenergy.workloads.training`; the bench workflow that
+``mlenergy bench`` and notebooks call (validate, preflight the store, sweep every model) in
+:mod:`mlenergy.workloads.bench`.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mlenergy.errors import UserError
+from mlenergy.progress import progress_bar
 from mlenergy.records import (
     Hardware,
     IdleBaseline,
@@ -326,7 +327,7 @@ def run_inference_sweep(
         meter: The energy meter (its label and scope go on every record).
         store: A :class:`mlenergy.store.RunStore` to append each record to as soon as it is
             made (so an interrupted sweep keeps its finished points), or ``None``.
-        progress: Show a rich progress bar on stderr.
+        progress: Show a progress bar (stderr on a terminal, a widget in a notebook).
         on_record: Called with each record as soon as it is made.
         reuse_idle: Reuse the meter's last idle baseline (``meter.idle``) when it has one,
             instead of measuring idle power again (several models in one command).
@@ -354,60 +355,29 @@ def run_inference_sweep(
         idle = previous if reuse_idle and previous is not None else meter.measure_idle(spec.idle_s)
     ctx = _Context(loaded, spec, meter, prompts, collect_hardware(meter), collect_software(), idle)
     records: list[RunRecord] = []
-    done = 0
-    with _progress_bar(progress) as bar:
-        task = bar.add_task(
-            loaded.model_id, total=len(spec.batch_sizes) * (spec.repeats + spec.warmup)
-        )
+    total = len(spec.batch_sizes) * (spec.repeats + spec.warmup)
+    with progress_bar(total, loaded.model_id, unit="generation", enabled=progress) as bar:
         for batch_size in spec.batch_sizes:
-            bar.update(task, description=f"{loaded.model_id} batch {batch_size}")
-            record = run_point(ctx, batch_size, on_step=lambda: bar.advance(task))
-            done += spec.repeats + spec.warmup
-            bar.update(task, completed=done)
+            bar.describe(f"{loaded.model_id} batch {batch_size}")
+            steps = _StepCounter(bar)
+            record = run_point(ctx, batch_size, on_step=steps)
+            bar.advance(max(0, spec.repeats + spec.warmup - steps.count))  # a failed point's rest
             if store is not None:
                 store.append([record])
             if on_record is not None:
                 on_record(record)
             records.append(record)
+            bar.note(done=len(records), failed=sum(r.status != "ok" for r in records))
     return records
 
 
-class _NoProgress:
-    def __enter__(self) -> _NoProgress:
-        return self
+@dataclass
+class _StepCounter:
+    """Advances a progress bar by one generation and counts how often it did."""
 
-    def __exit__(self, *exc: object) -> None:
-        return None
+    bar: Any
+    count: int = 0
 
-    def add_task(self, *args: Any, **kwargs: Any) -> int:
-        return 0
-
-    def update(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-    def advance(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-
-def _progress_bar(enabled: bool) -> Any:
-    if not enabled:
-        return _NoProgress()
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        SpinnerColumn,
-        TextColumn,
-        TimeElapsedColumn,
-    )
-
-    return Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=False,
-    )
+    def __call__(self) -> None:
+        self.count += 1
+        self.bar.advance()

@@ -169,6 +169,122 @@ def _check_stream(ids: torch.Tensor, seq_len: int, what: str) -> None:
         )
 
 
+@dataclass(frozen=True)
+class _Objective:
+    """The loss a model trains on: next-token cross-entropy, plus the MoE auxiliary loss.
+
+    Attributes:
+        routed: The model returns router logits and an auxiliary load-balancing loss.
+        top_k: Experts per token (to count routed tokens).
+        aux_coef: Weight of the auxiliary loss (0 for dense models).
+    """
+
+    routed: bool
+    top_k: int
+    aux_coef: float
+
+    @classmethod
+    def of(cls, model: Any) -> _Objective:
+        config = getattr(model, "config", None)
+        routed = _supports_router_logits(config)
+        coef = float(getattr(config, "router_aux_loss_coef", 0.0) or 0.0) if routed else 0.0
+        return cls(routed, _top_k(config), coef)
+
+
+@dataclass
+class _Curve:
+    """Training energy and time so far, and the checkpoint rows of the energy-to-quality curve.
+
+    ``energy_j`` becomes ``None`` (unknown, never 0) as soon as one window has no energy.
+    """
+
+    duration_s: float = 0.0
+    energy_j: float | None = 0.0
+    by_device_j: dict[str, float] = field(default_factory=dict)
+    # (step, duration so far, energy so far or None, mean train loss, val ppl, mean aux loss)
+    points: list[tuple[int, float, float | None, float | None, float, float | None]] = field(
+        default_factory=list
+    )
+
+    def add_window(self, window: Any) -> None:
+        """Add one meter window's duration (s) and energy (J)."""
+        self.duration_s += window.duration_s
+        if window.energy_j is None or self.energy_j is None:
+            self.energy_j = None
+        else:
+            self.energy_j += window.energy_j
+        for dev, joules in window.energy_by_device_j.items():
+            self.by_device_j[dev] = self.by_device_j.get(dev, 0.0) + joules
+
+    def checkpoints(self, tokens_per_step: int) -> tuple[TrainingCheckpoint, ...]:
+        """The checkpoint records (energies left unknown when any window had none)."""
+        return tuple(
+            TrainingCheckpoint(
+                step=s,
+                tokens_seen=s * tokens_per_step,
+                duration_s=d,
+                energy_j=None if self.energy_j is None else e,
+                train_loss=tl,
+                val_perplexity=ppl,
+                load_balancing_loss=aux,
+            )
+            for s, d, e, tl, ppl, aux in self.points
+        )
+
+
+def _optimizer(model: Any, spec: TrainingSpec) -> tuple[Any, Any]:
+    """AdamW (no weight decay on vectors) and its warm-up-then-cosine schedule."""
+    import torch
+
+    decay = [p for p in model.parameters() if p.requires_grad and p.ndim >= 2]
+    no_decay = [p for p in model.parameters() if p.requires_grad and p.ndim < 2]
+    opt = torch.optim.AdamW(
+        [
+            {"params": decay, "weight_decay": spec.weight_decay},
+            {"params": no_decay, "weight_decay": 0.0},
+        ],
+        lr=spec.learning_rate,
+        betas=(0.9, 0.95),
+    )
+    return opt, torch.optim.lr_scheduler.LambdaLR(opt, spec.lr_factor)
+
+
+def _train_step(
+    model: Any,
+    batch: torch.Tensor,
+    objective: _Objective,
+    optimizer: tuple[Any, Any],
+    grad_clip: float | None,
+    stats: _RouterStats,
+) -> float:
+    """One optimizer step on ``batch`` (``(batch, seq_len + 1)`` ids); return the LM loss."""
+    import torch
+    import torch.nn.functional as F
+
+    opt, sched = optimizer
+    kwargs: dict[str, Any] = {"use_cache": False}
+    if objective.routed:
+        kwargs["output_router_logits"] = True
+    out = model(input_ids=batch[:, :-1], **kwargs)
+    logits = out.logits
+    lm_loss = F.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]).float(), batch[:, 1:].reshape(-1)
+    )
+    loss = lm_loss
+    aux = getattr(out, "aux_loss", None) if objective.routed else None
+    if aux is not None:
+        loss = loss + objective.aux_coef * aux
+        stats.aux_losses.append(float(aux.detach()))
+        stats.add(getattr(out, "router_logits", None), objective.top_k)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    if grad_clip is not None:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    opt.step()
+    sched.step()
+    return float(lm_loss.detach())
+
+
 def train_model(
     model: Any,
     train_ids: torch.Tensor,
@@ -203,7 +319,6 @@ def train_model(
         UserError: If the token streams are too short for ``spec.seq_len``.
     """
     import torch
-    import torch.nn.functional as F
 
     _check_stream(train_ids, spec.seq_len, "training")
     _check_stream(val_ids, spec.seq_len, "validation")
@@ -213,24 +328,11 @@ def train_model(
         hardware = hardware or collect_hardware(meter)
         software = software or collect_software()
 
-    config = getattr(model, "config", None)
-    routed = _supports_router_logits(config)
-    top_k = _top_k(config)
-    aux_coef = float(getattr(config, "router_aux_loss_coef", 0.0) or 0.0) if routed else 0.0
+    objective = _Objective.of(model)
     gen = torch.Generator().manual_seed(spec.seed)
     train_ids = train_ids.reshape(-1).cpu()
     max_start = train_ids.numel() - spec.seq_len - 1
-    decay = [p for p in model.parameters() if p.requires_grad and p.ndim >= 2]
-    no_decay = [p for p in model.parameters() if p.requires_grad and p.ndim < 2]
-    opt = torch.optim.AdamW(
-        [
-            {"params": decay, "weight_decay": spec.weight_decay},
-            {"params": no_decay, "weight_decay": 0.0},
-        ],
-        lr=spec.learning_rate,
-        betas=(0.9, 0.95),
-    )
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, spec.lr_factor)
+    optimizer = _optimizer(model, spec)
 
     def evaluate() -> PerplexityResult:
         return perplexity(
@@ -243,16 +345,9 @@ def train_model(
         )
 
     started = utc_now()
-    first = evaluate()
-    # (step, duration so far, energy so far or None, mean train loss, val ppl, mean aux loss)
-    points: list[tuple[int, float, float | None, float | None, float, float | None]] = [
-        (0, 0.0, 0.0, None, first.perplexity, None)
-    ]
-    energy_so_far: float | None = 0.0
-    duration_so_far = 0.0
-    by_device: dict[str, float] = {}
+    last_val = evaluate()
+    curve = _Curve(points=[(0, 0.0, 0.0, None, last_val.perplexity, None)])
     step = 0
-    last_val = first
     stats = _RouterStats()
     run_tag = f"train-{id(model):x}"
     model.train()
@@ -265,89 +360,61 @@ def train_model(
                 starts = torch.randint(0, max_start + 1, (spec.batch_size,), generator=gen)
                 idx = starts[:, None] + torch.arange(spec.seq_len + 1)[None, :]
                 batch = train_ids[idx].to(spec.device)
-                kwargs: dict[str, Any] = {"use_cache": False}
-                if routed:
-                    kwargs["output_router_logits"] = True
-                out = model(input_ids=batch[:, :-1], **kwargs)
-                logits = out.logits
-                lm_loss = F.cross_entropy(
-                    logits.reshape(-1, logits.shape[-1]).float(), batch[:, 1:].reshape(-1)
+                losses.append(
+                    _train_step(model, batch, objective, optimizer, spec.grad_clip, stats)
                 )
-                loss = lm_loss
-                aux = getattr(out, "aux_loss", None) if routed else None
-                if aux is not None:
-                    loss = loss + aux_coef * aux
-                    stats.aux_losses.append(float(aux.detach()))
-                    stats.add(getattr(out, "router_logits", None), top_k)
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                if spec.grad_clip is not None:
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), spec.grad_clip)
-                opt.step()
-                sched.step()
-                losses.append(float(lm_loss.detach()))
                 step += 1
                 if on_step is not None:
                     on_step(step)
         except BaseException:
             meter.cancel(f"{run_tag}-{k}")
             raise
-        window = meter.end(f"{run_tag}-{k}")
-        duration_so_far += window.duration_s
-        if window.energy_j is None or energy_so_far is None:
-            energy_so_far = None
-        else:
-            energy_so_far += window.energy_j
-        for dev, joules in window.energy_by_device_j.items():
-            by_device[dev] = by_device.get(dev, 0.0) + joules
+        curve.add_window(meter.end(f"{run_tag}-{k}"))
         last_val = evaluate()
         model.train()
         mean_aux = sum(stats.aux_losses) / len(stats.aux_losses) if stats.aux_losses else None
-        points.append(
-            (
-                step,
-                duration_so_far,
-                energy_so_far,
-                sum(losses) / len(losses),
-                last_val.perplexity,
-                mean_aux,
-            )
-        )
+        curve.points.append(
+            (step, curve.duration_s, curve.energy_j, sum(losses) / len(losses),
+             last_val.perplexity, mean_aux)
+        )  # fmt: skip
     model.eval()
-    ended = utc_now()
+    record = _training_record(
+        spec, curve, stats, objective, model_info, (hardware, software), meter,
+        (started, utc_now()), tags,
+    )  # fmt: skip
+    return TrainingOutcome(record=record, model=model, final_val=last_val)
 
+
+def _training_record(
+    spec: TrainingSpec,
+    curve: _Curve,
+    stats: _RouterStats,
+    objective: _Objective,
+    model_info: ModelInfo,
+    provenance: tuple[Hardware, Software],
+    meter: EnergyMeter,
+    times: tuple[Any, Any],
+    tags: dict[str, str] | None,
+) -> RunRecord:
+    """The run record of a finished training: one ``train`` phase and its checkpoints."""
     tokens_per_step = spec.batch_size * spec.seq_len
-    checkpoints = tuple(
-        TrainingCheckpoint(
-            step=s,
-            tokens_seen=s * tokens_per_step,
-            duration_s=d,
-            energy_j=None if energy_so_far is None else e,
-            train_loss=tl,
-            val_perplexity=ppl,
-            load_balancing_loss=aux,
-        )
-        for s, d, e, tl, ppl, aux in points
-    )
-    tokens = spec.steps * tokens_per_step
-    energy = energy_so_far
     phase = PhaseResult.from_totals(
         Phase.TRAIN,
-        duration_so_far,
-        energy,
-        tokens,
-        energy_by_device_j=by_device if energy is not None else {},
+        curve.duration_s,
+        curve.energy_j,
+        spec.steps * tokens_per_step,
+        energy_by_device_j=curve.by_device_j if curve.energy_j is not None else {},
     )
     record_tags = {
         "learning_rate": f"{spec.learning_rate:g}",
         "seed": str(spec.seed),
-        "final_train_loss": f"{points[-1][3]:.6g}",
-        **({"router_aux_loss_coef": f"{aux_coef:g}"} if routed else {}),
+        "final_train_loss": f"{curve.points[-1][3]:.6g}",
+        **({"router_aux_loss_coef": f"{objective.aux_coef:g}"} if objective.routed else {}),
         **(tags or {}),
     }
-    record = RunRecord(
-        started_at=started,
-        ended_at=ended,
+    return RunRecord(
+        started_at=times[0],
+        ended_at=times[1],
         model=model_info,
         workload=Workload(
             kind="training",
@@ -361,13 +428,12 @@ def train_model(
             steps=spec.steps,
             seq_len=spec.seq_len,
         ),
-        hardware=hardware,
-        software=software,
+        hardware=provenance[0],
+        software=provenance[1],
         energy_source=meter.energy_source,
         scope=meter.scope,
         phases=(phase,),
-        checkpoints=checkpoints,
+        checkpoints=curve.checkpoints(tokens_per_step),
         expert_utilisation=stats.utilisation(),
         tags=record_tags,
     )
-    return TrainingOutcome(record=record, model=model, final_val=last_val)

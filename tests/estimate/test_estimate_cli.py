@@ -136,6 +136,7 @@ def test_calibrate_to_user_path(tmp_path, capsys, configs_dir):
     assert "fitted on" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # over ~20 s on 2 shared cores; left out by `make test-fast`
 def test_validate_json(capsys, configs_dir):
     assert main(["estimate", "validate", "--folds", "4", "--group-by", "model", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)

@@ -86,6 +86,7 @@ def test_fit_accepts_partial_latency_targets(configs_dir):
     assert np.allclose(again["energy_per_token_j"], truth["energy_per_token_j"], rtol=0.05)
 
 
+@pytest.mark.slow  # over ~20 s on 2 shared cores; left out by `make test-fast`
 @pytest.mark.skipif(reference_dir() is None, reason="../shared/reference not found")
 def test_cv_reports_latency_error_where_measured():
     from mlenergy.estimate.validation import cross_validate

@@ -115,6 +115,7 @@ def test_store_measurements_join_the_fit():
     assert len(used) == 674 and 0 < coef.eta_mem <= 1
 
 
+@pytest.mark.slow  # over ~20 s on 2 shared cores; left out by `make test-fast`
 def test_fit_without_2024_rows_keeps_the_legacy_coefficients():
     from mlenergy.estimate.calibration import LEGACY_COEFFICIENTS, calibrate, unidentified
     from mlenergy.estimate.coefficients import Coefficients
@@ -128,6 +129,7 @@ def test_fit_without_2024_rows_keeps_the_legacy_coefficients():
     assert unidentified({"legacy": np.array([0.0, 1.0])}) == set()
 
 
+@pytest.mark.slow  # over ~20 s on 2 shared cores; left out by `make test-fast`
 def test_cv_folds_start_from_the_code_defaults_not_the_shipped_fit(monkeypatch):
     from mlenergy.estimate import validation
     from mlenergy.estimate.coefficients import Coefficients

@@ -106,7 +106,8 @@ def test_short_window_uses_instant_power_not_zero():
         with meter.window("tiny") as w:
             time.sleep(0.02)
     res = w.result
-    assert res.duration_s < period / 2
+    if res.duration_s >= period / 2:  # a precondition, not a speed target
+        pytest.skip("the machine stretched a 20 ms window past half a counter period")
     assert res.energy_j is not None and res.energy_j > 0
     assert res.energy_j == pytest.approx(300.0 * res.duration_s, rel=0.05)
 

@@ -8,7 +8,8 @@ import pytest
 
 from mlenergy.errors import UserError
 from mlenergy.models import preset_config
-from mlenergy.models.loading import read_config_file, resolve_source
+from mlenergy.models.config_file import read_config_file
+from mlenergy.models.loading import resolve_source
 
 
 def _write(tmp_path, cfg: dict):

@@ -67,6 +67,7 @@ def test_measure_quickstart_executes(tmp_path):
     assert "run record(s)" in text  # a list of records as an HTML table
 
 
+@pytest.mark.slow  # over ~20 s on 2 shared cores; left out by `make test-fast`
 def test_dense_vs_moe_notebook_executes(tmp_path):
     nb = _run(
         "02_dense_vs_moe.ipynb",

@@ -58,6 +58,24 @@ def test_runs_show_unknown_and_bad_format(data_dir, filled, tmp_path, capsys):
     assert not out.exists()
 
 
+def test_runs_show_accepts_a_unique_id_prefix(data_dir, factory, capsys):
+    runs = [
+        factory.make_run(seed=i, run_id=run_id)
+        for i, run_id in enumerate(("abc12345aaaa", "abc12345bbbb", "fff00000cccc"))
+    ]
+    RunStore(data_dir).append(runs)
+    assert main(["runs", "show", "fff", "--data-dir", str(data_dir)]) == 0
+    assert json.loads(capsys.readouterr().out)["run_id"] == "fff00000cccc"
+    assert main(["runs", "show", "abc12345b", "--data-dir", str(data_dir)]) == 0
+    assert json.loads(capsys.readouterr().out)["run_id"] == "abc12345bbbb"
+    # An ambiguous prefix lists what it matches, in one line.
+    assert main(["runs", "show", "abc", "--data-dir", str(data_dir)]) == 2
+    line = _err_line(capsys)
+    assert "ambiguous" in line and "abc12345aaaa" in line and "abc12345bbbb" in line
+    assert main(["runs", "show", "0123", "--data-dir", str(data_dir)]) == 2
+    assert "no run '0123'" in _err_line(capsys)
+
+
 def test_unwritable_data_dir(tmp_path, factory, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
@@ -126,7 +144,11 @@ def test_submit_bad_bundle_lists_every_problem(data_dir, factory, tmp_path, caps
     assert main(["submit", str(bundle), "--data-dir", str(data_dir)]) == 2
     err = capsys.readouterr().err
     assert "emulated" in err and "outside the plausible range" in err
-    assert err.strip().splitlines()[-1].startswith("error: ")
+    lines = err.strip().splitlines()
+    assert lines[0].startswith("error: ") and "listed below" in lines[0]
+    assert all(line.startswith("  - ") for line in lines[1:])
+    assert "outside the plausible range" not in lines[0]  # each problem is shown once
+    assert len(lines[1:]) == len(set(lines[1:]))
     assert not data_dir.exists()
     assert main(["submit", str(tmp_path / "missing.json"), "--data-dir", str(data_dir)]) == 2
 

@@ -1,4 +1,4 @@
-"""Regressions from QA: submit reports every problem, submitter clash, runs list messages."""
+"""Input regressions: submit reports every problem, submitter clash, runs list messages."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def _phase(run: dict, name: str) -> dict:
 
 
 def test_schema_error_does_not_hide_the_rule_problems(tmp_path, data_dir, factory, capsys):
-    """QA: unknown field + 1000 W on one H100 + emulated source reported only the field."""
+    """An unknown field, 1000 W on one H100 and an emulated source are all reported."""
     run = _dump(factory.make_run(seed=1, energy_source="emulated:x", decode_power_w=1000.0))
     run["bar"] = 1
     path = tmp_path / "bundle.json"

@@ -1,0 +1,144 @@
+"""What ``mlenergy runs`` shows: the run listing's cells, and runs found by an id prefix."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from mlenergy.errors import UserError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from mlenergy.records import RunRecord
+    from mlenergy.store.store import RunStore
+
+LIST_COLUMNS = (
+    "run_id",
+    "created_at",
+    "model_id",
+    "accelerator_model",
+    "batch_size",
+    "energy_source",
+    "energy_per_token_j",
+    "submitter",
+)
+"""Columns of the run listing, in order (``energy_per_token_j`` is derived, see below)."""
+HEADERS = {"energy_per_token_j": "J/token"}
+PER_TOKEN_NOTE = (
+    "J/token: decode-phase energy per generated token; values marked (request) come from "
+    "runs with only a whole-request phase (prefill + decode energy per generated token)."
+)
+_SHOWN_MATCHES = 10
+"""Ids an ambiguous prefix lists before counting the rest."""
+
+
+@dataclass(frozen=True)
+class RunListing:
+    """The rows of the run listing as display text.
+
+    Attributes:
+        total: Runs that matched the filter (before ``limit``).
+        headers: Column titles.
+        rows: One tuple of cell texts per shown run, oldest first.
+    """
+
+    total: int
+    headers: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+
+def _present(value: object) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
+
+
+def cell_text(value: object) -> str:
+    """One value as listing text: ``-`` for missing, 4 significant digits for floats."""
+    if not _present(value):
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if hasattr(value, "strftime"):
+        return value.strftime("%Y-%m-%d %H:%M:%S")
+    return str(value)
+
+
+def per_token_cells(frame: pd.DataFrame) -> list[str]:
+    """Decode energy per token (J) where present, else the request phase's, marked."""
+    cells = []
+    for dec, req in zip(
+        frame["decode_energy_per_token_j"], frame["request_energy_per_token_j"], strict=True
+    ):
+        if _present(dec):
+            cells.append(cell_text(float(dec)))
+        elif _present(req):
+            cells.append(f"{cell_text(float(req))} (request)")
+        else:
+            cells.append("-")
+    return cells
+
+
+def list_runs(store: RunStore, model: str | None = None, limit: int = 50) -> RunListing:
+    """The newest ``limit`` runs (0: all) whose model id contains ``model``, as text cells.
+
+    Raises:
+        StoreError: A store file is damaged.
+    """
+    frame = store.runs_frame()
+    if model:
+        frame = frame[frame["model_id"].str.contains(model, regex=False)]
+    total = len(frame)
+    if limit > 0:
+        frame = frame.tail(limit)
+    frame = frame.assign(energy_per_token_j=per_token_cells(frame))
+    rows = tuple(
+        tuple(cell_text(v) for v in row)
+        for row in frame[list(LIST_COLUMNS)].itertuples(index=False)
+    )
+    return RunListing(total, tuple(HEADERS.get(c, c) for c in LIST_COLUMNS), rows)
+
+
+def resolve_run_id(store: RunStore, prefix: str) -> str:
+    """The one stored run id that starts with ``prefix`` (a whole id is its own prefix).
+
+    Raises:
+        UserError: No run id starts with ``prefix``, or several do (they are listed).
+    """
+    text = prefix.strip()
+    if not text:
+        raise UserError("empty run id", "pass a run id or its first characters")
+    if not store.results_dir.is_dir():
+        raise _no_run(store, text)
+    found = store.query(
+        "SELECT run_id FROM runs WHERE starts_with(run_id, ?) ORDER BY run_id LIMIT ?",
+        [text, _SHOWN_MATCHES + 1],
+    )["run_id"].tolist()
+    if text in found:
+        return text
+    if not found:
+        raise _no_run(store, text)
+    if len(found) > 1:
+        shown = ", ".join(found[:_SHOWN_MATCHES])
+        more = " and more" if len(found) > _SHOWN_MATCHES else ""
+        raise UserError(
+            f"run id prefix {text!r} is ambiguous: it matches {shown}{more}",
+            "give more characters of the id",
+        )
+    return found[0]
+
+
+def find_run(store: RunStore, prefix: str) -> RunRecord:
+    """The run whose id is, or uniquely starts with, ``prefix``.
+
+    Raises:
+        UserError: No run matches, or the prefix is ambiguous.
+    """
+    return store.get(resolve_run_id(store, prefix))
+
+
+def _no_run(store: RunStore, text: str) -> UserError:
+    return UserError(
+        f"no run {text!r} in the store at {store.data_dir}",
+        "list the stored runs with `mlenergy runs list`",
+    )

@@ -1,0 +1,246 @@
+"""The bench workflow: validate every input, open the store, run each model's sweep, report.
+
+:func:`run_bench` is what ``mlenergy bench`` calls, and what a notebook calls for the same job.
+Every input is checked before anything runs or the store is touched: bad batch sizes or token
+counts, unknown presets, missing or malformed config files, hub ids that cannot be resolved,
+an unwritable data directory or a damaged store file each raise
+:class:`~mlenergy.errors.UserError`. Each finished point is appended to the store at once, so a
+Ctrl-C keeps it: :class:`BenchInterrupted` then says what was stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mlenergy.errors import Interrupted, UserError
+from mlenergy.workloads.inference import InferenceSpec, check_context_length
+
+if TYPE_CHECKING:
+    from mlenergy.models import ResolvedSource
+    from mlenergy.records import RunRecord
+    from mlenergy.store import AppendResult, RunStore
+
+_SHOWN_IDS = 5
+"""Run ids listed in the interruption message before the rest are counted."""
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    """How to measure, beyond the sweep itself.
+
+    Attributes:
+        cpu_tdp_w: CPU full-load power in watts for the CPU power model (no counter), or
+            ``None`` for the model's default.
+        threads: Torch CPU threads, or ``None`` for torch's choice.
+        power_timeline: Record a downsampled power trace on each run.
+        progress: Draw a progress bar (terminal or notebook).
+    """
+
+    cpu_tdp_w: float | None = None
+    threads: int | None = None
+    power_timeline: bool = False
+    progress: bool = True
+
+    def validate(self) -> BenchOptions:
+        """Check every value; return ``self``.
+
+        Raises:
+            UserError: Naming the bad option.
+        """
+        if self.cpu_tdp_w is not None and not self.cpu_tdp_w > 0:
+            raise UserError(
+                f"--cpu-tdp-w {self.cpu_tdp_w} must be positive", "Pass e.g. --cpu-tdp-w 65"
+            )
+        if self.threads is not None and self.threads < 1:
+            raise UserError(f"--threads {self.threads} must be at least 1", "Pass e.g. --threads 1")
+        return self
+
+
+@dataclass
+class _RecordingStore:
+    """A store that remembers the ids it appended (what an interruption reports)."""
+
+    store: RunStore
+    stored_ids: list[str] = field(default_factory=list)
+
+    def append(self, records: Iterable[RunRecord]) -> AppendResult:
+        result = self.store.append(records)
+        self.stored_ids += result.added_ids
+        return result
+
+
+class BenchInterrupted(Interrupted):
+    """Ctrl-C during a bench: the points finished so far are stored; the message says which.
+
+    Args:
+        stored_ids: Run ids appended before the interruption.
+        data_dir: The store folder, or ``None`` when nothing was being stored.
+    """
+
+    def __init__(self, stored_ids: list[str], data_dir: Path | None) -> None:
+        self.stored_ids = list(stored_ids)
+        self.data_dir = data_dir
+        super().__init__(_interruption_summary(self.stored_ids, data_dir))
+
+
+def _interruption_summary(stored_ids: list[str], data_dir: Path | None) -> str:
+    if data_dir is None:
+        return "nothing was stored (--no-store)"
+    if not stored_ids:
+        return f"no point had finished; nothing was added to the store in {data_dir}"
+    shown = ", ".join(stored_ids[:_SHOWN_IDS])
+    more = len(stored_ids) - _SHOWN_IDS
+    if more > 0:
+        shown += f" and {more} more"
+    return (
+        f"{len(stored_ids)} finished point(s) stored in {data_dir} ({shown}); "
+        f"list them with `mlenergy runs list --data-dir {data_dir}`"
+    )
+
+
+def preflight(
+    models: list[str], spec: InferenceSpec, data_dir: Path | None
+) -> tuple[list[ResolvedSource], RunStore | None]:
+    """Check every model source, the prompts and the store before anything is measured.
+
+    The store is probed before any config is read or model built: an unwritable ``--data-dir``
+    must not cost a whole measurement.
+
+    Returns:
+        The resolved sources (duplicates dropped, order kept) and the opened store (``None``
+        when ``data_dir`` is ``None``).
+
+    Raises:
+        UserError: For the first bad input.
+    """
+    from mlenergy.models.loading import (
+        canonical_dtype,
+        check_buildable,
+        check_device,
+        resolve_source,
+    )
+    from mlenergy.store.preflight import open_store_for_append
+    from mlenergy.workloads.prompts import PromptSource, load_texts
+
+    if not models:
+        raise UserError("no --model given", "Pass e.g. --model preset:tiny-dense")
+    spec.validate()
+    canonical_dtype(spec.dtype)
+    check_device(spec.device)
+    prompt_source = PromptSource.parse(spec.prompts)
+    store = open_store_for_append(data_dir) if data_dir is not None else None
+    resolved = [resolve_source(m) for m in dict.fromkeys(models)]
+    for source in resolved:
+        check_context_length(source.config, spec, source.model_id)
+        if not source.pretrained:
+            check_buildable(source.config, spec.dtype, source.model_id)
+    if prompt_source.kind != "synthetic":
+        load_texts(prompt_source, limit=1)  # unreadable or text-less prompts fail here
+    return resolved, store
+
+
+def run_bench(
+    models: list[str],
+    spec: InferenceSpec,
+    options: BenchOptions | None = None,
+    *,
+    data_dir: Path | None = None,
+    on_record: Callable[[RunRecord], None] | None = None,
+) -> list[RunRecord]:
+    """Measure every model's batch-size sweep; append each point to the store as it finishes.
+
+    Args:
+        models: Model sources (``preset:<name>``, hub ids, folders, config.json paths).
+        spec: The sweep (batch sizes, lengths, repeats...).
+        options: Meter and torch settings (default: :class:`BenchOptions`).
+        data_dir: Store folder, or ``None`` to store nothing.
+        on_record: Called with each record as soon as it is made (and stored).
+
+    Returns:
+        One record per model and batch size, in order.
+
+    Raises:
+        UserError: For bad input, before anything runs or the store is touched.
+        BenchInterrupted: On Ctrl-C (instead of ``KeyboardInterrupt``); it names the points
+            already stored.
+    """
+    import torch
+
+    from mlenergy.measure import EnergyMeter
+    from mlenergy.models import load_model
+    from mlenergy.workloads.inference import run_inference_sweep
+
+    opts = (options or BenchOptions()).validate()
+    resolved, store = preflight(models, spec, data_dir)
+    if opts.threads is not None:
+        torch.set_num_threads(opts.threads)
+    recording = _RecordingStore(store) if store is not None else None
+    records: list[RunRecord] = []
+    meter = EnergyMeter(cpu_tdp_w=opts.cpu_tdp_w, power_timeline=opts.power_timeline)
+    try:
+        for source in resolved:
+            loaded = load_model(source, spec.dtype, spec.device, spec.seed)
+            records += run_inference_sweep(
+                loaded,
+                spec,
+                meter,
+                store=recording,
+                progress=opts.progress,
+                on_record=on_record,
+                reuse_idle=True,
+            )
+            del loaded
+    except KeyboardInterrupt as exc:
+        raise BenchInterrupted(recording.stored_ids if recording else [], data_dir) from exc
+    finally:
+        close = getattr(meter, "close", None)
+        if callable(close):
+            close()
+    return records
+
+
+def _fmt(value: float | None, scale: float = 1.0, digits: int = 4) -> str:
+    if value is None:
+        return "-"
+    return f"{value * scale:.{digits}g}"
+
+
+_SUMMARY_COLUMNS = (
+    ("model", "left"),
+    ("batch", "right"),
+    ("status", "left"),
+    ("prefill mJ/tok", "right"),
+    ("decode mJ/tok", "right"),
+    ("request mJ/tok", "right"),
+    ("decode tok/s", "right"),
+    ("TTFT ms", "right"),
+    ("ITL p50 ms", "right"),
+    ("source", "left"),
+)
+
+
+def summary_table(records: list[RunRecord]) -> Any:
+    """A rich table: one row per record with energy per token (mJ) and throughput."""
+    from rich.table import Table
+
+    table = Table(title="mlenergy bench (energy per token in millijoules)", show_lines=False)
+    for column, justify in _SUMMARY_COLUMNS:
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    for r in records:
+        pre, dec, req = r.phase("prefill"), r.phase("decode"), r.phase("request")
+        table.add_row(
+            r.model.model_id,
+            str(r.workload.batch_size),
+            "ok" if r.status == "ok" else f"failed: {(r.error or '')[:40]}",
+            _fmt(pre.energy_per_token_j if pre else None, 1e3),
+            _fmt(dec.energy_per_token_j if dec else None, 1e3),
+            _fmt(req.energy_per_token_j if req else None, 1e3),
+            _fmt(dec.throughput_tokens_per_s if dec else None, digits=5),
+            _fmt(req.ttft_s if req else None, 1e3),
+            _fmt(req.itl_p50_s if req else None, 1e3),
+            r.energy_source,
+        )
+    return table
