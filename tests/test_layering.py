@@ -28,8 +28,9 @@ LAYER = {
     "cli": 5,
 }
 # Agreed exceptions (see DESIGN.md / issue notes): the estimator reads architectures from
-# configs with the same pure-Python parser that counts parameters.
-ALLOWED_SAME_LAYER = {("estimate", "models.architecture")}
+# configs with the same pure-Python parser that counts parameters, and describes models for
+# its records (estimates, the reference measurements) with the one ModelInfo builder.
+ALLOWED_SAME_LAYER = {("estimate", "models.architecture"), ("estimate", "models.info")}
 FORBIDDEN_THIRD_PARTY = {
     "records": {"torch", "transformers", "zeus", "gradio"},
     "measure": {"transformers", "gradio"},

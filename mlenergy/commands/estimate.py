@@ -283,7 +283,7 @@ def estimate_cmd(
 
 def _save(estimates: list[Any], configs_dir: Path | None, target: Path) -> None:
     """Append the estimates as ``estimated:`` records to the store (one append)."""
-    from mlenergy.estimate.records import to_run_record
+    from mlenergy.estimate.to_record import to_run_record
     from mlenergy.store import RunStore
 
     res = RunStore(target).append([to_run_record(e, configs_dir) for e in estimates])
@@ -383,14 +383,14 @@ def calibrate_cmd(
             f"--folds must be >= 2 (or 0: keep the current interval), got {folds}",
             "Give 2 or more cross-validation folds",
         )
-    from mlenergy.estimate.calibration import calibrate_all
+    from mlenergy.estimate.refit import calibrate_all
 
     runs = None
     if store is not None:
         try:
             from mlenergy.store import RunStore
 
-            runs = RunStore(store).runs_frame()
+            runs = RunStore(store).runs()
         except Exception as exc:  # no store there yet, or not readable: skip it, say so
             typer.echo(f"note: no stored measurements used from {store} ({exc})", err=True)
     configs_dir = _configs_for(reference, configs_dir)
@@ -419,9 +419,9 @@ def validate_cmd(
             f"--folds must be >= 2, got {folds}",
             "Give 2 or more folds, or omit --folds for leave-one-architecture-out",
         )
+    from mlenergy.estimate.crossval import TARGETS, cross_validate
     from mlenergy.estimate.host_bound import HOST_BOUND_LABEL
-    from mlenergy.estimate.reference import load_reference
-    from mlenergy.estimate.validation import TARGETS, cross_validate
+    from mlenergy.estimate.measurements import load_reference
 
     df = load_reference(reference, include_v2=not no_v2)
     cv = cross_validate(df, folds=folds, configs_dir=_configs_for(reference, configs_dir))

@@ -18,18 +18,15 @@ import numpy as np
 
 from mlenergy.errors import UserError
 from mlenergy.estimate.catalog import GpuSpec
+from mlenergy.estimate.checks import expected_num_gpus
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients
 from mlenergy.estimate.engines import CURRENT_ENGINE, engine_note, is_legacy, resolve_engine
+from mlenergy.estimate.features import stack
 from mlenergy.estimate.host_bound import HOST_BOUND_NOTE, is_host_bound
-from mlenergy.estimate.inputs import (
-    Workload,
-    expected_num_gpus,
-    has_value,
-    input_tokens_for,
-    prepare_config,
-    stack,
-)
 from mlenergy.estimate.physics import predict
+from mlenergy.estimate.prepare import prepare_config
+from mlenergy.estimate.serving import ServingSetup
+from mlenergy.estimate.task_defaults import has_value, input_tokens_for
 
 
 def estimator_version() -> str:
@@ -148,7 +145,7 @@ def estimate(
 
     Args:
         model: ``config.json`` path or model id (see
-            :func:`~mlenergy.estimate.inputs.resolve_model`).
+            :func:`~mlenergy.estimate.configs.resolve_model`).
         gpu: Catalog name/alias, a YAML/JSON spec file of a hypothetical GPU, or a
             :class:`~mlenergy.estimate.catalog.GpuSpec`.
         batch_size: Average number of sequences decoding together (all replicas).
@@ -157,7 +154,7 @@ def estimate(
         task: Workload label used for the default prompt length.
         precision: Weight precision (bfloat16, float16, fp8, mxfp4, nvfp4); default bfloat16.
         num_gpus: GPUs used; default and required value: ``tp * pp * dp``, or ``ep`` when
-            experts span more GPUs (see :func:`~mlenergy.estimate.inputs.expected_num_gpus`).
+            experts span more GPUs (see :func:`~mlenergy.estimate.checks.expected_num_gpus`).
         tensor_parallel: Tensor-parallel degree.
         expert_parallel: Expert-parallel degree.
         data_parallel: Data-parallel replicas.
@@ -185,7 +182,7 @@ def estimate(
     engine_name = resolve_engine(engine, task)
     note = engine_note(engine, task, engine_name)
     n = _num_gpus(num_gpus, tensor_parallel, expert_parallel, data_parallel, pipeline_parallel)
-    w = Workload(
+    w = ServingSetup(
         batch_size=batch_size,
         input_tokens=input_tokens_for(task, input_tokens),
         output_tokens=output_tokens,

@@ -5,14 +5,14 @@ Input columns: ``model``, ``gpu``, ``num_gpus``, ``tensor_parallel``, ``expert_p
 (optional), ``batch_size``, ``max_num_seqs``, ``input_tokens`` (may be empty: task default),
 ``output_tokens``, and optionally ``sm_clock_mhz`` or ``power_limit_w`` (per GPU, W). The
 parallel layout must occupy ``num_gpus`` (derived when blank; see
-:func:`~mlenergy.estimate.inputs.check_layout`). Output: the input columns plus
+:func:`~mlenergy.estimate.checks.check_layout`). Output: the input columns plus
 ``energy_per_token_j``,
 ``energy_per_token_j_lo``, ``energy_per_token_j_hi``, ``throughput_tokens_per_s``,
 ``avg_power_w``, ``error`` (empty when the row was estimated) and ``warning`` (caveats of an
 estimated row, empty if none). An optional ``engine`` column picks the serving engine (blank:
 the task's, see :mod:`~mlenergy.estimate.engines`). A bad row keeps its place.
 
-Models resolve as in the single path (:func:`~mlenergy.estimate.inputs.resolve_model_config`)
+Models resolve as in the single path (:func:`~mlenergy.estimate.configs.resolve_model_config`)
 and the memory fit is the one rule of :mod:`~mlenergy.estimate.memory`.
 """
 
@@ -25,21 +25,14 @@ import numpy as np
 import pandas as pd
 
 from mlenergy.errors import UserError
-from mlenergy.estimate.api import power_limit_message
+from mlenergy.estimate.api import estimate, power_limit_message
 from mlenergy.estimate.catalog import GpuSpec, resolve_gpu
+from mlenergy.estimate.checks import BATCH_CAP_TOLERANCE, check_layout, clock_power_error
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients
+from mlenergy.estimate.configs import resolve_model_config
 from mlenergy.estimate.engines import CURRENT_ENGINE, engine_note, is_legacy, resolve_engine
+from mlenergy.estimate.features import feature_row
 from mlenergy.estimate.host_bound import HOST_BOUND_NOTE, host_bound_mask
-from mlenergy.estimate.inputs import (
-    BATCH_CAP_TOLERANCE,
-    TASK_INPUT_TOKENS,
-    check_layout,
-    clock_power_error,
-    feature_row,
-    resolve_model_config,
-    task_input_tokens,
-    weight_precision,
-)
 from mlenergy.estimate.memory import (
     MEMORY_KEYS,
     fit_verdict,
@@ -48,7 +41,10 @@ from mlenergy.estimate.memory import (
     usable_bytes,
 )
 from mlenergy.estimate.physics import FEATURES, predict
+from mlenergy.estimate.prepare import weight_precision
 from mlenergy.estimate.profile import build_profile
+from mlenergy.estimate.serving import ServingSetup
+from mlenergy.estimate.task_defaults import TASK_INPUT_TOKENS, task_input_tokens
 
 INPUT_COLUMNS = (
     "model",
@@ -160,7 +156,7 @@ def estimate_frame(
     key_note: list[str] = []
     key_info: list[tuple[int, int, float, str]] = []  # heads, experts, memory, gpu name
     gpu_specs: list[GpuSpec | None] = []
-    dummy = _DummyWorkload()
+    dummy = ServingSetup(batch_size=1.0, input_tokens=1.0, output_tokens=1.0)
     for model, gpu, prec in uniques:
         try:
             resolved = resolve_model_config(model, configs_dir)
@@ -169,7 +165,7 @@ def estimate_frame(
             if not gpu:
                 raise UserError("gpu is empty")
             prof = build_profile(spec, weight_precision(resolved.fp8, prec, spec.quant_method))
-            row = feature_row(prof, gpu_spec, dummy)  # type: ignore[arg-type]
+            row = feature_row(prof, gpu_spec, dummy)
             row.update(memory_row(spec, prof))
             key_rows.append(row)
             key_err.append("")
@@ -386,15 +382,6 @@ def _memory_fit(
         warn[i] = warning
 
 
-class _DummyWorkload:
-    """Placeholder workload for per-key features (workload columns are filled per row)."""
-
-    batch_size = input_tokens = output_tokens = 1.0
-    num_gpus = tensor_parallel = expert_parallel = data_parallel = pipeline_parallel = 1
-    sm_clock_mhz = power_limit_w = None
-    legacy_engine = False
-
-
 def estimate_csv(
     in_path: str | Path,
     out_path: str | Path,
@@ -441,7 +428,6 @@ def row_estimates(
         configs_dir: Folder of model configs.
         coefficients: Model coefficients (default: shipped).
     """
-    from mlenergy.estimate.api import estimate
 
     def val(row: dict, col: str, cast: type = float) -> object:
         v = row.get(col)

@@ -20,17 +20,13 @@ import numpy as np
 import pandas as pd
 
 from mlenergy.errors import UserError
-from mlenergy.estimate.coefficients import Coefficients, default_coefficients
+from mlenergy.estimate.coefficients import Coefficients
+from mlenergy.estimate.features import stack
 from mlenergy.estimate.host_bound import MIN_HOST_BOUND_ROWS, host_bound_mask
-from mlenergy.estimate.inputs import (
-    TASK_INPUT_TOKENS,
-    Workload,
-    has_value,
-    input_tokens_for,
-    prepare,
-    stack,
-)
 from mlenergy.estimate.physics import predict
+from mlenergy.estimate.prepare import prepare
+from mlenergy.estimate.serving import ServingSetup
+from mlenergy.estimate.task_defaults import TASK_INPUT_TOKENS, has_value, input_tokens_for
 
 # (name, lower bound, upper bound) of fitted coefficients; fitted in log space.
 BOUNDS: dict[str, tuple[float, float]] = {
@@ -101,7 +97,7 @@ def featurise(
     rows, keep = [], []
     for pos, r in enumerate(df.itertuples(index=False)):
         rec = r._asdict()
-        w = Workload(
+        w = ServingSetup(
             batch_size=float(rec["batch_size"]),
             input_tokens=input_tokens_for(rec.get("task"), rec.get("input_tokens")),
             output_tokens=float(rec["output_tokens"]),
@@ -351,48 +347,3 @@ def interval_quantiles(rows: pd.DataFrame) -> dict[str, float | None]:
         out["log_q05_host"] = float(np.quantile(logs[hb], 0.05))
         out["log_q95_host"] = float(np.quantile(logs[hb], 0.95))
     return out
-
-
-def calibrate_all(
-    reference: str | Path | None = None,
-    store_runs: pd.DataFrame | None = None,
-    out: str | Path | None = None,
-    configs_dir: str | Path | None = None,
-    include_v2: bool = True,
-    folds: int = 10,
-) -> tuple[Coefficients, Path, int]:
-    """Fit on the reference (and optionally a store's GPU measurements) and write the result.
-
-    The prediction interval comes from the 5th/95th percentiles of cross-validated log
-    errors of energy per token (grouped by architecture, ``folds`` folds): see
-    :func:`interval_quantiles`.
-
-    Args:
-        reference: Reference folder (default :func:`~mlenergy.estimate.reference.reference_dir`).
-        store_runs: The project's flat run table (``RunStore.runs_frame()``); its measured GPU
-            serving runs are added to the fit (none: skipped).
-        out: Output file or folder (default: the package's ``coefficients.json``).
-        configs_dir: Folder of model configs.
-        include_v2: Include the 2024 v2 tables.
-        folds: Cross-validation folds for the interval (0: keep the current interval).
-
-    Returns:
-        The coefficients, the path written and the number of rows fitted.
-    """
-    from mlenergy.estimate.coefficients import COEFFICIENTS_FILE
-    from mlenergy.estimate.reference import load_reference, measurements_from_runs
-    from mlenergy.estimate.validation import cross_validate
-
-    df = load_reference(reference, include_v2=include_v2)
-    if store_runs is not None:
-        extra = measurements_from_runs(store_runs)
-        if len(extra):
-            df = pd.concat([df, extra], ignore_index=True)
-    coef, used = calibrate(df, configs_dir)
-    if folds:
-        cv = cross_validate(df, folds=folds, configs_dir=configs_dir)
-        coef = coef.replace(**interval_quantiles(cv.rows))
-    target = Path(out) if out is not None else Path(__file__).parent / COEFFICIENTS_FILE
-    path = coef.save(target)
-    default_coefficients.cache_clear()
-    return coef, path, len(used)

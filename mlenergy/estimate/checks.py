@@ -14,7 +14,7 @@ from mlenergy.errors import UserError
 
 if TYPE_CHECKING:
     from mlenergy.estimate.catalog import GpuSpec
-    from mlenergy.estimate.inputs import Workload
+    from mlenergy.estimate.serving import ServingSetup
     from mlenergy.models.architecture import ArchitectureSpec
 
 BATCH_CAP_TOLERANCE = 1.001
@@ -66,7 +66,7 @@ def check_layout(num_gpus: float, tp: float, ep: float, dp: float, pp: float) ->
     return ""
 
 
-def check_workload(w: Workload, spec: ArchitectureSpec, gpu: GpuSpec) -> None:
+def check_workload(w: ServingSetup, spec: ArchitectureSpec, gpu: GpuSpec) -> None:
     """Raise :class:`UserError` naming the field if the configuration is invalid."""
     positive("batch_size", w.batch_size)
     positive("input_tokens", w.input_tokens, allow_zero=True)

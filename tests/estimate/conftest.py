@@ -6,7 +6,7 @@ import pytest
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from mlenergy.estimate.reference import reference_dir
+from mlenergy.estimate.locate import reference_dir
 
 REF = reference_dir()
 needs_reference = pytest.mark.skipif(REF is None, reason="../shared/reference not found")

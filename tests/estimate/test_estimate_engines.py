@@ -15,7 +15,7 @@ from mlenergy.estimate.engines import (
     canonical_task,
     resolve_engine,
 )
-from mlenergy.estimate.inputs import task_input_tokens
+from mlenergy.estimate.task_defaults import task_input_tokens
 
 
 def test_engine_from_task_and_override():
@@ -76,8 +76,8 @@ def test_batch_v2_rows_match_calibration_features(configs_dir):
     """v2 rows given as batch rows with their raw task labels are predicted as in the fit."""
     from mlenergy.estimate.calibration import featurise
     from mlenergy.estimate.coefficients import default_coefficients
+    from mlenergy.estimate.measurements import load_reference
     from mlenergy.estimate.physics import predict
-    from mlenergy.estimate.reference import load_reference
 
     ref = load_reference()
     v2 = ref[ref["legacy"].astype(bool)].head(40).reset_index(drop=True)

@@ -76,15 +76,17 @@ def test_power_limit_below_lowest_clock_draw_is_an_error(capsys, configs_dir):
 
 
 def test_power_cap_physics_flags_infeasible_rows(tiny_config_dict):
-    from mlenergy.estimate.inputs import Workload, feature_row, stack
+    from mlenergy.estimate.features import feature_row, stack
     from mlenergy.estimate.profile import build_profile
+    from mlenergy.estimate.serving import ServingSetup
     from mlenergy.models.architecture import ArchitectureSpec
 
     spec = ArchitectureSpec.from_config(tiny_config_dict)
     prof = build_profile(spec, "bfloat16")
     gpu = resolve_gpu("H100")
     rows = [
-        feature_row(prof, gpu, Workload(64, 512, 256, power_limit_w=limit)) for limit in (1, 700)
+        feature_row(prof, gpu, ServingSetup(64, 512, 256, power_limit_w=limit))
+        for limit in (1, 700)
     ]
     out = predict(stack(rows), default_coefficients())
     assert out["power_limit_infeasible"].tolist() == [True, False]
@@ -282,7 +284,7 @@ def test_descending_sweep_range(capsys, configs_dir):
 
 
 def test_config_id_for_uses_the_one_resolution_rule(tmp_path, configs_dir):
-    from mlenergy.estimate.reference import config_id_for
+    from mlenergy.estimate.measurements import config_id_for
 
     thinking = "Qwen/Qwen3-30B-A3B-Thinking-2507"
     assert config_id_for(thinking, configs_dir) == "Qwen/Qwen3-30B-A3B-Instruct-2507"

@@ -377,7 +377,7 @@ def test_mamba_prefill_path_costs_hybrid_mixed_steps_only(configs_dir):
 
 def test_hybrid_profile_counts_mamba_layers_and_bf16_state(configs_dir):
     """Nemotron-Nano-9B-v2: 27 Mamba layers; SSM state in BF16 (vLLM's default cache dtype)."""
-    from mlenergy.estimate.inputs import resolve_model_config
+    from mlenergy.estimate.configs import resolve_model_config
     from mlenergy.estimate.profile import build_profile
 
     spec = resolve_model_config("nvidia/NVIDIA-Nemotron-Nano-9B-v2", configs_dir).spec

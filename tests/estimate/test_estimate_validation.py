@@ -6,8 +6,15 @@ import numpy as np
 import pytest
 
 from mlenergy.estimate.coefficients import default_coefficients
-from mlenergy.estimate.reference import config_id_for, load_reference, model_group, reference_dir
-from mlenergy.estimate.validation import architecture_group, cross_validate, in_sample
+from mlenergy.estimate.crossval import architecture_group, cross_validate, in_sample
+from mlenergy.estimate.locate import reference_dir
+from mlenergy.estimate.measurements import (
+    config_id_for,
+    load_reference,
+    measurements_from_records,
+    model_group,
+)
+from mlenergy.records import Hardware, ModelInfo, Phase, PhaseResult, RunRecord, Software, Workload
 
 pytestmark = pytest.mark.skipif(reference_dir() is None, reason="../shared/reference not found")
 
@@ -69,47 +76,54 @@ def test_grouped_cv_keeps_architectures_apart():
     assert (rows["host_bound"] == expected).all()
 
 
+def _stored_run(source: str, gpu: str) -> RunRecord:
+    return RunRecord(
+        model=ModelInfo(
+            model_id="meta-llama/Llama-3.1-8B-Instruct",
+            config_fingerprint="0" * 16,
+            architecture="llama",
+            is_moe=False,
+            total_params=8_000_000_000,
+            active_params=8_000_000_000,
+            dtype="bfloat16",
+            weights="pretrained",
+        ),
+        workload=Workload(
+            kind="inference",
+            batch_size=32,
+            max_num_seqs=32,
+            input_tokens=256,
+            output_tokens=256,
+            num_requests=32,
+            device="cuda",
+        ),
+        hardware=Hardware(accelerator_model=gpu, accelerator_count=1),
+        software=Software(python="3.11", mlenergy="0.1.0"),
+        energy_source=source,
+        phases=(
+            PhaseResult.from_totals(
+                Phase.REQUEST, 32 * 256 / 3000.0, 550 * 32 * 256 / 3000.0, 32 * 256, itl_p50_s=0.01
+            ),
+        ),
+    )
+
+
 def test_store_measurements_join_the_fit():
     import pandas as pd
 
     from mlenergy.estimate.calibration import calibrate
-    from mlenergy.estimate.reference import measurements_from_runs
 
-    runs = pd.DataFrame(
-        [
-            {
-                "energy_source": "measured:zeus-nvml",
-                "workload_kind": "inference",
-                "accelerator_model": "NVIDIA H100 80GB HBM3",
-                "accelerator_count": 1,
-                "model_id": "meta-llama/Llama-3.1-8B-Instruct",
-                "dtype": "bfloat16",
-                "task": "",
-                "batch_size": 32,
-                "avg_batch_size": None,
-                "max_num_seqs": 32,
-                "input_tokens": 256,
-                "output_tokens": 256,
-                "tensor_parallel": 1,
-                "expert_parallel": 1,
-                "data_parallel": 1,
-                "pipeline_parallel": 1,
-                "request_throughput_tokens_per_s": 3000.0,
-                "request_avg_power_w": 550.0,
-                "is_moe": False,
-                "itl_p50_s": 0.01,
-            },
-            {
-                "energy_source": "estimated:mlenergy-0.1.0",
-                "workload_kind": "inference",
-                "accelerator_model": "H100",
-                "model_id": "x",
-            },
-        ]
-    )
-    extra = measurements_from_runs(runs)
+    runs = [
+        _stored_run("measured:zeus-nvml", "NVIDIA H100 80GB HBM3"),
+        _stored_run("estimated:mlenergy-0.1.0", "H100"),
+        _stored_run("measured:zeus-nvml", "a GPU the catalog does not know"),
+    ]
+    extra = measurements_from_records(runs)
     assert len(extra) == 1 and extra.loc[0, "gpu"] == "H100-SXM5-80GB"
-    assert measurements_from_runs(pd.DataFrame()).empty
+    assert extra.loc[0, "throughput_tokens_per_s"] == pytest.approx(3000.0)
+    assert extra.loc[0, "avg_power_w"] == pytest.approx(550.0)
+    assert extra.loc[0, "input_tokens"] == 256 and extra.loc[0, "source"] == "store"
+    assert measurements_from_records([]).empty
     df = pd.concat([load_reference(include_v2=False), extra], ignore_index=True)
     coef, used = calibrate(df)
     assert len(used) == 674 and 0 < coef.eta_mem <= 1
@@ -129,17 +143,17 @@ def test_fit_without_2024_rows_keeps_the_legacy_coefficients():
 
 
 def test_cv_folds_start_from_the_code_defaults_not_the_shipped_fit(monkeypatch):
-    from mlenergy.estimate import validation
+    from mlenergy.estimate import crossval
     from mlenergy.estimate.coefficients import Coefficients
 
     starts = []
-    real_fit = validation.fit
+    real_fit = crossval.fit
 
     def spy(*args, **kwargs):
         starts.append(kwargs["start"])
         return real_fit(*args, **kwargs)
 
-    monkeypatch.setattr(validation, "fit", spy)
+    monkeypatch.setattr(crossval, "fit", spy)
     df = load_reference(include_v2=False)
     cross_validate(df[df["model_id"].str.contains("Qwen3-8B|Llama-3.1-8B|gemma-3")], folds=2)
     neutral = Coefficients()

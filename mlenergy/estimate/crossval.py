@@ -17,8 +17,9 @@ import pandas as pd
 
 from mlenergy.estimate.calibration import featurise, fit, fit_weights, host_bound, itl_targets
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients
-from mlenergy.estimate.inputs import has_value, resolve_model
+from mlenergy.estimate.configs import resolve_model
 from mlenergy.estimate.physics import predict
+from mlenergy.estimate.task_defaults import has_value
 
 TARGETS = {
     "energy_median": 10.0,
@@ -102,7 +103,7 @@ def cross_validate(
     """Leave-group-out cross-validation (groups: architectures).
 
     Args:
-        df: Measurement frame (see :func:`~mlenergy.estimate.reference.load_reference`).
+        df: Measurement frame (see :func:`~mlenergy.estimate.measurements.load_reference`).
         folds: Number of folds (default: one per group, i.e. leave-one-architecture-out).
         configs_dir: Folder of model configs.
         start: Starting coefficients of each fit (default: the code defaults,
