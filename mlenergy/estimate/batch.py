@@ -206,7 +206,7 @@ def estimate_frame(
     for col, arr in (("batch_size", batch), ("output_tokens", out_tok)):
         flag(np.isnan(arr), f"{col} is missing")
         flag(arr <= 0, f"{col} must be > 0")
-    flag(in_tok < 0, "input_tokens must be >= 0")
+    flag(in_tok <= 0, "input_tokens must be > 0")
     cap = _num(df, "max_num_seqs", np.nan)
     flag(_bad_number(df, "max_num_seqs"), "max_num_seqs is not a number")
     flag(

@@ -69,7 +69,7 @@ def check_layout(num_gpus: float, tp: float, ep: float, dp: float, pp: float) ->
 def check_workload(w: ServingSetup, spec: ArchitectureSpec, gpu: GpuSpec) -> None:
     """Raise :class:`UserError` naming the field if the configuration is invalid."""
     positive("batch_size", w.batch_size)
-    positive("input_tokens", w.input_tokens, allow_zero=True)
+    positive("input_tokens", w.input_tokens)
     positive("output_tokens", w.output_tokens)
     for name in ("num_gpus", "tensor_parallel", "expert_parallel", "data_parallel"):
         v = getattr(w, name)

@@ -43,5 +43,5 @@ def task_input_tokens(task: str | None) -> float:
 def input_tokens_for(task: str | None, input_tokens: float | str | None) -> float:
     """The prompt length: ``input_tokens`` when given, else the task default (tokens)."""
     if has_value(input_tokens):
-        return positive("input_tokens", input_tokens, allow_zero=True)
+        return positive("input_tokens", input_tokens)
     return task_input_tokens(task)
