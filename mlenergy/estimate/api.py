@@ -22,7 +22,7 @@ from mlenergy.estimate.checks import expected_num_gpus
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients
 from mlenergy.estimate.engines import CURRENT_ENGINE, engine_note, is_legacy, resolve_engine
 from mlenergy.estimate.features import stack
-from mlenergy.estimate.host_bound import HOST_BOUND_NOTE, is_host_bound
+from mlenergy.estimate.host_bound import host_bound_note, is_host_bound
 from mlenergy.estimate.physics import predict
 from mlenergy.estimate.prepare import prepare_config
 from mlenergy.estimate.serving import ServingSetup
@@ -202,12 +202,12 @@ def estimate(
     out = {k: float(v[0]) for k, v in predict(stack([prep.features]), coef).items()}
     if out["power_limit_infeasible"]:
         raise UserError(power_limit_message(power_limit_w, out["min_clock_power_w"], out))
-    host = is_host_bound(gpu_spec.name, n, task)
+    host = is_host_bound(gpu_spec.name, n, task, coef.host_bound_rule)
     lo, hi = interval_factors(coef, gpu_spec.name, host)
     warnings = [note] if note else []
     warnings += prep.warnings
     if host:
-        warnings.append(HOST_BOUND_NOTE)
+        warnings.append(host_bound_note(coef.host_bound_rule))  # type: ignore[arg-type]
     e = out["energy_per_token_j"]
     itl = out["step_s"]
     prefill_s = out["t_prefill_s"] * w.output_tokens  # prefill share of a request's lifetime

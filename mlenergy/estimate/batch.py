@@ -32,7 +32,7 @@ from mlenergy.estimate.coefficients import Coefficients, default_coefficients
 from mlenergy.estimate.configs import resolve_model_config
 from mlenergy.estimate.engines import CURRENT_ENGINE, engine_note, is_legacy, resolve_engine
 from mlenergy.estimate.features import feature_row
-from mlenergy.estimate.host_bound import HOST_BOUND_NOTE, host_bound_mask
+from mlenergy.estimate.host_bound import host_bound_mask, host_bound_note
 from mlenergy.estimate.memory import (
     MEMORY_KEYS,
     fit_verdict,
@@ -309,11 +309,12 @@ def estimate_frame(
         widen = np.array(
             [1.0 if g in coef.calibrated_gpus else coef.unseen_gpu_widen for g in names]
         )
-        host = host_bound_mask(names, ngpu, tasks)
+        rule = coef.host_bound_rule
+        host = host_bound_mask(names, ngpu, tasks, rule)
         q05, q95 = coef.interval_logs(False)
         h05, h95 = coef.interval_logs(True)
         for i in np.flatnonzero(good & host):
-            warn[i] = _join_notes(warn[i], HOST_BOUND_NOTE)
+            warn[i] = _join_notes(warn[i], host_bound_note(rule))  # type: ignore[arg-type]
         cols = {
             "energy_per_token_j": e,
             "energy_per_token_j_lo": e * np.exp(np.where(host, h05, q05) * widen),

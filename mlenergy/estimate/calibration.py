@@ -6,9 +6,9 @@ median inter-token latency (the median step: the decode step alone unless most s
 prompts, which separates decode physics from prefill stalls). Coefficients are global (not
 per model, not per GPU), so that they transfer to unseen models and chips.
 
-Rows flagged by :data:`~mlenergy.estimate.host_bound.HOST_BOUND_RULE` (an input-based rule,
-see :func:`fit_weights`) weigh less in the fit; they are still predicted and reported, and get
-their own prediction interval.
+Rows flagged by the host-bound rule of the coefficients (an input-based rule, see
+:mod:`~mlenergy.estimate.host_bound` and :func:`fit_weights`) weigh less in the fit; they are
+still predicted and reported, and get their own prediction interval.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from mlenergy.errors import UserError
-from mlenergy.estimate.coefficients import Coefficients
+from mlenergy.estimate.coefficients import Coefficients, HostBoundRule, default_coefficients
 from mlenergy.estimate.features import stack
 from mlenergy.estimate.host_bound import MIN_HOST_BOUND_ROWS, host_bound_mask
 from mlenergy.estimate.physics import predict
@@ -68,8 +68,7 @@ losses of latency-bound decode kernels sit in the ceiling, not in a fraction of 
 rate); against the hundreds of data residuals it is too weak to move an identified value."""
 
 HOST_BOUND_WEIGHT = 0.1
-"""Fit weight of rows matched by :data:`~mlenergy.estimate.host_bound.HOST_BOUND_RULE`
-(relative to 1)."""
+"""Fit weight of rows matched by the host-bound rule (relative to 1)."""
 LOSS = "cauchy"
 """Robust loss of the fit (``scipy.optimize.least_squares``)."""
 LOSS_SCALE = 0.25
@@ -124,13 +123,19 @@ def _subset(feat: dict[str, np.ndarray], mask: np.ndarray) -> dict[str, np.ndarr
     return {k: v[mask] for k, v in feat.items()}
 
 
-def host_bound(df: pd.DataFrame) -> np.ndarray:
-    """Rows matched by :data:`~mlenergy.estimate.host_bound.HOST_BOUND_RULE` (inputs only)."""
+def host_bound(df: pd.DataFrame, rule: HostBoundRule | None = None) -> np.ndarray:
+    """Rows matched by the host-bound rule (inputs only).
+
+    Args:
+        df: Rows with ``gpu``, ``num_gpus`` and ``task``.
+        rule: The rule (default: the shipped coefficients', the rule of the reference data).
+    """
+    rule = rule if rule is not None else default_coefficients().host_bound_rule
     n = len(df)
     gpu = df["gpu"].astype(str).to_numpy() if "gpu" in df else np.full(n, "")
     ngpu = df["num_gpus"].to_numpy(float) if "num_gpus" in df else np.zeros(n)
     task = df["task"].fillna("").astype(str).to_numpy() if "task" in df else np.full(n, "")
-    return host_bound_mask(gpu, ngpu, task)
+    return host_bound_mask(gpu, ngpu, task, rule)
 
 
 def fit_weights(df: pd.DataFrame) -> np.ndarray | None:
@@ -308,6 +313,7 @@ def calibrate(
     gpus = tuple(sorted(set(used["gpu"])))
     coef = coef.replace(
         calibrated_gpus=gpus,
+        host_bound_rule=coef.host_bound_rule or default_coefficients().host_bound_rule,
         fit_info={"rows": len(used), "models": int(used["model_group"].nunique())},
     )
     return coef, used
@@ -326,7 +332,7 @@ def interval_quantiles(rows: pd.DataFrame) -> dict[str, float | None]:
     """Prediction-interval quantiles from cross-validated rows.
 
     Two classes are kept apart. The common interval (``log_q05``, ``log_q95``) comes from the
-    rows outside :data:`~mlenergy.estimate.host_bound.HOST_BOUND_RULE`. The host-bound rows
+    rows outside the host-bound rule (:func:`host_bound`). The host-bound rows
     get their own (``log_q05_host``, ``log_q95_host``), or none when fewer than
     :data:`~mlenergy.estimate.host_bound.MIN_HOST_BOUND_ROWS` were cross-validated.
 

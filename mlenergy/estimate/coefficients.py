@@ -16,6 +16,33 @@ COEFFICIENTS_FILE = "coefficients.json"
 
 
 @dataclass(frozen=True)
+class HostBoundRule:
+    """Configurations whose calibration runs were host-bound: a fact of the calibration data.
+
+    In the v3 reference data, single-GPU B200 runs of the long-output and multimodal tasks
+    often sat at 25-45 ms per step with the GPU near idle, whatever the batch (see
+    :mod:`~mlenergy.estimate.host_bound`). The rule names such configurations by their inputs
+    only, so it ships with the coefficients fitted on that data (``coefficients.json``).
+
+    Attributes:
+        gpu: Catalog GPU name (e.g. ``B200``).
+        num_gpus: GPUs of the configuration.
+        tasks: Canonical task labels.
+    """
+
+    gpu: str
+    num_gpus: int
+    tasks: tuple[str, ...]
+
+    def describe(self) -> str:
+        """The configurations in words, e.g. ``one B200 with gpqa, image-chat or video-chat``."""
+        count = "one" if self.num_gpus == 1 else str(self.num_gpus)
+        tasks = list(self.tasks)
+        listed = ", ".join(tasks[:-1]) + f" or {tasks[-1]}" if len(tasks) > 1 else "".join(tasks)
+        return f"{count} {self.gpu} with {listed}"
+
+
+@dataclass(frozen=True)
 class Coefficients:
     """Fitted global coefficients of the physical model (few, so that they generalise).
 
@@ -85,6 +112,8 @@ class Coefficients:
         task_input_tokens: Mean prompt length per task label (tokens), fitted as workload
             descriptors because the reference data does not publish prompt lengths.
         calibrated_gpus: GPUs present in the calibration data.
+        host_bound_rule: Configurations whose calibration runs were host-bound (``None``: no
+            such configurations known); kept with the coefficients fitted on that data.
         fit_info: Free-form description of the fit.
     """
 
@@ -122,6 +151,7 @@ class Coefficients:
     unseen_gpu_widen: float = 1.5
     calibrated_gpus: tuple[str, ...] = ()
     task_input_tokens: dict[str, float] = field(default_factory=dict)
+    host_bound_rule: HostBoundRule | None = None
     fit_info: dict[str, object] = field(default_factory=dict, compare=False)
 
     FITTED = (
@@ -197,6 +227,11 @@ class Coefficients:
         names = {f.name for f in fields(cls)}
         kw = {k: v for k, v in data.items() if k in names}
         kw["calibrated_gpus"] = tuple(kw.get("calibrated_gpus") or ())
+        rule = kw.get("host_bound_rule")
+        if rule is not None:
+            kw["host_bound_rule"] = HostBoundRule(
+                gpu=str(rule["gpu"]), num_gpus=int(rule["num_gpus"]), tasks=tuple(rule["tasks"])
+            )
         return cls(**kw)
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mlenergy.errors import UserError
 from mlenergy.estimate.calibration import featurise, fit, fit_weights, host_bound, itl_targets
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients
 from mlenergy.estimate.configs import resolve_model
@@ -50,7 +51,7 @@ class CrossValidation:
         rows: One row per measurement with ``pred_*`` columns and ``ape_*`` (percent;
             ``ape_itl``: measured median inter-token latency vs the predicted median step,
             where measured), and ``host_bound`` (the configuration matches
-            :data:`~mlenergy.estimate.host_bound.HOST_BOUND_RULE`).
+            the host-bound rule of the shipped coefficients, :mod:`~mlenergy.estimate.host_bound`).
         folds: Number of folds.
     """
 
@@ -125,8 +126,6 @@ def cross_validate(
     key = "gpu" if group_by == "gpu" else "arch_group"
     groups = sorted(rows[key].unique())
     if folds is not None and folds < 2:
-        from mlenergy.errors import UserError
-
         raise UserError(f"folds must be >= 2, got {folds}", "Give 2 or more folds")
     n_folds = len(groups) if folds is None else min(folds, len(groups))
     rng = np.random.default_rng(0)
@@ -206,3 +205,33 @@ def in_sample(df: pd.DataFrame, coef: Coefficients | None = None, configs_dir=No
     )
     rows["ape_power"] = _ape(pred["avg_power_w"], rows["avg_power_w"].to_numpy(float))
     return rows
+
+
+GROUP_ALIASES = {"model": "model_group", "architecture": "kind", "dense-moe": "kind"}
+"""Names ``validate --group-by`` accepts for the columns of :attr:`CrossValidation.rows`."""
+
+
+def validation_tables(cv: CrossValidation, group_by: list[str] | None = None) -> dict:
+    """The tables ``validate`` reports: overall, by GPU, by kind, both, by the host-bound rule.
+
+    Args:
+        cv: The cross-validation.
+        group_by: Extra groupings (``model``, ``gpu``, ``kind``, ``task``, ``source`` or any
+            column of ``cv.rows``).
+
+    Returns:
+        Table name to frame of :meth:`CrossValidation.summary` figures (percent).
+
+    Raises:
+        UserError: An extra grouping names no column.
+    """
+    tables = {"overall": cv.summary(), "gpu": cv.summary("gpu"), "kind": cv.summary("kind")}
+    tables["gpu x kind"] = cv.summary(["gpu", "kind"])
+    by_rule = cv.summary("host_bound")
+    tables["host-bound rule"] = by_rule.rename(index={True: "matched", False: "not matched"})
+    for g in group_by or []:
+        col = GROUP_ALIASES.get(g, g)
+        if col not in cv.rows:
+            raise UserError(f"unknown --group-by '{g}'", "Use model, gpu, kind, task or source")
+        tables[g] = cv.summary(col)
+    return tables

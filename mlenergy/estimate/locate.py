@@ -37,3 +37,18 @@ def default_configs_dir() -> Path | None:
     """``<reference>/model-configs`` when the reference data is present, else ``None``."""
     ref = reference_dir()
     return ref / "model-configs" if ref is not None else None
+
+
+def configs_next_to(reference: Path | None, configs_dir: Path | None) -> Path | None:
+    """Model configs next to a given reference folder, unless ``configs_dir`` says otherwise.
+
+    Args:
+        reference: A reference folder given by the user (or ``None``).
+        configs_dir: A configs folder given by the user (wins when given).
+    """
+    if configs_dir is not None or reference is None:
+        return configs_dir
+    for candidate in (reference / "model-configs", reference.parent / "model-configs"):
+        if candidate.is_dir():
+            return candidate
+    return None
