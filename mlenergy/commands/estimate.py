@@ -245,6 +245,13 @@ def validate_cmd(
         list[str] | None, typer.Option(help="Extra grouping: model, gpu, kind, task, source.")
     ] = None,
     folds: Annotated[int | None, typer.Option(help="Folds (default: leave-one-out).")] = None,
+    hold_out: Annotated[
+        str,
+        typer.Option(
+            help="What a fold holds out: architecture (no model in both fit and test) or gpu "
+            "(the held-out GPU is predicted from its datasheet alone)."
+        ),
+    ] = "architecture",
     configs_dir: Annotated[Path | None, typer.Option(help="Folder of model configs.")] = None,
     no_v2: Annotated[bool, typer.Option("--no-v2", help="Skip the 2024 v2 tables.")] = False,
     out: Annotated[Path | None, typer.Option(help="Write out-of-fold predictions (CSV).")] = None,
@@ -262,8 +269,11 @@ def validate_cmd(
     from mlenergy.estimate.locate import configs_next_to
     from mlenergy.estimate.measurements import load_reference
 
+    if hold_out not in ("architecture", "gpu"):
+        raise UserError(f"unknown --hold-out '{hold_out}'", "Use architecture or gpu")
     df = load_reference(reference, include_v2=not no_v2)
-    cv = cross_validate(df, folds=folds, configs_dir=configs_next_to(reference, configs_dir))
+    configs = configs_next_to(reference, configs_dir)
+    cv = cross_validate(df, folds=folds, configs_dir=configs, group_by=hold_out)
     tables = validation_tables(cv, group_by)
     if out is not None:
         cv.rows.to_csv(out, index=False)
@@ -273,7 +283,10 @@ def validate_cmd(
         payload["meets_targets"] = cv.meets_targets()
         typer.echo(json.dumps(payload, indent=1))
         return
-    typer.echo(f"grouped cross-validation: {cv.folds} folds, {len(cv.rows)} rows; APE in %")
+    typer.echo(
+        f"grouped cross-validation (held out: {hold_out}): {cv.folds} folds, "
+        f"{len(cv.rows)} rows; APE in %"
+    )
     for name, table in tables.items():
         typer.echo(f"\n== by {name}")
         typer.echo(table.round(1).to_string())

@@ -277,8 +277,6 @@ def parse_sweep_axis(text: str) -> tuple[str, list[Any]]:
     Raises:
         UserError: Unknown axis or malformed values.
     """
-    from mlenergy.errors import UserError
-
     if "=" not in text:
         raise UserError(f"sweep axis '{text}' must look like name=v1,v2 or name=a:b:step")
     name, values = text.split("=", 1)
@@ -315,8 +313,6 @@ def sweep(base: dict[str, Any], axes: dict[str, list[Any]]) -> list[Estimate | s
         One :class:`Estimate` per combination, or the error message where it cannot be made
         (e.g. a batch that does not fit), in :func:`itertools.product` order.
     """
-    from mlenergy.errors import UserError
-
     names = list(axes)
     results: list[Estimate | str] = []
     for combo in itertools.product(*(axes[n] for n in names)):

@@ -12,6 +12,8 @@ from dataclasses import asdict, dataclass, field, fields
 from functools import cache
 from pathlib import Path
 
+from mlenergy.errors import UserError
+
 COEFFICIENTS_FILE = "coefficients.json"
 
 
@@ -216,8 +218,6 @@ class Coefficients:
         p = Path(path)
         if p.is_dir():
             p = p / COEFFICIENTS_FILE
-        from mlenergy.errors import UserError
-
         if not p.is_file():
             raise UserError(f"coefficients file '{p}' does not exist", "Run estimate calibrate")
         return cls._from_dict(json.loads(p.read_text()))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Literal
 
+from mlenergy.models.architecture import ArchitectureSpec, count_parameters
 from mlenergy.records import ModelInfo, canonical_json, sha256_hex
 
 if TYPE_CHECKING:
@@ -118,10 +119,6 @@ def count_model_parameters(
 def _counts_from_architecture(
     config: PretrainedConfig | dict[str, Any],
 ) -> tuple[int, int] | None:
-    try:
-        from mlenergy.models.architecture import ArchitectureSpec, count_parameters
-    except ImportError:
-        return None
     raw = config if isinstance(config, dict) else config.to_dict()
     try:
         counts = count_parameters(ArchitectureSpec.from_config(raw))
@@ -156,10 +153,6 @@ def _shape_from_architecture(
 
     The parser knows shared experts that a config leaves implicit (Llama 4's).
     """
-    try:
-        from mlenergy.models.architecture import ArchitectureSpec
-    except ImportError:
-        return None
     raw = config if isinstance(config, dict) else config.to_dict()
     try:
         spec = ArchitectureSpec.from_config(raw)

@@ -180,3 +180,11 @@ def test_calibrate_with_store_without_measurements(tmp_path, configs_dir):
     assert main([*argv, "--no-v2"]) == 0  # estimates in the store are not measurements
     assert out.is_file()
     assert main([*argv[:3], str(tmp_path / "nothing"), *argv[4:], "--no-v2"]) == 0
+
+
+@pytest.mark.slow
+def test_validate_can_hold_out_a_gpu(capsys, configs_dir):
+    assert main(["estimate", "validate", "--hold-out", "gpu", "--no-v2", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert set(data["gpu"]) == {"B200", "H100-SXM5-80GB"}
+    assert data["overall"]["all"]["n"] == 673

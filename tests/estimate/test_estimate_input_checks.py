@@ -309,3 +309,8 @@ def test_zero_input_tokens_is_refused_as_bench_refuses_it(capsys, configs_dir):
     _cli_error(capsys, argv, "input_tokens must be > 0, got 0")
     errors = _batch_errors(configs_dir, [_row(input_tokens=0), _row()])
     assert "input_tokens must be > 0" in errors[0] and errors[1] == ""
+
+
+def test_validate_names_a_bad_hold_out(capsys):
+    argv = ["estimate", "validate", "--hold-out", "model"]
+    _cli_error(capsys, argv, "unknown --hold-out 'model'", "architecture or gpu")
