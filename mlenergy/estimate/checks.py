@@ -1,7 +1,7 @@
 """Input checks of one configuration: values, parallel layout, SM clock and power limit.
 
 Each check names the offending field; :func:`check_workload` raises
-:class:`~mlenergy.errors.UserError`, the helpers return the message so that the batch path can
+:class:`~mlenergy.errors.UserError`, the other checks return the message so that the batch path can
 put it in a row's ``error``.
 """
 

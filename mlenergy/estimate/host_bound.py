@@ -6,7 +6,7 @@ In the v3 reference data, single-GPU B200 runs of the long-output (``gpqa``) and
 tasks, follow the roofline. This is a host-side bottleneck of that measurement campaign, and
 no datasheet figure predicts it.
 
-The cause is not known. One lead is the serving engine's front end: the campaign's public
+The cause is not known. One suspect is the serving engine's front end: the campaign's public
 engine settings (ML.ENERGY benchmark repository) give the stalled runs one API-server process
 (vLLM's ``api-server-count``) where other runs had 3 or 8. But some runs with one did not
 stall (gpt-oss-120b on one B200), and the same rule matches them. The setting is not an

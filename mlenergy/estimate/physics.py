@@ -182,7 +182,7 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     n_ar = np.where(tp_eff > 1, 2.0 * layers_per_stage, 0.0)
     n_a2a = np.where(ep_on, 2.0 * f["n_moe_layers"] / pp, 0.0)
     # All-reduce latency grows with log2 of its participants (ring/tree steps); an
-    # expert-parallel dispatch or combine costs a fixed latency (one exchange round).
+    # expert-parallel dispatch or combine costs a fixed latency (one exchange).
     lat = c.collective_s * n_ar * np.log2(2.0 * tp_eff) + c.all_to_all_s * n_a2a
     slow = 1.0 + f["legacy"] * (c.legacy_slowdown - 1.0)
     moe_s = c.moe_layer_s + f["legacy"] * c.legacy_moe_layer_s
