@@ -298,6 +298,43 @@ def validate_cmd(
     )
 
 
+@app.command("compare")
+def compare_cmd(
+    data_dir: DataDirOption = None,
+    configs_dir: Annotated[Path | None, typer.Option(help="Folder of model configs.")] = None,
+    coefficients: Annotated[Path | None, typer.Option(help="Coefficients JSON.")] = None,
+    out: Annotated[Path | None, typer.Option(help="Write the compared runs (CSV).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Every measured GPU serving run in the store beside its estimate, errors by half."""
+    from mlenergy.estimate.coefficients import Coefficients
+    from mlenergy.estimate.compare import compare_runs
+    from mlenergy.estimate.report import format_table
+    from mlenergy.store import RunStore
+
+    data = resolve_data_dir(data_dir)
+    coef = Coefficients.load(coefficients) if coefficients else None
+    result = compare_runs(RunStore(data).runs(), configs_dir, coef)
+    if out is not None:
+        result.rows.to_csv(out, index=False)
+    if as_json:
+        payload = {
+            "runs": json.loads(result.rows.to_json(orient="records")),
+            "summary": json.loads(result.summary().to_json(orient="index")),
+            "skipped": [{"run_id": r, "reason": why} for r, why in result.skipped],
+        }
+        typer.echo(json.dumps(payload, indent=1))
+        return
+    if result.rows.empty:
+        typer.echo(f"no measured GPU serving run in {data} could be compared", err=True)
+    else:
+        typer.echo(format_table(result.rows.to_dict("records")))
+        typer.echo("\nerrors by half (percent; signed: predicted / measured - 1)")
+        typer.echo(result.summary().round(1).to_string())
+    for run_id, why in result.skipped:
+        typer.echo(f"skipped {run_id}: {why}", err=True)
+
+
 def register(root: typer.Typer) -> None:
     """Add the ``estimate`` sub-group to the root app."""
     root.add_typer(app, name="estimate")

@@ -95,21 +95,8 @@ def featurise(
     """
     rows, keep = [], []
     for pos, r in enumerate(df.itertuples(index=False)):
-        rec = r._asdict()
-        w = ServingSetup(
-            batch_size=float(rec["batch_size"]),
-            input_tokens=input_tokens_for(rec.get("task"), rec.get("input_tokens")),
-            output_tokens=float(rec["output_tokens"]),
-            num_gpus=int(rec["num_gpus"]),
-            tensor_parallel=int(rec["tensor_parallel"]),
-            expert_parallel=int(rec["expert_parallel"]),
-            data_parallel=int(rec["data_parallel"]),
-            pipeline_parallel=int(rec.get("pipeline_parallel") or 1),
-            legacy_engine=bool(rec.get("legacy", False)),
-        )
-        model = rec.get("config_id") or rec["model_id"]
         try:
-            *_, feat = prepare(model, rec["gpu"], w, rec["precision"], configs_dir, check_fit=False)
+            feat = prepare_row(r._asdict(), configs_dir)
         except UserError:
             continue
         rows.append(feat)
@@ -117,6 +104,29 @@ def featurise(
     if not rows:
         raise UserError("no reference row could be prepared", "Check --reference and configs")
     return stack(rows), np.array(keep, dtype=int)
+
+
+def prepare_row(rec: dict, configs_dir: str | Path | None = None) -> dict[str, float]:
+    """The feature row of one measurement (columns as in :func:`featurise`).
+
+    Raises:
+        UserError: The row cannot be estimated (no config, a layout the estimator refuses);
+            the message names why.
+    """
+    w = ServingSetup(
+        batch_size=float(rec["batch_size"]),
+        input_tokens=input_tokens_for(rec.get("task"), rec.get("input_tokens")),
+        output_tokens=float(rec["output_tokens"]),
+        num_gpus=int(rec["num_gpus"]),
+        tensor_parallel=int(rec["tensor_parallel"]),
+        expert_parallel=int(rec["expert_parallel"]),
+        data_parallel=int(rec["data_parallel"]),
+        pipeline_parallel=int(rec.get("pipeline_parallel") or 1),
+        legacy_engine=bool(rec.get("legacy", False)),
+    )
+    model = rec.get("config_id") or rec["model_id"]
+    *_, feat = prepare(model, rec["gpu"], w, rec["precision"], configs_dir, check_fit=False)
+    return feat
 
 
 def _subset(feat: dict[str, np.ndarray], mask: np.ndarray) -> dict[str, np.ndarray]:

@@ -59,7 +59,14 @@ class CrossValidation:
     folds: int
 
     def summary(self, by: str | list[str] | None = None) -> pd.DataFrame:
-        """Median/p90 APE of energy per token, median APE of throughput and power (percent).
+        """Error figures of the out-of-fold predictions, overall or by group (percent).
+
+        Columns: ``energy_median`` / ``energy_p90`` (absolute error of energy per token),
+        ``throughput_median`` and ``power_median`` (absolute), ``throughput_signed`` and
+        ``power_signed`` (median of ``predicted / measured - 1``: above 0 is over-prediction,
+        so a bias shows instead of averaging away) and ``interval_coverage`` (share of rows
+        whose measured energy per token lies inside the shipped 90% interval around the
+        out-of-fold prediction).
 
         Args:
             by: Column(s) to group by (e.g. ``"gpu"``, ``"kind"``, ``"model_group"``), or
@@ -76,6 +83,9 @@ class CrossValidation:
                     "energy_p90": d["ape_energy"].quantile(0.9),
                     "throughput_median": d["ape_throughput"].median(),
                     "power_median": d["ape_power"].median(),
+                    "throughput_signed": d["signed_throughput"].median(),
+                    "power_signed": d["signed_power"].median(),
+                    "interval_coverage": 100.0 * d["in_interval"].mean(),
                 }
             )
 
@@ -91,6 +101,33 @@ class CrossValidation:
 
 def _ape(pred: np.ndarray, meas: np.ndarray) -> np.ndarray:
     return 100.0 * np.abs(pred / meas - 1.0)
+
+
+def _signed(pred: np.ndarray, meas: np.ndarray) -> np.ndarray:
+    return 100.0 * (pred / meas - 1.0)
+
+
+def in_interval(rows: pd.DataFrame, coef: Coefficients, unseen_gpu: bool) -> np.ndarray:
+    """Whether each row's measured energy per token lies in the 90% interval of its prediction.
+
+    The interval is the shipped one (:meth:`Coefficients.interval_logs`, the host-bound
+    rows' own where they have one) around ``pred_energy_per_token_j``, widened by
+    ``unseen_gpu_widen`` when the row's GPU was held out of the fit.
+
+    Args:
+        rows: Rows with ``pred_energy_per_token_j``, ``energy_per_token_j`` and
+            ``host_bound``.
+        coef: The coefficients whose interval is checked.
+        unseen_gpu: The rows' GPU was absent from the fit that predicted them.
+    """
+    widen = coef.unseen_gpu_widen if unseen_gpu else 1.0
+    host = rows["host_bound"].to_numpy(bool)
+    lo = np.where(host, coef.interval_logs(True)[0], coef.interval_logs(False)[0]) * widen
+    hi = np.where(host, coef.interval_logs(True)[1], coef.interval_logs(False)[1]) * widen
+    log_ratio = np.log(
+        rows["energy_per_token_j"].to_numpy(float) / rows["pred_energy_per_token_j"].to_numpy(float)
+    )
+    return (log_ratio >= lo) & (log_ratio <= hi)
 
 
 def cross_validate(
@@ -177,6 +214,9 @@ def cross_validate(
     rows["ape_energy"] = _ape(out["e"], rows["energy_per_token_j"].to_numpy(float))
     rows["ape_throughput"] = _ape(out["t"], rows["throughput_tokens_per_s"].to_numpy(float))
     rows["ape_power"] = _ape(out["p"], rows["avg_power_w"].to_numpy(float))
+    rows["signed_throughput"] = _signed(out["t"], rows["throughput_tokens_per_s"].to_numpy(float))
+    rows["signed_power"] = _signed(out["p"], rows["avg_power_w"].to_numpy(float))
+    rows["in_interval"] = in_interval(rows, default_coefficients(), unseen_gpu=group_by == "gpu")
     # Median inter-token latency vs the median step (NaN where not measured: the v2 tables
     # publish a mean time per output token including prefill stalls).
     rows["pred_itl_s"] = out["i"]
@@ -204,6 +244,13 @@ def in_sample(df: pd.DataFrame, coef: Coefficients | None = None, configs_dir=No
         pred["throughput_tokens_per_s"], rows["throughput_tokens_per_s"].to_numpy(float)
     )
     rows["ape_power"] = _ape(pred["avg_power_w"], rows["avg_power_w"].to_numpy(float))
+    rows["signed_throughput"] = _signed(
+        pred["throughput_tokens_per_s"], rows["throughput_tokens_per_s"].to_numpy(float)
+    )
+    rows["signed_power"] = _signed(pred["avg_power_w"], rows["avg_power_w"].to_numpy(float))
+    rows["signed_energy"] = _signed(
+        pred["energy_per_token_j"], rows["energy_per_token_j"].to_numpy(float)
+    )
     return rows
 
 
@@ -227,6 +274,8 @@ def validation_tables(cv: CrossValidation, group_by: list[str] | None = None) ->
     """
     tables = {"overall": cv.summary(), "gpu": cv.summary("gpu"), "kind": cv.summary("kind")}
     tables["gpu x kind"] = cv.summary(["gpu", "kind"])
+    if "engine" in cv.rows:
+        tables["engine"] = cv.summary("engine")
     by_rule = cv.summary("host_bound")
     tables["host-bound rule"] = by_rule.rename(index={True: "matched", False: "not matched"})
     for g in group_by or []:

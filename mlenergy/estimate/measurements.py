@@ -17,6 +17,7 @@ import pandas as pd
 from mlenergy.errors import UserError
 from mlenergy.estimate.catalog import resolve_gpu
 from mlenergy.estimate.configs import resolve_model, resolve_model_config
+from mlenergy.estimate.engines import CURRENT_ENGINE, LEGACY_ENGINE
 from mlenergy.estimate.reference import (
     V2_ENGINE,
     V2_SUBMITTER,
@@ -113,6 +114,7 @@ def measurement_row(rec: RunRecord, configs_dir: str | Path | None = None) -> di
     config_id = config_id_for(rec.model.model_id, configs_dir)
     unknown_prompt = rec.tags.get("input_tokens") == "unknown"
     return {
+        "run_id": rec.run_id,
         "source": SOURCE_OF_SUBMITTER.get(submitter, "store"),
         "model_id": rec.model.model_id,
         "config_id": config_id,
@@ -136,6 +138,7 @@ def measurement_row(rec: RunRecord, configs_dir: str | Path | None = None) -> di
         "itl_s": phase.itl_p50_s,
         "kind": architecture_family(config_id, rec.model.is_moe, configs_dir),
         "legacy": rec.software.engine == V2_ENGINE,
+        "engine": LEGACY_ENGINE if rec.software.engine == V2_ENGINE else CURRENT_ENGINE,
         "model_group": model_group(config_id),
     }
 

@@ -159,3 +159,37 @@ def test_cv_folds_start_from_the_code_defaults_not_the_shipped_fit(monkeypatch):
     neutral = Coefficients()
     assert starts and all(s.seq_s == neutral.seq_s for s in starts)
     assert all(s.moe_min_cols == neutral.moe_min_cols for s in starts)
+
+
+def test_summary_reports_signed_errors_and_interval_coverage():
+    import pandas as pd
+
+    from mlenergy.estimate.crossval import CrossValidation, in_interval
+
+    coef = default_coefficients()
+    q05, q95 = coef.interval_logs(False)
+    pred = np.array([1.0, 1.0, 1.0, 1.0])
+    measured = np.exp(np.array([q05 - 0.01, 0.0, q95 - 0.01, q95 + 0.01]))
+    rows = pd.DataFrame(
+        {
+            "gpu": ["H100", "H100", "B200", "B200"],
+            "pred_energy_per_token_j": pred,
+            "energy_per_token_j": measured,
+            "host_bound": [False] * 4,
+            "ape_energy": [1.0, 2.0, 3.0, 4.0],
+            "ape_throughput": [10.0, 20.0, 10.0, 30.0],
+            "ape_power": [5.0, 5.0, 5.0, 5.0],
+            "signed_throughput": [10.0, 20.0, -10.0, -30.0],
+            "signed_power": [5.0, -5.0, 5.0, 5.0],
+        }
+    )
+    rows["in_interval"] = in_interval(rows, coef, unseen_gpu=False)
+    assert rows["in_interval"].tolist() == [False, True, True, False]
+    # widened for a GPU the fit never saw, the first row falls inside
+    assert in_interval(rows, coef, unseen_gpu=True)[0]
+    by_gpu = CrossValidation(rows=rows, folds=2).summary("gpu")
+    assert by_gpu.loc["H100", "throughput_signed"] == pytest.approx(15.0)
+    assert by_gpu.loc["B200", "throughput_signed"] == pytest.approx(-20.0)
+    assert by_gpu.loc["H100", "throughput_median"] == pytest.approx(15.0)
+    assert by_gpu.loc["H100", "interval_coverage"] == pytest.approx(50.0)
+    assert by_gpu.loc["B200", "power_signed"] == pytest.approx(5.0)

@@ -1,0 +1,87 @@
+"""Measured runs of a store beside their estimates (``mlenergy estimate compare``)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mlenergy.cli import main
+from mlenergy.estimate.compare import compare_runs
+from mlenergy.estimate.crossval import in_sample
+from mlenergy.estimate.measurements import measurements_from_records
+from mlenergy.records import Hardware, ModelInfo, Phase, PhaseResult, RunRecord, Software, Workload
+from mlenergy.store import RunStore
+
+LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
+
+
+def _run(model_id: str, gpu: str, source: str = "measured:zeus-nvml") -> RunRecord:
+    tokens = 32 * 256
+    return RunRecord(
+        model=ModelInfo(
+            model_id=model_id,
+            config_fingerprint="0" * 16,
+            architecture="llama",
+            is_moe=False,
+            total_params=8_000_000_000,
+            active_params=8_000_000_000,
+            dtype="bfloat16",
+            weights="pretrained",
+        ),
+        workload=Workload(
+            kind="inference",
+            task="lm-arena-chat",
+            batch_size=32,
+            input_tokens=256,
+            output_tokens=256,
+            num_requests=32,
+            device="cuda",
+        ),
+        hardware=Hardware(accelerator_model=gpu, accelerator_count=1),
+        software=Software(python="3.11", mlenergy="0.1.0"),
+        energy_source=source,
+        phases=(
+            PhaseResult.from_totals(Phase.REQUEST, tokens / 3000.0, 550 * tokens / 3000.0, tokens),
+        ),
+    )
+
+
+def test_each_half_is_compared_signed(configs_dir):
+    runs = [
+        _run(LLAMA, "H100"),
+        _run("org/no-such-model", "H100"),
+        _run(LLAMA, "H100", "emulated:test"),
+    ]
+    result = compare_runs(runs, configs_dir)
+    assert len(result.rows) == 1
+    row = result.rows.iloc[0]
+    pred = in_sample(measurements_from_records(runs[:1], configs_dir), configs_dir=configs_dir)
+    assert row["pred_throughput_tokens_per_s"] == pytest.approx(
+        pred["pred_throughput_tokens_per_s"][0]
+    )
+    assert row["signed_throughput"] == pytest.approx(
+        100 * (row["pred_throughput_tokens_per_s"] / 3000.0 - 1)
+    )
+    assert row["signed_power"] == pytest.approx(100 * (row["pred_avg_power_w"] / 550.0 - 1))
+    assert [r for r, _ in result.skipped] == [runs[1].run_id]
+    assert "org/no-such-model" in result.skipped[0][1]
+    summary = result.summary()
+    assert summary.loc["power", "signed_median"] == pytest.approx(row["signed_power"])
+    assert summary.loc["power", "abs_median"] == pytest.approx(abs(row["signed_power"]))
+
+
+def test_compare_command_reads_the_store(tmp_path, capsys, configs_dir):
+    RunStore(tmp_path).append([_run(LLAMA, "NVIDIA H100 80GB HBM3")])
+    argv = ["estimate", "compare", "--data-dir", str(tmp_path), "--configs-dir", str(configs_dir)]
+    assert main([*argv, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert len(data["runs"]) == 1 and data["runs"][0]["gpu"] == "H100-SXM5-80GB"
+    assert set(data["summary"]) == {"energy", "throughput", "power"}
+    assert main(argv) == 0
+    assert "errors by half" in capsys.readouterr().out
+
+
+def test_compare_on_an_empty_store_says_so(tmp_path, capsys):
+    assert main(["estimate", "compare", "--data-dir", str(tmp_path)]) == 0
+    assert "no measured GPU serving run" in capsys.readouterr().err
