@@ -70,7 +70,8 @@ def estimate_cmd(
     engine: Annotated[
         str | None,
         typer.Option(
-            help="Serving engine: vllm-0.11 (current) or vllm-0.5 (2024); default: the task's."
+            help="Engine profile (mlenergy estimate engines); default: the task's, else "
+            "leaderboard-v3-server."
         ),
     ] = None,
     precision: Annotated[str | None, typer.Option(help="bfloat16|float16|fp8|mxfp4|nvfp4")] = None,
@@ -296,6 +297,23 @@ def validate_cmd(
         "\ntargets (all rows): "
         + ", ".join(f"{k} <= {v}%: {'yes' if met[k] else 'NO'}" for k, v in TARGETS.items())
     )
+
+
+@app.command("engines")
+def engines_cmd(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False):
+    """List the engine profiles: the setup each models and what it includes."""
+    from dataclasses import asdict
+
+    from mlenergy.estimate.engines import CURRENT_ENGINE, PROFILES
+
+    if as_json:
+        typer.echo(json.dumps([asdict(p) for p in PROFILES], indent=1))
+        return
+    for p in PROFILES:
+        default = " (default)" if p.name == CURRENT_ENGINE else ""
+        typer.echo(f"{p.name}{default}: {p.setup}")
+        typer.echo(f"  includes: {p.includes}")
+        typer.echo(f"  software: {p.software}; also accepted as: {', '.join(p.aliases)}")
 
 
 @app.command("compare")

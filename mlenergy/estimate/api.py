@@ -166,8 +166,9 @@ def estimate(
             A limit below the draw at the lowest SM clock is an error.
         max_num_seqs: The engine's concurrency cap (all replicas): ``batch_size`` may not
             exceed it; it sizes the sampler workspace (default: ``batch_size``).
-        engine: Serving engine (``vllm-0.11``, ``vllm-0.5``); default: the one the task
-            was measured with, else the current one (see :mod:`~mlenergy.estimate.engines`).
+        engine: Engine profile (``leaderboard-v3-server``, ``leaderboard-v2-server`` or an
+            alias such as ``vllm-0.11``); default: the one the task was measured with, else
+            the current one (see :mod:`~mlenergy.estimate.engines`).
         configs_dir: Folder of ``<org>__<name>.json`` configs.
         coefficients: Model coefficients (default: the shipped calibration).
 

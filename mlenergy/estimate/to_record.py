@@ -16,6 +16,7 @@ from pathlib import Path
 from mlenergy.estimate.api import Estimate, estimator_version
 from mlenergy.estimate.catalog import resolve_gpu
 from mlenergy.estimate.configs import resolve_model_config
+from mlenergy.estimate.engines import engine_software
 from mlenergy.models.info import model_info_from_config
 from mlenergy.records import (
     Hardware,
@@ -76,7 +77,7 @@ def to_run_record(est: Estimate, configs_dir: str | Path | None = None) -> RunRe
     software = Software(
         python=platform.python_version(),
         mlenergy=estimator_version(),
-        engine=est.engine.replace("-", " ", 1),  # "vllm-0.11" -> "vllm 0.11": the modelled engine
+        engine=engine_software(est.engine),  # the serving software the profile models
     )
     return RunRecord(
         model=estimate_model_info(est, configs_dir),

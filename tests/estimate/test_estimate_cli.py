@@ -161,12 +161,16 @@ def test_save_as_record(tmp_path, capsys, configs_dir):
     assert run.energy_source.startswith("estimated:mlenergy-")
     assert {p.phase for p in run.phases} == {"prefill", "decode", "request"}
     assert run.hardware.accelerator_model == "H100-SXM5-80GB"
-    assert run.software.engine == "vllm 0.11"
+    assert run.software.engine == "vllm 0.11.1"  # the software the default profile models
+    request = next(p for p in run.phases if p.phase == "request")
+    interval = request.energy_per_token_j_interval
+    assert interval.low < request.energy_per_token_j < interval.high
+    assert not any(k.startswith("estimate_energy_per_token") for k in run.tags)
 
 
 def test_engine_option(capsys, configs_dir):
     assert main([*BASE, "--batch-size", "16", "--engine", "vllm-0.5.4"]) == 0
-    assert "engine vllm-0.5" in capsys.readouterr().out
+    assert "engine leaderboard-v2-server" in capsys.readouterr().out
     assert main([*BASE, "--batch-size", "16", "--engine", "tgi"]) == 2
     assert "unknown engine 'tgi'" in capsys.readouterr().err
 
