@@ -82,6 +82,17 @@ def estimate_cmd(
     expert_parallel: Annotated[int, typer.Option(help="Expert-parallel degree.")] = 1,
     data_parallel: Annotated[int, typer.Option(help="Data-parallel replicas.")] = 1,
     pipeline_parallel: Annotated[int, typer.Option(help="Pipeline stages.")] = 1,
+    mode: Annotated[
+        str | None,
+        typer.Option(
+            help="serving (steady state, default) or offline (--batch-size requests started "
+            "together, the batch shrinking as they end)."
+        ),
+    ] = None,
+    max_output_tokens: Annotated[
+        float | None,
+        typer.Option(help="Offline: generation cap (>= --output-tokens); some stop early."),
+    ] = None,
     sm_clock: Annotated[float | None, typer.Option(help="Locked SM clock (MHz).")] = None,
     power_limit: Annotated[float | None, typer.Option(help="Power limit per GPU (W).")] = None,
     sweep: Annotated[
@@ -174,6 +185,8 @@ def estimate_cmd(
         engine=engine,
         configs_dir=configs_dir,
         coefficients=coef,
+        mode=mode,
+        max_output_tokens=max_output_tokens,
     )
     if sweep:
         axes = dict(parse_sweep_axis(s) for s in sweep)
@@ -246,6 +259,10 @@ def validate_cmd(
         list[str] | None, typer.Option(help="Extra grouping: model, gpu, kind, task, source.")
     ] = None,
     folds: Annotated[int | None, typer.Option(help="Folds (default: leave-one-out).")] = None,
+    store: Annotated[
+        Path | None,
+        typer.Option(help="Also cross-validate the measured GPU runs of this data dir."),
+    ] = None,
     hold_out: Annotated[
         str,
         typer.Option(
@@ -264,6 +281,8 @@ def validate_cmd(
             f"--folds must be >= 2, got {folds}",
             "Give 2 or more folds, or omit --folds for leave-one-architecture-out",
         )
+    import pandas as pd
+
     from mlenergy.estimate.coefficients import default_coefficients
     from mlenergy.estimate.crossval import TARGETS, cross_validate, validation_tables
     from mlenergy.estimate.host_bound import host_bound_label
@@ -274,6 +293,14 @@ def validate_cmd(
         raise UserError(f"unknown --hold-out '{hold_out}'", "Use architecture or gpu")
     df = load_reference(reference, include_v2=not no_v2)
     configs = configs_next_to(reference, configs_dir)
+    if store is not None:
+        from mlenergy.estimate.measurements import own_measurements
+        from mlenergy.store import RunStore
+
+        own = own_measurements(RunStore(store).runs(), configs)
+        note = f"{len(own)} measured GPU serving run(s) from {store} (source 'store')"
+        typer.echo(note, err=True)
+        df = pd.concat([df, own], ignore_index=True) if len(own) else df
     cv = cross_validate(df, folds=folds, configs_dir=configs, group_by=hold_out)
     tables = validation_tables(cv, group_by)
     if out is not None:

@@ -18,11 +18,12 @@ import numpy as np
 
 from mlenergy.errors import UserError
 from mlenergy.estimate.catalog import GpuSpec
-from mlenergy.estimate.checks import expected_num_gpus
+from mlenergy.estimate.checks import check_mode, expected_num_gpus
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients
 from mlenergy.estimate.engines import CURRENT_ENGINE, engine_note, is_legacy, resolve_engine
 from mlenergy.estimate.features import stack
 from mlenergy.estimate.host_bound import host_bound_note, is_host_bound
+from mlenergy.estimate.offline import predict_offline
 from mlenergy.estimate.physics import predict
 from mlenergy.estimate.prepare import prepare_config
 from mlenergy.estimate.serving import ServingSetup
@@ -100,6 +101,8 @@ class Estimate:
     extra: dict[str, Any] = field(default_factory=dict)
     warning: str = ""  # caveats ("; "-joined), as the batch CSV's ``warning`` column
     engine: str = CURRENT_ENGINE  # serving engine (see mlenergy.estimate.engines)
+    mode: str = "serving"  # or "offline": a fixed set of requests (see estimate.offline)
+    max_output_tokens: float | None = None  # generation cap of an offline job (tokens)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-dict form (JSON-compatible)."""
@@ -140,6 +143,8 @@ def estimate(
     engine: str | None = None,
     configs_dir: str | Path | None = None,
     coefficients: Coefficients | None = None,
+    mode: str | None = None,
+    max_output_tokens: float | None = None,
 ) -> Estimate:
     """Estimate energy, throughput and power of serving ``model`` on ``gpu``.
 
@@ -171,6 +176,12 @@ def estimate(
             the current one (see :mod:`~mlenergy.estimate.engines`).
         configs_dir: Folder of ``<org>__<name>.json`` configs.
         coefficients: Model coefficients (default: the shipped calibration).
+        mode: ``serving`` (steady state, the default) or ``offline``: ``batch_size``
+            requests started together, the batch shrinking as they end
+            (:mod:`~mlenergy.estimate.offline`); throughput and power are then job means and
+            ``request_duration_s`` is the job's wall time.
+        max_output_tokens: Generation cap of an offline job (>= ``output_tokens``; default:
+            every sequence generates ``output_tokens``).
 
     The memory fit follows :mod:`~mlenergy.estimate.memory`: weights and workspace that do not
     fit are an error; a KV cache that does not fit is an error when ``input_tokens`` is given
@@ -180,6 +191,7 @@ def estimate(
         UserError: Bad input (naming the field) or a configuration that does not fit in memory.
     """
     coef = coefficients or default_coefficients()
+    mode_name, cap = check_mode(mode, max_output_tokens, output_tokens)
     engine_name = resolve_engine(engine, task)
     note = engine_note(engine, task, engine_name)
     n = _num_gpus(num_gpus, tensor_parallel, expert_parallel, data_parallel, pipeline_parallel)
@@ -200,7 +212,12 @@ def estimate(
     )
     prep = prepare_config(model, gpu, w, precision, configs_dir)
     spec, prof, gpu_spec = prep.spec, prep.prof, prep.gpu
-    out = {k: float(v[0]) for k, v in predict(stack([prep.features]), coef).items()}
+    feats = stack([prep.features])
+    if mode_name == "offline":
+        pred = predict_offline(feats, coef, np.array([np.nan if cap is None else cap]))
+    else:
+        pred = predict(feats, coef)
+    out = {k: float(v[0]) for k, v in pred.items()}
     if out["power_limit_infeasible"]:
         raise UserError(power_limit_message(power_limit_w, out["min_clock_power_w"], out))
     host = is_host_bound(gpu_spec.name, n, task, coef.host_bound_rule)
@@ -234,7 +251,7 @@ def estimate(
         throughput_tokens_per_s=out["throughput_tokens_per_s"],
         avg_power_w=out["avg_power_w"],
         itl_s=itl,
-        request_duration_s=itl * w.output_tokens,
+        request_duration_s=out.get("job_duration_s", itl * w.output_tokens),
         prefill_duration_s=prefill_s,
         breakdown_j_per_token={
             "prefill": out["energy_prefill_j"],
@@ -252,6 +269,8 @@ def estimate(
         energy_source=energy_source(),
         warning="; ".join(warnings),
         engine=engine_name,
+        mode=mode_name,
+        max_output_tokens=cap,
     )
 
 

@@ -10,7 +10,9 @@ parallel layout must occupy ``num_gpus`` (derived when blank; see
 ``energy_per_token_j_lo``, ``energy_per_token_j_hi``, ``throughput_tokens_per_s``,
 ``avg_power_w``, ``error`` (empty when the row was estimated) and ``warning`` (caveats of an
 estimated row, empty if none). An optional ``engine`` column picks the serving engine (blank:
-the task's, see :mod:`~mlenergy.estimate.engines`). A bad row keeps its place.
+the task's, see :mod:`~mlenergy.estimate.engines`); optional ``mode`` (``serving``, the
+default, or ``offline``) and ``max_output_tokens`` (an offline job's generation cap) pick the
+workload (:mod:`~mlenergy.estimate.offline`). A bad row keeps its place.
 
 Models resolve as in the single path (:func:`~mlenergy.estimate.configs.resolve_model_config`)
 and the memory fit is the one rule of :mod:`~mlenergy.estimate.memory`.
@@ -27,7 +29,12 @@ import pandas as pd
 from mlenergy.errors import UserError
 from mlenergy.estimate.api import estimate, power_limit_message
 from mlenergy.estimate.catalog import GpuSpec, resolve_gpu
-from mlenergy.estimate.checks import BATCH_CAP_TOLERANCE, check_layout, clock_power_error
+from mlenergy.estimate.checks import (
+    BATCH_CAP_TOLERANCE,
+    check_layout,
+    clock_power_error,
+    mode_error,
+)
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients
 from mlenergy.estimate.configs import resolve_model_config
 from mlenergy.estimate.engines import CURRENT_ENGINE, engine_note, is_legacy, resolve_engine
@@ -40,7 +47,8 @@ from mlenergy.estimate.memory import (
     memory_row,
     usable_bytes,
 )
-from mlenergy.estimate.physics import FEATURES, predict
+from mlenergy.estimate.offline import predict_modes
+from mlenergy.estimate.physics import FEATURES
 from mlenergy.estimate.prepare import weight_precision
 from mlenergy.estimate.profile import build_profile
 from mlenergy.estimate.serving import ServingSetup
@@ -74,6 +82,8 @@ ENGINE_COLUMN = "engine"
 """Optional input column: the serving engine (blank: the task's, see
 :mod:`~mlenergy.estimate.engines`). A row that takes a non-current engine from its task says
 so in its ``warning``."""
+MODE_COLUMNS = ("mode", "max_output_tokens")
+"""Optional input columns: ``serving`` (blank) or ``offline``, and an offline job's cap."""
 REQUIRED = ("model", "gpu", "batch_size", "output_tokens")
 _INT_DEFAULTS = {
     "tensor_parallel": 1,
@@ -90,6 +100,25 @@ def _num(df: pd.DataFrame, col: str, default: float = np.nan) -> np.ndarray:
     vals = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
     blank = raw.isna().to_numpy() | (raw.astype(str).str.strip() == "").to_numpy()
     return np.where(blank, default, vals)
+
+
+def _row_modes(df: pd.DataFrame, out_tok: np.ndarray, flag) -> tuple:
+    """Each row's mode and generation cap; bad values go to the row's ``error``.
+
+    Returns:
+        ``(offline, max_output_tokens)``: which rows are offline jobs, and their caps (NaN:
+        none).
+    """
+    n = len(df)
+    raw = df["mode"].fillna("").astype(str).to_numpy() if "mode" in df else np.full(n, "")
+    modes = np.array([m.strip().lower() or "serving" for m in raw], dtype=object)
+    cap = _num(df, "max_output_tokens")
+    flag(_bad_number(df, "max_output_tokens"), "max_output_tokens is not a number")
+    msgs = np.full(n, "", dtype=object)
+    for i in np.flatnonzero((modes != "serving") | ~np.isnan(cap)):  # only rows that ask
+        msgs[i] = mode_error(raw[i], None if np.isnan(cap[i]) else float(cap[i]), out_tok[i])
+    flag(msgs != "", msgs)
+    return modes == "offline", cap
 
 
 def _join_notes(*notes: str) -> str:
@@ -256,6 +285,7 @@ def estimate_frame(
                 None if np.isnan(limit[i]) else float(limit[i]),
                 spec,
             )
+    offline, max_out = _row_modes(df, out_tok, flag)
     flag((ep > 1) & (experts == 0), "expert_parallel > 1 needs an MoE model")
     flag((experts > 0) & (ep > experts), "expert_parallel exceeds num_experts")
 
@@ -296,7 +326,7 @@ def estimate_frame(
         for c in np.flatnonzero(np.array(key_note, dtype=object) != ""):  # variant config used
             rows = np.flatnonzero(codes == c)
             warn[rows] = [_join_notes(key_note[c], w) for w in warn[rows]]
-        pred = predict(feat, coef)
+        pred = predict_modes(feat, coef, offline & good, max_out)
         for i in np.flatnonzero(good & pred["power_limit_infeasible"]):
             err[i] = power_limit_message(
                 float(limit[i]),
@@ -456,6 +486,8 @@ def row_estimates(
                 power_limit_w=val(row, "power_limit_w"),
                 max_num_seqs=val(row, "max_num_seqs", int),
                 engine=val(row, ENGINE_COLUMN, str),
+                mode=val(row, "mode", str),
+                max_output_tokens=val(row, "max_output_tokens"),
                 configs_dir=configs_dir,
                 coefficients=coefficients,
             )

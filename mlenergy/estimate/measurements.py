@@ -159,6 +159,18 @@ def measurements_from_records(
     return pd.DataFrame(rows)
 
 
+def own_measurements(
+    records: Iterable[RunRecord], configs_dir: str | Path | None = None
+) -> pd.DataFrame:
+    """:func:`measurements_from_records` without the reference's own runs (source ``store``).
+
+    A store into which the reference was imported (``mlenergy leaderboard import-reference``)
+    holds the reference rows too; added to the reference they would count twice.
+    """
+    df = measurements_from_records(records, configs_dir)
+    return df[df["source"] == "store"].reset_index(drop=True) if len(df) else df
+
+
 def load_reference(
     root: str | Path | None = None, include_v2: bool = True, text_only: bool = False
 ) -> pd.DataFrame:

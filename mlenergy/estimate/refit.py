@@ -15,7 +15,7 @@ import pandas as pd
 from mlenergy.estimate.calibration import calibrate, interval_quantiles
 from mlenergy.estimate.coefficients import COEFFICIENTS_FILE, Coefficients, default_coefficients
 from mlenergy.estimate.crossval import cross_validate
-from mlenergy.estimate.measurements import load_reference, measurements_from_records
+from mlenergy.estimate.measurements import load_reference, own_measurements
 from mlenergy.records import RunRecord
 
 
@@ -35,8 +35,9 @@ def calibrate_all(
 
     Args:
         reference: Reference folder (default :func:`~mlenergy.estimate.locate.reference_dir`).
-        store_runs: A store's run records (``RunStore.runs()``); its measured GPU serving
-            runs are added to the fit (none: skipped).
+        store_runs: A store's run records (``RunStore.runs()``); its own measured GPU
+            serving runs are added to the fit (none: skipped; imported reference runs are
+            not counted twice).
         out: Output file or folder (default: the package's ``coefficients.json``).
         configs_dir: Folder of model configs.
         include_v2: Include the 2024 v2 tables.
@@ -47,7 +48,7 @@ def calibrate_all(
     """
     df = load_reference(reference, include_v2=include_v2)
     if store_runs is not None:
-        extra = measurements_from_records(store_runs, configs_dir)
+        extra = own_measurements(store_runs, configs_dir)
         if len(extra):
             df = pd.concat([df, extra], ignore_index=True)
     coef, used = calibrate(df, configs_dir)

@@ -28,7 +28,8 @@ def format_estimate(e: Estimate) -> str:
         f"{e.model} on {e.num_gpus} x {e.gpu} ({e.precision}, TP{e.tensor_parallel} "
         f"EP{e.expert_parallel} DP{e.data_parallel}), batch {e.batch_size:g}, "
         f"{e.input_tokens:g} in / {e.output_tokens:g} out tokens, "
-        f"SM clock {e.sm_clock_mhz:.0f} MHz, engine {e.engine}",
+        f"SM clock {e.sm_clock_mhz:.0f} MHz, engine {e.engine}"
+        + (_offline_words(e) if e.mode == "offline" else ""),
         f"  energy per output token : {format_joules(e.energy_per_token_j)}"
         f"   (90% interval {format_joules(e.energy_per_token_j_lo)} - "
         f"{format_joules(e.energy_per_token_j_hi)})",
@@ -36,7 +37,11 @@ def format_estimate(e: Estimate) -> str:
         f"  throughput              : {e.throughput_tokens_per_s:,.0f} output tokens/s",
         f"  average power           : {e.avg_power_w:,.0f} W (all GPUs)",
         f"  time                    : {e.itl_s * 1e3:.2f} ms per token per sequence, "
-        f"{e.request_duration_s:.2f} s per request",
+        + (
+            f"{e.request_duration_s:.2f} s for the job ({e.prefill_duration_s:.2f} s prefill)"
+            if e.mode == "offline"
+            else f"{e.request_duration_s:.2f} s per request"
+        ),
         "  breakdown per token     : "
         + ", ".join(f"{k} {format_joules(v)}" for k, v in e.breakdown_j_per_token.items()),
         "  memory per GPU          : "
@@ -46,6 +51,11 @@ def format_estimate(e: Estimate) -> str:
     if e.warning:
         out.append(f"  warning                 : {e.warning}")
     return "\n".join(out)
+
+
+def _offline_words(e: Estimate) -> str:
+    cap = f", cap {e.max_output_tokens:g} tokens" if e.max_output_tokens else ""
+    return f", offline job of {e.batch_size:g} requests{cap}"
 
 
 def format_training(est: TrainingEstimate, model: str) -> str:

@@ -85,3 +85,23 @@ def test_compare_command_reads_the_store(tmp_path, capsys, configs_dir):
 def test_compare_on_an_empty_store_says_so(tmp_path, capsys):
     assert main(["estimate", "compare", "--data-dir", str(tmp_path)]) == 0
     assert "no measured GPU serving run" in capsys.readouterr().err
+
+
+def test_validate_and_calibrate_count_a_stores_own_runs_once(tmp_path, configs_dir):
+    from mlenergy.estimate.measurements import own_measurements
+    from mlenergy.estimate.reference import read_reference
+
+    reference = read_reference()[:3]
+    own = own_measurements([*reference, _run(LLAMA, "H100")], configs_dir)
+    assert len(own) == 1 and own.loc[0, "source"] == "store"
+
+
+@pytest.mark.slow
+def test_validate_store_adds_the_stores_runs(tmp_path, capsys, configs_dir):
+    RunStore(tmp_path).append([_run(LLAMA, "H100")])
+    argv = ["estimate", "validate", "--store", str(tmp_path), "--no-v2", "--folds", "2"]
+    assert main([*argv, "--group-by", "source", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert "1 measured GPU serving run(s)" in captured.err
+    data = json.loads(captured.out)
+    assert data["source"]["store"]["n"] == 1 and data["source"]["v3"]["n"] == 673
