@@ -10,48 +10,14 @@ from mlenergy.cli import main
 from mlenergy.estimate.compare import compare_runs
 from mlenergy.estimate.crossval import in_sample
 from mlenergy.estimate.measurements import measurements_from_records
-from mlenergy.records import Hardware, ModelInfo, Phase, PhaseResult, RunRecord, Software, Workload
 from mlenergy.store import RunStore
 
-LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 
-
-def _run(model_id: str, gpu: str, source: str = "measured:zeus-nvml") -> RunRecord:
-    tokens = 32 * 256
-    return RunRecord(
-        model=ModelInfo(
-            model_id=model_id,
-            config_fingerprint="0" * 16,
-            architecture="llama",
-            is_moe=False,
-            total_params=8_000_000_000,
-            active_params=8_000_000_000,
-            dtype="bfloat16",
-            weights="pretrained",
-        ),
-        workload=Workload(
-            kind="inference",
-            task="lm-arena-chat",
-            batch_size=32,
-            input_tokens=256,
-            output_tokens=256,
-            num_requests=32,
-            device="cuda",
-        ),
-        hardware=Hardware(accelerator_model=gpu, accelerator_count=1),
-        software=Software(python="3.11", mlenergy="0.1.0"),
-        energy_source=source,
-        phases=(
-            PhaseResult.from_totals(Phase.REQUEST, tokens / 3000.0, 550 * tokens / 3000.0, tokens),
-        ),
-    )
-
-
-def test_each_half_is_compared_signed(configs_dir):
+def test_each_half_is_compared_signed(configs_dir, measured_run):
     runs = [
-        _run(LLAMA, "H100"),
-        _run("org/no-such-model", "H100"),
-        _run(LLAMA, "H100", "emulated:test"),
+        measured_run("H100"),
+        measured_run("H100", model_id="org/no-such-model"),
+        measured_run("H100", "emulated:test"),
     ]
     result = compare_runs(runs, configs_dir)
     assert len(result.rows) == 1
@@ -71,8 +37,8 @@ def test_each_half_is_compared_signed(configs_dir):
     assert summary.loc["power", "abs_median"] == pytest.approx(abs(row["signed_power"]))
 
 
-def test_compare_command_reads_the_store(tmp_path, capsys, configs_dir):
-    RunStore(tmp_path).append([_run(LLAMA, "NVIDIA H100 80GB HBM3")])
+def test_compare_command_reads_the_store(tmp_path, capsys, configs_dir, measured_run):
+    RunStore(tmp_path).append([measured_run("NVIDIA H100 80GB HBM3")])
     argv = ["estimate", "compare", "--data-dir", str(tmp_path), "--configs-dir", str(configs_dir)]
     assert main([*argv, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -87,18 +53,18 @@ def test_compare_on_an_empty_store_says_so(tmp_path, capsys):
     assert "no measured GPU serving run" in capsys.readouterr().err
 
 
-def test_validate_and_calibrate_count_a_stores_own_runs_once(tmp_path, configs_dir):
+def test_validate_and_calibrate_count_a_stores_own_runs_once(configs_dir, measured_run):
     from mlenergy.estimate.measurements import own_measurements
     from mlenergy.estimate.reference import read_reference
 
     reference = read_reference()[:3]
-    own = own_measurements([*reference, _run(LLAMA, "H100")], configs_dir)
+    own = own_measurements([*reference, measured_run()], configs_dir)
     assert len(own) == 1 and own.loc[0, "source"] == "store"
 
 
 @pytest.mark.slow
-def test_validate_store_adds_the_stores_runs(tmp_path, capsys, configs_dir):
-    RunStore(tmp_path).append([_run(LLAMA, "H100")])
+def test_validate_store_adds_the_stores_runs(tmp_path, capsys, configs_dir, measured_run):
+    RunStore(tmp_path).append([measured_run()])
     argv = ["estimate", "validate", "--store", str(tmp_path), "--no-v2", "--folds", "2"]
     assert main([*argv, "--group-by", "source", "--json"]) == 0
     captured = capsys.readouterr()

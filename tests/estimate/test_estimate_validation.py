@@ -14,7 +14,6 @@ from mlenergy.estimate.measurements import (
     measurements_from_records,
     model_group,
 )
-from mlenergy.records import Hardware, ModelInfo, Phase, PhaseResult, RunRecord, Software, Workload
 
 pytestmark = pytest.mark.skipif(reference_dir() is None, reason="../shared/reference not found")
 
@@ -76,47 +75,15 @@ def test_grouped_cv_keeps_architectures_apart():
     assert (rows["host_bound"] == expected).all()
 
 
-def _stored_run(source: str, gpu: str) -> RunRecord:
-    return RunRecord(
-        model=ModelInfo(
-            model_id="meta-llama/Llama-3.1-8B-Instruct",
-            config_fingerprint="0" * 16,
-            architecture="llama",
-            is_moe=False,
-            total_params=8_000_000_000,
-            active_params=8_000_000_000,
-            dtype="bfloat16",
-            weights="pretrained",
-        ),
-        workload=Workload(
-            kind="inference",
-            batch_size=32,
-            max_num_seqs=32,
-            input_tokens=256,
-            output_tokens=256,
-            num_requests=32,
-            device="cuda",
-        ),
-        hardware=Hardware(accelerator_model=gpu, accelerator_count=1),
-        software=Software(python="3.11", mlenergy="0.1.0"),
-        energy_source=source,
-        phases=(
-            PhaseResult.from_totals(
-                Phase.REQUEST, 32 * 256 / 3000.0, 550 * 32 * 256 / 3000.0, 32 * 256, itl_p50_s=0.01
-            ),
-        ),
-    )
-
-
-def test_store_measurements_join_the_fit():
+def test_store_measurements_join_the_fit(measured_run):
     import pandas as pd
 
     from mlenergy.estimate.calibration import calibrate
 
     runs = [
-        _stored_run("measured:zeus-nvml", "NVIDIA H100 80GB HBM3"),
-        _stored_run("estimated:mlenergy-0.1.0", "H100"),
-        _stored_run("measured:zeus-nvml", "a GPU the catalog does not know"),
+        measured_run("NVIDIA H100 80GB HBM3"),
+        measured_run("H100", "estimated:mlenergy-0.1.0"),
+        measured_run("a GPU the catalog does not know"),
     ]
     extra = measurements_from_records(runs)
     assert len(extra) == 1 and extra.loc[0, "gpu"] == "H100-SXM5-80GB"
