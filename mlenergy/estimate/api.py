@@ -19,7 +19,7 @@ import numpy as np
 from mlenergy.errors import UserError
 from mlenergy.estimate.catalog import GpuSpec
 from mlenergy.estimate.checks import check_mode, expected_num_gpus
-from mlenergy.estimate.coefficients import Coefficients, default_coefficients
+from mlenergy.estimate.coefficients import Coefficients, default_coefficients, interval_class
 from mlenergy.estimate.engines import CURRENT_ENGINE, engine_note, is_legacy, resolve_engine
 from mlenergy.estimate.features import stack
 from mlenergy.estimate.host_bound import host_bound_note, is_host_bound
@@ -46,7 +46,7 @@ def energy_source() -> str:
 
 
 def interval_factors(
-    coef: Coefficients, gpu_name: str, host_bound: bool = False
+    coef: Coefficients, gpu_name: str, host_bound: bool = False, family: str | None = None
 ) -> tuple[float, float]:
     """Multiplicative (low, high) factors of the 90% prediction interval of energy per token.
 
@@ -55,9 +55,12 @@ def interval_factors(
         gpu_name: Catalog GPU name; a GPU absent from calibration widens the interval.
         host_bound: The configuration matches the host-bound rule
             (:mod:`~mlenergy.estimate.host_bound`).
+        family: ``dense``, ``moe`` or ``hybrid``: the interval of its class on this GPU
+            when calibrated (``Coefficients.interval_by_class``).
     """
     widen = 1.0 if gpu_name in coef.calibrated_gpus else coef.unseen_gpu_widen
-    q05, q95 = coef.interval_logs(host_bound)
+    klass = interval_class(gpu_name, family) if family else None
+    q05, q95 = coef.interval_logs(host_bound, klass)
     return math.exp(q05 * widen), math.exp(q95 * widen)
 
 
@@ -221,7 +224,7 @@ def estimate(
     if out["power_limit_infeasible"]:
         raise UserError(power_limit_message(power_limit_w, out["min_clock_power_w"], out))
     host = is_host_bound(gpu_spec.name, n, task, coef.host_bound_rule)
-    lo, hi = interval_factors(coef, gpu_spec.name, host)
+    lo, hi = interval_factors(coef, gpu_spec.name, host, spec.kind)
     warnings = [note] if note else []
     warnings += prep.warnings
     if host:

@@ -35,7 +35,7 @@ from mlenergy.estimate.checks import (
     clock_power_error,
     mode_error,
 )
-from mlenergy.estimate.coefficients import Coefficients, default_coefficients
+from mlenergy.estimate.coefficients import Coefficients, default_coefficients, interval_class
 from mlenergy.estimate.configs import resolve_model_config
 from mlenergy.estimate.engines import CURRENT_ENGINE, engine_note, is_legacy, resolve_engine
 from mlenergy.estimate.features import feature_row
@@ -183,7 +183,7 @@ def estimate_frame(
     key_rows: list[dict[str, float] | None] = []
     key_err: list[str] = []
     key_note: list[str] = []
-    key_info: list[tuple[int, int, float, str]] = []  # heads, experts, memory, gpu name
+    key_info: list[tuple] = []  # heads, experts, memory, gpu name, architecture family
     gpu_specs: list[GpuSpec | None] = []
     dummy = ServingSetup(batch_size=1.0, input_tokens=1.0, output_tokens=1.0)
     for model, gpu, prec in uniques:
@@ -200,14 +200,20 @@ def estimate_frame(
             key_err.append("")
             key_note.append(resolved.note)
             key_info.append(
-                (spec.num_heads, spec.num_experts or 0, gpu_spec.memory_gb, gpu_spec.name)
+                (
+                    spec.num_heads,
+                    spec.num_experts or 0,
+                    gpu_spec.memory_gb,
+                    gpu_spec.name,
+                    spec.kind,
+                )
             )
             gpu_specs.append(gpu_spec)
         except UserError as exc:
             key_rows.append(None)
             key_err.append(exc.message)
             key_note.append("")
-            key_info.append((1, 0, math.inf, ""))
+            key_info.append((1, 0, math.inf, "", ""))
             gpu_specs.append(None)
     key_err_arr = np.array(key_err, dtype=object)
     flag(key_err_arr[codes] != "", key_err_arr[codes])
@@ -341,7 +347,9 @@ def estimate_frame(
         )
         rule = coef.host_bound_rule
         host = host_bound_mask(names, ngpu, tasks, rule)
-        q05, q95 = coef.interval_logs(False)
+        per_key = [coef.interval_logs(False, interval_class(k[3], k[4])) for k in key_info]
+        q05 = np.array([lo for lo, _ in per_key], dtype=float)[codes]
+        q95 = np.array([hi for _, hi in per_key], dtype=float)[codes]
         h05, h95 = coef.interval_logs(True)
         for i in np.flatnonzero(good & host):
             warn[i] = _join_notes(warn[i], host_bound_note(rule))  # type: ignore[arg-type]

@@ -20,7 +20,12 @@ import numpy as np
 import pandas as pd
 
 from mlenergy.errors import UserError
-from mlenergy.estimate.coefficients import Coefficients, HostBoundRule, default_coefficients
+from mlenergy.estimate.coefficients import (
+    Coefficients,
+    HostBoundRule,
+    default_coefficients,
+    interval_class,
+)
 from mlenergy.estimate.features import stack
 from mlenergy.estimate.host_bound import MIN_HOST_BOUND_ROWS, host_bound_mask
 from mlenergy.estimate.physics import predict
@@ -362,4 +367,28 @@ def interval_quantiles(rows: pd.DataFrame) -> dict[str, float | None]:
     if hb.sum() >= MIN_HOST_BOUND_ROWS:
         out["log_q05_host"] = float(np.quantile(logs[hb], 0.05))
         out["log_q95_host"] = float(np.quantile(logs[hb], 0.95))
+    out["interval_by_class"] = class_quantiles(rows, logs, ~hb)
+    return out
+
+
+MIN_CLASS_ROWS = 40
+"""Fewest cross-validated rows of a ``<gpu>/<family>`` class for an interval of its own."""
+
+
+def class_quantiles(rows: pd.DataFrame, logs: np.ndarray, keep: np.ndarray) -> dict:
+    """(5th, 95th) percentile log errors per ``<gpu>/<family>`` class with enough rows.
+
+    Args:
+        rows: Cross-validated rows with ``gpu`` and ``kind`` (none: no classes).
+        logs: Their log(measured / predicted) energy per token.
+        keep: Rows to use (those outside the host-bound rule).
+    """
+    if "gpu" not in rows or "kind" not in rows:
+        return {}
+    keys = [interval_class(g, k) for g, k in zip(rows["gpu"], rows["kind"], strict=True)]
+    out = {}
+    for key in sorted(set(keys)):
+        mask = keep & (np.array(keys) == key)
+        if mask.sum() >= MIN_CLASS_ROWS:
+            out[key] = (float(np.quantile(logs[mask], 0.05)), float(np.quantile(logs[mask], 0.95)))
     return out

@@ -111,6 +111,10 @@ class Coefficients:
             were host-bound (:mod:`~mlenergy.estimate.host_bound`); ``None``: use ``log_q05``.
         log_q95_host: 95th percentile of the same; ``None``: use ``log_q95``.
         unseen_gpu_widen: Interval widening factor for GPUs absent from calibration.
+        interval_by_class: (5th, 95th) percentile log errors per ``<gpu>/<family>`` class
+            (e.g. ``B200/moe``) with enough cross-validated rows, outside the host-bound
+            rule: the interval is wider where the data say so (and narrower), else the
+            common ``log_q05``/``log_q95``.
         task_input_tokens: Mean prompt length per task label (tokens), fitted as workload
             descriptors because the reference data does not publish prompt lengths.
         calibrated_gpus: GPUs present in the calibration data.
@@ -154,6 +158,7 @@ class Coefficients:
     calibrated_gpus: tuple[str, ...] = ()
     task_input_tokens: dict[str, float] = field(default_factory=dict)
     host_bound_rule: HostBoundRule | None = None
+    interval_by_class: dict[str, tuple[float, float]] = field(default_factory=dict)
     fit_info: dict[str, object] = field(default_factory=dict, compare=False)
 
     FITTED = (
@@ -180,15 +185,22 @@ class Coefficients:
         "moe_min_cols",
     )
 
-    def interval_logs(self, host_bound: bool = False) -> tuple[float, float]:
+    def interval_logs(
+        self, host_bound: bool = False, klass: str | None = None
+    ) -> tuple[float, float]:
         """The (5th, 95th) percentile log errors of the 90% interval of energy per token.
 
         Args:
             host_bound: The configuration matches the host-bound rule
                 (:mod:`~mlenergy.estimate.host_bound`): its own quantiles when calibrated.
+            klass: ``<gpu>/<family>`` (:func:`interval_class`): its own quantiles when
+                calibrated (the host-bound ones take precedence).
         """
         if host_bound and self.log_q05_host is not None and self.log_q95_host is not None:
             return self.log_q05_host, self.log_q95_host
+        if klass is not None and klass in self.interval_by_class:
+            lo, hi = self.interval_by_class[klass]
+            return float(lo), float(hi)
         return self.log_q05, self.log_q95
 
     def replace(self, **kw: object) -> Coefficients:
@@ -227,12 +239,21 @@ class Coefficients:
         names = {f.name for f in fields(cls)}
         kw = {k: v for k, v in data.items() if k in names}
         kw["calibrated_gpus"] = tuple(kw.get("calibrated_gpus") or ())
+        kw["interval_by_class"] = {
+            str(k): (float(v[0]), float(v[1]))
+            for k, v in (kw.get("interval_by_class") or {}).items()
+        }
         rule = kw.get("host_bound_rule")
         if rule is not None:
             kw["host_bound_rule"] = HostBoundRule(
                 gpu=str(rule["gpu"]), num_gpus=int(rule["num_gpus"]), tasks=tuple(rule["tasks"])
             )
         return cls(**kw)
+
+
+def interval_class(gpu: str, family: str) -> str:
+    """The key of :attr:`Coefficients.interval_by_class`: ``<catalog gpu>/<family>``."""
+    return f"{gpu}/{family}"
 
 
 @cache

@@ -17,7 +17,7 @@ import pandas as pd
 
 from mlenergy.errors import UserError
 from mlenergy.estimate.calibration import featurise, fit, fit_weights, host_bound, itl_targets
-from mlenergy.estimate.coefficients import Coefficients, default_coefficients
+from mlenergy.estimate.coefficients import Coefficients, default_coefficients, interval_class
 from mlenergy.estimate.configs import resolve_model
 from mlenergy.estimate.physics import predict
 from mlenergy.estimate.task_defaults import has_value
@@ -122,8 +122,14 @@ def in_interval(rows: pd.DataFrame, coef: Coefficients, unseen_gpu: bool) -> np.
     """
     widen = coef.unseen_gpu_widen if unseen_gpu else 1.0
     host = rows["host_bound"].to_numpy(bool)
-    lo = np.where(host, coef.interval_logs(True)[0], coef.interval_logs(False)[0]) * widen
-    hi = np.where(host, coef.interval_logs(True)[1], coef.interval_logs(False)[1]) * widen
+    kinds = rows["kind"] if "kind" in rows else [""] * len(rows)
+    # A GPU held out of the fit has no class interval of its own: the common one, widened.
+    keys = [
+        None if unseen_gpu else interval_class(str(g), str(k))
+        for g, k in zip(rows["gpu"], kinds, strict=True)
+    ]
+    bounds = np.array([coef.interval_logs(bool(h), k) for h, k in zip(host, keys, strict=True)])
+    lo, hi = bounds[:, 0] * widen, bounds[:, 1] * widen
     log_ratio = np.log(
         rows["energy_per_token_j"].to_numpy(float) / rows["pred_energy_per_token_j"].to_numpy(float)
     )

@@ -26,7 +26,7 @@ HOST_BOUND_NOTE = host_bound_note(RULE)
 def _wide_host_interval() -> Coefficients:
     """Shipped coefficients with a host-bound interval clearly wider than the common one."""
     return default_coefficients().replace(
-        log_q05=-0.25, log_q95=0.35, log_q05_host=-0.4, log_q95_host=0.8
+        log_q05=-0.25, log_q95=0.35, log_q05_host=-0.4, log_q95_host=0.8, interval_by_class={}
     )
 
 
