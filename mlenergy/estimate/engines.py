@@ -70,7 +70,8 @@ PROFILES: tuple[EngineProfile, ...] = (
         includes=(
             "the v3 profile's costs with every host cost multiplied by legacy_slowdown and "
             "an extra cost per MoE layer (legacy_moe_layer_s), fitted on the 2024 H100 runs; "
-            "not vLLM 0.5 in general (an offline vLLM 0.5 job runs several times faster)"
+            "not vLLM 0.5 in general: its host costs are those of that server, and an offline "
+            "vLLM 0.5 job can run several times faster"
         ),
         legacy=True,
         aliases=("vllm-0.5", "vllm-0.5.4", "legacy", "v2"),
