@@ -86,8 +86,18 @@ def to_run_record(est: Estimate, configs_dir: str | Path | None = None) -> RunRe
         software=software,
         energy_source=est.energy_source,
         phases=_phases(est, n_req, out_tokens),
-        tags={"sm_clock_mhz": f"{est.sm_clock_mhz:.0f}"},
+        tags=_tags(est),
     )
+
+
+def _tags(est: Estimate) -> dict[str, str]:
+    """The estimate's SM clock and, for an offline job, its mode and generation cap."""
+    tags = {"sm_clock_mhz": f"{est.sm_clock_mhz:.0f}"}
+    if est.mode != "serving":
+        tags["mode"] = est.mode
+        if est.max_output_tokens is not None:
+            tags["max_output_tokens"] = f"{est.max_output_tokens:g}"
+    return tags
 
 
 def _phases(est: Estimate, n_req: int, out_tokens: int) -> tuple[PhaseResult, ...]:

@@ -115,3 +115,15 @@ def test_cli_offline_and_its_errors(capsys, configs_dir):
     assert main([*base, "--mode", "offline", "--max-output-tokens", "10"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "max_output_tokens (10) is below" in err[0]
+
+
+def test_a_saved_offline_estimate_says_so(configs_dir):
+    from mlenergy.estimate.to_record import to_run_record
+
+    job = estimate(**KW, mode="offline", max_output_tokens=1024, configs_dir=configs_dir)
+    rec = to_run_record(job, configs_dir)
+    assert rec.tags["mode"] == "offline" and rec.tags["max_output_tokens"] == "1024"
+    request = next(p for p in rec.phases if p.phase == "request")
+    assert request.duration_s == pytest.approx(job.request_duration_s)
+    assert request.throughput_tokens_per_s == pytest.approx(job.throughput_tokens_per_s)
+    assert "mode" not in to_run_record(estimate(**KW, configs_dir=configs_dir), configs_dir).tags
