@@ -20,6 +20,9 @@ from typer.core import TyperGroup
 from mlenergy.commands.options import DataDirOption, resolve_data_dir
 from mlenergy.errors import UserError
 
+# The library is imported inside each command, not here: every ``mlenergy`` call imports this
+# module, and the estimator's numpy/pandas stack would slow ``mlenergy --help`` several-fold.
+
 
 class _SweepGroup(TyperGroup):
     """Lets ``--sweep a=1,2 b=3:9:3`` take several axes after one flag."""
@@ -53,94 +56,6 @@ app = typer.Typer(
 )
 
 
-def _fmt_j(v: float) -> str:
-    if v >= 1:
-        return f"{v:.3f} J"
-    if v >= 1e-3:
-        return f"{v * 1e3:.2f} mJ"
-    return f"{v * 1e6:.1f} uJ"
-
-
-def _print_estimate(e: Any) -> None:
-    out = [
-        f"{e.model} on {e.num_gpus} x {e.gpu} ({e.precision}, TP{e.tensor_parallel} "
-        f"EP{e.expert_parallel} DP{e.data_parallel}), batch {e.batch_size:g}, "
-        f"{e.input_tokens:g} in / {e.output_tokens:g} out tokens, "
-        f"SM clock {e.sm_clock_mhz:.0f} MHz, engine {e.engine}",
-        f"  energy per output token : {_fmt_j(e.energy_per_token_j)}"
-        f"   (90% interval {_fmt_j(e.energy_per_token_j_lo)} - {_fmt_j(e.energy_per_token_j_hi)})",
-        f"  energy per request      : {_fmt_j(e.energy_per_request_j)}",
-        f"  throughput              : {e.throughput_tokens_per_s:,.0f} output tokens/s",
-        f"  average power           : {e.avg_power_w:,.0f} W (all GPUs)",
-        f"  time                    : {e.itl_s * 1e3:.2f} ms per token per sequence, "
-        f"{e.request_duration_s:.2f} s per request",
-        "  breakdown per token     : "
-        + ", ".join(f"{k} {_fmt_j(v)}" for k, v in e.breakdown_j_per_token.items()),
-        "  memory per GPU          : "
-        + ", ".join(f"{k} {v:.1f} GB" for k, v in e.memory_gb_per_gpu.items()),
-        f"  source                  : {e.energy_source}",
-    ]
-    if e.warning:
-        out.append(f"  warning                 : {e.warning}")
-    typer.echo("\n".join(out))
-
-
-def _sweep_table(results: list[Any], axes: dict[str, list[Any]]) -> list[dict[str, Any]]:
-    import itertools
-
-    rows = []
-    for combo, r in zip(itertools.product(*axes.values()), results, strict=True):
-        row: dict[str, Any] = dict(zip(axes, combo, strict=True))
-        if isinstance(r, str):
-            row["error"] = r
-        else:
-            row.update(
-                energy_per_token_j=r.energy_per_token_j,
-                throughput_tokens_per_s=r.throughput_tokens_per_s,
-                avg_power_w=r.avg_power_w,
-                sm_clock_mhz=r.sm_clock_mhz,
-                error="",
-            )
-        rows.append(row)
-    return rows
-
-
-def _plot_sweep(rows: list[dict[str, Any]], axes: dict[str, list[Any]], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    names = list(axes)
-    x = names[-1]
-    fig, ax = plt.subplots(figsize=(6, 4))
-    groups: dict[Any, list[dict[str, Any]]] = {}
-    for row in rows:
-        if row.get("error"):
-            continue
-        key = tuple(row[n] for n in names[:-1])
-        groups.setdefault(key, []).append(row)
-    for key, items in groups.items():
-        label = ", ".join(
-            f"{n}={v:g}" if isinstance(v, float) else f"{n}={v}"
-            for n, v in zip(names[:-1], key, strict=True)
-        )
-        ax.plot(
-            [r[x] for r in items],
-            [r["energy_per_token_j"] for r in items],
-            "o-",
-            label=label or None,
-        )
-    ax.set_xlabel(x)
-    ax.set_ylabel("energy per output token (J)")
-    if len(groups) > 1:
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
 @app.callback(invoke_without_command=True)
 def estimate_cmd(
     ctx: typer.Context,
@@ -155,7 +70,8 @@ def estimate_cmd(
     engine: Annotated[
         str | None,
         typer.Option(
-            help="Serving engine: vllm-0.11 (current) or vllm-0.5 (2024); default: the task's."
+            help="Engine profile (mlenergy estimate engines); default: the task's, else "
+            "leaderboard-v3-server."
         ),
     ] = None,
     precision: Annotated[str | None, typer.Option(help="bfloat16|float16|fp8|mxfp4|nvfp4")] = None,
@@ -166,6 +82,17 @@ def estimate_cmd(
     expert_parallel: Annotated[int, typer.Option(help="Expert-parallel degree.")] = 1,
     data_parallel: Annotated[int, typer.Option(help="Data-parallel replicas.")] = 1,
     pipeline_parallel: Annotated[int, typer.Option(help="Pipeline stages.")] = 1,
+    mode: Annotated[
+        str | None,
+        typer.Option(
+            help="serving (steady state, default) or offline (--batch-size requests started "
+            "together, the batch shrinking as they end)."
+        ),
+    ] = None,
+    max_output_tokens: Annotated[
+        float | None,
+        typer.Option(help="Offline: generation cap (>= --output-tokens); some stop early."),
+    ] = None,
     sm_clock: Annotated[float | None, typer.Option(help="Locked SM clock (MHz).")] = None,
     power_limit: Annotated[float | None, typer.Option(help="Power limit per GPU (W).")] = None,
     sweep: Annotated[
@@ -187,12 +114,11 @@ def estimate_cmd(
     """Estimate energy per output token, energy per request, throughput and power."""
     if ctx.invoked_subcommand is not None:
         return
+    from mlenergy.estimate.batch import estimate_csv, row_estimates
     from mlenergy.estimate.coefficients import Coefficients
 
     coef = Coefficients.load(coefficients) if coefficients else None
     if batch is not None:
-        from mlenergy.estimate.batch import estimate_csv
-
         if out is None:
             raise UserError("--batch needs --out", "Give the output CSV path with --out")
         if save:
@@ -201,8 +127,6 @@ def estimate_cmd(
         bad = int((result["error"] != "").sum())
         typer.echo(f"estimated {len(result) - bad} of {len(result)} rows -> {out}", err=True)
         if save:
-            from mlenergy.estimate.batch import row_estimates
-
             estimates = row_estimates(result, configs_dir, coef)
             if len(estimates) != len(result) - bad:
                 typer.echo(
@@ -219,25 +143,29 @@ def estimate_cmd(
         if value is None and not (sweep and name == "--batch-size"):
             raise UserError(f"{name} is required", "See mlenergy estimate --help")
     if train_seq_len is not None:
-        _training(
+        from mlenergy.estimate.report import format_training
+        from mlenergy.estimate.training import estimate_training
+
+        est = estimate_training(
             model,
             gpu,
-            batch_size,
+            int(batch_size),  # type: ignore[arg-type]
             train_seq_len,
-            num_gpus,
-            tensor_parallel,
-            data_parallel,
-            precision,
-            sm_clock,
-            configs_dir,
-            coef,
-            as_json,
+            num_gpus=num_gpus,
+            tensor_parallel=tensor_parallel,
+            data_parallel=data_parallel if num_gpus is None else None,
+            precision=precision,
+            sm_clock_mhz=sm_clock,
+            configs_dir=configs_dir,
+            coefficients=coef,
         )
+        typer.echo(json.dumps(est.to_dict(), indent=1) if as_json else format_training(est, model))
         return
     if output_tokens is None:
         raise UserError("--output-tokens is required", "Give the mean output length in tokens")
     from mlenergy.estimate.api import estimate, parse_sweep_axis
     from mlenergy.estimate.api import sweep as run_sweep
+    from mlenergy.estimate.report import format_estimate, format_table, plot_sweep, sweep_table
 
     base: dict[str, Any] = dict(
         model=model,
@@ -257,25 +185,20 @@ def estimate_cmd(
         engine=engine,
         configs_dir=configs_dir,
         coefficients=coef,
+        mode=mode,
+        max_output_tokens=max_output_tokens,
     )
     if sweep:
         axes = dict(parse_sweep_axis(s) for s in sweep)
         results = run_sweep(base, axes)
-        rows = _sweep_table(results, axes)
-        if as_json:
-            typer.echo(json.dumps(rows, indent=1))
-        else:
-            _echo_table(rows)
+        rows = sweep_table(results, axes)
+        typer.echo(json.dumps(rows, indent=1) if as_json else format_table(rows))
         if plot is not None:
-            _plot_sweep(rows, axes, plot)
-            typer.echo(f"plot -> {plot}", err=True)
+            typer.echo(f"plot -> {plot_sweep(rows, axes, plot)}", err=True)
         estimates = [r for r in results if not isinstance(r, str)]
     else:
         est = estimate(**base)
-        if as_json:
-            typer.echo(json.dumps(est.to_dict(), indent=1))
-        else:
-            _print_estimate(est)
+        typer.echo(json.dumps(est.to_dict(), indent=1) if as_json else format_estimate(est))
         estimates = [est]
     if save:
         _save(estimates, configs_dir, resolve_data_dir(data_dir))
@@ -283,83 +206,11 @@ def estimate_cmd(
 
 def _save(estimates: list[Any], configs_dir: Path | None, target: Path) -> None:
     """Append the estimates as ``estimated:`` records to the store (one append)."""
-    from mlenergy.estimate.records import to_run_record
+    from mlenergy.estimate.to_record import to_run_record
     from mlenergy.store import RunStore
 
     res = RunStore(target).append([to_run_record(e, configs_dir) for e in estimates])
     typer.echo(f"saved {res.added} estimate record(s) to {target}", err=True)
-
-
-def _training(
-    model: Any,
-    gpu: Any,
-    batch_size: Any,
-    seq_len: int,
-    num_gpus: Any,
-    tp: int,
-    dp: int,
-    precision: Any,
-    sm_clock: Any,
-    configs_dir: Any,
-    coef: Any,
-    as_json: bool,
-) -> None:
-    from mlenergy.estimate.training import estimate_training
-
-    est = estimate_training(
-        model,
-        gpu,
-        int(batch_size),
-        seq_len,
-        num_gpus=num_gpus,
-        tensor_parallel=tp,
-        data_parallel=dp if num_gpus is None else None,
-        precision=precision,
-        sm_clock_mhz=sm_clock,
-        configs_dir=configs_dir,
-        coefficients=coef,
-    )
-    if as_json:
-        typer.echo(json.dumps(est.to_dict(), indent=1))
-        return
-    typer.echo(
-        f"training step of {est.batch_size} x {est.seq_len} tokens: {model} on {est.num_gpus} x "
-        f"{est.gpu} (TP{est.tensor_parallel} DP{est.data_parallel}, {est.precision})\n"
-        f"  energy per step  : {est.energy_per_step_j:,.0f} J ({_fmt_j(est.energy_per_token_j)}"
-        f" per token)\n"
-        f"  step time        : {est.step_duration_s:.3f} s ({est.throughput_tokens_per_s:,.0f}"
-        f" tokens/s, MFU {est.mfu:.0%})\n"
-        f"  average power    : {est.avg_power_w:,.0f} W (all GPUs)\n"
-        f"  source           : {est.energy_source} (uncalibrated for training: MFU prior)"
-    )
-
-
-def _configs_for(reference: Path | None, configs_dir: Path | None) -> Path | None:
-    """Model configs next to a given reference folder, unless --configs-dir says otherwise."""
-    if configs_dir is not None or reference is None:
-        return configs_dir
-    for candidate in (reference / "model-configs", reference.parent / "model-configs"):
-        if candidate.is_dir():
-            return candidate
-    return None
-
-
-def _echo_table(rows: list[dict[str, Any]]) -> None:
-    if not rows:
-        return
-    cols = list(rows[0])
-    for r in rows:
-        cols += [c for c in r if c not in cols]
-
-    def cell(v: Any) -> str:
-        if isinstance(v, float):
-            return f"{v:.4g}"
-        return str(v)
-
-    widths = {c: max(len(c), *(len(cell(r.get(c, ""))) for r in rows)) for c in cols}
-    typer.echo("  ".join(c.ljust(widths[c]) for c in cols))
-    for r in rows:
-        typer.echo("  ".join(cell(r.get(c, "")).ljust(widths[c]) for c in cols))
 
 
 @app.command("calibrate")
@@ -383,17 +234,17 @@ def calibrate_cmd(
             f"--folds must be >= 2 (or 0: keep the current interval), got {folds}",
             "Give 2 or more cross-validation folds",
         )
-    from mlenergy.estimate.calibration import calibrate_all
+    from mlenergy.estimate.locate import configs_next_to
+    from mlenergy.estimate.refit import calibrate_all
+    from mlenergy.store import RunStore
 
     runs = None
     if store is not None:
         try:
-            from mlenergy.store import RunStore
-
-            runs = RunStore(store).runs_frame()
+            runs = RunStore(store).runs()
         except Exception as exc:  # no store there yet, or not readable: skip it, say so
             typer.echo(f"note: no stored measurements used from {store} ({exc})", err=True)
-    configs_dir = _configs_for(reference, configs_dir)
+    configs_dir = configs_next_to(reference, configs_dir)
     coef, path, n = calibrate_all(reference, runs, out, configs_dir, not no_v2, folds)
     typer.echo(f"fitted on {n} rows; coefficients -> {path}")
     width = max(len(name) for name in coef.FITTED)
@@ -408,6 +259,17 @@ def validate_cmd(
         list[str] | None, typer.Option(help="Extra grouping: model, gpu, kind, task, source.")
     ] = None,
     folds: Annotated[int | None, typer.Option(help="Folds (default: leave-one-out).")] = None,
+    store: Annotated[
+        Path | None,
+        typer.Option(help="Also cross-validate the measured GPU runs of this data dir."),
+    ] = None,
+    hold_out: Annotated[
+        str,
+        typer.Option(
+            help="What a fold holds out: architecture (no model in both fit and test) or gpu "
+            "(the held-out GPU is predicted from its datasheet alone)."
+        ),
+    ] = "architecture",
     configs_dir: Annotated[Path | None, typer.Option(help="Folder of model configs.")] = None,
     no_v2: Annotated[bool, typer.Option("--no-v2", help="Skip the 2024 v2 tables.")] = False,
     out: Annotated[Path | None, typer.Option(help="Write out-of-fold predictions (CSV).")] = None,
@@ -419,22 +281,28 @@ def validate_cmd(
             f"--folds must be >= 2, got {folds}",
             "Give 2 or more folds, or omit --folds for leave-one-architecture-out",
         )
-    from mlenergy.estimate.host_bound import HOST_BOUND_LABEL
-    from mlenergy.estimate.reference import load_reference
-    from mlenergy.estimate.validation import TARGETS, cross_validate
+    import pandas as pd
 
+    from mlenergy.estimate.coefficients import default_coefficients
+    from mlenergy.estimate.crossval import TARGETS, cross_validate, validation_tables
+    from mlenergy.estimate.host_bound import host_bound_label
+    from mlenergy.estimate.locate import configs_next_to
+    from mlenergy.estimate.measurements import load_reference
+
+    if hold_out not in ("architecture", "gpu"):
+        raise UserError(f"unknown --hold-out '{hold_out}'", "Use architecture or gpu")
     df = load_reference(reference, include_v2=not no_v2)
-    cv = cross_validate(df, folds=folds, configs_dir=_configs_for(reference, configs_dir))
-    aliases = {"model": "model_group", "architecture": "kind", "dense-moe": "kind"}
-    tables = {"overall": cv.summary(), "gpu": cv.summary("gpu"), "kind": cv.summary("kind")}
-    tables["gpu x kind"] = cv.summary(["gpu", "kind"])
-    by_rule = cv.summary("host_bound")
-    tables["host-bound rule"] = by_rule.rename(index={True: "matched", False: "not matched"})
-    for g in group_by or []:
-        col = aliases.get(g, g)
-        if col not in cv.rows:
-            raise UserError(f"unknown --group-by '{g}'", "Use model, gpu, kind, task or source")
-        tables[g] = cv.summary(col)
+    configs = configs_next_to(reference, configs_dir)
+    if store is not None:
+        from mlenergy.estimate.measurements import own_measurements
+        from mlenergy.store import RunStore
+
+        own = own_measurements(RunStore(store).runs(), configs)
+        note = f"{len(own)} measured GPU serving run(s) from {store} (source 'store')"
+        typer.echo(note, err=True)
+        df = pd.concat([df, own], ignore_index=True) if len(own) else df
+    cv = cross_validate(df, folds=folds, configs_dir=configs, group_by=hold_out)
+    tables = validation_tables(cv, group_by)
     if out is not None:
         cv.rows.to_csv(out, index=False)
     if as_json:
@@ -443,16 +311,73 @@ def validate_cmd(
         payload["meets_targets"] = cv.meets_targets()
         typer.echo(json.dumps(payload, indent=1))
         return
-    typer.echo(f"grouped cross-validation: {cv.folds} folds, {len(cv.rows)} rows; APE in %")
+    typer.echo(
+        f"grouped cross-validation (held out: {hold_out}): {cv.folds} folds, "
+        f"{len(cv.rows)} rows; APE in %"
+    )
     for name, table in tables.items():
         typer.echo(f"\n== by {name}")
         typer.echo(table.round(1).to_string())
-    typer.echo(f"\nhost-bound rule: {HOST_BOUND_LABEL}")
+    typer.echo(f"\nhost-bound rule: {host_bound_label(default_coefficients().host_bound_rule)}")
     met = cv.meets_targets()
     typer.echo(
         "\ntargets (all rows): "
         + ", ".join(f"{k} <= {v}%: {'yes' if met[k] else 'NO'}" for k, v in TARGETS.items())
     )
+
+
+@app.command("engines")
+def engines_cmd(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False):
+    """List the engine profiles: the setup each models and what it includes."""
+    from dataclasses import asdict
+
+    from mlenergy.estimate.engines import CURRENT_ENGINE, PROFILES
+
+    if as_json:
+        typer.echo(json.dumps([asdict(p) for p in PROFILES], indent=1))
+        return
+    for p in PROFILES:
+        default = " (default)" if p.name == CURRENT_ENGINE else ""
+        typer.echo(f"{p.name}{default}: {p.setup}")
+        typer.echo(f"  includes: {p.includes}")
+        typer.echo(f"  software: {p.software}; also accepted as: {', '.join(p.aliases)}")
+
+
+@app.command("compare")
+def compare_cmd(
+    data_dir: DataDirOption = None,
+    configs_dir: Annotated[Path | None, typer.Option(help="Folder of model configs.")] = None,
+    coefficients: Annotated[Path | None, typer.Option(help="Coefficients JSON.")] = None,
+    out: Annotated[Path | None, typer.Option(help="Write the compared runs (CSV).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Every measured GPU serving run in the store beside its estimate, errors by half."""
+    from mlenergy.estimate.coefficients import Coefficients
+    from mlenergy.estimate.compare import compare_runs
+    from mlenergy.estimate.report import format_table
+    from mlenergy.store import RunStore
+
+    data = resolve_data_dir(data_dir)
+    coef = Coefficients.load(coefficients) if coefficients else None
+    result = compare_runs(RunStore(data).runs(), configs_dir, coef)
+    if out is not None:
+        result.rows.to_csv(out, index=False)
+    if as_json:
+        payload = {
+            "runs": json.loads(result.rows.to_json(orient="records")),
+            "summary": json.loads(result.summary().to_json(orient="index")),
+            "skipped": [{"run_id": r, "reason": why} for r, why in result.skipped],
+        }
+        typer.echo(json.dumps(payload, indent=1))
+        return
+    if result.rows.empty:
+        typer.echo(f"no measured GPU serving run in {data} could be compared", err=True)
+    else:
+        typer.echo(format_table(result.rows.to_dict("records")))
+        typer.echo("\nerrors by half (percent; signed: predicted / measured - 1)")
+        typer.echo(result.summary().round(1).to_string())
+    for run_id, why in result.skipped:
+        typer.echo(f"skipped {run_id}: {why}", err=True)
 
 
 def register(root: typer.Typer) -> None:

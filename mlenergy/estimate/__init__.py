@@ -5,6 +5,21 @@ hit, KV cache growing over the output, sliding windows, MLA latent cache, Mamba 
 tensor/expert/data parallel communication) with a dozen global coefficients fitted on real
 measurements. See ``mlenergy/estimate/README.md``.
 
+Modules, by job:
+
+* inputs: ``configs`` (model id or path to architecture), ``catalog`` (GPUs),
+  ``serving`` (the configuration), ``checks`` (bad input, naming the field),
+  ``task_defaults`` (prompt lengths per task), ``engines`` (serving-engine profiles);
+* physics: ``profile`` (bytes and FLOPs of a model), ``memory`` (does it fit),
+  ``features`` and ``physics`` (the vectorised model), ``coefficients`` (the fitted numbers,
+  shipped in ``coefficients.json`` with the host-bound rule of ``host_bound``);
+* paths: ``prepare`` + ``api`` (one estimate), ``batch`` (a CSV of many), ``training``,
+  ``report`` (text, tables, plots), ``to_record`` (estimates as run records);
+* data and fit: ``locate`` (the shared reference folder), ``reference`` (the one reader of
+  the ML.ENERGY measurements, as run records), ``measurements`` (records to the fit's
+  columns), ``calibration`` (the fit), ``crossval`` (grouped cross-validation), ``refit``
+  (refit and write the shipped coefficients).
+
 >>> from mlenergy.estimate import estimate
 >>> e = estimate("meta-llama/Llama-3.1-8B-Instruct", "H100", batch_size=64,
 ...              input_tokens=512, output_tokens=256)  # doctest: +SKIP
@@ -13,6 +28,7 @@ measurements. See ``mlenergy/estimate/README.md``.
 from __future__ import annotations
 
 from mlenergy.estimate.api import Estimate, energy_source, estimate, sweep
+from mlenergy.estimate.batch import estimate_frame
 from mlenergy.estimate.catalog import GpuSpec, catalog_names, resolve_gpu
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients
 
@@ -28,11 +44,3 @@ __all__ = [
     "resolve_gpu",
     "sweep",
 ]
-
-
-def __getattr__(name: str):  # lazy: pandas-based batch path
-    if name == "estimate_frame":
-        from mlenergy.estimate.batch import estimate_frame
-
-        return estimate_frame
-    raise AttributeError(name)

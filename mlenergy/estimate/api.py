@@ -18,18 +18,16 @@ import numpy as np
 
 from mlenergy.errors import UserError
 from mlenergy.estimate.catalog import GpuSpec
-from mlenergy.estimate.coefficients import Coefficients, default_coefficients
+from mlenergy.estimate.checks import check_mode, expected_num_gpus
+from mlenergy.estimate.coefficients import Coefficients, default_coefficients, interval_class
 from mlenergy.estimate.engines import CURRENT_ENGINE, engine_note, is_legacy, resolve_engine
-from mlenergy.estimate.host_bound import HOST_BOUND_NOTE, is_host_bound
-from mlenergy.estimate.inputs import (
-    Workload,
-    expected_num_gpus,
-    has_value,
-    input_tokens_for,
-    prepare_config,
-    stack,
-)
+from mlenergy.estimate.features import stack
+from mlenergy.estimate.host_bound import host_bound_note, is_host_bound
+from mlenergy.estimate.offline import predict_offline
 from mlenergy.estimate.physics import predict
+from mlenergy.estimate.prepare import prepare_config
+from mlenergy.estimate.serving import ServingSetup
+from mlenergy.estimate.task_defaults import has_value, input_tokens_for
 
 
 def estimator_version() -> str:
@@ -48,7 +46,7 @@ def energy_source() -> str:
 
 
 def interval_factors(
-    coef: Coefficients, gpu_name: str, host_bound: bool = False
+    coef: Coefficients, gpu_name: str, host_bound: bool = False, family: str | None = None
 ) -> tuple[float, float]:
     """Multiplicative (low, high) factors of the 90% prediction interval of energy per token.
 
@@ -57,9 +55,12 @@ def interval_factors(
         gpu_name: Catalog GPU name; a GPU absent from calibration widens the interval.
         host_bound: The configuration matches the host-bound rule
             (:mod:`~mlenergy.estimate.host_bound`).
+        family: ``dense``, ``moe`` or ``hybrid``: the interval of its class on this GPU
+            when calibrated (``Coefficients.interval_by_class``).
     """
     widen = 1.0 if gpu_name in coef.calibrated_gpus else coef.unseen_gpu_widen
-    q05, q95 = coef.interval_logs(host_bound)
+    klass = interval_class(gpu_name, family) if family else None
+    q05, q95 = coef.interval_logs(host_bound, klass)
     return math.exp(q05 * widen), math.exp(q95 * widen)
 
 
@@ -103,6 +104,8 @@ class Estimate:
     extra: dict[str, Any] = field(default_factory=dict)
     warning: str = ""  # caveats ("; "-joined), as the batch CSV's ``warning`` column
     engine: str = CURRENT_ENGINE  # serving engine (see mlenergy.estimate.engines)
+    mode: str = "serving"  # or "offline": a fixed set of requests (see estimate.offline)
+    max_output_tokens: float | None = None  # generation cap of an offline job (tokens)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-dict form (JSON-compatible)."""
@@ -143,12 +146,14 @@ def estimate(
     engine: str | None = None,
     configs_dir: str | Path | None = None,
     coefficients: Coefficients | None = None,
+    mode: str | None = None,
+    max_output_tokens: float | None = None,
 ) -> Estimate:
     """Estimate energy, throughput and power of serving ``model`` on ``gpu``.
 
     Args:
         model: ``config.json`` path or model id (see
-            :func:`~mlenergy.estimate.inputs.resolve_model`).
+            :func:`~mlenergy.estimate.configs.resolve_model`).
         gpu: Catalog name/alias, a YAML/JSON spec file of a hypothetical GPU, or a
             :class:`~mlenergy.estimate.catalog.GpuSpec`.
         batch_size: Average number of sequences decoding together (all replicas).
@@ -157,7 +162,7 @@ def estimate(
         task: Workload label used for the default prompt length.
         precision: Weight precision (bfloat16, float16, fp8, mxfp4, nvfp4); default bfloat16.
         num_gpus: GPUs used; default and required value: ``tp * pp * dp``, or ``ep`` when
-            experts span more GPUs (see :func:`~mlenergy.estimate.inputs.expected_num_gpus`).
+            experts span more GPUs (see :func:`~mlenergy.estimate.checks.expected_num_gpus`).
         tensor_parallel: Tensor-parallel degree.
         expert_parallel: Expert-parallel degree.
         data_parallel: Data-parallel replicas.
@@ -169,10 +174,17 @@ def estimate(
             A limit below the draw at the lowest SM clock is an error.
         max_num_seqs: The engine's concurrency cap (all replicas): ``batch_size`` may not
             exceed it; it sizes the sampler workspace (default: ``batch_size``).
-        engine: Serving engine (``vllm-0.11``, ``vllm-0.5``); default: the one the task
-            was measured with, else the current one (see :mod:`~mlenergy.estimate.engines`).
+        engine: Engine profile (``leaderboard-v3-server``, ``leaderboard-v2-server`` or an
+            alias such as ``vllm-0.11``); default: the one the task was measured with, else
+            the current one (see :mod:`~mlenergy.estimate.engines`).
         configs_dir: Folder of ``<org>__<name>.json`` configs.
         coefficients: Model coefficients (default: the shipped calibration).
+        mode: ``serving`` (steady state, the default) or ``offline``: ``batch_size``
+            requests started together, the batch shrinking as they end
+            (:mod:`~mlenergy.estimate.offline`); throughput and power are then job means and
+            ``request_duration_s`` is the job's wall time.
+        max_output_tokens: Generation cap of an offline job (>= ``output_tokens``; default:
+            every sequence generates ``output_tokens``).
 
     The memory fit follows :mod:`~mlenergy.estimate.memory`: weights and workspace that do not
     fit are an error; a KV cache that does not fit is an error when ``input_tokens`` is given
@@ -182,10 +194,11 @@ def estimate(
         UserError: Bad input (naming the field) or a configuration that does not fit in memory.
     """
     coef = coefficients or default_coefficients()
+    mode_name, cap = check_mode(mode, max_output_tokens, output_tokens)
     engine_name = resolve_engine(engine, task)
     note = engine_note(engine, task, engine_name)
     n = _num_gpus(num_gpus, tensor_parallel, expert_parallel, data_parallel, pipeline_parallel)
-    w = Workload(
+    w = ServingSetup(
         batch_size=batch_size,
         input_tokens=input_tokens_for(task, input_tokens),
         output_tokens=output_tokens,
@@ -202,15 +215,20 @@ def estimate(
     )
     prep = prepare_config(model, gpu, w, precision, configs_dir)
     spec, prof, gpu_spec = prep.spec, prep.prof, prep.gpu
-    out = {k: float(v[0]) for k, v in predict(stack([prep.features]), coef).items()}
+    feats = stack([prep.features])
+    if mode_name == "offline":
+        pred = predict_offline(feats, coef, np.array([np.nan if cap is None else cap]))
+    else:
+        pred = predict(feats, coef)
+    out = {k: float(v[0]) for k, v in pred.items()}
     if out["power_limit_infeasible"]:
         raise UserError(power_limit_message(power_limit_w, out["min_clock_power_w"], out))
-    host = is_host_bound(gpu_spec.name, n, task)
-    lo, hi = interval_factors(coef, gpu_spec.name, host)
+    host = is_host_bound(gpu_spec.name, n, task, coef.host_bound_rule)
+    lo, hi = interval_factors(coef, gpu_spec.name, host, spec.kind)
     warnings = [note] if note else []
     warnings += prep.warnings
     if host:
-        warnings.append(HOST_BOUND_NOTE)
+        warnings.append(host_bound_note(coef.host_bound_rule))  # type: ignore[arg-type]
     e = out["energy_per_token_j"]
     itl = out["step_s"]
     prefill_s = out["t_prefill_s"] * w.output_tokens  # prefill share of a request's lifetime
@@ -236,7 +254,7 @@ def estimate(
         throughput_tokens_per_s=out["throughput_tokens_per_s"],
         avg_power_w=out["avg_power_w"],
         itl_s=itl,
-        request_duration_s=itl * w.output_tokens,
+        request_duration_s=out.get("job_duration_s", itl * w.output_tokens),
         prefill_duration_s=prefill_s,
         breakdown_j_per_token={
             "prefill": out["energy_prefill_j"],
@@ -254,6 +272,8 @@ def estimate(
         energy_source=energy_source(),
         warning="; ".join(warnings),
         engine=engine_name,
+        mode=mode_name,
+        max_output_tokens=cap,
     )
 
 
@@ -280,8 +300,6 @@ def parse_sweep_axis(text: str) -> tuple[str, list[Any]]:
     Raises:
         UserError: Unknown axis or malformed values.
     """
-    from mlenergy.errors import UserError
-
     if "=" not in text:
         raise UserError(f"sweep axis '{text}' must look like name=v1,v2 or name=a:b:step")
     name, values = text.split("=", 1)
@@ -318,8 +336,6 @@ def sweep(base: dict[str, Any], axes: dict[str, list[Any]]) -> list[Estimate | s
         One :class:`Estimate` per combination, or the error message where it cannot be made
         (e.g. a batch that does not fit), in :func:`itertools.product` order.
     """
-    from mlenergy.errors import UserError
-
     names = list(axes)
     results: list[Estimate | str] = []
     for combo in itertools.product(*(axes[n] for n in names)):

@@ -5,14 +5,16 @@ Input columns: ``model``, ``gpu``, ``num_gpus``, ``tensor_parallel``, ``expert_p
 (optional), ``batch_size``, ``max_num_seqs``, ``input_tokens`` (may be empty: task default),
 ``output_tokens``, and optionally ``sm_clock_mhz`` or ``power_limit_w`` (per GPU, W). The
 parallel layout must occupy ``num_gpus`` (derived when blank; see
-:func:`~mlenergy.estimate.inputs.check_layout`). Output: the input columns plus
+:func:`~mlenergy.estimate.checks.check_layout`). Output: the input columns plus
 ``energy_per_token_j``,
 ``energy_per_token_j_lo``, ``energy_per_token_j_hi``, ``throughput_tokens_per_s``,
 ``avg_power_w``, ``error`` (empty when the row was estimated) and ``warning`` (caveats of an
 estimated row, empty if none). An optional ``engine`` column picks the serving engine (blank:
-the task's, see :mod:`~mlenergy.estimate.engines`). A bad row keeps its place.
+the task's, see :mod:`~mlenergy.estimate.engines`); optional ``mode`` (``serving``, the
+default, or ``offline``) and ``max_output_tokens`` (an offline job's generation cap) pick the
+workload (:mod:`~mlenergy.estimate.offline`). A bad row keeps its place.
 
-Models resolve as in the single path (:func:`~mlenergy.estimate.inputs.resolve_model_config`)
+Models resolve as in the single path (:func:`~mlenergy.estimate.configs.resolve_model_config`)
 and the memory fit is the one rule of :mod:`~mlenergy.estimate.memory`.
 """
 
@@ -25,21 +27,19 @@ import numpy as np
 import pandas as pd
 
 from mlenergy.errors import UserError
-from mlenergy.estimate.api import power_limit_message
+from mlenergy.estimate.api import estimate, power_limit_message
 from mlenergy.estimate.catalog import GpuSpec, resolve_gpu
-from mlenergy.estimate.coefficients import Coefficients, default_coefficients
-from mlenergy.estimate.engines import CURRENT_ENGINE, engine_note, is_legacy, resolve_engine
-from mlenergy.estimate.host_bound import HOST_BOUND_NOTE, host_bound_mask
-from mlenergy.estimate.inputs import (
+from mlenergy.estimate.checks import (
     BATCH_CAP_TOLERANCE,
-    TASK_INPUT_TOKENS,
     check_layout,
     clock_power_error,
-    feature_row,
-    resolve_model_config,
-    task_input_tokens,
-    weight_precision,
+    mode_error,
 )
+from mlenergy.estimate.coefficients import Coefficients, default_coefficients, interval_class
+from mlenergy.estimate.configs import resolve_model_config
+from mlenergy.estimate.engines import CURRENT_ENGINE, engine_note, is_legacy, resolve_engine
+from mlenergy.estimate.features import feature_row
+from mlenergy.estimate.host_bound import host_bound_mask, host_bound_note
 from mlenergy.estimate.memory import (
     MEMORY_KEYS,
     fit_verdict,
@@ -47,8 +47,12 @@ from mlenergy.estimate.memory import (
     memory_row,
     usable_bytes,
 )
-from mlenergy.estimate.physics import FEATURES, predict
+from mlenergy.estimate.offline import predict_modes
+from mlenergy.estimate.physics import FEATURES
+from mlenergy.estimate.prepare import weight_precision
 from mlenergy.estimate.profile import build_profile
+from mlenergy.estimate.serving import ServingSetup
+from mlenergy.estimate.task_defaults import TASK_INPUT_TOKENS, task_input_tokens
 
 INPUT_COLUMNS = (
     "model",
@@ -78,6 +82,8 @@ ENGINE_COLUMN = "engine"
 """Optional input column: the serving engine (blank: the task's, see
 :mod:`~mlenergy.estimate.engines`). A row that takes a non-current engine from its task says
 so in its ``warning``."""
+MODE_COLUMNS = ("mode", "max_output_tokens")
+"""Optional input columns: ``serving`` (blank) or ``offline``, and an offline job's cap."""
 REQUIRED = ("model", "gpu", "batch_size", "output_tokens")
 _INT_DEFAULTS = {
     "tensor_parallel": 1,
@@ -94,6 +100,25 @@ def _num(df: pd.DataFrame, col: str, default: float = np.nan) -> np.ndarray:
     vals = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
     blank = raw.isna().to_numpy() | (raw.astype(str).str.strip() == "").to_numpy()
     return np.where(blank, default, vals)
+
+
+def _row_modes(df: pd.DataFrame, out_tok: np.ndarray, flag) -> tuple:
+    """Each row's mode and generation cap; bad values go to the row's ``error``.
+
+    Returns:
+        ``(offline, max_output_tokens)``: which rows are offline jobs, and their caps (NaN:
+        none).
+    """
+    n = len(df)
+    raw = df["mode"].fillna("").astype(str).to_numpy() if "mode" in df else np.full(n, "")
+    modes = np.array([m.strip().lower() or "serving" for m in raw], dtype=object)
+    cap = _num(df, "max_output_tokens")
+    flag(_bad_number(df, "max_output_tokens"), "max_output_tokens is not a number")
+    msgs = np.full(n, "", dtype=object)
+    for i in np.flatnonzero((modes != "serving") | ~np.isnan(cap)):  # only rows that ask
+        msgs[i] = mode_error(raw[i], None if np.isnan(cap[i]) else float(cap[i]), out_tok[i])
+    flag(msgs != "", msgs)
+    return modes == "offline", cap
 
 
 def _join_notes(*notes: str) -> str:
@@ -158,9 +183,9 @@ def estimate_frame(
     key_rows: list[dict[str, float] | None] = []
     key_err: list[str] = []
     key_note: list[str] = []
-    key_info: list[tuple[int, int, float, str]] = []  # heads, experts, memory, gpu name
+    key_info: list[tuple] = []  # heads, experts, memory, gpu name, architecture family
     gpu_specs: list[GpuSpec | None] = []
-    dummy = _DummyWorkload()
+    dummy = ServingSetup(batch_size=1.0, input_tokens=1.0, output_tokens=1.0)
     for model, gpu, prec in uniques:
         try:
             resolved = resolve_model_config(model, configs_dir)
@@ -169,20 +194,26 @@ def estimate_frame(
             if not gpu:
                 raise UserError("gpu is empty")
             prof = build_profile(spec, weight_precision(resolved.fp8, prec, spec.quant_method))
-            row = feature_row(prof, gpu_spec, dummy)  # type: ignore[arg-type]
+            row = feature_row(prof, gpu_spec, dummy)
             row.update(memory_row(spec, prof))
             key_rows.append(row)
             key_err.append("")
             key_note.append(resolved.note)
             key_info.append(
-                (spec.num_heads, spec.num_experts or 0, gpu_spec.memory_gb, gpu_spec.name)
+                (
+                    spec.num_heads,
+                    spec.num_experts or 0,
+                    gpu_spec.memory_gb,
+                    gpu_spec.name,
+                    spec.kind,
+                )
             )
             gpu_specs.append(gpu_spec)
         except UserError as exc:
             key_rows.append(None)
             key_err.append(exc.message)
             key_note.append("")
-            key_info.append((1, 0, math.inf, ""))
+            key_info.append((1, 0, math.inf, "", ""))
             gpu_specs.append(None)
     key_err_arr = np.array(key_err, dtype=object)
     flag(key_err_arr[codes] != "", key_err_arr[codes])
@@ -210,7 +241,7 @@ def estimate_frame(
     for col, arr in (("batch_size", batch), ("output_tokens", out_tok)):
         flag(np.isnan(arr), f"{col} is missing")
         flag(arr <= 0, f"{col} must be > 0")
-    flag(in_tok < 0, "input_tokens must be >= 0")
+    flag(in_tok <= 0, "input_tokens must be > 0")
     cap = _num(df, "max_num_seqs", np.nan)
     flag(_bad_number(df, "max_num_seqs"), "max_num_seqs is not a number")
     flag(
@@ -260,6 +291,7 @@ def estimate_frame(
                 None if np.isnan(limit[i]) else float(limit[i]),
                 spec,
             )
+    offline, max_out = _row_modes(df, out_tok, flag)
     flag((ep > 1) & (experts == 0), "expert_parallel > 1 needs an MoE model")
     flag((experts > 0) & (ep > experts), "expert_parallel exceeds num_experts")
 
@@ -300,7 +332,7 @@ def estimate_frame(
         for c in np.flatnonzero(np.array(key_note, dtype=object) != ""):  # variant config used
             rows = np.flatnonzero(codes == c)
             warn[rows] = [_join_notes(key_note[c], w) for w in warn[rows]]
-        pred = predict(feat, coef)
+        pred = predict_modes(feat, coef, offline & good, max_out)
         for i in np.flatnonzero(good & pred["power_limit_infeasible"]):
             err[i] = power_limit_message(
                 float(limit[i]),
@@ -313,11 +345,14 @@ def estimate_frame(
         widen = np.array(
             [1.0 if g in coef.calibrated_gpus else coef.unseen_gpu_widen for g in names]
         )
-        host = host_bound_mask(names, ngpu, tasks)
-        q05, q95 = coef.interval_logs(False)
+        rule = coef.host_bound_rule
+        host = host_bound_mask(names, ngpu, tasks, rule)
+        per_key = [coef.interval_logs(False, interval_class(k[3], k[4])) for k in key_info]
+        q05 = np.array([lo for lo, _ in per_key], dtype=float)[codes]
+        q95 = np.array([hi for _, hi in per_key], dtype=float)[codes]
         h05, h95 = coef.interval_logs(True)
         for i in np.flatnonzero(good & host):
-            warn[i] = _join_notes(warn[i], HOST_BOUND_NOTE)
+            warn[i] = _join_notes(warn[i], host_bound_note(rule))  # type: ignore[arg-type]
         cols = {
             "energy_per_token_j": e,
             "energy_per_token_j_lo": e * np.exp(np.where(host, h05, q05) * widen),
@@ -386,15 +421,6 @@ def _memory_fit(
         warn[i] = warning
 
 
-class _DummyWorkload:
-    """Placeholder workload for per-key features (workload columns are filled per row)."""
-
-    batch_size = input_tokens = output_tokens = 1.0
-    num_gpus = tensor_parallel = expert_parallel = data_parallel = pipeline_parallel = 1
-    sm_clock_mhz = power_limit_w = None
-    legacy_engine = False
-
-
 def estimate_csv(
     in_path: str | Path,
     out_path: str | Path,
@@ -441,7 +467,6 @@ def row_estimates(
         configs_dir: Folder of model configs.
         coefficients: Model coefficients (default: shipped).
     """
-    from mlenergy.estimate.api import estimate
 
     def val(row: dict, col: str, cast: type = float) -> object:
         v = row.get(col)
@@ -469,6 +494,8 @@ def row_estimates(
                 power_limit_w=val(row, "power_limit_w"),
                 max_num_seqs=val(row, "max_num_seqs", int),
                 engine=val(row, ENGINE_COLUMN, str),
+                mode=val(row, "mode", str),
+                max_output_tokens=val(row, "max_output_tokens"),
                 configs_dir=configs_dir,
                 coefficients=coefficients,
             )

@@ -6,9 +6,9 @@ median inter-token latency (the median step: the decode step alone unless most s
 prompts, which separates decode physics from prefill stalls). Coefficients are global (not
 per model, not per GPU), so that they transfer to unseen models and chips.
 
-Rows flagged by :data:`~mlenergy.estimate.host_bound.HOST_BOUND_RULE` (an input-based rule,
-see :func:`fit_weights`) weigh less in the fit; they are still predicted and reported, and get
-their own prediction interval.
+Rows flagged by the host-bound rule of the coefficients (an input-based rule, see
+:mod:`~mlenergy.estimate.host_bound` and :func:`fit_weights`) weigh less in the fit; they are
+still predicted and reported, and get their own prediction interval.
 """
 
 from __future__ import annotations
@@ -20,17 +20,18 @@ import numpy as np
 import pandas as pd
 
 from mlenergy.errors import UserError
-from mlenergy.estimate.coefficients import Coefficients, default_coefficients
-from mlenergy.estimate.host_bound import MIN_HOST_BOUND_ROWS, host_bound_mask
-from mlenergy.estimate.inputs import (
-    TASK_INPUT_TOKENS,
-    Workload,
-    has_value,
-    input_tokens_for,
-    prepare,
-    stack,
+from mlenergy.estimate.coefficients import (
+    Coefficients,
+    HostBoundRule,
+    default_coefficients,
+    interval_class,
 )
+from mlenergy.estimate.features import stack
+from mlenergy.estimate.host_bound import MIN_HOST_BOUND_ROWS, host_bound_mask
 from mlenergy.estimate.physics import predict
+from mlenergy.estimate.prepare import prepare
+from mlenergy.estimate.serving import ServingSetup
+from mlenergy.estimate.task_defaults import TASK_INPUT_TOKENS, has_value, input_tokens_for
 
 # (name, lower bound, upper bound) of fitted coefficients; fitted in log space.
 BOUNDS: dict[str, tuple[float, float]] = {
@@ -72,8 +73,7 @@ losses of latency-bound decode kernels sit in the ceiling, not in a fraction of 
 rate); against the hundreds of data residuals it is too weak to move an identified value."""
 
 HOST_BOUND_WEIGHT = 0.1
-"""Fit weight of rows matched by :data:`~mlenergy.estimate.host_bound.HOST_BOUND_RULE`
-(relative to 1)."""
+"""Fit weight of rows matched by the host-bound rule (relative to 1)."""
 LOSS = "cauchy"
 """Robust loss of the fit (``scipy.optimize.least_squares``)."""
 LOSS_SCALE = 0.25
@@ -100,21 +100,8 @@ def featurise(
     """
     rows, keep = [], []
     for pos, r in enumerate(df.itertuples(index=False)):
-        rec = r._asdict()
-        w = Workload(
-            batch_size=float(rec["batch_size"]),
-            input_tokens=input_tokens_for(rec.get("task"), rec.get("input_tokens")),
-            output_tokens=float(rec["output_tokens"]),
-            num_gpus=int(rec["num_gpus"]),
-            tensor_parallel=int(rec["tensor_parallel"]),
-            expert_parallel=int(rec["expert_parallel"]),
-            data_parallel=int(rec["data_parallel"]),
-            pipeline_parallel=int(rec.get("pipeline_parallel") or 1),
-            legacy_engine=bool(rec.get("legacy", False)),
-        )
-        model = rec.get("config_id") or rec["model_id"]
         try:
-            *_, feat = prepare(model, rec["gpu"], w, rec["precision"], configs_dir, check_fit=False)
+            feat = prepare_row(r._asdict(), configs_dir)
         except UserError:
             continue
         rows.append(feat)
@@ -124,17 +111,46 @@ def featurise(
     return stack(rows), np.array(keep, dtype=int)
 
 
+def prepare_row(rec: dict, configs_dir: str | Path | None = None) -> dict[str, float]:
+    """The feature row of one measurement (columns as in :func:`featurise`).
+
+    Raises:
+        UserError: The row cannot be estimated (no config, a layout the estimator refuses);
+            the message names why.
+    """
+    w = ServingSetup(
+        batch_size=float(rec["batch_size"]),
+        input_tokens=input_tokens_for(rec.get("task"), rec.get("input_tokens")),
+        output_tokens=float(rec["output_tokens"]),
+        num_gpus=int(rec["num_gpus"]),
+        tensor_parallel=int(rec["tensor_parallel"]),
+        expert_parallel=int(rec["expert_parallel"]),
+        data_parallel=int(rec["data_parallel"]),
+        pipeline_parallel=int(rec.get("pipeline_parallel") or 1),
+        legacy_engine=bool(rec.get("legacy", False)),
+    )
+    model = rec.get("config_id") or rec["model_id"]
+    *_, feat = prepare(model, rec["gpu"], w, rec["precision"], configs_dir, check_fit=False)
+    return feat
+
+
 def _subset(feat: dict[str, np.ndarray], mask: np.ndarray) -> dict[str, np.ndarray]:
     return {k: v[mask] for k, v in feat.items()}
 
 
-def host_bound(df: pd.DataFrame) -> np.ndarray:
-    """Rows matched by :data:`~mlenergy.estimate.host_bound.HOST_BOUND_RULE` (inputs only)."""
+def host_bound(df: pd.DataFrame, rule: HostBoundRule | None = None) -> np.ndarray:
+    """Rows matched by the host-bound rule (inputs only).
+
+    Args:
+        df: Rows with ``gpu``, ``num_gpus`` and ``task``.
+        rule: The rule (default: the shipped coefficients', the rule of the reference data).
+    """
+    rule = rule if rule is not None else default_coefficients().host_bound_rule
     n = len(df)
     gpu = df["gpu"].astype(str).to_numpy() if "gpu" in df else np.full(n, "")
     ngpu = df["num_gpus"].to_numpy(float) if "num_gpus" in df else np.zeros(n)
     task = df["task"].fillna("").astype(str).to_numpy() if "task" in df else np.full(n, "")
-    return host_bound_mask(gpu, ngpu, task)
+    return host_bound_mask(gpu, ngpu, task, rule)
 
 
 def fit_weights(df: pd.DataFrame) -> np.ndarray | None:
@@ -312,6 +328,7 @@ def calibrate(
     gpus = tuple(sorted(set(used["gpu"])))
     coef = coef.replace(
         calibrated_gpus=gpus,
+        host_bound_rule=coef.host_bound_rule or default_coefficients().host_bound_rule,
         fit_info={"rows": len(used), "models": int(used["model_group"].nunique())},
     )
     return coef, used
@@ -330,7 +347,7 @@ def interval_quantiles(rows: pd.DataFrame) -> dict[str, float | None]:
     """Prediction-interval quantiles from cross-validated rows.
 
     Two classes are kept apart. The common interval (``log_q05``, ``log_q95``) comes from the
-    rows outside :data:`~mlenergy.estimate.host_bound.HOST_BOUND_RULE`. The host-bound rows
+    rows outside the host-bound rule (:func:`host_bound`). The host-bound rows
     get their own (``log_q05_host``, ``log_q95_host``), or none when fewer than
     :data:`~mlenergy.estimate.host_bound.MIN_HOST_BOUND_ROWS` were cross-validated.
 
@@ -350,49 +367,28 @@ def interval_quantiles(rows: pd.DataFrame) -> dict[str, float | None]:
     if hb.sum() >= MIN_HOST_BOUND_ROWS:
         out["log_q05_host"] = float(np.quantile(logs[hb], 0.05))
         out["log_q95_host"] = float(np.quantile(logs[hb], 0.95))
+    out["interval_by_class"] = class_quantiles(rows, logs, ~hb)
     return out
 
 
-def calibrate_all(
-    reference: str | Path | None = None,
-    store_runs: pd.DataFrame | None = None,
-    out: str | Path | None = None,
-    configs_dir: str | Path | None = None,
-    include_v2: bool = True,
-    folds: int = 10,
-) -> tuple[Coefficients, Path, int]:
-    """Fit on the reference (and optionally a store's GPU measurements) and write the result.
+MIN_CLASS_ROWS = 40
+"""Fewest cross-validated rows of a ``<gpu>/<family>`` class for an interval of its own."""
 
-    The prediction interval comes from the 5th/95th percentiles of cross-validated log
-    errors of energy per token (grouped by architecture, ``folds`` folds): see
-    :func:`interval_quantiles`.
+
+def class_quantiles(rows: pd.DataFrame, logs: np.ndarray, keep: np.ndarray) -> dict:
+    """(5th, 95th) percentile log errors per ``<gpu>/<family>`` class with enough rows.
 
     Args:
-        reference: Reference folder (default :func:`~mlenergy.estimate.reference.reference_dir`).
-        store_runs: The project's flat run table (``RunStore.runs_frame()``); its measured GPU
-            serving runs are added to the fit (none: skipped).
-        out: Output file or folder (default: the package's ``coefficients.json``).
-        configs_dir: Folder of model configs.
-        include_v2: Include the 2024 v2 tables.
-        folds: Cross-validation folds for the interval (0: keep the current interval).
-
-    Returns:
-        The coefficients, the path written and the number of rows fitted.
+        rows: Cross-validated rows with ``gpu`` and ``kind`` (none: no classes).
+        logs: Their log(measured / predicted) energy per token.
+        keep: Rows to use (those outside the host-bound rule).
     """
-    from mlenergy.estimate.coefficients import COEFFICIENTS_FILE
-    from mlenergy.estimate.reference import load_reference, measurements_from_runs
-    from mlenergy.estimate.validation import cross_validate
-
-    df = load_reference(reference, include_v2=include_v2)
-    if store_runs is not None:
-        extra = measurements_from_runs(store_runs)
-        if len(extra):
-            df = pd.concat([df, extra], ignore_index=True)
-    coef, used = calibrate(df, configs_dir)
-    if folds:
-        cv = cross_validate(df, folds=folds, configs_dir=configs_dir)
-        coef = coef.replace(**interval_quantiles(cv.rows))
-    target = Path(out) if out is not None else Path(__file__).parent / COEFFICIENTS_FILE
-    path = coef.save(target)
-    default_coefficients.cache_clear()
-    return coef, path, len(used)
+    if "gpu" not in rows or "kind" not in rows:
+        return {}
+    keys = [interval_class(g, k) for g, k in zip(rows["gpu"], rows["kind"], strict=True)]
+    out = {}
+    for key in sorted(set(keys)):
+        mask = keep & (np.array(keys) == key)
+        if mask.sum() >= MIN_CLASS_ROWS:
+            out[key] = (float(np.quantile(logs[mask], 0.05)), float(np.quantile(logs[mask], 0.95)))
+    return out

@@ -196,7 +196,15 @@ def _from_mapping(data: dict[str, Any], source: str) -> GpuSpec:
                 f"GPU spec {source} field '{key}' must be a positive number, got {raw!r}"
             )
         kw[key] = int(value) if key == "sm_count" else value
-    lo, hi = kw.get("min_sm_clock_mhz"), kw.get("max_sm_clock_mhz", GpuSpec.max_sm_clock_mhz)
+    if kw.get("max_sm_clock_mhz") is None:
+        if kw.get("spec_clock_mhz") is None:
+            raise UserError(
+                f"GPU spec {source} gives no SM clock (field 'max_sm_clock_mhz')",
+                "Add max_sm_clock_mhz (the datasheet's boost clock in MHz) and, if the TFLOP/s "
+                "figures hold at another clock, spec_clock_mhz",
+            )
+        kw["max_sm_clock_mhz"] = kw["spec_clock_mhz"]  # the rated clock is the highest known
+    lo, hi = kw.get("min_sm_clock_mhz"), kw["max_sm_clock_mhz"]
     if lo is not None and lo > hi:
         raise UserError(
             f"GPU spec {source} field 'min_sm_clock_mhz' ({lo:g}) exceeds max_sm_clock_mhz ({hi:g})"

@@ -1,7 +1,7 @@
 """Input checks of one configuration: values, parallel layout, SM clock and power limit.
 
 Each check names the offending field; :func:`check_workload` raises
-:class:`~mlenergy.errors.UserError`, the helpers return the message so that the batch path can
+:class:`~mlenergy.errors.UserError`, the other checks return the message so that the batch path can
 put it in a row's ``error``.
 """
 
@@ -14,7 +14,7 @@ from mlenergy.errors import UserError
 
 if TYPE_CHECKING:
     from mlenergy.estimate.catalog import GpuSpec
-    from mlenergy.estimate.inputs import Workload
+    from mlenergy.estimate.serving import ServingSetup
     from mlenergy.models.architecture import ArchitectureSpec
 
 BATCH_CAP_TOLERANCE = 1.001
@@ -66,10 +66,10 @@ def check_layout(num_gpus: float, tp: float, ep: float, dp: float, pp: float) ->
     return ""
 
 
-def check_workload(w: Workload, spec: ArchitectureSpec, gpu: GpuSpec) -> None:
+def check_workload(w: ServingSetup, spec: ArchitectureSpec, gpu: GpuSpec) -> None:
     """Raise :class:`UserError` naming the field if the configuration is invalid."""
     positive("batch_size", w.batch_size)
-    positive("input_tokens", w.input_tokens, allow_zero=True)
+    positive("input_tokens", w.input_tokens)
     positive("output_tokens", w.output_tokens)
     for name in ("num_gpus", "tensor_parallel", "expert_parallel", "data_parallel"):
         v = getattr(w, name)
@@ -143,3 +143,55 @@ def clock_power_error(sm_clock_mhz: float | None, power_limit_w: float | None, g
             f"0 < power_limit <= {gpu.tdp_w:g} W (TDP per GPU)"
         )
     return ""
+
+
+MODES = ("serving", "offline")
+"""Workload modes: steady-state serving (the default) or an offline batch job."""
+
+
+def mode_error(mode: str | None, max_output_tokens: float | None, output_tokens: float) -> str:
+    """Why a mode and generation cap are invalid (``""`` if they are fine).
+
+    Args:
+        mode: ``serving``, ``offline`` or blank (serving).
+        max_output_tokens: Generation cap (tokens) or ``None``.
+        output_tokens: Mean output length (tokens).
+    """
+    name = (mode or "").strip().lower() or "serving"
+    if name not in MODES:
+        return f"mode must be serving or offline, got {mode!r}"
+    if max_output_tokens is None:
+        return ""
+    if name != "offline":
+        return "max_output_tokens applies to mode offline only (a cap of an offline job)"
+    if math.isnan(max_output_tokens) or max_output_tokens <= 0:
+        return f"max_output_tokens must be > 0, got {max_output_tokens!r}"
+    if max_output_tokens < output_tokens:
+        return (
+            f"max_output_tokens ({max_output_tokens:g}) is below output_tokens "
+            f"({output_tokens:g}): the cap must be at least the mean output length"
+        )
+    return ""
+
+
+def check_mode(
+    mode: str | None, max_output_tokens: float | str | None, output_tokens: float
+) -> tuple[str, float | None]:
+    """The mode (``serving`` or ``offline``) and the generation cap of an estimate.
+
+    Raises:
+        UserError: Unknown mode, a cap that is not a positive number, a cap below the mean
+            output length, or a cap in serving mode (the message names the field).
+    """
+    cap = None
+    if max_output_tokens is not None and str(max_output_tokens).strip() not in ("", "nan"):
+        try:
+            cap = float(max_output_tokens)
+        except (TypeError, ValueError):
+            raise UserError(
+                f"max_output_tokens must be a number, got {max_output_tokens!r}"
+            ) from None
+    message = mode_error(mode, cap, float(output_tokens))
+    if message:
+        raise UserError(message)
+    return (mode or "").strip().lower() or "serving", cap

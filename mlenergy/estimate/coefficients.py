@@ -12,7 +12,36 @@ from dataclasses import asdict, dataclass, field, fields
 from functools import cache
 from pathlib import Path
 
+from mlenergy.errors import UserError
+
 COEFFICIENTS_FILE = "coefficients.json"
+
+
+@dataclass(frozen=True)
+class HostBoundRule:
+    """Configurations whose calibration runs were host-bound: a fact of the calibration data.
+
+    In the v3 reference data, single-GPU B200 runs of the long-output and multimodal tasks
+    often sat at 25-45 ms per step with the GPU near idle, whatever the batch (see
+    :mod:`~mlenergy.estimate.host_bound`). The rule names such configurations by their inputs
+    only, so it ships with the coefficients fitted on that data (``coefficients.json``).
+
+    Attributes:
+        gpu: Catalog GPU name (e.g. ``B200``).
+        num_gpus: GPUs of the configuration.
+        tasks: Canonical task labels.
+    """
+
+    gpu: str
+    num_gpus: int
+    tasks: tuple[str, ...]
+
+    def describe(self) -> str:
+        """The configurations in words, e.g. ``one B200 with gpqa, image-chat or video-chat``."""
+        count = "one" if self.num_gpus == 1 else str(self.num_gpus)
+        tasks = list(self.tasks)
+        listed = ", ".join(tasks[:-1]) + f" or {tasks[-1]}" if len(tasks) > 1 else "".join(tasks)
+        return f"{count} {self.gpu} with {listed}"
 
 
 @dataclass(frozen=True)
@@ -82,9 +111,15 @@ class Coefficients:
             were host-bound (:mod:`~mlenergy.estimate.host_bound`); ``None``: use ``log_q05``.
         log_q95_host: 95th percentile of the same; ``None``: use ``log_q95``.
         unseen_gpu_widen: Interval widening factor for GPUs absent from calibration.
+        interval_by_class: (5th, 95th) percentile log errors per ``<gpu>/<family>`` class
+            (e.g. ``B200/moe``) with enough cross-validated rows, outside the host-bound
+            rule: the interval is wider where the data say so (and narrower), else the
+            common ``log_q05``/``log_q95``.
         task_input_tokens: Mean prompt length per task label (tokens), fitted as workload
             descriptors because the reference data does not publish prompt lengths.
         calibrated_gpus: GPUs present in the calibration data.
+        host_bound_rule: Configurations whose calibration runs were host-bound (``None``: no
+            such configurations known); kept with the coefficients fitted on that data.
         fit_info: Free-form description of the fit.
     """
 
@@ -122,6 +157,8 @@ class Coefficients:
     unseen_gpu_widen: float = 1.5
     calibrated_gpus: tuple[str, ...] = ()
     task_input_tokens: dict[str, float] = field(default_factory=dict)
+    host_bound_rule: HostBoundRule | None = None
+    interval_by_class: dict[str, tuple[float, float]] = field(default_factory=dict)
     fit_info: dict[str, object] = field(default_factory=dict, compare=False)
 
     FITTED = (
@@ -148,15 +185,22 @@ class Coefficients:
         "moe_min_cols",
     )
 
-    def interval_logs(self, host_bound: bool = False) -> tuple[float, float]:
+    def interval_logs(
+        self, host_bound: bool = False, klass: str | None = None
+    ) -> tuple[float, float]:
         """The (5th, 95th) percentile log errors of the 90% interval of energy per token.
 
         Args:
             host_bound: The configuration matches the host-bound rule
                 (:mod:`~mlenergy.estimate.host_bound`): its own quantiles when calibrated.
+            klass: ``<gpu>/<family>`` (:func:`interval_class`): its own quantiles when
+                calibrated (the host-bound ones take precedence).
         """
         if host_bound and self.log_q05_host is not None and self.log_q95_host is not None:
             return self.log_q05_host, self.log_q95_host
+        if klass is not None and klass in self.interval_by_class:
+            lo, hi = self.interval_by_class[klass]
+            return float(lo), float(hi)
         return self.log_q05, self.log_q95
 
     def replace(self, **kw: object) -> Coefficients:
@@ -186,8 +230,6 @@ class Coefficients:
         p = Path(path)
         if p.is_dir():
             p = p / COEFFICIENTS_FILE
-        from mlenergy.errors import UserError
-
         if not p.is_file():
             raise UserError(f"coefficients file '{p}' does not exist", "Run estimate calibrate")
         return cls._from_dict(json.loads(p.read_text()))
@@ -197,7 +239,21 @@ class Coefficients:
         names = {f.name for f in fields(cls)}
         kw = {k: v for k, v in data.items() if k in names}
         kw["calibrated_gpus"] = tuple(kw.get("calibrated_gpus") or ())
+        kw["interval_by_class"] = {
+            str(k): (float(v[0]), float(v[1]))
+            for k, v in (kw.get("interval_by_class") or {}).items()
+        }
+        rule = kw.get("host_bound_rule")
+        if rule is not None:
+            kw["host_bound_rule"] = HostBoundRule(
+                gpu=str(rule["gpu"]), num_gpus=int(rule["num_gpus"]), tasks=tuple(rule["tasks"])
+            )
         return cls(**kw)
+
+
+def interval_class(gpu: str, family: str) -> str:
+    """The key of :attr:`Coefficients.interval_by_class`: ``<catalog gpu>/<family>``."""
+    return f"{gpu}/{family}"
 
 
 @cache

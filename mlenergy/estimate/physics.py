@@ -170,7 +170,11 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     # effective pool smaller than E (``routing_spread`` = 1: uniform routing).
     e_eff = np.maximum(k + (e - k) * c.routing_spread, 1.0)
     miss = np.clip(1.0 - k / e_eff, 0.0, 1.0)
+    # Mean context of a decoding sequence: ``I + O/2`` in steady state; an offline job's
+    # decode segments give their own (optional ``context`` array, see offline.py).
     ctx = f["input_tokens"] + 0.5 * f["output_tokens"]
+    if "context" in f:
+        ctx = f["context"]
     ctx_w = np.minimum(ctx, np.where(f["window"] > 0, f["window"], ctx))
     kv_shard = np.where(f["latent_kv"] > 0, 1.0, np.minimum(tp_eff, f["num_kv_heads"])) * pp
     bw = effective_bandwidth(f["bandwidth"], c)
@@ -182,7 +186,7 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     n_ar = np.where(tp_eff > 1, 2.0 * layers_per_stage, 0.0)
     n_a2a = np.where(ep_on, 2.0 * f["n_moe_layers"] / pp, 0.0)
     # All-reduce latency grows with log2 of its participants (ring/tree steps); an
-    # expert-parallel dispatch or combine costs a fixed latency (one exchange round).
+    # expert-parallel dispatch or combine costs a fixed latency (one exchange).
     lat = c.collective_s * n_ar * np.log2(2.0 * tp_eff) + c.all_to_all_s * n_a2a
     slow = 1.0 + f["legacy"] * (c.legacy_slowdown - 1.0)
     moe_s = c.moe_layer_s + f["legacy"] * c.legacy_moe_layer_s

@@ -1,250 +1,347 @@
-"""Locate and load the public reference measurements used to calibrate and validate.
+"""The one reader of the ML.ENERGY reference measurements: every row becomes a ``RunRecord``.
 
-The reference data lives outside the repository (``../shared/reference`` next to the repo
-root, or ``$MLENERGY_REFERENCE_DIR``) and is never copied into it. :func:`load_reference`
-returns one tidy row per measured configuration in the estimator's vocabulary.
+The files (``mlenergy-leaderboard/v3_llm.csv``, ``v2_chat_h100.csv``, ``v2_code_h100.csv``
+under the shared reference folder, see :mod:`~mlenergy.estimate.locate`) are read at run time
+and never copied into the repository. They were measured by ML.ENERGY with Zeus on NVML
+energy counters while vLLM served the model, so every record says
+``energy_source="measured:zeus-nvml"``, names vLLM's version in ``Software.engine`` and
+carries ``SubmissionInfo(submitter="ML.ENERGY Leaderboard v3")`` (``v2`` for the older files).
+
+One vocabulary: GPUs by the hardware catalog's names (:data:`GPU_NAMES`), tasks by the
+estimator's labels (``lm-arena-chat``... for v3; ``sharegpt-chat`` and ``code`` for v2, see
+:mod:`~mlenergy.estimate.engines`), engines as ``vllm <version>``. The model of each row is
+described by :func:`mlenergy.models.info.model_info_from_config` from the config the
+estimator's resolution rule finds (:mod:`~mlenergy.estimate.configs`).
+
+What the tables do not contain is labelled rather than invented: prompt lengths are unknown
+(``input_tokens=0`` with tag ``input_tokens=unknown``), and so is the number of requests. The
+per-token energy, power, throughput and latency are exactly as published, and so is the mean
+output length (``Workload.avg_output_tokens``); the absolute ``energy_j``/``duration_s``/
+``tokens`` of the request phase are scaled to ``num_requests = max_num_seqs`` (tag
+``normalisation``). Records are deterministic (run ids and timestamps derive from the row), so
+importing twice adds nothing the second time.
 """
 
 from __future__ import annotations
 
-import os
-import re
+import csv
+import json
+import math
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
-import pandas as pd
+from mlenergy.errors import UserError
+from mlenergy.estimate.configs import resolve_model_config
+from mlenergy.estimate.locate import REFERENCE_ENV, reference_dir
+from mlenergy.models.info import model_info_from_config
+from mlenergy.records import (
+    Hardware,
+    MeasuredScope,
+    ModelInfo,
+    Phase,
+    PhaseResult,
+    RunRecord,
+    Software,
+    SubmissionInfo,
+    Workload,
+    canonical_json,
+    sha256_hex,
+)
 
-REFERENCE_ENV = "MLENERGY_REFERENCE_DIR"
+__all__ = ["REFERENCE_ENV", "read_reference", "reference_dir"]
+
+ENERGY_SOURCE = "measured:zeus-nvml"
+V3_FILE = "v3_llm.csv"
+V2_FILES = {"v2_chat_h100.csv": "sharegpt-chat", "v2_code_h100.csv": "code"}
+"""The v2 tables and the task each measured (the estimator's labels of the 2024 tasks)."""
+V3_DATE = datetime(2026, 2, 16, tzinfo=UTC)
+V2_DATE = datetime(2024, 9, 1, tzinfo=UTC)
+V3_ENGINE = "vllm 0.11.1"
+V2_ENGINE = "vllm 0.5.4"
+V3_SUBMITTER = "ML.ENERGY Leaderboard v3"
+V2_SUBMITTER = "ML.ENERGY Leaderboard v2"
+GPU_NAMES = {
+    "H100": "H100-SXM5-80GB",
+    "NVIDIA H100 80GB HBM3": "H100-SXM5-80GB",
+    "B200": "B200",
+}
+"""CSV GPU names to the hardware catalog's names."""
 
 
-def reference_dir() -> Path | None:
-    """The reference folder: ``$MLENERGY_REFERENCE_DIR``, else ``../shared/reference``.
+@dataclass(frozen=True)
+class _Row:
+    """One reference row in the reader's terms (units in the names)."""
+
+    key: str
+    task: str
+    gpu: str
+    num_gpus: int
+    tp: int
+    ep: int
+    dp: int
+    pp: int
+    max_num_seqs: int
+    avg_batch: float | None
+    output_len: float
+    energy_per_token_j: float
+    throughput_tokens_per_s: float
+    avg_power_w: float
+    itl_s: tuple[float | None, float | None, float | None]
+
+
+def _float(row: dict[str, str], key: str) -> float | None:
+    raw = (row.get(key) or "").strip()
+    if not raw:
+        return None
+    value = float(raw)
+    return value if math.isfinite(value) else None
+
+
+def _published_model(model_id: str, dtype: str, total_b: float | None, active_b: float | None):
+    """A model described by its published billions (no config found): ``(info, source)``."""
+    if total_b is None:
+        raise UserError(
+            f"no model config for {model_id!r} and no published parameter count",
+            f"add {model_id.replace('/', '__')}.json to the reference's model-configs folder",
+        )
+    total = round(total_b * 1e9)
+    info = ModelInfo(
+        model_id=model_id,
+        config_fingerprint=sha256_hex(canonical_json({"model_id": model_id}))[:16],
+        architecture="unknown",
+        is_moe=False,  # without a config the expert shape is unknown (tag model_facts)
+        total_params=total,
+        active_params=min(total, round((active_b or total_b) * 1e9)),
+        dtype=dtype,
+        weights="pretrained",
+    )
+    return info, "published-billions"
+
+
+def describe_model(
+    model_id: str,
+    dtype: str | None,
+    config_dir: Path,
+    total_b: float | None = None,
+    active_b: float | None = None,
+) -> tuple[ModelInfo, str]:
+    """The :class:`ModelInfo` of a reference model and where its description came from.
+
+    Args:
+        model_id: Hub id as in the CSV.
+        dtype: Weight precision as published (``None``: the config's ``torch_dtype``).
+        config_dir: The ``model-configs`` folder.
+        total_b: Published total parameters in billions (fallback without a config).
+        active_b: Published active parameters in billions (fallback).
 
     Returns:
-        The folder, or ``None`` when it is missing (tests then skip with a reason).
-    """
-    env = os.environ.get(REFERENCE_ENV)
-    if env:
-        p = Path(env).expanduser()
-        return p if p.is_dir() else None
-    repo_root = Path(__file__).resolve().parents[2]
-    for candidate in (
-        repo_root.parent / "shared" / "reference",
-        Path.cwd().parent / "shared" / "reference",
-    ):
-        if candidate.is_dir():
-            return candidate.resolve()
-    return None
-
-
-def config_id_for(model_id: str, configs_dir: str | Path | None = None) -> str:
-    """The model id whose config describes ``model_id`` (``-FP8`` kept; variants mapped).
-
-    Uses the estimator's one resolution rule
-    (:func:`~mlenergy.estimate.inputs.resolve_model_config`): e.g. ``...-Thinking-2507``
-    maps to the ``...-Instruct-2507`` config, ``...-v2-VL-BF16`` to ``...-v2``. An id without
-    a config (or no configs folder) is returned unchanged.
-
-    Args:
-        model_id: A model id as in the reference tables.
-        configs_dir: Folder of ``<org>__<name>.json`` configs (default: the reference's).
-    """
-    from mlenergy.errors import UserError
-    from mlenergy.estimate.inputs import resolve_model_config
-
-    try:
-        resolved = resolve_model_config(model_id, configs_dir)
-    except UserError:
-        return model_id
-    if resolved.path.suffix != ".json" or "__" not in resolved.path.stem:
-        return model_id  # a path, not an id resolved under the configs folder
-    out = resolved.path.stem.replace("__", "/", 1)
-    return out + "-FP8" if resolved.fp8 else out
-
-
-def _kind(arch: str) -> str:
-    a = arch.lower()
-    if "moe" in a:
-        return "moe"
-    if "mamba" in a or "hybrid" in a:
-        return "hybrid"
-    return "dense"
-
-
-def load_v3(path: Path, configs_dir: str | Path | None = None) -> pd.DataFrame:
-    """Read ``v3_llm.csv`` into the estimator's columns.
-
-    Args:
-        path: The table.
-        configs_dir: Model configs used to map ids to their config's id (see
-            :func:`config_id_for`; default: the reference's).
-    """
-    raw = pd.read_csv(path)
-    ids = {m: config_id_for(m, configs_dir) for m in raw["model_id"].unique()}
-    return pd.DataFrame(
-        {
-            "source": "v3",
-            "model_id": raw["model_id"],
-            "config_id": raw["model_id"].map(ids),
-            "gpu": raw["gpu_model"].map(lambda g: "H100-SXM5-80GB" if g == "H100" else g),
-            "num_gpus": raw["num_gpus"].astype(int),
-            "tensor_parallel": raw["tensor_parallel"].astype(int),
-            "expert_parallel": raw["expert_parallel"].astype(int),
-            "data_parallel": raw["data_parallel"].astype(int),
-            "pipeline_parallel": 1,
-            "precision": raw["weight_precision"],
-            "task": raw["task"],
-            "batch_size": raw["avg_batch_size"].astype(float),
-            "max_num_seqs": raw["max_num_seqs"].astype(int),
-            "output_tokens": raw["avg_output_len"].astype(float),
-            "energy_per_token_j": raw["energy_per_token_joules"].astype(float),
-            "throughput_tokens_per_s": raw["output_throughput_tokens_per_sec"].astype(float),
-            "avg_power_w": raw["avg_power_watts"].astype(float),
-            "itl_s": raw["median_itl_ms"].astype(float) / 1e3,
-            "kind": raw["architecture"].map(_kind),
-            "legacy": False,
-        }
-    )
-
-
-def load_v2(path: Path, task: str) -> pd.DataFrame:
-    """Read a v2 table (``v2_chat_h100.csv`` / ``v2_code_h100.csv``)."""
-    raw = pd.read_csv(path)
-    energy = raw["Energy/req (J)"] / raw["Avg Output Tokens"]
-    thr = raw["Token tput (tok/s)"].astype(float)
-    tp, pp = raw["TP"].astype(int), raw["PP"].astype(int)
-    return pd.DataFrame(
-        {
-            "source": "v2",
-            "model_id": raw["Model"],
-            "config_id": raw["Model"],
-            "gpu": "H100-SXM5-80GB",
-            "num_gpus": tp * pp,
-            "tensor_parallel": tp,
-            "expert_parallel": 1,
-            "data_parallel": 1,
-            "pipeline_parallel": pp,
-            "precision": "bfloat16",
-            "task": task,
-            "batch_size": raw["Avg BS (reqs)"].astype(float),
-            "max_num_seqs": raw["Max BS (reqs)"].astype(int),
-            "output_tokens": raw["Avg Output Tokens"].astype(float),
-            "energy_per_token_j": energy,
-            "throughput_tokens_per_s": thr,
-            "avg_power_w": energy * thr,
-            "itl_s": raw["Avg TPOT (s)"].astype(float),
-            "kind": "dense",
-            "legacy": True,
-        }
-    )
-
-
-def load_reference(
-    root: str | Path | None = None, include_v2: bool = True, text_only: bool = False
-) -> pd.DataFrame:
-    """Load the reference serving measurements as one tidy frame.
-
-    Args:
-        root: The reference folder (or its ``mlenergy-leaderboard`` subfolder); default
-            :func:`reference_dir`.
-        include_v2: Also load the 2024 v2 tables (older engine, flagged ``legacy``).
-        text_only: Drop multimodal tasks (``image-chat``, ``video-chat``).
+        ``(info, source)``: ``source`` is ``config:<file>`` or ``published-billions``.
 
     Raises:
-        UserError: The folder or its tables are missing.
+        UserError: Neither a usable config nor a published parameter count exists.
     """
-    from mlenergy.errors import UserError
+    try:
+        path = resolve_model_config(model_id, config_dir).path
+        config = json.loads(path.read_text(encoding="utf-8"))
+        as_run = dtype or config.get("torch_dtype") or "unknown"
+        info = model_info_from_config(config, model_id, as_run, "pretrained")
+        return info, f"config:{path.name}"
+    except (UserError, ValueError, KeyError, TypeError):
+        return _published_model(model_id, dtype or "unknown", total_b, active_b)
 
+
+def _record(row: _Row, model: ModelInfo, *, source: str, v2: bool, tags: dict[str, str]):
+    output_tokens = max(1, round(row.output_len))
+    tokens = output_tokens * row.max_num_seqs
+    duration = tokens / row.throughput_tokens_per_s
+    energy = row.energy_per_token_j * tokens  # so that energy / tokens is as published
+    submitter = V2_SUBMITTER if v2 else V3_SUBMITTER
+    date = V2_DATE if v2 else V3_DATE
+    phase = PhaseResult(
+        phase=Phase.REQUEST,
+        duration_s=duration,
+        energy_j=energy,
+        avg_power_w=row.avg_power_w,
+        tokens=tokens,
+        energy_per_token_j=row.energy_per_token_j,
+        throughput_tokens_per_s=row.throughput_tokens_per_s,
+        itl_p50_s=row.itl_s[0],
+        itl_p90_s=row.itl_s[1],
+        itl_p99_s=row.itl_s[2],
+    )
+    workload = Workload(
+        kind="inference",
+        task=row.task,
+        batch_size=row.max_num_seqs,
+        avg_batch_size=row.avg_batch if row.avg_batch and row.avg_batch > 0 else None,
+        max_num_seqs=row.max_num_seqs,
+        input_tokens=0,
+        output_tokens=output_tokens,
+        num_requests=row.max_num_seqs,
+        prompt_source=f"{row.task} ({submitter})",
+        device="cuda",
+        tensor_parallel=row.tp,
+        expert_parallel=row.ep,
+        data_parallel=row.dp,
+        pipeline_parallel=row.pp,
+        avg_output_tokens=row.output_len,
+    )
+    return RunRecord(
+        run_id="ref" + sha256_hex(row.key)[:29],
+        created_at=date,
+        model=model,
+        workload=workload,
+        hardware=Hardware(accelerator_model=row.gpu, accelerator_count=row.num_gpus),
+        software=Software(
+            python="unknown",
+            zeus="unknown",
+            mlenergy="not used (imported)",  # no version: the record stays the same across ours
+            engine=V2_ENGINE if v2 else V3_ENGINE,
+        ),
+        energy_source=ENERGY_SOURCE,
+        scope=MeasuredScope(
+            gpu_indices=tuple(range(row.num_gpus)),
+            description=(
+                "GPU energy from NVML counters via Zeus, summed over all GPUs of the "
+                "configuration, steady-state window only (vLLM serving, measured by ML.ENERGY)"
+            ),
+        ),
+        phases=(phase,),
+        tags={
+            "origin": submitter,
+            "input_tokens": "unknown",
+            "num_requests": "unknown",
+            "normalisation": "energy_j, duration_s and tokens scaled to num_requests=max_num_seqs",
+            "model_facts": source,
+            **tags,
+        },
+        submission=SubmissionInfo(
+            submission_id=sha256_hex(submitter)[:16],
+            submitter=submitter,
+            submitted_at=date,
+            approved_at=date,
+        ),
+    )
+
+
+def read_v3(path: Path, config_dir: Path) -> list[RunRecord]:
+    """Turn every row of ``v3_llm.csv`` into a run record (see the module docstring)."""
+    records: list[RunRecord] = []
+    with path.open(newline="", encoding="utf-8") as fh:
+        for i, row in enumerate(csv.DictReader(fh)):
+            model, source = describe_model(
+                row["model_id"],
+                row["weight_precision"],
+                config_dir,
+                _float(row, "total_params_billions"),
+                _float(row, "activated_params_billions"),
+            )
+            ms = [_float(row, k) for k in ("median_itl_ms", "p90_itl_ms", "p99_itl_ms")]
+            parsed = _Row(
+                key=f"{path.name}:{i}:{canonical_json(row)}",
+                task=row["task"],
+                gpu=GPU_NAMES.get(row["gpu_model"], row["gpu_model"]),
+                num_gpus=int(row["num_gpus"]),
+                tp=int(row["tensor_parallel"]),
+                ep=int(row["expert_parallel"]),
+                dp=int(row["data_parallel"]),
+                pp=1,
+                max_num_seqs=int(row["max_num_seqs"]),
+                avg_batch=_float(row, "avg_batch_size"),
+                output_len=float(row["avg_output_len"]),
+                energy_per_token_j=float(row["energy_per_token_joules"]),
+                throughput_tokens_per_s=float(row["output_throughput_tokens_per_sec"]),
+                avg_power_w=float(row["avg_power_watts"]),
+                itl_s=tuple(m / 1000.0 if m is not None else None for m in ms),  # type: ignore[arg-type]
+            )
+            tags = {"nickname": row.get("nickname", "")}
+            records.append(_record(parsed, model, source=source, v2=False, tags=tags))
+    return records
+
+
+def read_v2(path: Path, task: str, config_dir: Path) -> list[RunRecord]:
+    """Turn every row of a v2 CSV (H100, vLLM 0.5.4) into a run record.
+
+    Energy per output token is ``Energy/req (J) / Avg Output Tokens``; ``Avg TPOT (s)``, the
+    mean time per output token, fills ``itl_p50_s`` (tag ``itl``). The dtype is the config's
+    ``torch_dtype`` (vLLM's ``dtype=auto``).
+    """
+    records: list[RunRecord] = []
+    with path.open(newline="", encoding="utf-8") as fh:
+        for i, row in enumerate(csv.DictReader(fh)):
+            model, source = describe_model(row["Model"], None, config_dir)
+            out_len = float(row["Avg Output Tokens"])
+            energy_per_token_j = float(row["Energy/req (J)"]) / out_len
+            throughput = float(row["Token tput (tok/s)"])
+            parsed = _Row(
+                key=f"{path.name}:{i}:{canonical_json(row)}",
+                task=task,
+                gpu=GPU_NAMES.get(row["GPU"], row["GPU"]),
+                num_gpus=int(row["TP"]) * int(row["PP"]),
+                tp=int(row["TP"]),
+                ep=1,
+                dp=1,
+                pp=int(row["PP"]),
+                max_num_seqs=int(row["Max BS (reqs)"]),
+                avg_batch=_float(row, "Avg BS (reqs)"),
+                output_len=out_len,
+                energy_per_token_j=energy_per_token_j,
+                throughput_tokens_per_s=throughput,
+                avg_power_w=energy_per_token_j * throughput,  # not published: derived
+                itl_s=(_float(row, "Avg TPOT (s)"), None, None),
+            )
+            tags = {
+                "itl": "itl_p50_s holds the mean time per output token (Avg TPOT)",
+                "dtype": "config torch_dtype (vLLM dtype=auto)",
+            }
+            records.append(_record(parsed, model, source=source, v2=True, tags=tags))
+    return records
+
+
+def leaderboard_folder(root: str | Path | None = None) -> Path:
+    """The folder holding ``v3_llm.csv``: ``root`` itself or its ``mlenergy-leaderboard/``.
+
+    Args:
+        root: The shared reference folder or its leaderboard subfolder (default:
+            :func:`~mlenergy.estimate.locate.reference_dir`).
+
+    Raises:
+        UserError: No reference folder, or no leaderboard table in it.
+    """
     base = Path(root) if root is not None else reference_dir()
     if base is None:
         raise UserError(
-            "reference data not found",
-            f"Set ${REFERENCE_ENV} or pass --reference pointing to shared/reference",
+            "the shared reference folder was not found",
+            f"pass --reference DIR (the shared reference folder) or set ${REFERENCE_ENV}",
         )
-    board = base if (base / "v3_llm.csv").is_file() else base / "mlenergy-leaderboard"
-    if not (board / "v3_llm.csv").is_file():
-        raise UserError(f"no v3_llm.csv under '{base}'", "Point --reference at shared/reference")
-    configs = next(
-        (c for c in (base / "model-configs", board.parent / "model-configs") if c.is_dir()), None
-    )
-    frames = [load_v3(board / "v3_llm.csv", configs)]
-    if include_v2:
-        for name, task in (("v2_chat_h100.csv", "sharegpt-chat"), ("v2_code_h100.csv", "code")):
-            if (board / name).is_file():
-                frames.append(load_v2(board / name, task))
-    df = pd.concat(frames, ignore_index=True)
-    if text_only:
-        df = df[~df["task"].isin(["image-chat", "video-chat"])].reset_index(drop=True)
-    df["model_group"] = df["config_id"].map(model_group)
-    return df
+    board = base if (base / V3_FILE).is_file() else base / "mlenergy-leaderboard"
+    if not any((board / name).is_file() for name in (V3_FILE, *V2_FILES)):
+        raise UserError(
+            f"no ML.ENERGY reference tables ({V3_FILE}, {', '.join(V2_FILES)}) in {board}",
+            f"pass --reference DIR (the shared reference folder) or set ${REFERENCE_ENV}",
+        )
+    return board
 
 
-def model_group(model_id: str) -> str:
-    """Grouping key for cross-validation: variants of one base model share a group.
-
-    ``-FP8``, ``-Thinking``/``-Instruct`` and ``Meta-`` prefixes are folded, so that no
-    architecture appears in both the fit and the test folds.
-    """
-    name = model_id.split("/")[-1]
-    name = re.sub(r"-FP8$", "", name)
-    name = re.sub(r"-(Instruct|Thinking)(-2507)?$", "", name)
-    name = re.sub(r"^Meta-", "", name)
-    name = re.sub(r"-VL-BF16$", "", name)
-    return name.lower()
-
-
-def measurements_from_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """Measured GPU serving runs of a store's flat run table, in :func:`load_reference`'s columns.
+def read_reference(root: str | Path | None = None, include_v2: bool = True) -> list[RunRecord]:
+    """Read every ML.ENERGY reference table into run records, v3 first.
 
     Args:
-        runs: ``RunStore.runs_frame()`` (flat columns of the store contract).
+        root: The shared reference folder (holding ``mlenergy-leaderboard/`` and
+            ``model-configs/``) or its leaderboard subfolder; default
+            :func:`~mlenergy.estimate.locate.reference_dir`.
+        include_v2: Also read the 2024 v2 tables (engine ``vllm 0.5.4``).
 
-    Only ``measured:`` inference runs on a catalog GPU with a request (or decode) phase that
-    has throughput and power are kept; an empty frame comes back when there are none.
+    Raises:
+        UserError: The folder is missing or holds no leaderboard table.
     """
-    from mlenergy.errors import UserError
-    from mlenergy.estimate.catalog import resolve_gpu
-
-    if runs is None or runs.empty:
-        return pd.DataFrame()
-    rows = []
-    for r in runs.to_dict("records"):
-        if not str(r.get("energy_source") or "").startswith("measured:"):
-            continue
-        if r.get("workload_kind") != "inference" or not r.get("accelerator_model"):
-            continue
-        try:
-            gpu = resolve_gpu(str(r["accelerator_model"])).name
-        except UserError:
-            continue
-        phase = "request" if pd.notna(r.get("request_avg_power_w")) else "decode"
-        thr, power = r.get(f"{phase}_throughput_tokens_per_s"), r.get(f"{phase}_avg_power_w")
-        if not (pd.notna(thr) and pd.notna(power) and thr > 0 and power > 0):
-            continue
-        batch = r.get("avg_batch_size") if pd.notna(r.get("avg_batch_size")) else r["batch_size"]
-        rows.append(
-            {
-                "source": "store",
-                "model_id": r["model_id"],
-                "config_id": r["model_id"],
-                "gpu": gpu,
-                "num_gpus": int(r.get("accelerator_count") or 1),
-                "tensor_parallel": int(r.get("tensor_parallel") or 1),
-                "expert_parallel": int(r.get("expert_parallel") or 1),
-                "data_parallel": int(r.get("data_parallel") or 1),
-                "pipeline_parallel": int(r.get("pipeline_parallel") or 1),
-                "precision": r.get("dtype") or "bfloat16",
-                "task": r.get("task") or "",
-                "batch_size": float(batch),
-                "max_num_seqs": r.get("max_num_seqs"),
-                "input_tokens": float(r.get("input_tokens") or 0),
-                "output_tokens": float(r["output_tokens"]),
-                "energy_per_token_j": float(power) / float(thr),
-                "throughput_tokens_per_s": float(thr),
-                "avg_power_w": float(power),
-                "itl_s": r.get("itl_p50_s"),
-                "kind": "moe" if r.get("is_moe") else "dense",
-                "legacy": False,
-                "model_group": model_group(str(r["model_id"])),
-            }
-        )
-    return pd.DataFrame(rows)
+    board = leaderboard_folder(root)
+    config_dir = board.parent / "model-configs"
+    records: list[RunRecord] = []
+    if (board / V3_FILE).is_file():
+        records += read_v3(board / V3_FILE, config_dir)
+    for name, task in V2_FILES.items():
+        if include_v2 and (board / name).is_file():
+            records += read_v2(board / name, task, config_dir)
+    return records

@@ -24,7 +24,7 @@ from mlenergy.errors import UserError
 from mlenergy.estimate.api import energy_source
 from mlenergy.estimate.catalog import GpuSpec, resolve_gpu
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients
-from mlenergy.estimate.inputs import resolve_model
+from mlenergy.estimate.configs import resolve_model
 from mlenergy.estimate.physics import effective_bandwidth
 from mlenergy.estimate.profile import build_profile, normalise_precision
 

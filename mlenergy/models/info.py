@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Literal
 
+from mlenergy.models.architecture import ArchitectureSpec, count_parameters
 from mlenergy.records import ModelInfo, canonical_json, sha256_hex
 
 if TYPE_CHECKING:
@@ -115,24 +116,27 @@ def count_model_parameters(
     return total, active
 
 
-def _counts_from_architecture(config: PretrainedConfig) -> tuple[int, int] | None:
+def _counts_from_architecture(
+    config: PretrainedConfig | dict[str, Any],
+) -> tuple[int, int] | None:
+    raw = config if isinstance(config, dict) else config.to_dict()
     try:
-        from mlenergy.models.architecture import ArchitectureSpec, count_parameters
-    except ImportError:
-        return None
-    try:
-        counts = count_parameters(ArchitectureSpec.from_config(config.to_dict()))
+        counts = count_parameters(ArchitectureSpec.from_config(raw))
     except Exception:  # unsupported architecture: fall back to the tensors
         return None
     return int(counts.total), int(counts.active)
 
 
 def _counts_from_tensors(
-    config: PretrainedConfig,
+    config: PretrainedConfig | dict[str, Any],
     model: torch.nn.Module | None,
     num_experts: int | None,
     experts_per_token: int | None,
 ) -> tuple[int, int]:
+    if model is None and isinstance(config, dict):
+        raise ValueError(
+            f"cannot count the parameters of config model_type={config.get('model_type')!r}"
+        )
     if model is None:
         import torch
         from transformers import AutoModelForCausalLM
@@ -142,14 +146,35 @@ def _counts_from_tensors(
     return count_model_parameters(model, num_experts, experts_per_token)
 
 
+def _shape_from_architecture(
+    config: PretrainedConfig | dict[str, Any],
+) -> tuple[int | None, int | None, int] | None:
+    """:func:`moe_shape` as the architecture parser reads it, or ``None`` if it cannot.
+
+    The parser knows shared experts that a config leaves implicit (Llama 4's).
+    """
+    raw = config if isinstance(config, dict) else config.to_dict()
+    try:
+        spec = ArchitectureSpec.from_config(raw)
+    except Exception:  # unsupported architecture: the generic reading applies
+        return None
+    if not spec.is_moe:
+        return None, None, 0
+    return spec.num_experts, spec.experts_per_token, spec.num_shared_experts or 0
+
+
 def parameter_counts(
-    config: PretrainedConfig, model: torch.nn.Module | None = None
+    config: PretrainedConfig | dict[str, Any], model: torch.nn.Module | None = None
 ) -> tuple[int, int]:
     """Return ``(total, active)`` parameters of a config (estimator first, then the tensors).
 
     Args:
-        config: The model's ``transformers`` config.
+        config: The model's ``transformers`` config or its ``config.json`` dict.
         model: The built model, if any (avoids building one on the meta device).
+
+    Raises:
+        ValueError: ``config`` is a dict the architecture parser does not understand and no
+            model is given (a dict cannot be built into tensors here).
     """
     counts = _counts_from_architecture(config)
     if counts is not None and counts[0] > 0 and 0 < counts[1] <= counts[0]:
@@ -159,16 +184,19 @@ def parameter_counts(
 
 
 def model_info_from_config(
-    config: PretrainedConfig,
+    config: PretrainedConfig | dict[str, Any],
     model_id: str,
     dtype: str,
     weights: Literal["pretrained", "random", "trained"],
     model: torch.nn.Module | None = None,
 ) -> ModelInfo:
-    """Build the :class:`~mlenergy.records.ModelInfo` of a model.
+    """Build the :class:`~mlenergy.records.ModelInfo` of a model: the one place that does.
+
+    Bench runs, estimates and imported reference measurements all describe their model
+    with it, so the same config has the same fingerprint, MoE shape and counts everywhere.
 
     Args:
-        config: The model's ``transformers`` config.
+        config: The model's ``transformers`` config or its ``config.json`` dict.
         model_id: Hub id, local path, ``preset:<name>`` or a config path.
         dtype: Weight dtype as run (``float32``, ``bfloat16``...).
         weights: ``pretrained``, ``random`` or ``trained``.
@@ -177,13 +205,17 @@ def model_info_from_config(
 
     Returns:
         The model description with fingerprint, MoE shape and parameter counts.
+
+    Raises:
+        ValueError: See :func:`parameter_counts`.
     """
-    experts, top_k, shared = moe_shape(config)
+    experts, top_k, shared = _shape_from_architecture(config) or moe_shape(config)
     total, active = parameter_counts(config, model)
+    model_type = config.get("model_type") if isinstance(config, dict) else config.model_type
     return ModelInfo(
         model_id=model_id,
         config_fingerprint=config_fingerprint(config),
-        architecture=str(getattr(config, "model_type", None) or "unknown"),
+        architecture=str(model_type or "unknown"),
         is_moe=experts is not None,
         num_experts=experts,
         experts_per_token=top_k,

@@ -13,6 +13,7 @@ from mlenergy.records.base import (
     SCHEMA_VERSION,
     EnergySource,
     FrozenModel,
+    Interval,
     NonNegFloat,
     NonNegInt,
     PosInt,
@@ -52,6 +53,8 @@ class Workload(FrozenModel):
         pipeline_parallel: Pipeline-parallel degree.
         steps: Training steps (training only).
         seq_len: Training sequence length in tokens (training only).
+        avg_output_tokens: Mean generated tokens per sequence when it is a measured or
+            predicted mean (serving data); ``output_tokens`` is then its rounding.
     """
 
     kind: Literal["inference", "training"]
@@ -70,6 +73,7 @@ class Workload(FrozenModel):
     pipeline_parallel: PosInt = 1
     steps: PosInt | None = None
     seq_len: PosInt | None = None
+    avg_output_tokens: float | None = Field(default=None, gt=0)
 
     @model_validator(mode="after")
     def _kind_consistent(self) -> Workload:
@@ -100,6 +104,8 @@ class PhaseResult(FrozenModel):
         energy_by_device_j: Energy per measured device in joules, e.g. ``{"gpu:0": 12.3}``.
         energy_j_repeats: Per-repeat energies with mean and 95% CI.
         duration_s_repeats: Per-repeat durations with mean and 95% CI.
+        energy_per_token_j_interval: Prediction interval of ``energy_per_token_j`` in joules
+            per token (estimates: the calibrated 5th-95th percentile band).
     """
 
     phase: Phase
@@ -116,6 +122,7 @@ class PhaseResult(FrozenModel):
     energy_by_device_j: dict[str, NonNegFloat] = Field(default_factory=dict)
     energy_j_repeats: RepeatStats | None = None
     duration_s_repeats: RepeatStats | None = None
+    energy_per_token_j_interval: Interval | None = None
 
     @classmethod
     def from_totals(

@@ -11,7 +11,7 @@ import pytest
 from mlenergy.errors import UserError
 from mlenergy.estimate import estimate
 from mlenergy.estimate.batch import INPUT_COLUMNS, estimate_frame
-from mlenergy.estimate.inputs import config_candidates, resolve_model_config
+from mlenergy.estimate.configs import config_candidates, resolve_model_config
 from mlenergy.estimate.memory import GPU_MEMORY_UTILIZATION, usable_bytes
 
 
@@ -211,7 +211,7 @@ def test_single_path_applies_the_same_rule(configs_dir):
 
 def test_every_reference_row_estimates_in_batch(configs_dir):
     """The measured configurations ran, so none may be refused (raw ids, default prompts)."""
-    from mlenergy.estimate.reference import load_reference
+    from mlenergy.estimate.measurements import load_reference
 
     ref = load_reference()
     cols = [c for c in INPUT_COLUMNS if c not in ("model", "input_tokens")]

@@ -162,12 +162,16 @@ def test_save_as_record(tmp_path, capsys, configs_dir):
     assert run.energy_source.startswith("estimated:mlenergy-")
     assert {p.phase for p in run.phases} == {"prefill", "decode", "request"}
     assert run.hardware.accelerator_model == "H100-SXM5-80GB"
-    assert run.software.engine == "vllm 0.11"
+    assert run.software.engine == "vllm 0.11.1"  # the software the default profile models
+    request = next(p for p in run.phases if p.phase == "request")
+    interval = request.energy_per_token_j_interval
+    assert interval.low < request.energy_per_token_j < interval.high
+    assert not any(k.startswith("estimate_energy_per_token") for k in run.tags)
 
 
 def test_engine_option(capsys, configs_dir):
     assert main([*BASE, "--batch-size", "16", "--engine", "vllm-0.5.4"]) == 0
-    assert "engine vllm-0.5" in capsys.readouterr().out
+    assert "engine leaderboard-v2-server" in capsys.readouterr().out
     assert main([*BASE, "--batch-size", "16", "--engine", "tgi"]) == 2
     assert "unknown engine 'tgi'" in capsys.readouterr().err
 
@@ -181,3 +185,11 @@ def test_calibrate_with_store_without_measurements(tmp_path, configs_dir):
     assert main([*argv, "--no-v2"]) == 0  # estimates in the store are not measurements
     assert out.is_file()
     assert main([*argv[:3], str(tmp_path / "nothing"), *argv[4:], "--no-v2"]) == 0
+
+
+@pytest.mark.slow
+def test_validate_can_hold_out_a_gpu(capsys, configs_dir):
+    assert main(["estimate", "validate", "--hold-out", "gpu", "--no-v2", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert set(data["gpu"]) == {"B200", "H100-SXM5-80GB"}
+    assert data["overall"]["all"]["n"] == 673

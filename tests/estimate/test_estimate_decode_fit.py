@@ -9,9 +9,12 @@ import pytest
 from mlenergy.estimate import estimate
 from mlenergy.estimate.calibration import HOST_BOUND_WEIGHT, fit, fit_weights, host_bound
 from mlenergy.estimate.coefficients import default_coefficients
-from mlenergy.estimate.inputs import Workload, prepare, stack
+from mlenergy.estimate.features import stack
+from mlenergy.estimate.locate import reference_dir
+from mlenergy.estimate.measurements import load_reference
 from mlenergy.estimate.physics import predict
-from mlenergy.estimate.reference import load_reference, reference_dir
+from mlenergy.estimate.prepare import prepare
+from mlenergy.estimate.serving import ServingSetup
 
 LLAMA8 = "meta-llama/Llama-3.1-8B-Instruct"
 
@@ -19,7 +22,7 @@ LLAMA8 = "meta-llama/Llama-3.1-8B-Instruct"
 def _features(model, gpus, batch, configs_dir, input_tokens=512, output_tokens=256):
     rows = []
     for gpu in gpus:
-        w = Workload(batch_size=batch, input_tokens=input_tokens, output_tokens=output_tokens)
+        w = ServingSetup(batch_size=batch, input_tokens=input_tokens, output_tokens=output_tokens)
         *_, feat = prepare(model, gpu, w, "bfloat16", configs_dir)
         rows.append(feat)
     return stack(rows)
@@ -89,7 +92,7 @@ def test_fit_accepts_partial_latency_targets(configs_dir):
 @pytest.mark.slow  # over ~20 s on 2 shared cores; left out by `make test-fast`
 @pytest.mark.skipif(reference_dir() is None, reason="../shared/reference not found")
 def test_cv_reports_latency_error_where_measured():
-    from mlenergy.estimate.validation import cross_validate
+    from mlenergy.estimate.crossval import cross_validate
 
     df = load_reference()
     cv = cross_validate(df, folds=4)

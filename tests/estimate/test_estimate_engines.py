@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -15,7 +17,7 @@ from mlenergy.estimate.engines import (
     canonical_task,
     resolve_engine,
 )
-from mlenergy.estimate.inputs import task_input_tokens
+from mlenergy.estimate.task_defaults import task_input_tokens
 
 
 def test_engine_from_task_and_override():
@@ -44,7 +46,7 @@ def test_legacy_engine_is_slower_single_path(tiny_config):
     by_task = estimate(str(tiny_config), "H100", task="sharegpt-chat", **kw)
     assert new.engine == CURRENT_ENGINE and old.engine == LEGACY_ENGINE
     assert by_task.engine == LEGACY_ENGINE
-    assert "engine vllm-0.5 (the engine task 'sharegpt-chat'" in by_task.warning
+    assert "engine leaderboard-v2-server (the setup task 'sharegpt-chat'" in by_task.warning
     assert old.warning == ""
     assert old.throughput_tokens_per_s < 0.8 * new.throughput_tokens_per_s
     assert by_task.throughput_tokens_per_s == pytest.approx(old.throughput_tokens_per_s)
@@ -64,7 +66,7 @@ def test_batch_engine_column(tiny_config):
     )
     out = estimate_frame(rows)
     assert list(out["error"][:3]) == ["", "", ""]
-    assert out["warning"][1].startswith("engine vllm-0.5 (the engine task 'code'")
+    assert out["warning"][1].startswith("engine leaderboard-v2-server (the setup task 'code'")
     assert not out["warning"][2].startswith("engine")
     assert "unknown engine 'sglang'" in out["error"][3]
     thr = out["throughput_tokens_per_s"].to_numpy()
@@ -76,8 +78,8 @@ def test_batch_v2_rows_match_calibration_features(configs_dir):
     """v2 rows given as batch rows with their raw task labels are predicted as in the fit."""
     from mlenergy.estimate.calibration import featurise
     from mlenergy.estimate.coefficients import default_coefficients
+    from mlenergy.estimate.measurements import load_reference
     from mlenergy.estimate.physics import predict
-    from mlenergy.estimate.reference import load_reference
 
     ref = load_reference()
     v2 = ref[ref["legacy"].astype(bool)].head(40).reset_index(drop=True)
@@ -103,3 +105,27 @@ def test_batch_v2_rows_match_calibration_features(configs_dir):
     np.testing.assert_allclose(
         out["throughput_tokens_per_s"], fitted["throughput_tokens_per_s"], rtol=1e-6
     )
+
+
+def test_profiles_are_named_for_their_setup_and_old_names_still_work():
+    from mlenergy.estimate.engines import PROFILES
+
+    assert [p.name for p in PROFILES] == ["leaderboard-v3-server", "leaderboard-v2-server"]
+    assert (
+        resolve_engine("vllm-0.5", None) == resolve_engine("leaderboard-v2-server") == LEGACY_ENGINE
+    )
+    assert resolve_engine("vllm-0.11", None) == CURRENT_ENGINE == "leaderboard-v3-server"
+    with pytest.raises(UserError, match="leaderboard-v3-server, leaderboard-v2-server"):
+        resolve_engine("sglang")
+
+
+def test_engines_command_lists_what_each_profile_includes(capsys):
+    from mlenergy.cli import main
+
+    assert main(["estimate", "engines"]) == 0
+    out = capsys.readouterr().out
+    assert "leaderboard-v3-server (default):" in out and "vLLM 0.11.1" in out
+    assert "not vLLM 0.5 in general" in out
+    assert main(["estimate", "engines", "--json"]) == 0
+    names = [p["name"] for p in json.loads(capsys.readouterr().out)]
+    assert names == ["leaderboard-v3-server", "leaderboard-v2-server"]

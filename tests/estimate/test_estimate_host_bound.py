@@ -13,17 +13,20 @@ from mlenergy.estimate.batch import estimate_frame
 from mlenergy.estimate.calibration import interval_quantiles
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients
 from mlenergy.estimate.host_bound import (
-    HOST_BOUND_NOTE,
     MIN_HOST_BOUND_ROWS,
     host_bound_mask,
+    host_bound_note,
     is_host_bound,
 )
+
+RULE = default_coefficients().host_bound_rule
+HOST_BOUND_NOTE = host_bound_note(RULE)
 
 
 def _wide_host_interval() -> Coefficients:
     """Shipped coefficients with a host-bound interval clearly wider than the common one."""
     return default_coefficients().replace(
-        log_q05=-0.25, log_q95=0.35, log_q05_host=-0.4, log_q95_host=0.8
+        log_q05=-0.25, log_q95=0.35, log_q05_host=-0.4, log_q95_host=0.8, interval_by_class={}
     )
 
 
@@ -31,7 +34,7 @@ def test_rule_matches_one_b200_on_long_output_and_multimodal_tasks_only():
     gpus = ["B200", "B200", "B200", "H100-SXM5-80GB", "B200", "B200"]
     counts = [1, 1, 1, 1, 2, 1]
     tasks = ["gpqa", " Video-Chat ", "lm-arena-chat", "gpqa", "gpqa", None]
-    assert host_bound_mask(gpus, counts, tasks).tolist() == [
+    assert host_bound_mask(gpus, counts, tasks, RULE).tolist() == [
         True,
         True,
         False,
@@ -39,8 +42,18 @@ def test_rule_matches_one_b200_on_long_output_and_multimodal_tasks_only():
         False,
         False,
     ]
-    assert is_host_bound("B200", 1, "image-chat")
-    assert not is_host_bound("B200", 1, "")
+    assert is_host_bound("B200", 1, "image-chat", RULE)
+    assert not is_host_bound("B200", 1, "", RULE)
+    assert not host_bound_mask(gpus, counts, tasks, None).any()  # coefficients without a rule
+
+
+def test_the_rule_ships_with_the_coefficients(tmp_path):
+    assert RULE.gpu == "B200" and RULE.num_gpus == 1
+    assert RULE.tasks == ("gpqa", "image-chat", "video-chat")
+    assert "one B200 with gpqa, image-chat or video-chat" in HOST_BOUND_NOTE
+    saved = Coefficients.load(default_coefficients().save(tmp_path))
+    assert saved.host_bound_rule == RULE
+    assert Coefficients().host_bound_rule is None  # not a code constant
 
 
 def test_old_coefficients_without_host_quantiles_fall_back(tmp_path):

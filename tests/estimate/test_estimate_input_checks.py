@@ -76,15 +76,17 @@ def test_power_limit_below_lowest_clock_draw_is_an_error(capsys, configs_dir):
 
 
 def test_power_cap_physics_flags_infeasible_rows(tiny_config_dict):
-    from mlenergy.estimate.inputs import Workload, feature_row, stack
+    from mlenergy.estimate.features import feature_row, stack
     from mlenergy.estimate.profile import build_profile
+    from mlenergy.estimate.serving import ServingSetup
     from mlenergy.models.architecture import ArchitectureSpec
 
     spec = ArchitectureSpec.from_config(tiny_config_dict)
     prof = build_profile(spec, "bfloat16")
     gpu = resolve_gpu("H100")
     rows = [
-        feature_row(prof, gpu, Workload(64, 512, 256, power_limit_w=limit)) for limit in (1, 700)
+        feature_row(prof, gpu, ServingSetup(64, 512, 256, power_limit_w=limit))
+        for limit in (1, 700)
     ]
     out = predict(stack(rows), default_coefficients())
     assert out["power_limit_infeasible"].tolist() == [True, False]
@@ -126,7 +128,13 @@ def test_batch_power_limit_and_clock_columns(configs_dir):
 # 2. malformed inputs -----------------------------------------------------------------
 
 
-GOOD_SPEC = {"memory_gb": 80, "memory_bandwidth_tb_s": 3.35, "tdp_w": 700, "bf16_tflops": 989}
+GOOD_SPEC = {
+    "memory_gb": 80,
+    "memory_bandwidth_tb_s": 3.35,
+    "tdp_w": 700,
+    "bf16_tflops": 989,
+    "max_sm_clock_mhz": 1980,
+}
 
 
 @pytest.mark.parametrize(
@@ -143,6 +151,11 @@ GOOD_SPEC = {"memory_gb": 80, "memory_bandwidth_tb_s": 3.35, "tdp_w": 700, "bf16
         ("neg.json", json.dumps({**GOOD_SPEC, "idle_power_w": -5}), "'idle_power_w' must be a"),
         ("list.json", json.dumps({**GOOD_SPEC, "fp8_tflops": [1]}), "'fp8_tflops' must be a"),
         ("sm.json", json.dumps({**GOOD_SPEC, "sm_count": "many"}), "'sm_count' must be a"),
+        (
+            "noclock.json",
+            json.dumps({k: v for k, v in GOOD_SPEC.items() if k != "max_sm_clock_mhz"}),
+            "gives no SM clock (field 'max_sm_clock_mhz')",
+        ),
     ],
 )
 def test_malformed_gpu_spec_files(tmp_path, capsys, configs_dir, name, text, fragment):
@@ -282,9 +295,22 @@ def test_descending_sweep_range(capsys, configs_dir):
 
 
 def test_config_id_for_uses_the_one_resolution_rule(tmp_path, configs_dir):
-    from mlenergy.estimate.reference import config_id_for
+    from mlenergy.estimate.measurements import config_id_for
 
     thinking = "Qwen/Qwen3-30B-A3B-Thinking-2507"
     assert config_id_for(thinking, configs_dir) == "Qwen/Qwen3-30B-A3B-Instruct-2507"
     assert config_id_for(f"{thinking}-FP8", configs_dir) == "Qwen/Qwen3-30B-A3B-Instruct-2507-FP8"
     assert config_id_for("org/unknown-model", tmp_path) == "org/unknown-model"
+
+
+def test_zero_input_tokens_is_refused_as_bench_refuses_it(capsys, configs_dir):
+    argv = [*BASE]
+    argv[argv.index("512")] = "0"
+    _cli_error(capsys, argv, "input_tokens must be > 0, got 0")
+    errors = _batch_errors(configs_dir, [_row(input_tokens=0), _row()])
+    assert "input_tokens must be > 0" in errors[0] and errors[1] == ""
+
+
+def test_validate_names_a_bad_hold_out(capsys):
+    argv = ["estimate", "validate", "--hold-out", "model"]
+    _cli_error(capsys, argv, "unknown --hold-out 'model'", "architecture or gpu")

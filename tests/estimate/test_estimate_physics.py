@@ -100,6 +100,7 @@ def test_hypothetical_gpu_from_yaml(tmp_path, tiny_config):
     spec = tmp_path / "my-chip.yaml"
     spec.write_text(
         "name: my-chip\nmemory_gb: 96\nmemory_bandwidth_tb_s: 6\ntdp_w: 600\nbf16_tflops: 1500\n"
+        "max_sm_clock_mhz: 1800\n"
     )
     e = estimate(str(tiny_config), str(spec), batch_size=8, input_tokens=64, output_tokens=64)
     h = estimate(str(tiny_config), "H100", batch_size=8, input_tokens=64, output_tokens=64)
@@ -150,6 +151,7 @@ def test_missing_idle_comes_from_same_architecture(tmp_path):
     assert resolve_gpu("B200").idle_power_w is None
     chip = tmp_path / "half-hopper.json"
     spec = {"memory_gb": 40, "memory_bandwidth_tb_s": 2, "tdp_w": 350, "bf16_tflops": 500}
+    spec["spec_clock_mhz"] = 1755  # the rated clock stands in for the maximum
     chip.write_text(json.dumps({**spec, "vendor": "NVIDIA", "architecture": "Hopper"}))
     assert resolve_gpu(str(chip)).idle_power_w == pytest.approx(h100.idle_power_w / 2)
     chip.write_text(json.dumps({**spec, "vendor": "NVIDIA", "architecture": "Unknown-X"}))
@@ -377,7 +379,7 @@ def test_mamba_prefill_path_costs_hybrid_mixed_steps_only(configs_dir):
 
 def test_hybrid_profile_counts_mamba_layers_and_bf16_state(configs_dir):
     """Nemotron-Nano-9B-v2: 27 Mamba layers; SSM state in BF16 (vLLM's default cache dtype)."""
-    from mlenergy.estimate.inputs import resolve_model_config
+    from mlenergy.estimate.configs import resolve_model_config
     from mlenergy.estimate.profile import build_profile
 
     spec = resolve_model_config("nvidia/NVIDIA-Nemotron-Nano-9B-v2", configs_dir).spec

@@ -6,8 +6,14 @@ import numpy as np
 import pytest
 
 from mlenergy.estimate.coefficients import default_coefficients
-from mlenergy.estimate.reference import config_id_for, load_reference, model_group, reference_dir
-from mlenergy.estimate.validation import architecture_group, cross_validate, in_sample
+from mlenergy.estimate.crossval import architecture_group, cross_validate, in_sample
+from mlenergy.estimate.locate import reference_dir
+from mlenergy.estimate.measurements import (
+    config_id_for,
+    load_reference,
+    measurements_from_records,
+    model_group,
+)
 
 pytestmark = pytest.mark.skipif(reference_dir() is None, reason="../shared/reference not found")
 
@@ -69,47 +75,22 @@ def test_grouped_cv_keeps_architectures_apart():
     assert (rows["host_bound"] == expected).all()
 
 
-def test_store_measurements_join_the_fit():
+def test_store_measurements_join_the_fit(measured_run):
     import pandas as pd
 
     from mlenergy.estimate.calibration import calibrate
-    from mlenergy.estimate.reference import measurements_from_runs
 
-    runs = pd.DataFrame(
-        [
-            {
-                "energy_source": "measured:zeus-nvml",
-                "workload_kind": "inference",
-                "accelerator_model": "NVIDIA H100 80GB HBM3",
-                "accelerator_count": 1,
-                "model_id": "meta-llama/Llama-3.1-8B-Instruct",
-                "dtype": "bfloat16",
-                "task": "",
-                "batch_size": 32,
-                "avg_batch_size": None,
-                "max_num_seqs": 32,
-                "input_tokens": 256,
-                "output_tokens": 256,
-                "tensor_parallel": 1,
-                "expert_parallel": 1,
-                "data_parallel": 1,
-                "pipeline_parallel": 1,
-                "request_throughput_tokens_per_s": 3000.0,
-                "request_avg_power_w": 550.0,
-                "is_moe": False,
-                "itl_p50_s": 0.01,
-            },
-            {
-                "energy_source": "estimated:mlenergy-0.1.0",
-                "workload_kind": "inference",
-                "accelerator_model": "H100",
-                "model_id": "x",
-            },
-        ]
-    )
-    extra = measurements_from_runs(runs)
+    runs = [
+        measured_run("NVIDIA H100 80GB HBM3"),
+        measured_run("H100", "estimated:mlenergy-0.1.0"),
+        measured_run("a GPU the catalog does not know"),
+    ]
+    extra = measurements_from_records(runs)
     assert len(extra) == 1 and extra.loc[0, "gpu"] == "H100-SXM5-80GB"
-    assert measurements_from_runs(pd.DataFrame()).empty
+    assert extra.loc[0, "throughput_tokens_per_s"] == pytest.approx(3000.0)
+    assert extra.loc[0, "avg_power_w"] == pytest.approx(550.0)
+    assert extra.loc[0, "input_tokens"] == 256 and extra.loc[0, "source"] == "store"
+    assert measurements_from_records([]).empty
     df = pd.concat([load_reference(include_v2=False), extra], ignore_index=True)
     coef, used = calibrate(df)
     assert len(used) == 674 and 0 < coef.eta_mem <= 1
@@ -131,19 +112,53 @@ def test_fit_without_2024_rows_keeps_the_legacy_coefficients():
 
 @pytest.mark.slow  # over ~20 s on 2 shared cores; left out by `make test-fast`
 def test_cv_folds_start_from_the_code_defaults_not_the_shipped_fit(monkeypatch):
-    from mlenergy.estimate import validation
+    from mlenergy.estimate import crossval
     from mlenergy.estimate.coefficients import Coefficients
 
     starts = []
-    real_fit = validation.fit
+    real_fit = crossval.fit
 
     def spy(*args, **kwargs):
         starts.append(kwargs["start"])
         return real_fit(*args, **kwargs)
 
-    monkeypatch.setattr(validation, "fit", spy)
+    monkeypatch.setattr(crossval, "fit", spy)
     df = load_reference(include_v2=False)
     cross_validate(df[df["model_id"].str.contains("Qwen3-8B|Llama-3.1-8B|gemma-3")], folds=2)
     neutral = Coefficients()
     assert starts and all(s.seq_s == neutral.seq_s for s in starts)
     assert all(s.moe_min_cols == neutral.moe_min_cols for s in starts)
+
+
+def test_summary_reports_signed_errors_and_interval_coverage():
+    import pandas as pd
+
+    from mlenergy.estimate.crossval import CrossValidation, in_interval
+
+    coef = default_coefficients()
+    q05, q95 = coef.interval_logs(False)
+    pred = np.array([1.0, 1.0, 1.0, 1.0])
+    measured = np.exp(np.array([q05 - 0.01, 0.0, q95 - 0.01, q95 + 0.01]))
+    rows = pd.DataFrame(
+        {
+            "gpu": ["H100", "H100", "B200", "B200"],
+            "pred_energy_per_token_j": pred,
+            "energy_per_token_j": measured,
+            "host_bound": [False] * 4,
+            "ape_energy": [1.0, 2.0, 3.0, 4.0],
+            "ape_throughput": [10.0, 20.0, 10.0, 30.0],
+            "ape_power": [5.0, 5.0, 5.0, 5.0],
+            "signed_throughput": [10.0, 20.0, -10.0, -30.0],
+            "signed_power": [5.0, -5.0, 5.0, 5.0],
+        }
+    )
+    rows["in_interval"] = in_interval(rows, coef, unseen_gpu=False)
+    assert rows["in_interval"].tolist() == [False, True, True, False]
+    # widened for a GPU the fit never saw, the first row falls inside
+    assert in_interval(rows, coef, unseen_gpu=True)[0]
+    by_gpu = CrossValidation(rows=rows, folds=2).summary("gpu")
+    assert by_gpu.loc["H100", "throughput_signed"] == pytest.approx(15.0)
+    assert by_gpu.loc["B200", "throughput_signed"] == pytest.approx(-20.0)
+    assert by_gpu.loc["H100", "throughput_median"] == pytest.approx(15.0)
+    assert by_gpu.loc["H100", "interval_coverage"] == pytest.approx(50.0)
+    assert by_gpu.loc["B200", "power_signed"] == pytest.approx(5.0)

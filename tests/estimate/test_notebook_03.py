@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mlenergy.estimate.reference import reference_dir
+from mlenergy.estimate.locate import reference_dir
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "03_estimator.ipynb"
 

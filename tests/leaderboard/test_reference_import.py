@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from mlenergy.analysis.reference_import import default_reference_dir, read_reference
 from mlenergy.cli import main
+from mlenergy.estimate.locate import reference_dir
+from mlenergy.estimate.reference import read_reference
 from mlenergy.store import RunStore
 
-REF = default_reference_dir()
+REF = reference_dir()
 needs_ref = pytest.mark.skipif(
     REF is None or not (REF / "mlenergy-leaderboard").is_dir(),
     reason="shared reference data (../shared/reference or $MLENERGY_REFERENCE_DIR) is not present",
@@ -48,6 +49,31 @@ def test_v3_figures_match_the_csv(records):
     assert phase.itl_p50_s == pytest.approx(float(first["median_itl_ms"]) / 1000)
     assert rec.hardware.accelerator_count == int(first["num_gpus"])
     assert rec.software.engine == "vllm 0.11.1"
+
+
+@needs_ref
+def test_one_vocabulary_and_the_published_mean_lengths(records):
+    tasks = {r.workload.task for r in records if r.software.engine == "vllm 0.5.4"}
+    assert tasks == {"sharegpt-chat", "code"}  # the estimator's labels of the 2024 tasks
+    assert {r.hardware.accelerator_model for r in records} == {"H100-SXM5-80GB", "B200"}
+    with (REF / "mlenergy-leaderboard" / "v3_llm.csv").open() as fh:
+        first = next(csv.DictReader(fh))
+    w = records[0].workload
+    assert w.avg_output_tokens == pytest.approx(float(first["avg_output_len"]))
+    assert w.output_tokens == max(1, round(float(first["avg_output_len"])))
+
+
+@needs_ref
+def test_the_calibration_frame_is_read_from_the_records(records):
+    from mlenergy.estimate.measurements import load_reference, measurements_from_records
+
+    frame = load_reference(REF)
+    again = measurements_from_records(records, REF / "model-configs")
+    assert len(frame) == len(records) == len(again)
+    assert (frame["run_id"] == [r.run_id for r in records]).all()
+    assert frame["output_tokens"].tolist() == [r.workload.avg_output_tokens for r in records]
+    assert frame["input_tokens"].isna().all()  # unknown: the task default applies
+    assert set(frame.loc[frame["legacy"], "source"]) == {"v2"}
 
 
 @needs_ref

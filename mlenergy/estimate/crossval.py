@@ -15,10 +15,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mlenergy.errors import UserError
 from mlenergy.estimate.calibration import featurise, fit, fit_weights, host_bound, itl_targets
-from mlenergy.estimate.coefficients import Coefficients, default_coefficients
-from mlenergy.estimate.inputs import has_value, resolve_model
+from mlenergy.estimate.coefficients import Coefficients, default_coefficients, interval_class
+from mlenergy.estimate.configs import resolve_model
 from mlenergy.estimate.physics import predict
+from mlenergy.estimate.task_defaults import has_value
 
 TARGETS = {
     "energy_median": 10.0,
@@ -49,7 +51,7 @@ class CrossValidation:
         rows: One row per measurement with ``pred_*`` columns and ``ape_*`` (percent;
             ``ape_itl``: measured median inter-token latency vs the predicted median step,
             where measured), and ``host_bound`` (the configuration matches
-            :data:`~mlenergy.estimate.host_bound.HOST_BOUND_RULE`).
+            the host-bound rule of the shipped coefficients, :mod:`~mlenergy.estimate.host_bound`).
         folds: Number of folds.
     """
 
@@ -57,7 +59,14 @@ class CrossValidation:
     folds: int
 
     def summary(self, by: str | list[str] | None = None) -> pd.DataFrame:
-        """Median/p90 APE of energy per token, median APE of throughput and power (percent).
+        """Error figures of the out-of-fold predictions, overall or by group (percent).
+
+        Columns: ``energy_median`` / ``energy_p90`` (absolute error of energy per token),
+        ``throughput_median`` and ``power_median`` (absolute), ``throughput_signed`` and
+        ``power_signed`` (median of ``predicted / measured - 1``: above 0 is over-prediction,
+        so a bias shows instead of averaging away) and ``interval_coverage`` (share of rows
+        whose measured energy per token lies inside the shipped 90% interval around the
+        out-of-fold prediction).
 
         Args:
             by: Column(s) to group by (e.g. ``"gpu"``, ``"kind"``, ``"model_group"``), or
@@ -74,6 +83,9 @@ class CrossValidation:
                     "energy_p90": d["ape_energy"].quantile(0.9),
                     "throughput_median": d["ape_throughput"].median(),
                     "power_median": d["ape_power"].median(),
+                    "throughput_signed": d["signed_throughput"].median(),
+                    "power_signed": d["signed_power"].median(),
+                    "interval_coverage": 100.0 * d["in_interval"].mean(),
                 }
             )
 
@@ -91,6 +103,39 @@ def _ape(pred: np.ndarray, meas: np.ndarray) -> np.ndarray:
     return 100.0 * np.abs(pred / meas - 1.0)
 
 
+def _signed(pred: np.ndarray, meas: np.ndarray) -> np.ndarray:
+    return 100.0 * (pred / meas - 1.0)
+
+
+def in_interval(rows: pd.DataFrame, coef: Coefficients, unseen_gpu: bool) -> np.ndarray:
+    """Whether each row's measured energy per token lies in the 90% interval of its prediction.
+
+    The interval is the shipped one (:meth:`Coefficients.interval_logs`, the host-bound
+    rows' own where they have one) around ``pred_energy_per_token_j``, widened by
+    ``unseen_gpu_widen`` when the row's GPU was held out of the fit.
+
+    Args:
+        rows: Rows with ``pred_energy_per_token_j``, ``energy_per_token_j`` and
+            ``host_bound``.
+        coef: The coefficients whose interval is checked.
+        unseen_gpu: The rows' GPU was absent from the fit that predicted them.
+    """
+    widen = coef.unseen_gpu_widen if unseen_gpu else 1.0
+    host = rows["host_bound"].to_numpy(bool)
+    kinds = rows["kind"] if "kind" in rows else [""] * len(rows)
+    # A GPU held out of the fit has no class interval of its own: the common one, widened.
+    keys = [
+        None if unseen_gpu else interval_class(str(g), str(k))
+        for g, k in zip(rows["gpu"], kinds, strict=True)
+    ]
+    bounds = np.array([coef.interval_logs(bool(h), k) for h, k in zip(host, keys, strict=True)])
+    lo, hi = bounds[:, 0] * widen, bounds[:, 1] * widen
+    log_ratio = np.log(
+        rows["energy_per_token_j"].to_numpy(float) / rows["pred_energy_per_token_j"].to_numpy(float)
+    )
+    return (log_ratio >= lo) & (log_ratio <= hi)
+
+
 def cross_validate(
     df: pd.DataFrame,
     folds: int | None = None,
@@ -102,7 +147,7 @@ def cross_validate(
     """Leave-group-out cross-validation (groups: architectures).
 
     Args:
-        df: Measurement frame (see :func:`~mlenergy.estimate.reference.load_reference`).
+        df: Measurement frame (see :func:`~mlenergy.estimate.measurements.load_reference`).
         folds: Number of folds (default: one per group, i.e. leave-one-architecture-out).
         configs_dir: Folder of model configs.
         start: Starting coefficients of each fit (default: the code defaults,
@@ -124,8 +169,6 @@ def cross_validate(
     key = "gpu" if group_by == "gpu" else "arch_group"
     groups = sorted(rows[key].unique())
     if folds is not None and folds < 2:
-        from mlenergy.errors import UserError
-
         raise UserError(f"folds must be >= 2, got {folds}", "Give 2 or more folds")
     n_folds = len(groups) if folds is None else min(folds, len(groups))
     rng = np.random.default_rng(0)
@@ -177,6 +220,9 @@ def cross_validate(
     rows["ape_energy"] = _ape(out["e"], rows["energy_per_token_j"].to_numpy(float))
     rows["ape_throughput"] = _ape(out["t"], rows["throughput_tokens_per_s"].to_numpy(float))
     rows["ape_power"] = _ape(out["p"], rows["avg_power_w"].to_numpy(float))
+    rows["signed_throughput"] = _signed(out["t"], rows["throughput_tokens_per_s"].to_numpy(float))
+    rows["signed_power"] = _signed(out["p"], rows["avg_power_w"].to_numpy(float))
+    rows["in_interval"] = in_interval(rows, default_coefficients(), unseen_gpu=group_by == "gpu")
     # Median inter-token latency vs the median step (NaN where not measured: the v2 tables
     # publish a mean time per output token including prefill stalls).
     rows["pred_itl_s"] = out["i"]
@@ -204,4 +250,43 @@ def in_sample(df: pd.DataFrame, coef: Coefficients | None = None, configs_dir=No
         pred["throughput_tokens_per_s"], rows["throughput_tokens_per_s"].to_numpy(float)
     )
     rows["ape_power"] = _ape(pred["avg_power_w"], rows["avg_power_w"].to_numpy(float))
+    rows["signed_throughput"] = _signed(
+        pred["throughput_tokens_per_s"], rows["throughput_tokens_per_s"].to_numpy(float)
+    )
+    rows["signed_power"] = _signed(pred["avg_power_w"], rows["avg_power_w"].to_numpy(float))
+    rows["signed_energy"] = _signed(
+        pred["energy_per_token_j"], rows["energy_per_token_j"].to_numpy(float)
+    )
     return rows
+
+
+GROUP_ALIASES = {"model": "model_group", "architecture": "kind", "dense-moe": "kind"}
+"""Names ``validate --group-by`` accepts for the columns of :attr:`CrossValidation.rows`."""
+
+
+def validation_tables(cv: CrossValidation, group_by: list[str] | None = None) -> dict:
+    """The tables ``validate`` reports: overall, by GPU, by kind, both, by the host-bound rule.
+
+    Args:
+        cv: The cross-validation.
+        group_by: Extra groupings (``model``, ``gpu``, ``kind``, ``task``, ``source`` or any
+            column of ``cv.rows``).
+
+    Returns:
+        Table name to frame of :meth:`CrossValidation.summary` figures (percent).
+
+    Raises:
+        UserError: An extra grouping names no column.
+    """
+    tables = {"overall": cv.summary(), "gpu": cv.summary("gpu"), "kind": cv.summary("kind")}
+    tables["gpu x kind"] = cv.summary(["gpu", "kind"])
+    if "engine" in cv.rows:
+        tables["engine"] = cv.summary("engine")
+    by_rule = cv.summary("host_bound")
+    tables["host-bound rule"] = by_rule.rename(index={True: "matched", False: "not matched"})
+    for g in group_by or []:
+        col = GROUP_ALIASES.get(g, g)
+        if col not in cv.rows:
+            raise UserError(f"unknown --group-by '{g}'", "Use model, gpu, kind, task or source")
+        tables[g] = cv.summary(col)
+    return tables

@@ -1,0 +1,70 @@
+"""The physical model's inputs: one feature row per configuration, stacked into arrays."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mlenergy.estimate.catalog import GpuSpec
+from mlenergy.estimate.physics import FEATURES
+from mlenergy.estimate.profile import ModelProfile
+from mlenergy.estimate.serving import ServingSetup
+
+
+def feature_row(prof: ModelProfile, gpu: GpuSpec, w: ServingSetup) -> dict[str, float]:
+    """Feature values (see :data:`~mlenergy.estimate.physics.FEATURES`) of one configuration."""
+    return {
+        "common_bytes": prof.common_bytes,
+        "expert_bytes": prof.expert_bytes,
+        "n_moe_layers": prof.n_moe_layers,
+        "num_experts": prof.num_experts,
+        "experts_per_token": prof.experts_per_token,
+        "dense_flops": prof.dense_flops_per_token,
+        "expert_flops": prof.expert_flops_per_token,
+        "kv_full": prof.kv_full_bytes_per_token,
+        "kv_window": prof.kv_window_bytes_per_token,
+        "window": prof.window,
+        "attn_full": prof.attn_full_flops,
+        "attn_window": prof.attn_window_flops,
+        "ssm_bytes": prof.ssm_state_bytes,
+        "ssm_flops": prof.ssm_flops_per_token,
+        "quant_common": prof.quant_common_elems,
+        "quant_expert": prof.quant_expert_elems,
+        "quant_common_bytes": prof.quant_common_bytes,
+        "quant_expert_bytes": prof.quant_expert_bytes,
+        "num_kv_heads": prof.num_kv_heads,
+        "latent_kv": float(prof.latent_kv),
+        "num_layers": prof.num_layers,
+        "hidden_size": prof.hidden_size,
+        "expert_inter": prof.expert_intermediate,
+        "n_mamba_layers": prof.n_mamba_layers,
+        # The block-scaled fp8 MoE path needs fp8 tensor cores; without them (Ampere) vLLM
+        # runs weight-only kernels that dequantise to BF16, with no activation quantisation.
+        "fp8_experts": float(
+            prof.expert_precision == "fp8" and prof.n_moe_layers > 0 and gpu.native("fp8")
+        ),
+        "bandwidth": gpu.memory_bandwidth_tb_s * 1e12,
+        "peak_dense": gpu.peak_tflops(prof.precision) * 1e12,
+        "peak_expert": gpu.peak_tflops(prof.expert_precision) * 1e12,
+        "spec_clock": gpu.clock_at_spec_mhz,
+        "max_clock": gpu.max_sm_clock_mhz,
+        "min_clock": gpu.min_sm_clock_mhz or 0.3 * gpu.max_sm_clock_mhz,
+        "tdp": gpu.tdp_w,
+        "idle": np.nan if gpu.idle_power_w is None else gpu.idle_power_w,
+        "link": gpu.interconnect_gb_s * 1e9,
+        "num_gpus": w.num_gpus,
+        "tp": w.tensor_parallel,
+        "ep": w.expert_parallel,
+        "dp": w.data_parallel,
+        "pp": w.pipeline_parallel,
+        "batch": w.batch_size,
+        "input_tokens": w.input_tokens,
+        "output_tokens": w.output_tokens,
+        "legacy": float(w.legacy_engine),
+        "clock": np.nan if w.sm_clock_mhz is None else w.sm_clock_mhz,
+        "power_limit": np.nan if w.power_limit_w is None else w.power_limit_w,
+    }
+
+
+def stack(rows: list[dict[str, float]]) -> dict[str, np.ndarray]:
+    """Stack feature rows into one float64 array per feature."""
+    return {name: np.array([r[name] for r in rows], dtype=np.float64) for name in FEATURES}

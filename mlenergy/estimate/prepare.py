@@ -1,0 +1,182 @@
+"""Resolve, check and featurise one configuration: the path every single estimate takes.
+
+Resolves the model (:mod:`~mlenergy.estimate.configs`) and the GPU (catalog or spec file),
+checks the input (naming the bad field) and whether the configuration fits in memory (the
+rule is in :mod:`~mlenergy.estimate.memory`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from mlenergy.errors import UserError
+from mlenergy.estimate.catalog import GpuSpec, resolve_gpu
+from mlenergy.estimate.checks import check_workload
+from mlenergy.estimate.configs import resolve_model_config
+from mlenergy.estimate.features import feature_row
+from mlenergy.estimate.memory import fit_verdict, memory_bytes, memory_row, usable_bytes
+from mlenergy.estimate.profile import ModelProfile, build_profile, normalise_precision
+from mlenergy.estimate.serving import ServingSetup
+from mlenergy.models.architecture import ArchitectureSpec
+
+
+def check_memory(
+    spec: ArchitectureSpec,
+    prof: ModelProfile,
+    gpu: GpuSpec,
+    w: ServingSetup,
+) -> tuple[dict[str, float], str]:
+    """Apply the engine's fit rule (:mod:`mlenergy.estimate.memory`) to one configuration.
+
+    Args:
+        spec: Architecture.
+        prof: Its profile at the weight precision.
+        gpu: The GPU.
+        w: The workload (``max_num_seqs`` sizes the sampler workspace, default the batch;
+            ``input_tokens_given`` decides error or warning for the KV cache).
+
+    Returns:
+        Per-GPU memory in GB (``weights``, ``workspace``, ``kv_cache``, ``total``,
+        ``usable``) and a warning (empty if none).
+
+    Raises:
+        UserError: Weights and workspace do not fit, or (prompt length given) the KV cache of
+            ``batch_size`` sequences does not fit; the message carries the arithmetic.
+    """
+    f = {**feature_row(prof, gpu, w), **memory_row(spec, prof)}
+    f["seqs"] = w.batch_size if w.max_num_seqs is None else w.max_num_seqs
+    weights, workspace, kv, per_seq = (float(x) for x in memory_bytes(f))
+    error, fix, warning = fit_verdict(
+        weights=weights,
+        workspace=workspace,
+        kv=kv,
+        per_seq=per_seq,
+        batch=w.batch_size,
+        dp=w.data_parallel,
+        ctx=w.input_tokens + 0.5 * w.output_tokens,
+        memory_gb=gpu.memory_gb,
+        gpu_name=gpu.name,
+        input_given=w.input_tokens_given,
+    )
+    if error:
+        raise UserError(error, fix)
+    gb = {
+        "weights": weights / 1e9,
+        "workspace": workspace / 1e9,
+        "kv_cache": kv / 1e9,
+        "total": (weights + workspace + kv) / 1e9,
+        "usable": float(usable_bytes(gpu.memory_gb)) / 1e9,
+    }
+    return gb, warning
+
+
+def weight_precision(fp8_id: bool, precision: str | None, stored: str | None = None) -> str:
+    """Weight precision of a row: ``precision``, else what the checkpoint stores.
+
+    Empty (or ``auto``) ``precision``: fp8 for a ``-FP8`` id or a checkpoint whose
+    ``quantization_config`` says ``quant_method: fp8`` (DeepSeek-V3/R1 ship fp8 weights, and
+    vLLM serves them so),
+    else bfloat16 (gpt-oss style ``mxfp4`` checkpoints are handled by the profile).
+    A ``-FP8`` id means fp8 weights: its precision must be empty or ``fp8``.
+
+    Args:
+        fp8_id: The model id ends in ``-FP8``.
+        precision: The requested precision (may be empty).
+        stored: The checkpoint's ``quant_method`` (None if unquantised).
+
+    Raises:
+        UserError: A ``-FP8`` id with another precision (conflicting precision).
+    """
+    p = (precision or "").strip()
+    if p.lower() == "auto":  # vLLM's --dtype auto: what the checkpoint stores
+        p = ""
+    if fp8_id:
+        if p and normalise_precision(p) != "fp8":
+            raise UserError(
+                f"precision '{p}' conflicts with the model's -FP8 weights",
+                "Omit --precision or give fp8 for a -FP8 model (or drop the -FP8 suffix)",
+            )
+        return "fp8"
+    if not p and stored == "fp8":
+        return "fp8"
+    return normalise_precision(p or None)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """One resolved, validated, featurised configuration.
+
+    Attributes:
+        spec: Architecture.
+        prof: Profile at the weight precision.
+        gpu: GPU datasheet.
+        features: Feature row of :data:`~mlenergy.estimate.physics.FEATURES`.
+        memory_gb: Per-GPU memory in GB (empty when the fit was not checked).
+        warnings: Caveats of the estimate (variant config used, KV cache at a task-default
+            prompt length that may not fit).
+    """
+
+    spec: ArchitectureSpec
+    prof: ModelProfile
+    gpu: GpuSpec
+    features: dict[str, float]
+    memory_gb: dict[str, float]
+    warnings: tuple[str, ...]
+
+
+def prepare_config(
+    model: str,
+    gpu: str | GpuSpec,
+    workload: ServingSetup,
+    precision: str | None = None,
+    configs_dir: str | Path | None = None,
+    check_fit: bool = True,
+) -> Prepared:
+    """Resolve, validate, check the memory fit of and featurise one configuration.
+
+    Raises:
+        UserError: Any invalid input, naming the field, or a configuration that does not fit.
+    """
+    resolved = resolve_model_config(model, configs_dir)
+    spec = resolved.spec
+    prec = weight_precision(resolved.fp8, precision, spec.quant_method)
+    gpu_spec = resolve_gpu(gpu)
+    check_workload(workload, spec, gpu_spec)
+    prof = _profile(spec, prec)
+    warnings = [resolved.note] if resolved.note else []
+    memory: dict[str, float] = {}
+    if check_fit:
+        memory, warning = check_memory(spec, prof, gpu_spec, workload)
+        warnings += [warning] if warning else []
+    feat = feature_row(prof, gpu_spec, workload)
+    return Prepared(spec, prof, gpu_spec, feat, memory, tuple(warnings))
+
+
+def prepare(
+    model: str,
+    gpu: str | GpuSpec,
+    workload: ServingSetup,
+    precision: str | None = None,
+    configs_dir: str | Path | None = None,
+    check_fit: bool = True,
+) -> tuple[ArchitectureSpec, ModelProfile, GpuSpec, dict[str, float]]:
+    """:func:`prepare_config` as a tuple ``(spec, profile, gpu, features)``.
+
+    Raises:
+        UserError: Any invalid input, naming the field, or a configuration that does not fit.
+    """
+    p = prepare_config(model, gpu, workload, precision, configs_dir, check_fit)
+    return p.spec, p.prof, p.gpu, p.features
+
+
+_PROFILE_CACHE: dict[tuple[ArchitectureSpec, str], ModelProfile] = {}
+
+
+def _profile(spec: ArchitectureSpec, precision: str) -> ModelProfile:
+    key = (spec, precision)
+    prof = _PROFILE_CACHE.get(key)
+    if prof is None:
+        prof = build_profile(spec, precision)
+        _PROFILE_CACHE[key] = prof
+    return prof

@@ -1,0 +1,129 @@
+"""Offline batch jobs: a fixed set of requests, the batch shrinking as sequences end."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mlenergy.cli import main
+from mlenergy.errors import UserError
+from mlenergy.estimate import estimate
+from mlenergy.estimate.batch import estimate_frame
+from mlenergy.estimate.offline import decode_segments, stop_rate
+
+LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
+KW = dict(model=LLAMA, gpu="H100", batch_size=256, input_tokens=512, output_tokens=256)
+
+
+def test_segments_keep_the_mean_output_length():
+    o = np.array([256.0, 256.0, 256.0, 40.0])
+    cap = np.array([np.nan, 256.0, 1024.0, 4096.0])
+    alive, steps, position = decode_segments(o, cap)
+    assert (alive * steps).sum(axis=1) == pytest.approx(o, rel=1e-6)
+    assert alive[0].tolist() == pytest.approx([1.0] * alive.shape[1])  # no cap: all decode O
+    assert alive[1].tolist() == pytest.approx([1.0] * alive.shape[1])  # cap = mean: all run to it
+    assert np.all(np.diff(alive[2]) < 0)  # with a higher cap the batch shrinks
+    assert position[2, -1] < 1024 and steps[2].sum() == pytest.approx(1024)
+    assert stop_rate(np.array([256.0]), np.array([256.0]))[0] == 0.0
+
+
+def test_offline_without_a_cap_costs_what_steady_serving_costs(configs_dir):
+    serving = estimate(**KW, configs_dir=configs_dir)
+    job = estimate(**KW, mode="offline", configs_dir=configs_dir)
+    assert job.mode == "offline" and serving.mode == "serving"
+    # The same decode and prefill work, once spread over a steady stream, once in one job.
+    assert job.throughput_tokens_per_s == pytest.approx(serving.throughput_tokens_per_s, rel=0.05)
+    assert job.energy_per_token_j == pytest.approx(serving.energy_per_token_j, rel=0.05)
+    assert job.prefill_duration_s > 0
+    assert job.request_duration_s == pytest.approx(
+        256 * 256 / job.throughput_tokens_per_s, rel=1e-6
+    )
+
+
+def test_a_cap_above_the_mean_leaves_a_shrinking_batch(configs_dir):
+    even = estimate(**KW, mode="offline", configs_dir=configs_dir)
+    capped = estimate(**KW, mode="offline", max_output_tokens=1024, configs_dir=configs_dir)
+    at_cap = estimate(**KW, mode="offline", max_output_tokens=256, configs_dir=configs_dir)
+    assert capped.throughput_tokens_per_s < 0.8 * even.throughput_tokens_per_s
+    assert capped.energy_per_token_j > even.energy_per_token_j
+    assert capped.request_duration_s > even.request_duration_s
+    assert at_cap.energy_per_token_j == pytest.approx(even.energy_per_token_j)
+    assert sum(capped.breakdown_j_per_token[k] for k in ("prefill", "decode")) == pytest.approx(
+        capped.energy_per_token_j
+    )
+    parts = ("compute", "memory", "static_idle", "overhead")
+    assert sum(capped.breakdown_j_per_token[k] for k in parts) == pytest.approx(
+        capped.energy_per_token_j, rel=1e-6
+    )
+
+
+def test_pipeline_without_micro_batching_runs_one_stage_at_a_time(configs_dir):
+    kw = {**KW, "model": "meta-llama/Llama-3.1-70B-Instruct", "pipeline_parallel": 4}
+    serving = estimate(**kw, configs_dir=configs_dir)
+    job = estimate(**kw, mode="offline", configs_dir=configs_dir)
+    assert job.throughput_tokens_per_s == pytest.approx(
+        serving.throughput_tokens_per_s / 4, rel=0.05
+    )
+    assert job.avg_power_w < serving.avg_power_w  # three of four GPUs wait at any time
+
+
+@pytest.mark.parametrize(
+    ("kw", "fragment"),
+    [
+        (dict(mode="nightly"), "mode must be serving or offline, got 'nightly'"),
+        (dict(mode="offline", max_output_tokens=100), "max_output_tokens (100) is below"),
+        (dict(max_output_tokens=1024), "max_output_tokens applies to mode offline only"),
+        (dict(mode="offline", max_output_tokens="lots"), "max_output_tokens must be a number"),
+    ],
+)
+def test_bad_mode_or_cap_names_the_field(configs_dir, kw, fragment):
+    with pytest.raises(UserError) as err:
+        estimate(**KW, configs_dir=configs_dir, **kw)
+    assert fragment in str(err.value)
+
+
+def test_batch_rows_pick_their_mode(configs_dir):
+    rows = pd.DataFrame(
+        {
+            "model": [LLAMA] * 6,
+            "gpu": ["H100"] * 6,
+            "batch_size": [256] * 6,
+            "input_tokens": [512] * 6,
+            "output_tokens": [256] * 6,
+            "mode": ["", "offline", "OFFLINE", "nightly", "", "offline"],
+            "max_output_tokens": ["", "1024", "", "", "1024", "100"],
+        }
+    )
+    out = estimate_frame(rows, configs_dir)
+    assert out["error"].tolist()[:3] == ["", "", ""]
+    assert "mode must be serving or offline" in out["error"][3]
+    assert "applies to mode offline only" in out["error"][4]
+    assert "is below output_tokens" in out["error"][5]
+    single = estimate(**KW, mode="offline", max_output_tokens=1024, configs_dir=configs_dir)
+    assert out["throughput_tokens_per_s"][1] == pytest.approx(single.throughput_tokens_per_s)
+    assert out["energy_per_token_j"][1] == pytest.approx(single.energy_per_token_j)
+    plain = estimate_frame(rows.drop(columns=["mode", "max_output_tokens"]).iloc[:1], configs_dir)
+    assert out["energy_per_token_j"][0] == pytest.approx(plain["energy_per_token_j"][0])
+
+
+def test_cli_offline_and_its_errors(capsys, configs_dir):
+    base = ["estimate", "--model", LLAMA, "--gpu", "H100", "--batch-size", "64"]
+    base += ["--input-tokens", "512", "--output-tokens", "256", "--configs-dir", str(configs_dir)]
+    assert main([*base, "--mode", "offline", "--max-output-tokens", "1024"]) == 0
+    assert "offline job of 64 requests, cap 1024 tokens" in capsys.readouterr().out
+    assert main([*base, "--mode", "offline", "--max-output-tokens", "10"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "max_output_tokens (10) is below" in err[0]
+
+
+def test_a_saved_offline_estimate_says_so(configs_dir):
+    from mlenergy.estimate.to_record import to_run_record
+
+    job = estimate(**KW, mode="offline", max_output_tokens=1024, configs_dir=configs_dir)
+    rec = to_run_record(job, configs_dir)
+    assert rec.tags["mode"] == "offline" and rec.tags["max_output_tokens"] == "1024"
+    request = next(p for p in rec.phases if p.phase == "request")
+    assert request.duration_s == pytest.approx(job.request_duration_s)
+    assert request.throughput_tokens_per_s == pytest.approx(job.throughput_tokens_per_s)
+    assert "mode" not in to_run_record(estimate(**KW, configs_dir=configs_dir), configs_dir).tags
