@@ -1,0 +1,39 @@
+"""The Plots tab: energy against quality or latency (Pareto frontier), efficiency by hardware.
+
+The figure is drawn when the app opens and redrawn on every change of the filter bar or of
+the figure picker; with *Best configuration* ticked it shows the table's rows, and its
+subtitle says which rows it shows.
+"""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from mlenergy.leaderboard import answers
+from mlenergy.leaderboard.context import AppContext
+from mlenergy.leaderboard.filters import FilterBar, widget_query
+from mlenergy.leaderboard.table_tab import PRIVATE
+
+
+def build_plots_tab(ctx: AppContext, bar: FilterBar) -> gr.Plot:
+    """Lay out the Plots tab and wire it to the filter bar; return its figure."""
+    default = answers.PLOTS[1]
+    first = answers.plot_figure(
+        ctx,
+        default,
+        ctx.default_quality,
+        widget_query(tuple(w.value for w in bar.filters), ctx.limits),
+    )
+    with gr.Tab("Plots", id="tab-plots"):
+        kind = gr.Radio(list(answers.PLOTS), value=default, label="Plot", elem_id="plot-kind")
+        figure = gr.Plot(first, elem_id="plot-figure")
+
+    def draw(plot_kind, quality_key, *values):
+        q = widget_query(values, ctx.limits)
+        return answers.plot_figure(ctx, plot_kind or default, quality_key or None, q)
+
+    for widget in [kind, *bar.inputs]:
+        widget.change(
+            draw, [kind, *bar.inputs], figure, trigger_mode="always_last", api_visibility=PRIVATE
+        )
+    return figure

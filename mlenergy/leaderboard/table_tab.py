@@ -1,0 +1,78 @@
+"""The Leaderboard tab: the main table, its paging, CSV download and the store reload.
+
+The table answers every change of the filter bar at once (server-side filter, sort, page);
+the CSV button offers the rows of the current query (every page) as a file download.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import gradio as gr
+
+from mlenergy.leaderboard import answers
+from mlenergy.leaderboard.context import AppContext
+from mlenergy.leaderboard.filters import FilterBar, widget_query
+
+PRIVATE = "private"
+"""``api_visibility`` of events that only the page itself calls (the API is in ``api.py``)."""
+
+
+@dataclass
+class TableTab:
+    """The widgets of the Leaderboard tab other code wires to."""
+
+    grid: gr.HTML
+    status: gr.Markdown
+    page: gr.Number
+    reload_button: gr.Button
+
+
+def _page(ctx: AppContext, page: int, quality_key: str | None, values: tuple):
+    q = widget_query(values, ctx.limits, page)
+    return answers.table_page(ctx, quality_key, q)
+
+
+def build_table_tab(ctx: AppContext, bar: FilterBar) -> TableTab:
+    """Lay out the Leaderboard tab and wire the table to the filter bar."""
+    csv_dir = Path(tempfile.mkdtemp(prefix="mlenergy-lb-csv-"))
+    first = _page(ctx, 1, ctx.default_quality, tuple(w.value for w in bar.filters))
+    with gr.Tab("Leaderboard", id="tab-table"):
+        status = gr.Markdown(first[1], elem_id="lb-status")
+        grid = gr.HTML(first[0], elem_id="lb-grid")
+        page = gr.Number(1, precision=0, visible=False)
+        with gr.Row():
+            prev_btn = gr.Button("◀ Previous", size="sm", elem_id="lb-prev")
+            next_btn = gr.Button("Next ▶", size="sm", elem_id="lb-next")
+            csv_btn = gr.Button("Download CSV of these rows", size="sm", elem_id="lb-csv")
+            reload_btn = gr.Button("Reload from store", size="sm", elem_id="lb-reload")
+        # Hidden until the button is pressed: no empty upload box under the table.
+        csv_out = gr.File(label="CSV", height=60, visible=False, elem_id="lb-csv-file")
+
+    def on_filter(quality_key, *values):
+        return _page(ctx, 1, quality_key, values)
+
+    def on_prev(p, quality_key, *values):
+        return _page(ctx, max(1, int(p or 1) - 1), quality_key, values)
+
+    def on_next(p, quality_key, *values):
+        return _page(ctx, int(p or 1) + 1, quality_key, values)
+
+    def csv_file(quality_key, *values):
+        text = answers.table_csv(ctx, quality_key, widget_query(values, ctx.limits))
+        out = csv_dir / f"leaderboard-{uuid.uuid4().hex[:8]}.csv"
+        out.write_text(text, encoding="utf-8")
+        return gr.update(value=str(out), visible=True)
+
+    outputs = [grid, status, page]
+    for widget in bar.inputs:
+        widget.change(
+            on_filter, bar.inputs, outputs, trigger_mode="always_last", api_visibility=PRIVATE
+        )
+    csv_btn.click(csv_file, bar.inputs, csv_out, api_visibility=PRIVATE)
+    prev_btn.click(on_prev, [page, *bar.inputs], outputs, api_visibility=PRIVATE)
+    next_btn.click(on_next, [page, *bar.inputs], outputs, api_visibility=PRIVATE)
+    return TableTab(grid, status, page, reload_btn)
