@@ -17,7 +17,10 @@ from mlenergy.leaderboard.html import render_problems
 
 
 def submit_bundle(
-    path: str | Path | None, data_dir: str | Path, submitter: str | None = None
+    path: str | Path | None,
+    data_dir: str | Path,
+    submitter: str | None = None,
+    new_tasks: str | None = None,
 ) -> tuple[str, bool]:
     """Validate an uploaded bundle and queue it in ``data_dir/submissions/pending/``.
 
@@ -25,6 +28,7 @@ def submit_bundle(
         path: The uploaded file (``None`` when nothing was uploaded).
         data_dir: The store folder.
         submitter: Submitter name, needed when the bundle holds bare records.
+        new_tasks: Task labels declared new, comma-separated (see ``--new-task``).
 
     Returns:
         ``(html, accepted)``: an escaped list of every problem, or the pending id.
@@ -35,7 +39,10 @@ def submit_bundle(
 
     queue = SubmissionQueue(data_dir, tdp_lookup=catalog_tdp_w)
     try:
-        entry = queue.submit(Path(path), submitter=(submitter or "").strip() or None)
+        declared = [t.strip() for t in (new_tasks or "").split(",") if t.strip()]
+        entry = queue.submit(
+            Path(path), submitter=(submitter or "").strip() or None, new_tasks=declared
+        )
     except ValidationFailed as exc:
         return render_problems(
             exc.problems, f"{len(exc.problems)} problem(s): nothing was queued"
@@ -65,14 +72,19 @@ def build_submit_tab(data_dir: Path) -> None:
             file_types=[".json", ".jsonl"],
             elem_id="submit-file",
         )
-        submitter = gr.Textbox(
-            label="Submitter (only for bundles of bare records)", elem_id="submit-submitter"
-        )
+        with gr.Row():
+            submitter = gr.Textbox(
+                label="Submitter (only for bundles of bare records)", elem_id="submit-submitter"
+            )
+            new_tasks = gr.Textbox(
+                label="New tasks (comma-separated; only tasks the leaderboard does not list yet)",
+                elem_id="submit-new-tasks",
+            )
         button = gr.Button("Validate and queue", variant="primary", elem_id="submit-run")
         result = gr.HTML(elem_id="submit-result")
     button.click(
-        lambda path, who: submit_bundle(path, data_dir, who)[0],
-        [upload, submitter],
+        lambda path, who, tasks: submit_bundle(path, data_dir, who, tasks)[0],
+        [upload, submitter, new_tasks],
         result,
         api_visibility="private",
     )
