@@ -4,7 +4,7 @@ Usage::
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/leaderboard_load.py [--runs 100000] [--no-browser]
 
-Targets (issue 4): a filter or sort answered server-side in under 300 ms; first page load
+Targets: a filter or sort answered server-side in under 300 ms; first page load
 under 3 s. The runs are synthetic (``energy_source="emulated:synthetic"``) and are written to
 a temporary store that is deleted afterwards.
 """

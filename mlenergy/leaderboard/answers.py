@@ -39,14 +39,30 @@ def table_status(ctx: AppContext, res: lb.TableResult) -> str:
     return status
 
 
-def table_page(ctx: AppContext, quality_key: str | None, q: lb.TableQuery) -> tuple[str, str, int]:
-    """The table page as ``(html, status line, page shown)`` (memoised)."""
+def table_page(
+    ctx: AppContext,
+    quality_key: str | None,
+    q: lb.TableQuery,
+    columns: tuple[str, ...] | None = None,
+) -> tuple[str, str, int]:
+    """The table page as ``(html, status line, page shown)`` (memoised).
+
+    Args:
+        ctx: The app's state.
+        quality_key: Quality figure to attach.
+        q: The query.
+        columns: Names of the columns to show (``None``: all; the model column always).
+    """
+    shown = tuple(
+        c for c in lb.COLUMNS if columns is None or c.name in columns or c.name == "model_id"
+    )
 
     def _render() -> tuple[str, str, int]:
         res = table_result(ctx, quality_key, q)
-        return render_table(res.page_rows), table_status(ctx, res), res.page
+        return render_table(res.page_rows, shown), table_status(ctx, res), res.page
 
-    return ctx.data.memo(("table-html", quality_key or None, q), _render)
+    key = ("table-html", quality_key or None, q, tuple(c.name for c in shown))
+    return ctx.data.memo(key, _render)
 
 
 def table_csv(ctx: AppContext, quality_key: str | None, q: lb.TableQuery) -> str:

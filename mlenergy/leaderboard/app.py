@@ -41,18 +41,23 @@ def _wire_reload(ctx: AppContext, bar, table: TableTab, pickers: list) -> None:
     from mlenergy.leaderboard import answers
     from mlenergy.leaderboard.filters import widget_query
 
-    def reload_view(quality_key, *values):
+    def reload_view(columns, quality_key, *values):
         ctx.reload()
         c = ctx.choices
         lists = [c["task"], ctx.quality_keys, c["hardware"], c["dtype"]]
         lists += [[str(g) for g in c["accelerator_count"]], c["source_kind"]]
         lists += [c["model_id"]] * (len(pickers) - len(lists))
-        page = answers.table_page(ctx, quality_key, widget_query(values, ctx.limits))
+        q = widget_query(values, ctx.limits)
+        page = answers.table_page(ctx, quality_key, q, tuple(columns or ()))
         return (*page, *[gr.update(choices=x) for x in lists])
 
     outputs = [table.grid, table.status, table.page, *pickers]
     table.reload_button.click(
-        reload_view, bar.inputs, outputs, concurrency_limit=1, api_visibility=PRIVATE
+        reload_view,
+        [table.columns, *bar.inputs],
+        outputs,
+        concurrency_limit=1,
+        api_visibility=PRIVATE,
     )
 
 

@@ -6,6 +6,8 @@ cause, which tasks it has.
 
 from __future__ import annotations
 
+import html
+
 import gradio as gr
 
 from mlenergy.leaderboard import answers
@@ -31,7 +33,8 @@ def build_compare_tab(ctx: AppContext, bar: FilterBar) -> gr.Dropdown:
 
     def show_compare(models, quality_key, *values):
         q = widget_query(values, ctx.limits)
-        return answers.compare_view(ctx, list(models or []), quality_key or None, q)
+        table, figure, note = answers.compare_view(ctx, list(models or []), quality_key or None, q)
+        return table, figure, html.escape(note)  # model names are text, never markup
 
     for widget in [pick, *bar.inputs]:
         widget.change(

@@ -14,6 +14,7 @@ from pathlib import Path
 import gradio as gr
 
 from mlenergy.leaderboard import answers
+from mlenergy.leaderboard import query as lb
 from mlenergy.leaderboard.context import AppContext
 from mlenergy.leaderboard.filters import FilterBar, widget_query
 
@@ -29,18 +30,28 @@ class TableTab:
     status: gr.Markdown
     page: gr.Number
     reload_button: gr.Button
+    columns: gr.CheckboxGroup
 
 
-def _page(ctx: AppContext, page: int, quality_key: str | None, values: tuple):
+COLUMN_CHOICES = [(c.label, c.name) for c in lb.COLUMNS if c.name != "model_id"]
+"""The columns a reader can hide (the model column is always shown, pinned on the left)."""
+
+
+def _page(ctx: AppContext, page: int, columns, quality_key: str | None, values: tuple):
     q = widget_query(values, ctx.limits, page)
-    return answers.table_page(ctx, quality_key, q)
+    return answers.table_page(ctx, quality_key, q, tuple(columns or ()))
 
 
 def build_table_tab(ctx: AppContext, bar: FilterBar) -> TableTab:
     """Lay out the Leaderboard tab and wire the table to the filter bar."""
     csv_dir = Path(tempfile.mkdtemp(prefix="mlenergy-lb-csv-"))
-    first = _page(ctx, 1, ctx.default_quality, tuple(w.value for w in bar.filters))
+    all_columns = [name for _, name in COLUMN_CHOICES]
+    first = _page(ctx, 1, all_columns, ctx.default_quality, tuple(w.value for w in bar.filters))
     with gr.Tab("Leaderboard", id="tab-table"):
+        with gr.Accordion("Columns", open=False, elem_id="lb-columns-box"):
+            columns = gr.CheckboxGroup(
+                COLUMN_CHOICES, value=all_columns, show_label=False, elem_id="lb-columns"
+            )
         status = gr.Markdown(first[1], elem_id="lb-status")
         grid = gr.HTML(first[0], elem_id="lb-grid")
         page = gr.Number(1, precision=0, visible=False)
@@ -52,14 +63,17 @@ def build_table_tab(ctx: AppContext, bar: FilterBar) -> TableTab:
         # Hidden until the button is pressed: no empty upload box under the table.
         csv_out = gr.File(label="CSV", height=60, visible=False, elem_id="lb-csv-file")
 
-    def on_filter(quality_key, *values):
-        return _page(ctx, 1, quality_key, values)
+    def on_filter(cols, quality_key, *values):
+        return _page(ctx, 1, cols, quality_key, values)
 
-    def on_prev(p, quality_key, *values):
-        return _page(ctx, max(1, int(p or 1) - 1), quality_key, values)
+    def on_columns(p, cols, quality_key, *values):
+        return _page(ctx, int(p or 1), cols, quality_key, values)
 
-    def on_next(p, quality_key, *values):
-        return _page(ctx, int(p or 1) + 1, quality_key, values)
+    def on_prev(p, cols, quality_key, *values):
+        return _page(ctx, max(1, int(p or 1) - 1), cols, quality_key, values)
+
+    def on_next(p, cols, quality_key, *values):
+        return _page(ctx, int(p or 1) + 1, cols, quality_key, values)
 
     def csv_file(quality_key, *values):
         text = answers.table_csv(ctx, quality_key, widget_query(values, ctx.limits))
@@ -68,11 +82,15 @@ def build_table_tab(ctx: AppContext, bar: FilterBar) -> TableTab:
         return gr.update(value=str(out), visible=True)
 
     outputs = [grid, status, page]
+    inputs = [columns, *bar.inputs]
     for widget in bar.inputs:
         widget.change(
-            on_filter, bar.inputs, outputs, trigger_mode="always_last", api_visibility=PRIVATE
+            on_filter, inputs, outputs, trigger_mode="always_last", api_visibility=PRIVATE
         )
+    columns.change(
+        on_columns, [page, *inputs], outputs, trigger_mode="always_last", api_visibility=PRIVATE
+    )
     csv_btn.click(csv_file, bar.inputs, csv_out, api_visibility=PRIVATE)
-    prev_btn.click(on_prev, [page, *bar.inputs], outputs, api_visibility=PRIVATE)
-    next_btn.click(on_next, [page, *bar.inputs], outputs, api_visibility=PRIVATE)
-    return TableTab(grid, status, page, reload_btn)
+    prev_btn.click(on_prev, [page, *inputs], outputs, api_visibility=PRIVATE)
+    next_btn.click(on_next, [page, *inputs], outputs, api_visibility=PRIVATE)
+    return TableTab(grid, status, page, reload_btn, columns)
