@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import resource
 import subprocess
 import sys
 import tempfile
@@ -84,8 +85,8 @@ class Caller:
         self.client.predict(
             model="meta-llama/Llama-3.1-8B-Instruct",
             gpu=r.choice(["H100-SXM5-80GB", "B200"]),
-            batch_size=r.choice([1, 8, 32, 64, 128, 256]),
-            input_tokens=r.choice([128, 512, 2048]),
+            batch_size=r.choice([1, 8, 32, 64, 128]),  # all fit in one GPU's memory
+            input_tokens=r.choice([128, 512, 1024]),
             output_tokens=r.choice([128, 512, 1024]),
             api_name="/estimate",
         )
@@ -189,10 +190,13 @@ def main() -> None:
     if not (args.reference / "mlenergy-leaderboard").is_dir():
         sys.exit(f"error: no mlenergy-leaderboard/ in {args.reference}. Pass --reference DIR")
     procs = max(1, min(args.procs, args.clients))
+    pids: list[int] = []
     with tempfile.TemporaryDirectory(prefix="mlenergy-load-") as tmp:
         data_dir = Path(tmp) / "data"
         seed_store(args.reference, data_dir)
-        with serve_leaderboard(data_dir, log_path=Path(tmp) / "server.log") as url:
+        log = Path(tmp) / "server.log"
+        with serve_leaderboard(data_dir, log_path=log, on_start=pids.append) as url:
+            server_cpu_start = cpu_seconds(pids[0])
             print(f"serving {url} (reference data); {args.clients} clients in {procs} process(es)"
                   f" for {args.duration:g} s, at most {args.max_requests} calls")  # fmt: skip
             share = [args.clients // procs + (i < args.clients % procs) for i in range(procs)]
@@ -204,7 +208,21 @@ def main() -> None:
                 ]
                 results = [r for f in futures for r in f.result()]
             elapsed = time.monotonic() - start
+            server_cpu = cpu_seconds(pids[0]) - server_cpu_start
     report(results, min(elapsed, args.duration) if results else elapsed, args.clients)
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # the load processes (and seeding)
+    print(
+        f"CPU: server {server_cpu:.1f} s ({server_cpu / max(1, len(results)) * 1000:.0f} ms per "
+        f"call), load generator and seeding {usage.ru_utime + usage.ru_stime:.1f} s, over "
+        f"{elapsed:.0f} s on {os.cpu_count()} cores (load average now "
+        f"{os.getloadavg()[0]:.1f})"
+    )
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds used so far by process ``pid`` (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 if __name__ == "__main__":

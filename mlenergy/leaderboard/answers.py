@@ -167,10 +167,24 @@ def compare_view(
     return render_frame(table, "lb-compare"), plots.compare_bars(table), note
 
 
+def provenance_data(ctx: AppContext, run_id: str) -> dict | None:
+    """A run's provenance as JSON data (memoised; ``None`` for an unknown run)."""
+
+    def _build() -> dict | None:
+        record = ctx.data.get_run(run_id or "")
+        return None if record is None else views.run_provenance(record)
+
+    return ctx.data.memo(("provenance", run_id or ""), _build)
+
+
 def provenance(ctx: AppContext, run_id: str) -> tuple[dict | None, go.Figure]:
     """A run's provenance as JSON data and its power timeline (``None`` and an empty figure)."""
-    record = ctx.data.get_run(run_id or "")
-    if record is None:
-        return None, plots.power_timeline(None)
-    figure = plots.power_timeline(record.power_timeline, f"Power timeline of {record.run_id}")
-    return views.run_provenance(record), figure
+
+    def _figure() -> go.Figure:
+        record = ctx.data.get_run(run_id or "")
+        if record is None:
+            return plots.power_timeline(None)
+        return plots.power_timeline(record.power_timeline, f"Power timeline of {record.run_id}")
+
+    figure = ctx.data.memo(("timeline", run_id or ""), _figure)
+    return provenance_data(ctx, run_id), figure

@@ -183,7 +183,7 @@ def _register_views(ctx: AppContext) -> None:
         record = ctx.data.get_run(run_id or "")
         if record is None:
             raise gr.Error(f"run_id {run_id!r} is not in the store; see /model_detail")
-        data, _ = answers.provenance(ctx, run_id)
+        data = dict(answers.provenance_data(ctx, run_id) or {})
         timeline = record.power_timeline
         data["power_timeline"] = None if timeline is None else {
             "t_s": list(timeline.t_s), "power_w": list(timeline.power_w),

@@ -28,6 +28,9 @@ _T = TypeVar("_T")
 MEMO_SIZE = 512
 """Answers kept per snapshot (least recently used dropped first)."""
 
+BULK_RECORDS = 20_000
+"""Stores with at most this many runs are read whole on the first provenance request."""
+
 Signature = tuple[tuple[str, int, int], ...]
 
 
@@ -145,10 +148,21 @@ class LeaderboardData:
         return value
 
     def get_run(self, run_id: str) -> RunRecord | None:
-        """The full record of one run (provenance, power timeline), or ``None``."""
+        """The full record of one run (provenance, power timeline), or ``None``.
+
+        A store of at most :data:`BULK_RECORDS` runs is read whole on the first call (one
+        query instead of one per run); a larger one is read run by run (memoised).
+        """
         if self.data_dir is None or not run_id:
             return None
+        if len(self.runs) <= BULK_RECORDS:
+            return self.memo(("all-runs",), self._read_all).get(run_id)
         return self.memo(("run", run_id), lambda: self._read_run(run_id))
+
+    def _read_all(self) -> dict[str, RunRecord]:
+        from mlenergy.store import RunStore
+
+        return {r.run_id: r for r in RunStore(self.data_dir).runs()}
 
     def _read_run(self, run_id: str) -> RunRecord | None:
         from mlenergy.errors import UserError
