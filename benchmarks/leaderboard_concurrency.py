@@ -8,12 +8,14 @@ Usage::
 Seeds a temporary store with ML.ENERGY's reference measurements (``mlenergy leaderboard
 import-reference``), serves it with ``mlenergy leaderboard`` on 127.0.0.1 (loopback only) and
 runs the clients in ``--procs`` processes of threads. Each client loops, picking at random: a
-page load (``GET /`` and ``GET /config``, what a browser fetches first), ``/leaderboard_table``
-with random filters and sort, ``/estimate``, ``/plot``, a model detail (``/model_detail`` then
-``/provenance``) and, rarely, ``/reload``, all through ``gradio_client``. It stops after
-``--duration`` seconds or ``--max-requests`` calls, whichever comes first, and prints
-throughput, p50/p95/p99 latency per call kind and the errors. Goal: no error and every p95
-under 1 s. The load generator runs on the same machine as the server and shares its cores.
+page load (``GET /`` and ``GET /config`` on a new connection, what a new visitor's browser
+fetches first), ``/leaderboard_table`` with random filters and sort, ``/estimate``, ``/plot``,
+``/model_detail``, ``/provenance`` and, rarely, ``/reload``, all through ``gradio_client``.
+With ``--workers N`` it serves N processes and spreads the clients over them, as a sticky load
+balancer would. It stops after ``--duration`` seconds or ``--max-requests`` calls, whichever
+comes first, and prints throughput, p50/p95/p99 latency per call kind, the errors, and the CPU
+time of the server and of the load generator. Goal: no error and every p95 under 1 s. The load
+generator runs on the same machine as the server and shares its cores.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import threading
 import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import ExitStack
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -36,8 +39,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 from mlenergy.testing.server import serve_leaderboard
 
 ROOT = Path(__file__).resolve().parents[1]
-KINDS = ("page", "table", "estimate", "plot", "detail", "reload")
-WEIGHTS = (0.20, 0.40, 0.15, 0.12, 0.12, 0.01)
+KINDS = ("page", "table", "estimate", "plot", "detail", "provenance", "reload")
+WEIGHTS = (0.20, 0.40, 0.14, 0.12, 0.07, 0.06, 0.01)
 GOAL_P95_S = 1.0
 
 
@@ -52,20 +55,21 @@ class Caller:
     """One simulated visitor: a gradio_client Client and the choices it draws from."""
 
     def __init__(self, url: str, choices: dict, runs: list[str], rng: random.Random) -> None:
-        import httpx
         from gradio_client import Client
 
         self.url, self.choices, self.runs, self.rng = url, choices, runs, rng
-        self.client = Client(url, verbose=False)
-        self.http = httpx.Client(timeout=60)
+        self.client = Client(url, verbose=False, ssl_verify=False)  # loopback HTTP: no CA load
 
     def call(self, kind: str) -> None:
         """Make one call of ``kind``; raise on any failure."""
         getattr(self, f"_{kind}")()
 
     def _page(self) -> None:
-        for path in ("", "config"):
-            self.http.get(self.url + path).raise_for_status()
+        import httpx
+
+        with httpx.Client(timeout=60, verify=False) as http:  # a new visitor: a new connection
+            for path in ("", "config"):
+                http.get(self.url + path).raise_for_status()
 
     def _table(self) -> None:
         ch, r = self.choices, self.rng
@@ -99,9 +103,10 @@ class Caller:
 
     def _detail(self) -> None:
         model = self.rng.choice(self.choices["model_id"])
-        rows = self.client.predict(model_id=model, api_name="/model_detail")["rows"]
-        run_id = self.rng.choice(rows)["run_id"] if rows else self.rng.choice(self.runs)
-        self.client.predict(run_id=run_id, api_name="/provenance")
+        self.client.predict(model_id=model, api_name="/model_detail")
+
+    def _provenance(self) -> None:
+        self.client.predict(run_id=self.rng.choice(self.runs), api_name="/provenance")
 
     def _reload(self) -> None:
         self.client.predict(api_name="/reload")
@@ -124,17 +129,23 @@ def client_loop(caller: Caller, stop_at: float, budget: list, out: list, lock) -
             out.append((kind, time.perf_counter() - start, line))
 
 
-def run_process(url: str, clients: int, duration_s: float, max_requests: int, seed: int) -> list:
-    """One load process: ``clients`` threads; returns ``(kind, seconds, error)`` per call."""
+def run_process(
+    urls: list[str], clients: int, duration_s: float, max_requests: int, seed: int, first: int
+) -> list:
+    """One load process: ``clients`` threads; returns ``(kind, seconds, error)`` per call.
+
+    Client ``first + i`` talks to ``urls[(first + i) % len(urls)]`` (as a sticky balancer would).
+    """
     from gradio_client import Client
 
-    setup = Client(url, verbose=False)
+    setup = Client(urls[0], verbose=False)
     choices = setup.predict(api_name="/filter_choices")
-    runs = [
-        r["run_id"]
-        for r in setup.predict(task="all", page_size=200, api_name="/leaderboard_table")["rows"]
+    table = setup.predict(task="all", best=False, page_size=1000, api_name="/leaderboard_table")
+    runs = [r["run_id"] for r in table["rows"]]
+    callers = [
+        Caller(urls[(first + i) % len(urls)], choices, runs, random.Random(seed * 1000 + i))
+        for i in range(clients)
     ]
-    callers = [Caller(url, choices, runs, random.Random(seed * 1000 + i)) for i in range(clients)]
     out: list = []
     budget, lock = [max_requests], threading.Lock()
     stop_at = time.monotonic() + duration_s
@@ -185,30 +196,27 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=60.0, help="seconds of load")
     parser.add_argument("--max-requests", type=int, default=20_000, help="calls in all")
     parser.add_argument("--procs", type=int, default=2, help="load-generating processes")
+    parser.add_argument(
+        "--workers", type=int, default=1, help="server processes (client i uses worker i mod N)"
+    )
     parser.add_argument("--reference", type=Path, default=ROOT.parent / "shared" / "reference")
     args = parser.parse_args()
     if not (args.reference / "mlenergy-leaderboard").is_dir():
         sys.exit(f"error: no mlenergy-leaderboard/ in {args.reference}. Pass --reference DIR")
-    procs = max(1, min(args.procs, args.clients))
-    pids: list[int] = []
     with tempfile.TemporaryDirectory(prefix="mlenergy-load-") as tmp:
         data_dir = Path(tmp) / "data"
         seed_store(args.reference, data_dir)
-        log = Path(tmp) / "server.log"
-        with serve_leaderboard(data_dir, log_path=log, on_start=pids.append) as url:
-            server_cpu_start = cpu_seconds(pids[0])
-            print(f"serving {url} (reference data); {args.clients} clients in {procs} process(es)"
-                  f" for {args.duration:g} s, at most {args.max_requests} calls")  # fmt: skip
-            share = [args.clients // procs + (i < args.clients % procs) for i in range(procs)]
-            start = time.monotonic()
-            with ProcessPoolExecutor(procs) as pool:
-                futures = [
-                    pool.submit(run_process, url, n, args.duration, args.max_requests // procs, i)
-                    for i, n in enumerate(share)
-                ]
-                results = [r for f in futures for r in f.result()]
-            elapsed = time.monotonic() - start
-            server_cpu = cpu_seconds(pids[0]) - server_cpu_start
+        pids: list[int] = []
+        with ExitStack() as stack:
+            urls = [
+                stack.enter_context(
+                    serve_leaderboard(
+                        data_dir, log_path=Path(tmp) / f"server-{i}.log", on_start=pids.append
+                    )
+                )
+                for i in range(max(1, args.workers))
+            ]
+            results, elapsed, server_cpu = load(urls, pids, args)
     report(results, min(elapsed, args.duration) if results else elapsed, args.clients)
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # the load processes (and seeding)
     print(
@@ -217,6 +225,26 @@ def main() -> None:
         f"{elapsed:.0f} s on {os.cpu_count()} cores (load average now "
         f"{os.getloadavg()[0]:.1f})"
     )
+
+
+def load(urls: list[str], pids: list[int], args) -> tuple[list, float, float]:
+    """Run the clients against ``urls``; return the calls, the seconds and the server CPU s."""
+    procs = max(1, min(args.procs, args.clients))
+    print(f"serving {', '.join(urls)} (reference data); {args.clients} clients in {procs} "
+          f"process(es) for {args.duration:g} s, at most {args.max_requests} calls")  # fmt: skip
+    share = [args.clients // procs + (i < args.clients % procs) for i in range(procs)]
+    cpu_start = sum(cpu_seconds(pid) for pid in pids)
+    start = time.monotonic()
+    with ProcessPoolExecutor(procs) as pool:
+        futures = [
+            pool.submit(
+                run_process, urls, n, args.duration, args.max_requests // procs, i, sum(share[:i])
+            )
+            for i, n in enumerate(share)
+        ]
+        results = [r for f in futures for r in f.result()]
+    elapsed = time.monotonic() - start
+    return results, elapsed, sum(cpu_seconds(pid) for pid in pids) - cpu_start
 
 
 def cpu_seconds(pid: int) -> float:

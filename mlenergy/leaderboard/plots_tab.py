@@ -1,6 +1,6 @@
 """The Plots tab: energy against quality or latency (Pareto frontier), efficiency by hardware.
 
-The figure is drawn when the app opens and redrawn on every change of the filter bar or of
+The figure is drawn when the tab is opened and redrawn on every change of the filter bar or of
 the figure picker; with *Best configuration* ticked it shows the table's rows, and its
 subtitle says which rows it shows.
 """
@@ -16,17 +16,15 @@ from mlenergy.leaderboard.table_tab import PRIVATE
 
 
 def build_plots_tab(ctx: AppContext, bar: FilterBar) -> gr.Plot:
-    """Lay out the Plots tab and wire it to the filter bar; return its figure."""
+    """Lay out the Plots tab and wire it to the filter bar; return its figure.
+
+    The figure is drawn when the tab is opened (not sent with the page, which keeps every
+    page load light) and redrawn on each change of the filters or the figure picker.
+    """
     default = answers.PLOTS[1]
-    first = answers.plot_figure(
-        ctx,
-        default,
-        ctx.default_quality,
-        widget_query(tuple(w.value for w in bar.filters), ctx.limits),
-    )
-    with gr.Tab("Plots", id="tab-plots"):
+    with gr.Tab("Plots", id="tab-plots") as tab:
         kind = gr.Radio(list(answers.PLOTS), value=default, label="Plot", elem_id="plot-kind")
-        figure = gr.Plot(first, elem_id="plot-figure")
+        figure = gr.Plot(elem_id="plot-figure")
 
     def draw(plot_kind, quality_key, *values):
         q = widget_query(values, ctx.limits)
@@ -36,4 +34,5 @@ def build_plots_tab(ctx: AppContext, bar: FilterBar) -> gr.Plot:
         widget.change(
             draw, [kind, *bar.inputs], figure, trigger_mode="always_last", api_visibility=PRIVATE
         )
+    tab.select(draw, [kind, *bar.inputs], figure, api_visibility=PRIVATE)
     return figure
