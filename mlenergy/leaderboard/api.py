@@ -77,6 +77,21 @@ def _query(ctx: AppContext, task: str | None, **values) -> lb.TableQuery:
     )
 
 
+def _table_answer(ctx: AppContext, quality: str | None, q: lb.TableQuery) -> dict:
+    """The ``/leaderboard_table`` answer: one page of rows as data, and the paging."""
+    res = answers.table_result(ctx, quality, q)
+    columns = [c.name for c in lb.COLUMNS]
+    return {
+        "task": q.task,
+        "quality": quality,
+        "total": res.total,
+        "page": res.page,
+        "pages": res.pages,
+        "columns": columns,
+        "rows": rows_data(res.page_rows, columns),
+    }
+
+
 def register_api(ctx: AppContext) -> None:
     """Declare the named endpoints inside the current ``gr.Blocks``."""
     _register_table(ctx)
@@ -124,17 +139,7 @@ def _register_table(ctx: AppContext) -> None:
             max_energy_per_token_j=max_energy_per_token_j, best=best, sort_by=sort_by,
             descending=descending, page=page, page_size=page_size,
         )  # fmt: skip
-        res = answers.table_result(ctx, quality, q)
-        columns = [c.name for c in lb.COLUMNS]
-        return {
-            "task": task,
-            "quality": quality,
-            "total": res.total,
-            "page": res.page,
-            "pages": res.pages,
-            "columns": columns,
-            "rows": rows_data(res.page_rows, columns),
-        }
+        return ctx.data.memo(("api-table", quality, q), lambda: _table_answer(ctx, quality, q))
 
     def filter_choices() -> dict:
         """The values each filter takes in the store, and the quality figures."""

@@ -36,12 +36,12 @@ def build_compare_tab(ctx: AppContext, bar: FilterBar) -> gr.Dropdown:
         table, figure, note = answers.compare_view(ctx, list(models or []), quality_key or None, q)
         return table, figure, html.escape(note)  # model names are text, never markup
 
-    for widget in [pick, *bar.inputs]:
-        widget.change(
-            show_compare,
-            [pick, *bar.inputs],
-            [table, figure, note],
-            trigger_mode="always_last",
-            api_visibility=PRIVATE,
-        )
+    gr.on(
+        [w.change for w in [pick, *bar.inputs]],
+        show_compare,
+        [pick, *bar.inputs],
+        [table, figure, note],
+        trigger_mode="always_last",
+        api_visibility=PRIVATE,
+    )
     return pick

@@ -207,8 +207,11 @@ def build_estimate_tab() -> None:
         figure = gr.Plot(elem_id="est-plot")
     inputs = [model, upload, gpu, gpus, batch, tokens_in, tokens_out, prec, clock]
     button.click(run_estimate, inputs, [text, figure], api_visibility=PRIVATE)
-    for widget in inputs:
-        widget.change(
-            run_estimate, inputs, [text, figure], trigger_mode="always_last",
-            api_visibility=PRIVATE,
-        )  # fmt: skip
+    gr.on(
+        [w.change for w in inputs],
+        run_estimate,
+        inputs,
+        [text, figure],
+        trigger_mode="always_last",
+        api_visibility=PRIVATE,
+    )

@@ -30,9 +30,12 @@ def build_plots_tab(ctx: AppContext, bar: FilterBar) -> gr.Plot:
         q = widget_query(values, ctx.limits)
         return answers.plot_figure(ctx, plot_kind or default, quality_key or None, q)
 
-    for widget in [kind, *bar.inputs]:
-        widget.change(
-            draw, [kind, *bar.inputs], figure, trigger_mode="always_last", api_visibility=PRIVATE
-        )
-    tab.select(draw, [kind, *bar.inputs], figure, api_visibility=PRIVATE)
+    gr.on(
+        [tab.select, *(w.change for w in [kind, *bar.inputs])],
+        draw,
+        [kind, *bar.inputs],
+        figure,
+        trigger_mode="always_last",
+        api_visibility=PRIVATE,
+    )
     return figure
