@@ -277,7 +277,7 @@ def test_task_must_be_known_or_declared_new(queue, factory):
     other = _with_task(factory.make_run(seed=66), "tool-use")
     entry = queue.submit(as_bundle([dump(other)]), new_tasks=["tool-use"])  # --new-task
     assert entry.submission.new_tasks == ("tool-use",)
-    with pytest.raises(ValidationFailed, match="bundle.new_tasks: 'Bad Task!'"):
+    with pytest.raises(ValidationFailed, match=r"bundle\.new_tasks: 'Bad Task!'"):
         queue.submit(as_bundle([dump(factory.make_run(seed=67))]), new_tasks=["Bad Task!"])
 
 
@@ -297,8 +297,8 @@ def test_same_measurement_under_other_model_ids_is_a_duplicate(queue, factory):
     assert queue.list() == []
     # one at a time: the second is caught against the pending queue, then against the store
     first = queue.submit(as_bundle(copies[:1]))
-    with pytest.raises(ValidationFailed, match="same measurement .* as run .* of pending"):
+    with pytest.raises(ValidationFailed, match=r"same measurement .* as run .* of pending"):
         queue.submit(as_bundle(copies[1:2]))
     queue.approve(first.submission_id)
-    with pytest.raises(ValidationFailed, match="same measurement .* as stored run"):
+    with pytest.raises(ValidationFailed, match=r"same measurement .* as stored run"):
         queue.submit(as_bundle(copies[2:3]))
