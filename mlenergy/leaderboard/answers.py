@@ -25,10 +25,29 @@ PLOT_NAMES = {"quality": PLOTS[0], "latency": PLOTS[1], "hardware": PLOTS[2]}
 """Short API names of :data:`PLOTS`."""
 
 
+TABLE_FRAME_COLUMNS = (
+    *(c.name for c in lb.COLUMNS),
+    *plots.PLOT_COLUMNS,
+    *("_group", "_search", "quality_link", "arch_kind", "source_kind", "dtype", "task"),
+)
+"""The columns table pages, CSV files and plots read: a page copies only these."""
+
+
+def table_frame(ctx: AppContext, quality_key: str | None) -> pd.DataFrame:
+    """The prepared runs narrowed to :data:`TABLE_FRAME_COLUMNS` (memoised per figure)."""
+
+    def _narrow() -> pd.DataFrame:
+        frame = ctx.frame(quality_key)
+        cols = list(dict.fromkeys(c for c in TABLE_FRAME_COLUMNS if c in frame.columns))
+        return frame[cols]
+
+    return ctx.data.memo(("table-frame", quality_key or None), _narrow)
+
+
 def table_result(ctx: AppContext, quality_key: str | None, q: lb.TableQuery) -> lb.TableResult:
     """One table request over the snapshot (memoised)."""
     key = ("table", quality_key or None, q)
-    return ctx.data.memo(key, lambda: lb.query_table(ctx.frame(quality_key), q))
+    return ctx.data.memo(key, lambda: lb.query_table(table_frame(ctx, quality_key), q))
 
 
 def table_status(ctx: AppContext, res: lb.TableResult) -> str:
@@ -75,7 +94,7 @@ def plot_rows(ctx: AppContext, quality_key: str | None, q: lb.TableQuery) -> pd.
     """The rows a plot draws: the table's rows (every page) when ``best_only``, else all."""
     if q.best_only:
         return table_result(ctx, quality_key, replace(q, page=1)).rows
-    return lb.filter_runs(ctx.frame(quality_key), q)
+    return lb.filter_runs(table_frame(ctx, quality_key), q)
 
 
 def plot_figure(ctx: AppContext, kind: str, quality_key: str | None, q: lb.TableQuery) -> go.Figure:

@@ -15,6 +15,7 @@ from importlib import resources
 from pathlib import Path
 
 import gradio as gr
+from starlette.middleware import Middleware
 
 from mlenergy.leaderboard.about_tab import build_about_tab
 from mlenergy.leaderboard.api import register_api
@@ -23,6 +24,7 @@ from mlenergy.leaderboard.context import AppContext
 from mlenergy.leaderboard.detail_tab import build_detail_tab
 from mlenergy.leaderboard.estimate_tab import build_estimate_tab
 from mlenergy.leaderboard.filters import build_filter_bar
+from mlenergy.leaderboard.page_cache import PageCache
 from mlenergy.leaderboard.plots_tab import build_plots_tab
 from mlenergy.leaderboard.submit_tab import build_submit_tab
 from mlenergy.leaderboard.table_tab import PRIVATE, TableTab, build_table_tab
@@ -116,6 +118,7 @@ def launch(demo: gr.Blocks, host: str = "127.0.0.1", port: int = 7860, block: bo
         footer_links=[],
         ssr_mode=False,
         max_file_size="20mb",
+        app_kwargs={"middleware": [Middleware(PageCache)]},
     )
 
 
