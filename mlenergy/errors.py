@@ -7,6 +7,8 @@ and keeps its traceback. This module imports nothing else of mlenergy.
 
 from __future__ import annotations
 
+import re
+
 
 class UserError(Exception):
     """Bad input from the user: what was wrong and how to fix it.
@@ -33,8 +35,15 @@ class StoreError(UserError):
     """The data store cannot be read or written (unwritable folder, corrupted file)."""
 
 
+_FIELD_PROBLEM = re.compile(r"^(?:line \d+|[\w\[\]]+)(?:\.[A-Za-z_][\w\[\]]*)+: ")
+"""A problem that names a field: ``runs[0].workload.batch_size: must be positive``."""
+
+
 class ValidationFailed(UserError):
     """A submission or record failed validation; ``problems`` lists every reason.
+
+    The hint says "Fix the listed fields" only when a problem names a field
+    (``where.field: ...``); otherwise it asks to fix the problems listed.
 
     Args:
         problems: One human-readable line per failed rule.
@@ -42,9 +51,12 @@ class ValidationFailed(UserError):
 
     def __init__(self, problems: list[str]) -> None:
         self.problems = list(problems)
+        names_field = any(_FIELD_PROBLEM.match(p) for p in self.problems)
         super().__init__(
             f"{len(self.problems)} validation problem(s): " + "; ".join(self.problems),
-            "Fix the problems listed and submit again",
+            "Fix the listed fields and submit again"
+            if names_field
+            else "Fix the problems listed and submit again",
         )
 
     @property

@@ -33,8 +33,9 @@ def serve(
     from mlenergy.leaderboard import app as module
 
     data = resolve_data_dir(data_dir)
+    demo = module.build_app(data)  # a damaged store fails here, before any URL is printed
     typer.echo(f"leaderboard: http://{host}:{port}  (store: {data})")
-    module.launch(module.build_app(data), host=host, port=port)
+    module.launch(demo, host=host, port=port)
 
 
 @leaderboard_app.command("import-reference")

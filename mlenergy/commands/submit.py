@@ -32,6 +32,14 @@ def submit(
             "Submission file it must match the submitter named in the file)."
         ),
     ] = None,
+    new_task: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--new-task",
+            help="Declare a task label the leaderboard does not know yet (repeatable); a "
+            "Submission file may list them in its new_tasks field instead.",
+        ),
+    ] = None,
     data_dir: DataDirOption = None,
 ) -> None:
     """Validate a result bundle and queue it for approval (every problem is listed)."""
@@ -40,7 +48,9 @@ def submit(
 
     if not bundle.is_file():
         raise UserError(f"bundle {bundle} does not exist", "pass the path of a results file")
-    entry = _queue(data_dir).submit(bundle, submitter=submitter)  # the CLI lists problems
+    entry = _queue(data_dir).submit(
+        bundle, submitter=submitter, new_tasks=new_task or ()
+    )  # the CLI lists the problems of a ValidationFailed, one per line
     sub = entry.submission
     typer.echo(
         f"queued {entry.submission_id}: {len(sub.runs)} run(s), {len(sub.quality)} quality "

@@ -3,7 +3,11 @@
 Modules:
     query: filter, best configuration per model x hardware, sort and page (no Gradio).
     columns, arch, views, plots, html: what the table shows, derived views, figures, rendering.
-    data: the cached store snapshot the app serves.
-    estimate_tab, submit_tab: the Estimator and Submit tabs' logic.
-    app: the Gradio UI (``build_app``, ``launch``).
+    data: the cached store snapshot the app serves (memoised answers per snapshot).
+    context, answers: the app's shared state and the answers both the UI and the API give.
+    filters, table_tab, plots_tab, detail_tab, compare_tab, estimate_tab, submit_tab,
+    about_tab: one builder per part of the page.
+    api: the named endpoints for programs (``gradio_client``).
+    page_cache: the page itself served from memory after the first request.
+    app: ``build_app``, ``launch`` and the Space entry point ``main``.
 """

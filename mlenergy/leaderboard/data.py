@@ -2,21 +2,54 @@
 
 ``LeaderboardData.load(data_dir)`` reads the store's flat run and quality frames; table,
 plot and detail requests then run on the in-memory frames (pandas), so a filter or sort over
-100,000 runs is answered without touching disk. :meth:`LeaderboardData.reload` re-reads the
-store after an approved submission.
+100,000 runs is answered without touching disk. Answers that depend only on the snapshot
+(a table page, a figure, a run's record) are memoised per snapshot with :meth:`memo`.
+:meth:`LeaderboardData.reload` re-reads the store only when its segment files changed.
 """
 
 from __future__ import annotations
 
+import os
 import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import pandas as pd
 
 from mlenergy.leaderboard.query import prepare_runs
 from mlenergy.leaderboard.views import attach_quality, quality_frame, quality_keys
 from mlenergy.records import RunRecord
+
+_T = TypeVar("_T")
+
+MEMO_SIZE = 512
+"""Answers kept per snapshot (least recently used dropped first)."""
+
+BULK_RECORDS = 20_000
+"""Stores with at most this many runs are read whole on the first provenance request."""
+
+Signature = tuple[tuple[str, int, int], ...]
+
+
+def store_signature(data_dir: Path) -> Signature:
+    """Name, size and modification time (ns) of each file in the store's results folder.
+
+    Hidden files (the lock, temporary files) are left out; a missing folder gives ``()``.
+    """
+    try:
+        entries = list(os.scandir(Path(data_dir) / "results"))
+    except (FileNotFoundError, NotADirectoryError):
+        return ()
+    out = []
+    for entry in entries:
+        if entry.name.startswith(".") or not entry.is_file():
+            continue
+        st = entry.stat()
+        out.append((entry.name, st.st_size, st.st_mtime_ns))
+    return tuple(sorted(out))
 
 
 @dataclass
@@ -28,13 +61,17 @@ class LeaderboardData:
         runs: Prepared runs (see :func:`mlenergy.leaderboard.query.prepare_runs`).
         quality: Normalised quality results (see
             :func:`mlenergy.leaderboard.views.quality_frame`).
+        signature: The store files the frames were read from (see :func:`store_signature`).
     """
 
     data_dir: Path | None
     runs: pd.DataFrame
     quality: pd.DataFrame
+    signature: Signature = ()
     _by_key: dict[str | None, pd.DataFrame] = field(default_factory=dict, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _memo: OrderedDict = field(default_factory=OrderedDict, repr=False)
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+    _reload_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
     def from_frames(
@@ -53,17 +90,30 @@ class LeaderboardData:
         """
         from mlenergy.store import RunStore
 
+        signature = store_signature(Path(data_dir))
         store = RunStore(data_dir)
-        return cls.from_frames(store.runs_frame(), store.quality_frame(), Path(data_dir))
+        data = cls.from_frames(store.runs_frame(), store.quality_frame(), Path(data_dir))
+        data.signature = signature
+        return data
 
-    def reload(self) -> None:
-        """Re-read the store (after new runs were approved); no-op without a store."""
+    def reload(self) -> bool:
+        """Re-read the store if its files changed since the last read.
+
+        Returns:
+            Whether new frames were loaded (``False`` without a store or when unchanged).
+        """
         if self.data_dir is None:
-            return
-        fresh = LeaderboardData.load(self.data_dir)
-        with self._lock:
-            self.runs, self.quality = fresh.runs, fresh.quality
-            self._by_key.clear()
+            return False
+        with self._reload_lock:  # one reader at a time; the others see its result
+            if store_signature(self.data_dir) == self.signature:
+                return False
+            fresh = LeaderboardData.load(self.data_dir)
+            with self._lock:
+                self.runs, self.quality = fresh.runs, fresh.quality
+                self.signature = fresh.signature
+                self._by_key.clear()
+                self._memo.clear()
+        return True
 
     def quality_keys(self) -> list[str]:
         """Quality figures available for the quality picker."""
@@ -78,10 +128,43 @@ class LeaderboardData:
                 self._by_key[quality_key] = cached
             return cached
 
+    def memo(self, key: Hashable, compute: Callable[[], _T]) -> _T:
+        """Return the answer stored under ``key`` for this snapshot, computing it once.
+
+        ``compute`` runs outside the lock (two threads may compute the same answer once
+        each; both get an equal one). Answers must not be mutated by callers.
+        """
+        with self._lock:
+            if key in self._memo:
+                self._memo.move_to_end(key)
+                return self._memo[key]
+            signature = self.signature
+        value = compute()
+        with self._lock:
+            if self.signature == signature:
+                self._memo[key] = value
+                while len(self._memo) > MEMO_SIZE:
+                    self._memo.popitem(last=False)
+        return value
+
     def get_run(self, run_id: str) -> RunRecord | None:
-        """The full record of one run (provenance, power timeline), or ``None``."""
+        """The full record of one run (provenance, power timeline), or ``None``.
+
+        A store of at most :data:`BULK_RECORDS` runs is read whole on the first call (one
+        query instead of one per run); a larger one is read run by run (memoised).
+        """
         if self.data_dir is None or not run_id:
             return None
+        if len(self.runs) <= BULK_RECORDS:
+            return self.memo(("all-runs",), self._read_all).get(run_id)
+        return self.memo(("run", run_id), lambda: self._read_run(run_id))
+
+    def _read_all(self) -> dict[str, RunRecord]:
+        from mlenergy.store import RunStore
+
+        return {r.run_id: r for r in RunStore(self.data_dir).runs()}
+
+    def _read_run(self, run_id: str) -> RunRecord | None:
         from mlenergy.errors import UserError
         from mlenergy.store import RunStore
 

@@ -30,6 +30,8 @@ _HOVER = (
 
 
 _CUSTOM = ["model_id", "hardware", "accelerator_count", "dtype", "energy_source", "arch_kind"]
+PLOT_COLUMNS = (*_CUSTOM, "source_kind", "energy_per_token_j", "itl_ms", "quality", "tokens_per_j")
+"""The prepared-run columns the scatter and box plots read."""
 SYMBOLS = {
     "measured": "circle",
     "modelled": "square",

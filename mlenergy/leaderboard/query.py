@@ -308,11 +308,20 @@ def best_configs(
 
 
 def _sort_positions(
-    df: pd.DataFrame, positions: np.ndarray, by: str, descending: bool
+    df: pd.DataFrame,
+    positions: np.ndarray,
+    by: str,
+    descending: bool,
+    counts: np.ndarray | None = None,
 ) -> np.ndarray:
+    """Order of ``positions`` sorted on ``by`` (``n_configs``: on ``counts``, when given)."""
     if by not in SORTABLE:
         raise KeyError(f"cannot sort on {by!r}; choose one of {', '.join(SORTABLE)}")
-    col = df[by].iloc[positions].reset_index(drop=True)
+    if by == "n_configs" and by not in df.columns:
+        values = counts if counts is not None else np.ones(len(positions), dtype=int)
+        col = pd.Series(values)
+    else:
+        col = df[by].iloc[positions].reset_index(drop=True)
     order = col.sort_values(
         ascending=not descending, kind="stable", na_position="last"
     ).index.to_numpy()
@@ -349,7 +358,7 @@ def query_table(df: pd.DataFrame, q: TableQuery) -> TableResult:
         positions = positions[idx]
     else:
         counts = np.ones(len(positions), dtype=int)
-    order = _sort_positions(df, positions, q.sort_by, q.descending)
+    order = _sort_positions(df, positions, q.sort_by, q.descending, counts)
     positions, counts = positions[order], counts[order]
     total = len(positions)
     size = max(1, int(q.page_size))

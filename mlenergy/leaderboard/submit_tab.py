@@ -1,4 +1,4 @@
-"""The leaderboard's submission form (validate, queue) and its About page text.
+"""The Submit tab: upload a result bundle, see every problem at once, or queue it for review.
 
 Validation and the pending queue belong to the store (:mod:`mlenergy.store.submissions`);
 this module only turns their answers into escaped HTML for the app.
@@ -9,13 +9,18 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+import gradio as gr
+
 from mlenergy.errors import UserError, ValidationFailed
 from mlenergy.estimate.catalog import catalog_tdp_w
 from mlenergy.leaderboard.html import render_problems
 
 
 def submit_bundle(
-    path: str | Path | None, data_dir: str | Path, submitter: str | None = None
+    path: str | Path | None,
+    data_dir: str | Path,
+    submitter: str | None = None,
+    new_tasks: str | None = None,
 ) -> tuple[str, bool]:
     """Validate an uploaded bundle and queue it in ``data_dir/submissions/pending/``.
 
@@ -23,6 +28,7 @@ def submit_bundle(
         path: The uploaded file (``None`` when nothing was uploaded).
         data_dir: The store folder.
         submitter: Submitter name, needed when the bundle holds bare records.
+        new_tasks: Task labels declared new, comma-separated (see ``--new-task``).
 
     Returns:
         ``(html, accepted)``: an escaped list of every problem, or the pending id.
@@ -33,7 +39,10 @@ def submit_bundle(
 
     queue = SubmissionQueue(data_dir, tdp_lookup=catalog_tdp_w)
     try:
-        entry = queue.submit(Path(path), submitter=(submitter or "").strip() or None)
+        declared = [t.strip() for t in (new_tasks or "").split(",") if t.strip()]
+        entry = queue.submit(
+            Path(path), submitter=(submitter or "").strip() or None, new_tasks=declared
+        )
     except ValidationFailed as exc:
         return render_problems(
             exc.problems, f"{len(exc.problems)} problem(s): nothing was queued"
@@ -50,50 +59,32 @@ def submit_bundle(
     )
 
 
-ABOUT_MARKDOWN = """
-## What this leaderboard shows
-
-**One row per model x hardware x task**: the configuration (GPU count, parallelism, batch size or
-`max_num_seqs`, precision) with the **lowest energy per output token** among those meeting the
-*latency deadline* (median inter-token latency) and *energy budget* you set. Untick
-"Best configuration" to see every configuration.
-
-### Units
-| Figure | Unit | Meaning |
-|---|---|---|
-| Energy/token | J | energy of the measured scope per generated (output) token, whole request |
-| ITL p50 | ms | median time between two generated tokens of one request |
-| Throughput | tokens/s | output tokens per second of the whole configuration |
-| Power | W | average power of the measured scope |
-| Tokens/J | tokens/J | output tokens per joule = tokens per second per watt |
-| Params | billions | total and active (per token) parameters, counted from the model config |
-
-### Where each figure comes from
-Every row names its **energy source**, and the *Energy source* filter keeps them apart:
-
-- `measured:zeus-nvml` / `measured:zeus-rapl`: read from hardware energy counters through Zeus.
-- `modelled:cpu-tdp`: no counter existed; energy computed from a documented CPU power model.
-- `estimated:mlenergy-<version>`: predicted by mlenergy's analytical estimator, not measured.
-- `emulated:*`: test data, never accepted as a submission.
-
-The **ML.ENERGY reference rows** (submitter *ML.ENERGY Leaderboard v3/v2*) were measured by
-ML.ENERGY with Zeus on NVML counters while vLLM served the model (v3: vLLM 0.11.1, H100 and
-B200; v2: vLLM 0.5.4, H100), GPU energy summed over all GPUs, steady-state window only. Prompt
-lengths are not published, so those rows have no input length.
-
-**Quality** comes from quality results of the same model: linked to the very run when the
-submitter measured both together (`same run`), otherwise matched by model id and config
-fingerprint. The *Model detail* tab shows how each figure was linked, the full provenance of
-each run (hardware, software versions, serving engine, scope) and its power timeline when
-recorded.
-
-### How to submit
-1. Measure with `mlenergy bench ... --json > results.jsonl` (JSON lines of run records), or
-   write records matching the JSON Schema in `data/schema/`.
-2. Upload the file in the *Submit* tab with your name, or run
-   `mlenergy submit results.jsonl --submitter "Your Lab"`. A `Submission` JSON (your name,
-   optional contact and description, the runs and quality results) needs no extra name.
-3. Every problem is reported at once. A valid bundle waits in `data/submissions/pending/` until
-   a maintainer runs `mlenergy submissions approve ID`; approved runs appear here with your
-   name as submitter (press *Reload from store*).
-"""
+def build_submit_tab(data_dir: Path) -> None:
+    """Lay out the Submit tab; bundles are queued in ``data_dir/submissions/pending/``."""
+    with gr.Tab("Submit", id="tab-submit"):
+        gr.Markdown(
+            "Upload `mlenergy bench --json` output (JSON lines; give your name below) "
+            "or a `Submission` JSON. Every problem is listed at once; valid bundles "
+            "wait for approval."
+        )
+        upload = gr.File(
+            label="Result bundle (.json / .jsonl)",
+            file_types=[".json", ".jsonl"],
+            elem_id="submit-file",
+        )
+        with gr.Row():
+            submitter = gr.Textbox(
+                label="Submitter (only for bundles of bare records)", elem_id="submit-submitter"
+            )
+            new_tasks = gr.Textbox(
+                label="New tasks (comma-separated; only tasks the leaderboard does not list yet)",
+                elem_id="submit-new-tasks",
+            )
+        button = gr.Button("Validate and queue", variant="primary", elem_id="submit-run")
+        result = gr.HTML(elem_id="submit-result")
+    button.click(
+        lambda path, who, tasks: submit_bundle(path, data_dir, who, tasks)[0],
+        [upload, submitter, new_tasks],
+        result,
+        api_visibility="private",
+    )

@@ -20,6 +20,8 @@ class Submission(FrozenModel):
         description: Optional free text about how the runs were made.
         runs: The run records (``mlenergy bench --json`` output).
         quality: Quality results linked to those runs, if any.
+        new_tasks: Task labels this submission introduces (not yet known to the
+            leaderboard); a run's task must be a known task or one of these.
     """
 
     schema_version: Literal["1.0"] = SCHEMA_VERSION
@@ -29,3 +31,4 @@ class Submission(FrozenModel):
     description: str | None = Field(default=None, max_length=5000)
     runs: tuple[RunRecord, ...] = Field(min_length=1)
     quality: tuple[QualityResult, ...] = ()
+    new_tasks: tuple[str, ...] = Field(default=(), max_length=20)

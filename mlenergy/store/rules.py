@@ -10,11 +10,14 @@ are skipped: the schema error already names it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import math
+import re
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mlenergy.records import RunRecord
+from mlenergy.records import RunRecord, sha256_hex
+from mlenergy.store.tables import PHASES
 
 POWER_CEILING_FACTOR = 1.2
 """Average power may exceed the claimed devices' total TDP by at most this factor."""
@@ -305,3 +308,132 @@ def check_raw_run(
 ) -> list[str]:
     """The same rules on a raw run dict that failed its schema (readable values only)."""
     return check_facts(where, facts_from_raw(obj), tdp_lookup)
+
+
+# ---------------------------------------------------------------------- identity
+
+HUB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}$")
+"""A Hugging Face hub id: ``org/name`` (letters, digits, ``-``, ``_``, ``.``)."""
+PRESET_ID_RE = re.compile(r"^preset:[a-z0-9][a-z0-9_\-]{0,63}$")
+"""A built-in preset: ``preset:<name>``."""
+CONFIG_ID_RE = re.compile(
+    r"^config:(?P<name>[A-Za-z0-9][A-Za-z0-9_.\-/]{0,127})@(?P<fp>[0-9a-f]{8,64})$"
+)
+"""A model built from a config file: ``config:<name>@<config fingerprint prefix>``."""
+FINGERPRINT_RE = re.compile(r"^[0-9a-f]{16,64}$")
+"""A bare config fingerprint (hex)."""
+TASK_RE = re.compile(r"^[a-z0-9][a-z0-9_.:\-/]{0,63}$")
+"""A task label: lower-case letters, digits and ``-_.:/``, at most 64 characters."""
+
+KNOWN_TASKS: frozenset[str] = frozenset(
+    {
+        "lm-arena-chat",
+        "gpqa",
+        "sourcegraph-fim",
+        "image-chat",
+        "video-chat",
+        "v2-sharegpt-chat",
+        "v2-code",
+        "perplexity",
+        "training",
+        "dense-vs-moe",
+    }
+)
+"""Tasks the leaderboard knows without a declaration: ML.ENERGY's and mlenergy's own."""
+
+
+def model_id_problem(where: str, model_id: str, config_fingerprint: str | None) -> str | None:
+    """Why ``model_id`` does not look like a model id, or ``None`` when it does.
+
+    Accepted: a hub id (``org/name``), a preset (``preset:<name>``), a config fingerprint
+    (``config:<name>@<hex>`` whose hex starts the record's ``config_fingerprint``, or the bare
+    fingerprint itself).
+    """
+    if HUB_ID_RE.match(model_id) and ".." not in model_id:
+        return None
+    if PRESET_ID_RE.match(model_id):
+        return None
+    fp = (config_fingerprint or "").lower()
+    match = CONFIG_ID_RE.match(model_id)
+    if match is not None:
+        if fp and not fp.startswith(match["fp"]):
+            return (
+                f"{where}.model.model_id: {model_id!r} names config fingerprint {match['fp']}, "
+                f"but the record's config_fingerprint is {fp}"
+            )
+        return None
+    if FINGERPRINT_RE.match(model_id) and (not fp or model_id == fp):
+        return None
+    return (
+        f"{where}.model.model_id: {model_id[:80]!r} is not a model id; use a hub id "
+        "('org/name'), a preset ('preset:<name>') or a config fingerprint "
+        "('config:<name>@<hex>')"
+    )
+
+
+def task_problem(
+    where: str, task: str | None, known: Collection[str], declared: Collection[str]
+) -> str | None:
+    """Why ``task`` is not acceptable, or ``None`` (no task, a known task or a declared one)."""
+    if task is None:
+        return None
+    if not TASK_RE.match(task):
+        return (
+            f"{where}.workload.task: {task[:80]!r} is not a task label (lower-case letters, "
+            "digits and -_.:/, at most 64 characters)"
+        )
+    if task in known or task in declared:
+        return None
+    return (
+        f"{where}.workload.task: {task!r} is not a known task; declare it as new "
+        "(Submission field new_tasks, or --new-task / the Submit tab's New tasks box) or use "
+        f"one of: {', '.join(sorted(known))}"
+    )
+
+
+def declared_task_problems(declared: Collection[str]) -> list[str]:
+    """Problems of declared new task labels (each must be a task label)."""
+    return [
+        f"bundle.new_tasks: {t[:80]!r} is not a task label (lower-case letters, digits and "
+        "-_.:/, at most 64 characters)"
+        for t in declared
+        if not TASK_RE.match(t)
+    ]
+
+
+MEASUREMENT_FIELDS = ("duration_s", "energy_j", "tokens", "avg_power_w")
+"""Per-phase figures whose values make up a measurement's identity."""
+
+
+def measurement_key(flat: Mapping[str, Any]) -> str | None:
+    """Identity of a run's measured figures, whatever its model id (``None``: no energy).
+
+    Args:
+        flat: The run's flat columns (:func:`mlenergy.store.tables.flatten_run`, or a row of
+            ``RunStore.runs_frame()``).
+
+    Returns:
+        16 hex digits over every phase's duration, energy, tokens and power and the median
+        ITL; two runs with the same key carry the same measurement.
+    """
+    parts = []
+    has_energy = False
+    for phase in PHASES:
+        for name in MEASUREMENT_FIELDS:
+            number = _figure(flat.get(f"{phase}_{name}"))
+            has_energy = has_energy or (name == "energy_j" and number is not None)
+            parts.append("-" if number is None else f"{number:.12g}")
+    itl = _figure(flat.get("itl_p50_s"))
+    parts.append("-" if itl is None else f"{itl:.12g}")
+    return sha256_hex("|".join(parts))[:16] if has_energy else None
+
+
+def _figure(value: Any) -> float | None:
+    """A number (Python or NumPy) as float; ``None`` for missing, NaN or non-numbers."""
+    if value is None or isinstance(value, bool | str):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) else number

@@ -18,18 +18,21 @@ from __future__ import annotations
 import contextlib
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
+import pandas as pd
 from pydantic import Field, ValidationError
 
 from mlenergy.errors import StoreError, UserError, ValidationFailed
 from mlenergy.records import FrozenModel, QualityResult, RunRecord, Submission, SubmissionInfo
 from mlenergy.store import segments as seg
 from mlenergy.store.locking import locked_folders
+from mlenergy.store.rules import KNOWN_TASKS, measurement_key
 from mlenergy.store.store import AppendResult, RunStore
+from mlenergy.store.tables import flatten_run
 from mlenergy.store.validation import (
     MAX_BUNDLE_BYTES,
     TdpLookup,
@@ -160,15 +163,55 @@ class SubmissionQueue:
 
     # ------------------------------------------------------------------ validating
 
+    def known_tasks(self, runs: pd.DataFrame | None = None) -> set[str]:
+        """Tasks accepted without a declaration: the built-in list and every stored task.
+
+        Args:
+            runs: The store's ``runs_frame()`` when already read.
+        """
+        runs = self.store.runs_frame() if runs is None else runs
+        stored = runs["task"].dropna().astype(str) if "task" in runs.columns else []
+        return set(KNOWN_TASKS) | set(stored)
+
+    def known_measurements(self, runs: pd.DataFrame | None = None) -> dict[str, str]:
+        """:func:`~mlenergy.store.rules.measurement_key` of stored and pending runs -> who.
+
+        Args:
+            runs: The store's ``runs_frame()`` when already read.
+        """
+        out: dict[str, str] = {}
+        runs = self.store.runs_frame() if runs is None else runs
+        for row in runs.to_dict("records"):
+            key = measurement_key(row)
+            if key is not None:
+                out.setdefault(key, f"stored run {row['run_id']} (model {row['model_id']!r})")
+        for entry in self.list("pending"):
+            for run in entry.submission.runs:
+                key = measurement_key(flatten_run(run))
+                if key is not None:
+                    where = f"run {run.run_id} of pending submission {entry.submission_id}"
+                    out.setdefault(key, f"{where} (model {run.model.model_id!r})")
+        return out
+
     def validate(
-        self, data: bytes | str | Path, *, submitter: str | None = None
+        self,
+        data: bytes | str | Path,
+        *,
+        submitter: str | None = None,
+        new_tasks: Collection[str] = (),
     ) -> ValidationReport:
         """Validate a bundle against every rule, including duplicates in store and queue.
 
         Writes nothing. See :func:`mlenergy.store.validation.validate_bundle`.
+
+        Args:
+            data: Bundle bytes or a path to the bundle.
+            submitter: Submitter name (required for a bundle of bare records).
+            new_tasks: Task labels the submitter declares new.
         """
         stored_ids = self.store.run_hashes()
         known = self.store.content_hashes() | self.pending_hashes()
+        runs = self.store.runs_frame()
         return validate_bundle(
             data,
             submitter=submitter,
@@ -176,6 +219,9 @@ class SubmissionQueue:
             known_hashes=known,
             known_run_ids=stored_ids,
             max_bytes=MAX_BUNDLE_BYTES,
+            known_tasks=self.known_tasks(runs),
+            new_tasks=new_tasks,
+            known_measurements=self.known_measurements(runs),
         )
 
     # ------------------------------------------------------------------ changing
@@ -209,6 +255,7 @@ class SubmissionQueue:
         *,
         submitter: str | None = None,
         source: str | None = None,
+        new_tasks: Collection[str] = (),
     ) -> QueuedSubmission:
         """Validate a bundle and queue it in ``pending/``.
 
@@ -216,6 +263,7 @@ class SubmissionQueue:
             data: Bundle bytes or a path to the bundle.
             submitter: Submitter name (required for a bundle of bare records).
             source: Where it came from (file name), kept for provenance.
+            new_tasks: Task labels the submitter declares new (kept on the submission).
 
         Returns:
             The queued entry.
@@ -223,7 +271,7 @@ class SubmissionQueue:
         Raises:
             ValidationFailed: With every problem; nothing is written.
         """
-        report = self.validate(data, submitter=submitter)
+        report = self.validate(data, submitter=submitter, new_tasks=new_tasks)
         if not report.ok or report.submission is None:
             raise ValidationFailed(report.problems or ["bundle could not be read"])
         if source is None and not isinstance(data, bytes):

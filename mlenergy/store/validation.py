@@ -16,7 +16,13 @@ Rules, each reported as one line naming the record and the field:
   within 5%; energy per token equal to energy / tokens within 1%;
 * no ``emulated:*`` energy figures (test devices);
 * no duplicates (content hash) within the bundle or against ``known_hashes`` (the store and
-  the pending queue), no reuse of a stored run id.
+  the pending queue), no reuse of a stored run id;
+* identity: a model id is a hub id (``org/name``), a preset (``preset:<name>``) or a config
+  fingerprint (``config:<name>@<hex>``); a run's task is a known task (``known_tasks``) or
+  declared new (the Submission's ``new_tasks``, or ``new_tasks`` given by the caller);
+* no measurement twice: runs whose phase figures are identical (see
+  :func:`~mlenergy.store.rules.measurement_key`) are duplicates, whatever model id they
+  carry, within the bundle or against ``known_measurements``.
 
 The provenance, physics and energy-source rules live in :mod:`mlenergy.store.rules`; they also
 run on the readable values of a record that fails its schema, so one schema error does not
@@ -40,13 +46,19 @@ from pydantic import ValidationError
 from mlenergy.records import QualityResult, RunRecord, Submission
 from mlenergy.store.rules import (
     ENERGY_REL_TOL,
+    KNOWN_TASKS,
     PER_TOKEN_REL_TOL,
     POWER_CEILING_FACTOR,
     POWER_FLOOR_FRACTION,
     TdpLookup,
     check_raw_run,
     check_run,
+    declared_task_problems,
+    measurement_key,
+    model_id_problem,
+    task_problem,
 )
+from mlenergy.store.tables import flatten_run
 
 __all__ = [
     "ENERGY_REL_TOL",
@@ -192,12 +204,14 @@ class ParsedBundle:
         problems: Schema and format problems.
         raw_runs: ``(where, dict)`` for every run record that failed its schema: the rules
             that can run on the raw values still check them.
+        new_tasks: Task labels the bundle declares new (its ``new_tasks``, and the caller's).
     """
 
     submission: Submission | None
     records: list[tuple[str, RunRecord | QualityResult]]
     problems: list[str]
     raw_runs: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    new_tasks: tuple[str, ...] = ()
 
 
 def _parse_record(
@@ -215,7 +229,40 @@ def _parse_record(
         return None, _pydantic_problems(where, exc)
 
 
-def parse_bundle(raw: bytes, submitter: str | None = None) -> ParsedBundle:
+def parse_bundle(
+    raw: bytes, submitter: str | None = None, new_tasks: Collection[str] = ()
+) -> ParsedBundle:
+    """Parse bundle bytes, collecting every format and schema problem.
+
+    The task labels declared new (the caller's ``new_tasks`` and a Submission's own
+    ``new_tasks``) are merged and recorded on the returned submission.
+
+    Args:
+        raw: The bundle's bytes (UTF-8 JSON or JSON Lines).
+        submitter: See :func:`_parse_bundle`.
+        new_tasks: Task labels the submitter declares new (e.g. ``--new-task``).
+    """
+    parsed = _parse_bundle(raw, submitter)
+    sub = parsed.submission
+    own = sub.new_tasks if sub is not None else _declared_in_raw(raw)
+    declared = tuple(dict.fromkeys([*own, *(t.strip() for t in new_tasks if t.strip())]))
+    submission = parsed.submission
+    if submission is not None and declared != submission.new_tasks:
+        submission = submission.model_copy(update={"new_tasks": declared})
+    return ParsedBundle(submission, parsed.records, parsed.problems, parsed.raw_runs, declared)
+
+
+def _declared_in_raw(raw: bytes) -> tuple[str, ...]:
+    """``new_tasks`` of a bundle that failed to parse as a whole (text labels only)."""
+    try:
+        obj = json.loads(raw.decode("utf-8").lstrip("\ufeff"))
+    except (UnicodeDecodeError, ValueError):
+        return ()
+    tasks = obj.get("new_tasks") if isinstance(obj, dict) else None
+    return tuple(t for t in tasks if isinstance(t, str)) if isinstance(tasks, list) else ()
+
+
+def _parse_bundle(raw: bytes, submitter: str | None = None) -> ParsedBundle:
     """Parse bundle bytes, collecting every format and schema problem.
 
     Each record is checked on its own, so one bad record does not hide the others.
@@ -311,6 +358,9 @@ def validate_bundle(
     known_hashes: Collection[str] = (),
     known_run_ids: Mapping[str, str] | None = None,
     max_bytes: int = MAX_BUNDLE_BYTES,
+    known_tasks: Collection[str] = KNOWN_TASKS,
+    new_tasks: Collection[str] = (),
+    known_measurements: Mapping[str, str] | None = None,
 ) -> ValidationReport:
     """Validate a result bundle against every rule and report all problems at once.
 
@@ -326,6 +376,10 @@ def validate_bundle(
         known_run_ids: Stored ``run_id -> content hash``; reusing an id for other content is
             a problem.
         max_bytes: Size limit in bytes.
+        known_tasks: Task labels accepted without a declaration.
+        new_tasks: Task labels the submitter declares new (merged with the bundle's own).
+        known_measurements: :func:`~mlenergy.store.rules.measurement_key` of runs already
+            stored or pending -> a description of that run (e.g. its id and model id).
 
     Returns:
         The report; ``ok`` is True only when ``problems`` is empty.
@@ -333,16 +387,42 @@ def validate_bundle(
     raw, problems = _read(data, max_bytes)
     if raw is None:
         return ValidationReport(False, problems)
-    parsed = parse_bundle(raw, submitter)
+    parsed = parse_bundle(raw, submitter, new_tasks)
     problems.extend(parsed.problems)
-    submission = parsed.submission
+    problems.extend(declared_task_problems(parsed.new_tasks))
+    hashes, duplicates = _duplicate_problems(parsed.records, known_hashes, known_run_ids or {})
+    problems.extend(duplicates)
+    problems.extend(_measurement_problems(parsed.records, known_measurements or {}))
+    # Every record that parsed is checked, even when others failed.
+    for where, rec in parsed.records:
+        fp = rec.model.config_fingerprint
+        bad_id = model_id_problem(where, rec.model.model_id, fp)
+        problems.extend([bad_id] if bad_id else [])
+        if isinstance(rec, RunRecord):
+            bad_task = task_problem(where, rec.workload.task, known_tasks, parsed.new_tasks)
+            problems.extend([bad_task] if bad_task else [])
+            problems.extend(check_run(rec, where, tdp_lookup))
+    # Records that failed their schema still get the rules their readable values allow.
+    for where, obj in parsed.raw_runs:
+        problems.extend(check_raw_run(obj, where, tdp_lookup))
+    if len(problems) > MAX_PROBLEMS:
+        extra = len(problems) - MAX_PROBLEMS
+        problems = [*problems[:MAX_PROBLEMS], f"... and {extra} more problem(s)"]
+    return ValidationReport(not problems, problems, parsed.submission, tuple(hashes))
+
+
+def _duplicate_problems(
+    records: list[tuple[str, RunRecord | QualityResult]],
+    known_hashes: Collection[str],
+    stored_ids: Mapping[str, str],
+) -> tuple[list[str], list[str]]:
+    """Content hashes of ``records`` and their duplicate and id-reuse problems."""
     hashes: list[str] = []
+    problems: list[str] = []
     seen: dict[str, str] = {}
     seen_ids: dict[str, str] = {}
     known = set(known_hashes)
-    stored_ids = known_run_ids or {}
-    # Every record that parsed is checked, even when others failed.
-    for where, rec in parsed.records:
+    for where, rec in records:
         h = rec.content_hash()
         hashes.append(h)
         rid = rec.run_id if isinstance(rec, RunRecord) else rec.quality_id
@@ -358,12 +438,46 @@ def validate_bundle(
             problems.append(f"{where}.run_id: {rid!r} is already used by a stored run")
         seen.setdefault(h, where)
         seen_ids.setdefault(rid, where)
-        if isinstance(rec, RunRecord):
-            problems.extend(check_run(rec, where, tdp_lookup))
-    # Records that failed their schema still get the rules their readable values allow.
-    for where, obj in parsed.raw_runs:
-        problems.extend(check_raw_run(obj, where, tdp_lookup))
-    if len(problems) > MAX_PROBLEMS:
-        extra = len(problems) - MAX_PROBLEMS
-        problems = [*problems[:MAX_PROBLEMS], f"... and {extra} more problem(s)"]
-    return ValidationReport(not problems, problems, submission, tuple(hashes))
+    return hashes, problems
+
+
+def _measurement_problems(
+    records: list[tuple[str, RunRecord | QualityResult]], known: Mapping[str, str]
+) -> list[str]:
+    """Runs carrying a measurement (identical figures) already in the bundle, store or queue.
+
+    Exact duplicates (same content hash) are reported by :func:`_duplicate_problems`; this
+    catches the same figures under another model id, run id or timestamp.
+    """
+    problems: list[str] = []
+    seen: dict[str, tuple[str, str]] = {}
+    hashes: set[str] = set()
+    for where, rec in records:
+        if not isinstance(rec, RunRecord):
+            continue
+        h = rec.content_hash()
+        if h in hashes:
+            continue  # an exact duplicate, already reported
+        hashes.add(h)
+        key = measurement_key(flatten_run(rec, content_hash=h))
+        if key is None:
+            continue
+        model = _short(rec.model.model_id)
+        if key in seen:
+            other, other_model = seen[key]
+            problems.append(
+                f"{where}: same measurement as {other} (identical phase figures) under model "
+                f"id {model!r} (there {other_model!r}): one measurement is submitted once"
+            )
+        elif key in known:
+            problems.append(
+                f"{where}: same measurement (identical phase figures) as {known[key]}, now "
+                f"under model id {model!r}: one measurement is submitted once"
+            )
+        seen.setdefault(key, (where, model))
+    return problems
+
+
+def _short(text: str, max_len: int = 80) -> str:
+    """``text`` cut to ``max_len`` characters for a problem line (escaped where shown)."""
+    return text if len(text) <= max_len else text[: max_len - 1] + "…"

@@ -12,7 +12,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
@@ -68,6 +68,7 @@ def serve_leaderboard(
     start_timeout_s: float = 120.0,
     poll_s: float = 0.5,
     stop_timeout_s: float = 20.0,
+    on_start: Callable[[int], None] | None = None,
 ) -> Iterator[str]:
     """Serve ``data_dir`` with ``mlenergy leaderboard`` on 127.0.0.1; yield its base URL.
 
@@ -80,6 +81,8 @@ def serve_leaderboard(
         start_timeout_s: Seconds to wait for the first HTTP 200 answer.
         poll_s: Seconds between attempts while waiting.
         stop_timeout_s: Seconds to wait for the server to stop after it is terminated.
+        on_start: Called with the server's process id once it answers (e.g. to read its CPU
+            time in a benchmark).
 
     Raises:
         LeaderboardStartError: The server exited or did not answer within ``start_timeout_s``
@@ -105,6 +108,8 @@ def serve_leaderboard(
                     where = f": see {log_path}" if log_path is not None else ""
                     raise LeaderboardStartError(f"the leaderboard did not start{where}")
                 time.sleep(poll_s)
+            if on_start is not None:
+                on_start(proc.pid)
             yield url
         finally:
             proc.terminate()

@@ -1,8 +1,8 @@
 """Start the leaderboard on 127.0.0.1 with a seeded store and drive it in headless Chromium.
 
 Chromium is Debian's ``/usr/bin/chromium`` (CI installs it); Playwright only drives it (never
-``playwright install``). Screenshots go to ``test-output/``; with ``MLENERGY_UPDATE_SCREENSHOT=1``
-the main view is also written to ``docs/leaderboard.png`` for the README.
+``playwright install``). Screenshots go to ``test-output/`` (they show test data; the README's
+screenshot is taken on the reference data by ``docs/screenshot.py``).
 """
 
 from __future__ import annotations

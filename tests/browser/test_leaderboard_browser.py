@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -60,10 +58,7 @@ def _cells(page, column: str, table: str = "#lb-table") -> list[str]:
 
 def test_filter_changes_table_and_screenshot(page, server):
     OUTPUT.mkdir(exist_ok=True)
-    page.screenshot(path=str(OUTPUT / "leaderboard.png"), full_page=False)
-    if os.environ.get("MLENERGY_UPDATE_SCREENSHOT") == "1":
-        (ROOT / "docs").mkdir(exist_ok=True)
-        shutil.copyfile(OUTPUT / "leaderboard.png", ROOT / "docs" / "leaderboard.png")
+    page.screenshot(path=str(OUTPUT / "leaderboard.png"), full_page=False)  # test data: never docs/
     before = _status(page)
     hardware = set(_cells(page, "hardware"))
     assert {"B200", "H100-SXM5-80GB"} <= hardware
@@ -102,12 +97,31 @@ def test_search_sort_and_hostile_name_is_text(page):
     assert page.dialogs == []
 
 
-def test_plot_opens(page):
-    page.get_by_role("tab", name="Plots").click()
-    page.locator("#plot-draw").click()
+def test_plot_draws_on_open_and_follows_filters(page):
+    page.get_by_role("tab", name="Plots").click()  # no button to press
     page.wait_for_selector("#plot-figure .js-plotly-plot, #plot-figure .plotly", timeout=60_000)
-    assert "Pareto frontier" in page.locator("#plot-figure").inner_text()
+    text = page.locator("#plot-figure").inner_text()
+    assert "Pareto frontier" in text
+    rows = int(_status(page).split()[0])
+    assert f"{rows} rows: best configuration per model x hardware, as the table" in text
+    _pick(page, "f-task", "synthetic-chat")
+    page.wait_for_function(
+        "() => (document.querySelector('#plot-figure')?.innerText || '').includes('8 rows: best')"
+    )  # 4 synthetic models x 2 GPUs
     _shot(page, "leaderboard-plot.png")
+
+
+def test_model_column_pinned_and_columns_chosen(page):
+    box = page.locator(".lb-scroll").first
+    box.evaluate("el => { el.scrollLeft = el.scrollWidth; }")
+    cell = page.locator('#lb-table tbody td[data-col="model_id"]').first
+    left = box.bounding_box()["x"]
+    assert abs(cell.bounding_box()["x"] - left) < 2  # still at the left edge, not scrolled away
+    assert page.locator('#lb-table th[data-col="run_id"]').is_visible()
+    page.locator("#lb-columns-box").get_by_text("Columns").first.click()
+    page.locator("#lb-columns label", has_text="Batch").first.click()
+    page.wait_for_function("() => !document.querySelector('#lb-table th[data-col=\"batch_size\"]')")
+    assert page.locator('#lb-table th[data-col="model_id"]').count() == 1
 
 
 def test_model_detail_shows_configs_and_provenance(page):
@@ -146,6 +160,10 @@ def test_compare_two_models(page):
     page.wait_for_function("() => document.querySelectorAll('#lb-compare thead th').length === 3")
     heads = page.locator("#lb-compare thead th").all_inner_texts()
     assert heads == ["Metric", "synthetic/dense-8b", "synthetic/moe-a3b"]
+    task = page.locator("#f-task input").input_value()
+    if task and task != "synthetic-chat":  # the default task: the synthetic models lack it
+        note = page.locator("#compare-note").inner_text()
+        assert f"no runs for task '{task}'" in note and "synthetic-chat" in note
 
 
 def _bundle(tmp_path, valid: bool):

@@ -40,3 +40,32 @@ def test_build_app(tmp_path, seeded):
     assert ("org/m" in by_id["lb-grid"].value) == seeded
     status = by_id["lb-status"].value
     assert ("store is empty" in status) != seeded
+
+
+def test_damaged_store_fails_in_one_line_before_any_url(tmp_path, capsys, monkeypatch):
+    from mlenergy.cli import main
+    from mlenergy.leaderboard import app as module
+
+    model = synthetic_model("org/m", 2.0, False)
+    RunStore(tmp_path).append([synthetic_run(model, index=0)])
+    segment = next((tmp_path / "results").glob("runs-*.parquet"))
+    segment.write_bytes(segment.read_bytes()[:200])  # truncated: unreadable
+    monkeypatch.setattr(module, "launch", lambda *a, **k: pytest.fail("launched a damaged store"))
+    assert main(["leaderboard", "--data-dir", str(tmp_path), "--port", "7999"]) == 2
+    out = capsys.readouterr()
+    assert "http://" not in out.out + out.err
+    lines = out.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "corrupted" in lines[0]
+
+
+def test_validation_hint_names_fields_only_when_fields_are_listed():
+    from mlenergy.errors import ValidationFailed
+
+    assert ValidationFailed(["runs[0].workload.batch_size: must be > 0"]).fix.startswith(
+        "Fix the listed fields"
+    )
+    assert ValidationFailed(["line 2.model.model_id: not a model id"]).fix.startswith(
+        "Fix the listed fields"
+    )
+    for problem in ("bundle is empty", "cannot read bundle /x/y.json: gone", "line 3: not JSON"):
+        assert "fields" not in ValidationFailed([problem]).fix

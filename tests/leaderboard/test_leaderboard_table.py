@@ -231,3 +231,13 @@ def test_query_best_only_matches_best_configs():
     assert len(fast) == len(slow) == len(merged)
     assert (merged["run_id"] == merged["run_id_ref"]).all()
     assert (merged["n_configs"] == merged["n_configs_ref"]).all()
+
+
+def test_sort_on_configuration_count():
+    big, small = synthetic_model("org/big", 8.0, False), synthetic_model("org/small", 1.0, False)
+    runs = [synthetic_run(big, batch_size=8 * (i + 1), index=i) for i in range(3)]
+    runs.append(synthetic_run(small, index=10))
+    frame = lb.prepare_runs(pd.DataFrame([flatten_run(r) for r in runs]))
+    res = lb.query_table(frame, lb.TableQuery(sort_by="n_configs", descending=True))
+    assert list(res.page_rows["model_id"]) == ["org/big", "org/small"]
+    assert list(res.page_rows["n_configs"]) == [3, 1]

@@ -219,13 +219,86 @@ def test_interrupted_decision_is_finished(queue, factory):
     assert queue.get(entry.submission_id).status == "approved"
     queue.submit(as_bundle([dump(factory.make_run(seed=51))]))  # next change cleans up
     assert not pending.exists()
-    queue.submit(as_bundle([dump(factory.make_run(seed=51))]))  # next change cleans up
+    queue.submit(as_bundle([dump(factory.make_run(seed=52))]))  # next change cleans up
     assert not pending.exists()
 
 
 def test_text_fields_are_kept_but_escaped_when_shown(queue, factory):
-    model = factory.make_model("<script>alert(1)</script>")
-    entry = queue.submit(as_bundle([dump(factory.make_run(seed=60, model=model))]))
-    shown = escape_text(entry.submission.runs[0].model.model_id)
-    assert shown == "&lt;script&gt;alert(1)&lt;/script&gt;"
+    hostile = "<script>alert(1)</script>"
+    entry = queue.submit(as_bundle([dump(factory.make_run(seed=60))], submitter=hostile))
+    assert entry.submission.submitter == hostile
+    assert escape_text(entry.submission.submitter) == "&lt;script&gt;alert(1)&lt;/script&gt;"
     assert terminal_text("evil\x1b[31mred") == "evil\\x1b[31mred"
+
+
+@pytest.mark.parametrize(
+    "model_id",
+    ["<img src=x onerror=alert(1)>", "just-a-name", "org/../etc", "./models/cfg.json", "config:x"],
+)
+def test_model_id_must_look_like_a_model_id(queue, factory, model_id):
+    run = factory.make_run(seed=61, model=factory.make_model(model_id))
+    with pytest.raises(ValidationFailed) as info:
+        queue.submit(as_bundle([dump(run)]))
+    assert any("model.model_id" in p and "is not a model id" in p for p in info.value.problems)
+    assert queue.list() == []
+
+
+@pytest.mark.parametrize(
+    "model_id",
+    ["org/name-7B.v2", "preset:tiny-dense", "config:my-model@a1b2c3d4", "a1b2c3d4e5f60718"],
+)
+def test_model_id_forms_accepted(queue, factory, model_id):
+    model = factory.make_model(model_id).model_copy(
+        update={"config_fingerprint": "a1b2c3d4e5f60718"}
+    )
+    queue.submit(as_bundle([dump(factory.make_run(seed=62, model=model))]))
+
+
+def test_config_id_must_match_its_fingerprint(queue, factory):
+    model = factory.make_model("config:my-model@ffff0000")
+    with pytest.raises(ValidationFailed, match="names config fingerprint ffff0000"):
+        queue.submit(as_bundle([dump(factory.make_run(seed=63, model=model))]))
+
+
+def _with_task(run, task: str):
+    return run.model_copy(update={"workload": run.workload.model_copy(update={"task": task})})
+
+
+def test_task_must_be_known_or_declared_new(queue, factory):
+    hostile = _with_task(factory.make_run(seed=64), "<img src=x onerror=alert(1)>")
+    with pytest.raises(ValidationFailed, match="is not a task label"):
+        queue.submit(as_bundle([dump(hostile)]))
+    new = _with_task(factory.make_run(seed=65), "long-context-qa")
+    with pytest.raises(ValidationFailed, match="'long-context-qa' is not a known task; declare"):
+        queue.submit(as_bundle([dump(new)]))
+    bundle = json.loads(as_bundle([dump(new)]))
+    entry = queue.submit(json.dumps({**bundle, "new_tasks": ["long-context-qa"]}).encode())
+    assert entry.submission.new_tasks == ("long-context-qa",)
+    other = _with_task(factory.make_run(seed=66), "tool-use")
+    entry = queue.submit(as_bundle([dump(other)]), new_tasks=["tool-use"])  # --new-task
+    assert entry.submission.new_tasks == ("tool-use",)
+    with pytest.raises(ValidationFailed, match=r"bundle\.new_tasks: 'Bad Task!'"):
+        queue.submit(as_bundle([dump(factory.make_run(seed=67))]), new_tasks=["Bad Task!"])
+
+
+def test_same_measurement_under_other_model_ids_is_a_duplicate(queue, factory):
+    """1,000 copies of one measurement under invented ids: rejected, nothing queued."""
+    base = dump(factory.make_run(seed=70))
+    copies = []
+    for i in range(1000):
+        run = json.loads(json.dumps(base))
+        run["run_id"] = f"r{i:031x}"
+        run["model"]["model_id"] = f"invented/model-{i}"
+        copies.append(run)
+    with pytest.raises(ValidationFailed) as info:
+        queue.submit(as_bundle(copies))
+    same = [p for p in info.value.problems if "same measurement as runs[0]" in p]
+    assert len(same) >= 100 and "invented/model-1" in same[0]
+    assert queue.list() == []
+    # one at a time: the second is caught against the pending queue, then against the store
+    first = queue.submit(as_bundle(copies[:1]))
+    with pytest.raises(ValidationFailed, match=r"same measurement .* as run .* of pending"):
+        queue.submit(as_bundle(copies[1:2]))
+    queue.approve(first.submission_id)
+    with pytest.raises(ValidationFailed, match=r"same measurement .* as stored run"):
+        queue.submit(as_bundle(copies[2:3]))

@@ -1,0 +1,142 @@
+"""The app's API through gradio_client against a served leaderboard (loopback)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mlenergy.leaderboard.estimate_tab import estimator_available
+from mlenergy.store import RunStore
+from mlenergy.testing.server import LeaderboardStartError, serve_leaderboard
+from mlenergy.testing.synthetic import synthetic_model, synthetic_quality, synthetic_run
+
+gradio_client = pytest.importorskip("gradio_client")
+
+pytestmark = pytest.mark.slow  # starts a server (~20 s on 2 busy cores)
+
+DENSE = synthetic_model("org/dense-8b", 8.0, False)
+MOE = synthetic_model("org/moe-a3b", 3.0, True)
+PUBLIC = {
+    "/leaderboard_table",
+    "/filter_choices",
+    "/plot",
+    "/model_detail",
+    "/provenance",
+    "/compare",
+    "/reload",
+}
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    data_dir = tmp_path_factory.mktemp("api-store")
+    runs = [
+        synthetic_run(model, gpu=gpu, tdp_w=tdp, batch_size=bs, task=task, index=i, timeline=True)
+        for i, (model, (gpu, tdp), bs, task) in enumerate(
+            (m, g, b, t)
+            for m in (DENSE, MOE)
+            for g in (("H100-SXM5-80GB", 700.0), ("B200", 1000.0))
+            for b in (16, 128)
+            for t in ("lm-arena-chat", "gpqa")
+        )
+    ]
+    runs.append(synthetic_run(synthetic_model("org/coder-7b", 7.0, False), task="gpqa", index=99))
+    RunStore(data_dir).append([*runs, synthetic_quality(DENSE, 0.6)])
+    log = tmp_path_factory.mktemp("api-log") / "server.log"
+    try:
+        with serve_leaderboard(data_dir, log_path=log) as url:
+            yield gradio_client.Client(url, verbose=False), data_dir
+    except LeaderboardStartError as exc:
+        pytest.fail(str(exc))
+
+
+def test_endpoints_are_named_with_named_parameters(served):
+    client, _ = served
+    info = client.view_api(print_info=False, return_format="dict")
+    names = set(info["named_endpoints"])
+    expected = PUBLIC | ({"/estimate"} if estimator_available() else set())
+    assert names == expected
+    assert info["unnamed_endpoints"] == {}
+    params = [
+        p["parameter_name"] for p in info["named_endpoints"]["/leaderboard_table"]["parameters"]
+    ]
+    assert params[:3] == ["task", "quality", "hardware"]
+    assert all(
+        p["parameter_has_default"]
+        for p in info["named_endpoints"]["/leaderboard_table"]["parameters"]
+    )
+
+
+def test_table_default_view_and_filters(served):
+    client, _ = served
+    default = client.predict(api_name="/leaderboard_table")
+    assert default["task"] == "lm-arena-chat"
+    assert default["total"] == 4  # 2 models x 2 GPUs, best configuration each
+    assert {r["task"] for r in default["rows"]} == {"lm-arena-chat"}
+    assert all(isinstance(r["energy_per_token_j"], float) for r in default["rows"])
+    energies = [r["energy_per_token_j"] for r in default["rows"]]
+    assert energies == sorted(energies)
+    b200 = client.predict(
+        task="all", hardware=["B200"], best=False, sort_by="itl_ms", descending=True,
+        api_name="/leaderboard_table",
+    )  # fmt: skip
+    assert b200["total"] == 8 and {r["hardware"] for r in b200["rows"]} == {"B200"}
+    itl = [r["itl_ms"] for r in b200["rows"]]
+    assert itl == sorted(itl, reverse=True)
+    paged = client.predict(
+        task="all", best=False, page_size=5, page=2, api_name="/leaderboard_table"
+    )
+    assert paged["pages"] == 4 and paged["page"] == 2 and len(paged["rows"]) == 5
+
+
+def test_bad_argument_names_it(served):
+    client, _ = served
+    with pytest.raises(gradio_client.exceptions.AppError, match="sort_by 'nope'"):
+        client.predict(sort_by="nope", api_name="/leaderboard_table")
+    with pytest.raises(gradio_client.exceptions.AppError, match="task 'nope'"):
+        client.predict(task="nope", api_name="/leaderboard_table")
+    with pytest.raises(gradio_client.exceptions.AppError, match="run_id 'zzz'"):
+        client.predict(run_id="zzz", api_name="/provenance")
+
+
+def test_detail_provenance_compare_plot(served):
+    client, _ = served
+    detail = client.predict(model_id="org/dense-8b", api_name="/model_detail")
+    assert len(detail["rows"]) == 8
+    run_id = detail["rows"][0]["run_id"]
+    prov = client.predict(run_id=run_id, api_name="/provenance")
+    assert prov["run_id"] == run_id and prov["energy_source"] == "emulated:synthetic"
+    assert len(prov["power_timeline"]["power_w"]) > 0
+    cmp = client.predict(models=["org/dense-8b", "org/coder-7b"], api_name="/compare")
+    assert "org/coder-7b has no runs for task 'lm-arena-chat'" in cmp["note"]
+    assert "gpqa" in cmp["note"]
+    fig = client.predict(kind="latency", api_name="/plot")
+    assert fig["data"] and "4 rows" in fig["layout"]["title"]["text"]
+    choices = client.predict(api_name="/filter_choices")
+    assert "org/coder-7b" in choices["model_id"] and choices["quality"]
+
+
+def test_reload_sees_new_runs(served):
+    client, data_dir = served
+    assert client.predict(api_name="/reload") == {"changed": False, "runs": 17}
+    RunStore(data_dir).append([synthetic_run(DENSE, gpu="L40S", tdp_w=350.0, index=500)])
+    assert client.predict(api_name="/reload") == {"changed": True, "runs": 18}
+    rows = client.predict(hardware=["L40S"], api_name="/leaderboard_table")["rows"]
+    assert [r["model_id"] for r in rows] == ["org/dense-8b"]
+
+
+@pytest.mark.skipif(not estimator_available(), reason="the estimator is not installed")
+def test_estimate(served):
+    client, _ = served
+    pytest.importorskip("mlenergy.estimate.inputs")
+    from mlenergy.estimate.inputs import default_configs_dir
+
+    if default_configs_dir() is None:
+        pytest.skip("no reference model configs")
+    est = client.predict(
+        model="meta-llama/Llama-3.1-8B-Instruct", gpu="H100-SXM5-80GB", batch_size=64,
+        input_tokens=512, output_tokens=256, precision="bfloat16", api_name="/estimate",
+    )  # fmt: skip
+    assert est["energy_per_token_j"] > 0 and est["energy_source"].startswith("estimated:")
+    assert est["energy_per_token_j_lo"] <= est["energy_per_token_j"] <= est["energy_per_token_j_hi"]
+    with pytest.raises(gradio_client.exceptions.AppError, match="not a model id"):
+        client.predict(model="/etc/passwd", api_name="/estimate")
