@@ -297,7 +297,7 @@ def model_info(
         UserError: No config and no parameter count (says where to put the config).
     """
     from mlenergy.analysis.reference_import import model_facts
-    from mlenergy.estimate.inputs import default_configs_dir
+    from mlenergy.estimate.locate import default_configs_dir
 
     folder = configs_dir if configs_dir is not None else default_configs_dir()
     try:

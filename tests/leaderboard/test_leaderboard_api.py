@@ -127,8 +127,8 @@ def test_reload_sees_new_runs(served):
 @pytest.mark.skipif(not estimator_available(), reason="the estimator is not installed")
 def test_estimate(served):
     client, _ = served
-    pytest.importorskip("mlenergy.estimate.inputs")
-    from mlenergy.estimate.inputs import default_configs_dir
+    pytest.importorskip("mlenergy.estimate.locate")
+    from mlenergy.estimate.locate import default_configs_dir
 
     if default_configs_dir() is None:
         pytest.skip("no reference model configs")
