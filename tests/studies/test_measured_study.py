@@ -286,3 +286,18 @@ def test_options_of_the_other_study_are_refused(tmp_path, capsys, args, needle):
     code = main(["study", "dense-vs-moe", "--data-dir", str(tmp_path / "d"), *args])
     assert code == 2
     assert needle in capsys.readouterr().err
+
+
+def test_too_few_models_for_any_fit_still_reports(tmp_path, quality_file):
+    """Two models per task and GPU: too few for a fit; the conclusion and report are written."""
+    from measured_fixture import fixture_runs
+
+    data = tmp_path / "small"
+    RunStore(data).append([r for r in fixture_runs() if r.model.model_id != "org/dense-c"][3:])
+    result = run_measured_study(
+        data, quality_file=quality_file, report_dir=tmp_path / "r", progress=False
+    )
+    assert result.fits.empty and "family" in result.fits.columns
+    assert "ratio_ci_low" in result.pairs.columns
+    assert result.csv_path.is_file()
+    assert not any("parameter count" in p for p in result.conclusion)
