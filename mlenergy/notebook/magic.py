@@ -13,6 +13,8 @@ energy per device, average power and source; the window is kept in ``--var`` (de
 ``energy_result``). ``--save`` appends a run record to the store: it needs the model that ran
 (``--model``: a variable holding a ``LoadedModel`` or ``ModelInfo``) and the tokens the cell
 generated (``--tokens``), so that the record describes what ran rather than inventing it.
+When the cell raises, its window is cancelled and ``--var`` holds that failed window, so that
+an earlier cell's figures are never read as this cell's (reading it raises ``WindowFailed``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,10 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from mlenergy.measure.window import MeasuredWindow, window_html
 
 DEFAULT_VAR = "energy_result"
+
+
+class _CellFailed(Exception):
+    """The measured cell raised (IPython has shown the error); its window is cancelled."""
 
 
 def window_record(
@@ -136,10 +142,14 @@ class EnergyMagics(Magics):
             raise UsageError("--batch-size must be at least 1")
         info = _model_info(self.shell, args.model) if args.save else None
         window = MeasuredWindow(args.name, self.meter)
-        with window:
-            outcome = self.shell.run_cell(cell)
-        if not outcome.success:
-            print("%%energy: the cell raised; its energy is not kept")
+        try:
+            with window:
+                if not self.shell.run_cell(cell).success:
+                    raise _CellFailed
+        except _CellFailed:
+            # The failed window replaces any earlier result: reading it raises WindowFailed.
+            self.shell.user_ns[args.var] = window
+            print(f"%%energy: the cell raised; no energy is kept ({args.var} has no result)")
             return
         self.shell.user_ns[args.var] = window
         if not args.quiet:

@@ -28,7 +28,7 @@ from mlenergy.studies.measured_conclusion import measured_conclusion
 DEFAULT_REPORT_DIR = Path("reports/dense-vs-moe-measured")
 
 
-@dataclass
+@dataclass(repr=False)
 class MeasuredStudyResult:
     """What :func:`run_measured_study` returns (and the report shows).
 
@@ -82,6 +82,33 @@ class MeasuredStudyResult:
     def summary(self) -> pd.DataFrame:
         """The ``summary.csv`` table."""
         return m.summary_table(self.rows)
+
+    def _counts(self) -> str:
+        with_quality = int(self.rows["quality_score"].notna().sum()) if len(self.rows) else 0
+        return (
+            f"{len(self.configs)} configurations, {len(self.rows)} model x GPU x task rows "
+            f"({with_quality} with quality), {len(self.warnings)} warning(s)"
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"MeasuredStudyResult({self._counts()}; deadline {self.itl_limit_ms:g} ms; "
+            f"report {self.report_path})"
+        )
+
+    def _repr_html_(self) -> str:
+        """Notebook display: counts, sources, conclusion and the summary table (not every frame)."""
+        import html
+
+        paragraphs = "".join(f"<p>{html.escape(p)}</p>" for p in self.conclusion)
+        table = self.summary.to_html(index=False, na_rep="", float_format=lambda v: f"{v:.4g}")
+        return (
+            "<div class='mlenergy-measured-study'>"
+            f"<p><b>Measured dense-versus-MoE study</b>: {html.escape(self._counts())}; median "
+            f"ITL deadline {self.itl_limit_ms:g} ms; report "
+            f"<code>{html.escape(str(self.report_path))}</code></p>"
+            f"<p>{html.escape(self.energy_note)}</p>{paragraphs}{table}</div>"
+        )
 
 
 def _reference_dir(reference: str | Path | None) -> Path | None:

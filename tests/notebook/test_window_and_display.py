@@ -114,3 +114,12 @@ def test_plot_one_call_away(meter):
     assert plot([_record(3.0), _record(4.0)]).axes
     with pytest.raises(TypeError, match="cannot plot"):
         plot(42)
+
+
+def test_plot_keeps_its_axis_labels_inside_the_figure():
+    fig = plot([_record(3.0), _record(4.0)])
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for label in (fig.axes[0].xaxis.label, fig.axes[0].yaxis.label):
+        box = label.get_window_extent(renderer)
+        assert box.y0 >= 0 and box.x0 >= 0, label.get_text()
