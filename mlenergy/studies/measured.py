@@ -241,12 +241,8 @@ def store_quality(
     is ``imported:<task>`` for a record read from another tool's file or submitted, else
     ``measured:<task>``.
     """
-    want = _normalise(benchmark)
     found = [
-        q
-        for q in records
-        if q.model.model_id == model_id
-        and (_normalise(q.tags.get("benchmark", "")) == want or want in _normalise(q.task))
+        q for q in records if q.model.model_id == model_id and _matches_benchmark(q, benchmark)
     ]
     if not found:
         return None
@@ -269,6 +265,46 @@ def store_quality(
         ),
         how=how,
     )
+
+
+def _matches_benchmark(q: QualityResult, benchmark: str) -> bool:
+    want = _normalise(benchmark)
+    return _normalise(q.tags.get("benchmark", "")) == want or want in _normalise(q.task)
+
+
+def unused_store_quality(
+    records: Iterable[QualityResult], measured: set[str], benchmarks: list[str]
+) -> list[str]:
+    """Warnings for the store's quality records the study cannot use, one per model.
+
+    Args:
+        records: The store's quality records.
+        measured: Model ids with measured runs in the study.
+        benchmarks: The study's benchmarks (any case).
+
+    Returns:
+        ``"<model>: quality records of the store (<tasks>) ..."`` for records on no study
+        benchmark or of a model with no measured run.
+    """
+    by_model: dict[str, set[str]] = {}
+    for q in records:
+        if not any(_matches_benchmark(q, b) for b in benchmarks) or (
+            q.model.model_id not in measured
+        ):
+            by_model.setdefault(q.model.model_id, set()).add(q.task)
+    out = []
+    for model_id, tasks in sorted(by_model.items()):
+        why = (
+            "no measured run of this model"
+            if model_id not in measured
+            else "on no benchmark of the study"
+        )
+        out.append(
+            f"{model_id}: quality records of the store ({', '.join(sorted(tasks))}) not used: "
+            f"{why} (the study compares {', '.join(benchmarks)}; --benchmark sets the gpqa "
+            "task's)"
+        )
+    return out
 
 
 def published_quality(

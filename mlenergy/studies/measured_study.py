@@ -130,12 +130,19 @@ def _check_inputs(itl_limit_ms: float, quality_path: Path, benchmark: str, score
         )
 
 
-def _warnings(rows: pd.DataFrame, scores: list, used: set[str]) -> list[str]:
+def _warnings(
+    rows: pd.DataFrame, scores: list, names: list[str], quality_records: list | None = None
+) -> list[str]:
+    used = {b.lower() for b in names}
     pool = [s for s in scores if s.benchmark.lower() in used]
-    out = [
-        f"quality rows for {mid} match no measured model: not used"
-        for mid in unmatched_model_ids(pool, rows["model_id"])
-    ]
+    out = []
+    unmatched = unmatched_model_ids(pool, rows["model_id"])
+    if unmatched:
+        out.append(
+            f"quality rows of {len(unmatched)} model(s) match no measured model, not used: "
+            + ", ".join(unmatched)
+        )
+    out += m.unused_store_quality(quality_records or [], set(rows["model_id"]), names)
     unmapped = sorted(set(rows.loc[rows["quality_benchmark"] == "", "task"]))
     if unmapped:
         out.append("tasks with no quality benchmark (energy tables only): " + ", ".join(unmapped))
@@ -249,7 +256,9 @@ def _read_quality_records(
     result.rows = m.attach_quality(best, scores, quality_records, task_bench)
     if not result.rows["quality_score"].notna().any():
         _no_quality_match(result, scores, task_bench)
-    result.warnings = _warnings(result.rows, scores, {b.lower() for b in task_bench.values()})
+    result.warnings = _warnings(
+        result.rows, scores, sorted(set(task_bench.values())), quality_records
+    )
     result.energy_note = _energy_note(configs)
     bar.advance()  # type: ignore[attr-defined]
 

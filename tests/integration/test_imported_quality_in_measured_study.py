@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from importer_fixtures import HARNESS_CONFIGS, RUN_MOE
+from importer_fixtures import HARNESS_CONFIGS, LM_EVAL_REAL, RUN_MOE
 from integration_fixtures import (
     FLEXIBLE,
     GPQA_TASK,
@@ -118,3 +118,18 @@ def test_imported_lm_eval_quality_beats_published(store_with_imported_energy, tm
     # The harness measured the imported run's energy, not this project.
     assert "measured:zeus-nvml (mlenergy.benchmark, imported)" in page
     assert MOE_MODEL in out
+
+
+def test_imported_quality_on_no_study_benchmark_is_named(
+    store_with_imported_energy, tmp_path, capsys
+):
+    """lm-eval results of a model on tasks the study does not compare: a warning, not silence."""
+    data = store_with_imported_energy
+    configs = write_model_configs(tmp_path / "model-configs")
+    _import_lm_eval(data, LM_EVAL_REAL, configs)  # Qwen/Qwen3-8B on toy tasks, no energy run
+    quality = write_quality(tmp_path / "quality.csv", QUALITY_ROWS_WITH_MOE)
+    summary, out = _study(data, quality, tmp_path / "report", capsys)
+    assert "Qwen/Qwen3-8B" not in set(summary["model_id"])
+    warning = next(line for line in out.splitlines() if "Qwen/Qwen3-8B: quality records" in line)
+    assert "lm-eval:toy_arith_mc" in warning and "no measured run of this model" in warning
+    assert _moe_row(summary)["quality_source"] == "published:GPQA-Diamond"
