@@ -11,7 +11,8 @@ from mlenergy.studies.measured import energy_per_correct_interval
 QUALITY_NOTE = (
     "Quality was not measured in the same runs as the energy: published scores (labelled "
     "published:<benchmark>, each with its source) are set against ML.ENERGY's measurements, "
-    "unless the store holds a quality record for the model."
+    "unless the store holds a quality record for the model (labelled imported:<task> when "
+    "read from another tool's results, such as lm-eval's, or measured:<task>)."
 )
 
 
