@@ -243,15 +243,19 @@ def _read_quality_records(
 
     configs = m.measured_frame(runs, gpu)
     if configs.empty:
-        where = f" on GPU {gpu!r}" if gpu else ""
-        raise UserError(
-            f"no measured GPU inference run{where} in the store {result.data_dir}",
-            "import measurements (mlenergy leaderboard import-reference) or pick another --gpu",
-        )
+        _no_measured_run(result, runs, gpu)
     bar.advance(2)  # type: ignore[attr-defined]
     store = RunStore(result.data_dir)
     quality_records = store.quality() if store.results_dir.is_dir() else []
     best = m.best_configurations(configs, itl_limit_ms)
+    if not best["energy_per_response_j"].notna().any():
+        fastest = configs.sort_values("median_itl_ms").iloc[0]
+        raise UserError(
+            f"no measured configuration meets --itl-limit-ms {itl_limit_ms:g} (the fastest "
+            f"median ITL is {fastest['median_itl_ms']:.1f} ms: {fastest['model_id']} on "
+            f"{fastest['gpu']}, {fastest['task']})",
+            "raise --itl-limit-ms",
+        )
     result.configs = configs
     result.rows = m.attach_quality(best, scores, quality_records, task_bench)
     if not result.rows["quality_score"].notna().any():
@@ -261,6 +265,21 @@ def _read_quality_records(
     )
     result.energy_note = _energy_note(configs)
     bar.advance()  # type: ignore[attr-defined]
+
+
+def _no_measured_run(result: MeasuredStudyResult, runs: list, gpu: str | None) -> None:
+    """Raise: no measured run (on ``gpu``); name the GPUs that were measured."""
+    everywhere = m.measured_frame(runs)
+    if gpu and not everywhere.empty:
+        raise UserError(
+            f"no measured GPU inference run on GPU {gpu!r} in the store {result.data_dir}",
+            f"pick --gpu from the measured GPUs: {', '.join(sorted(set(everywhere['gpu'])))}",
+        )
+    raise UserError(
+        f"no measured GPU inference run in the store {result.data_dir}",
+        "import measurements (mlenergy import mlenergy-benchmark, or mlenergy leaderboard "
+        "import-reference)",
+    )
 
 
 def _no_quality_match(result: MeasuredStudyResult, scores: list, task_bench: dict) -> None:

@@ -198,6 +198,12 @@ def test_bad_quality_file_is_one_line_naming_the_row(
     "extra,needle",
     [
         (["--gpu", "A100"], "no measured GPU inference run on GPU 'A100'"),
+        (["--gpu", "A100"], "pick --gpu from the measured GPUs: B200"),
+        (
+            ["--itl-limit-ms", "5"],
+            "no measured configuration meets --itl-limit-ms 5 (the "
+            "fastest median ITL is 10.0 ms: org/dense-c on B200, lm-arena-chat)",
+        ),
         (["--benchmark", "MMLU-Pro"], "benchmark 'MMLU-Pro' is not in quality.csv"),
         (["--itl-limit-ms", "0"], "--itl-limit-ms must be positive"),
     ],
