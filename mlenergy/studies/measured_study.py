@@ -1,8 +1,9 @@
 """Run the measured dense-versus-MoE study end to end: read, match, compare, report.
 
 ``mlenergy study dense-vs-moe --measured`` calls :func:`run_measured_study`; so does notebook
-05. Bad input (no measured run, an unknown GPU, a benchmark absent from the quality file, a
-malformed quality file) raises :class:`~mlenergy.errors.UserError` before anything is written.
+05. Bad input (no measured run, an unknown GPU, a deadline no configuration meets, a benchmark
+absent from the quality file, a malformed quality file) raises
+:class:`~mlenergy.errors.UserError` before anything is written.
 """
 
 from __future__ import annotations
