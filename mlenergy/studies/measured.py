@@ -214,7 +214,8 @@ def _quality_origin(q: QualityResult) -> str:
     """Who produced a quality record: the tool (and submitter) or this project."""
     who = q.tags.get("origin") or ("this project" if _quality_kind(q) == "measured" else "")
     if q.submission is not None:
-        who = f"{who}, submitted by {q.submission.submitter}" if who else q.submission.submitter
+        by = f"submitted by {q.submission.submitter}"
+        who = f"{who}, {by}" if who else by
     return who
 
 

@@ -307,3 +307,37 @@ def test_too_few_models_for_any_fit_still_reports(tmp_path, quality_file):
     assert "ratio_ci_low" in result.pairs.columns
     assert result.csv_path.is_file()
     assert not any("parameter count" in p for p in result.conclusion)
+
+
+def test_store_quality_labels_and_filter_choice():
+    """Imported or submitted records are ``imported:``; strict-match wins over other filters."""
+    from datetime import UTC, datetime
+
+    from mlenergy.records.run import SubmissionInfo
+    from mlenergy.studies.measured import store_quality
+
+    info = model("org/moe-b", True, 120, 6)
+    base = stored_quality(info, 0.9)
+    imported = {"imported_from": "lm-eval", "origin": "lm-eval 0.4.13"}
+    strict = base.model_copy(
+        update={"metric": "exact_match,strict-match", "value": 0.7,
+                "tags": {**imported, "filter": "strict-match"}}
+    )  # fmt: skip
+    flexible = base.model_copy(
+        update={"metric": "exact_match,flexible-extract", "value": 0.8,
+                "tags": {**imported, "filter": "flexible-extract"}}
+    )  # fmt: skip
+    for records in ([strict, flexible], [flexible, strict]):
+        fig = store_quality(records, "org/moe-b", "GPQA-Diamond")
+        assert fig.score == pytest.approx(70.0)
+        assert fig.source_label == "imported:lm-eval:gpqa_diamond_cot_zeroshot"
+        assert "lm-eval 0.4.13" in fig.reference and "flexible-extract 80" in fig.how
+    when = datetime(2026, 1, 1, tzinfo=UTC)
+    submitted = base.model_copy(
+        update={"submission": SubmissionInfo(submission_id="s1", submitter="Lab X",
+                                             submitted_at=when)}
+    )  # fmt: skip
+    fig = store_quality([submitted], "org/moe-b", "GPQA-Diamond")
+    assert fig.source_label.startswith("imported:") and "submitted by Lab X" in fig.reference
+    own = store_quality([base], "org/moe-b", "GPQA-Diamond")
+    assert own.source_label.startswith("measured:") and "this project" in own.reference
