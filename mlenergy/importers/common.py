@@ -357,7 +357,7 @@ def describe_model(
         active_b=active_b,
         weights=weights,
     )
-    notes.append(f"model {model_id}: {source}")
+    notes.append(f"model {model_id}: architecture and parameter counts from {source}")
     if dtype is None:
         model = model.model_copy(update={"dtype": config_dtype or "unknown"})
         notes.append(f"dtype {model.dtype} assumed from the model config ({why_no_dtype})")
