@@ -172,7 +172,12 @@ def best_configurations(configs: pd.DataFrame, itl_limit_ms: float) -> pd.DataFr
                 row[col] = math.nan
             row["configuration"] = ""
             row["configs_within"] = 0
-            row["note"] = f"no configuration within {itl_limit_ms:g} ms (fastest {fastest:.1f} ms)"
+            row["note"] = (
+                f"no configuration within {itl_limit_ms:g} ms (fastest {fastest:.1f} ms)"
+                if math.isfinite(fastest)
+                else "no median inter-token latency recorded, so no configuration can be "
+                "judged against the deadline"
+            )
         else:
             row = within.sort_values("energy_per_response_j").iloc[0].copy()
             row["configs_within"] = len(within)

@@ -250,13 +250,7 @@ def _read_quality_records(
     quality_records = store.quality() if store.results_dir.is_dir() else []
     best = m.best_configurations(configs, itl_limit_ms)
     if not best["energy_per_response_j"].notna().any():
-        fastest = configs.sort_values("median_itl_ms").iloc[0]
-        raise UserError(
-            f"no measured configuration meets --itl-limit-ms {itl_limit_ms:g} (the fastest "
-            f"median ITL is {fastest['median_itl_ms']:.1f} ms: {fastest['model_id']} on "
-            f"{fastest['gpu']}, {fastest['task']})",
-            "raise --itl-limit-ms",
-        )
+        _no_configuration_within(configs, itl_limit_ms)
     result.configs = configs
     result.rows = m.attach_quality(best, scores, quality_records, task_bench)
     if not result.rows["quality_score"].notna().any():
@@ -280,6 +274,25 @@ def _no_measured_run(result: MeasuredStudyResult, runs: list, gpu: str | None) -
         f"no measured GPU inference run in the store {result.data_dir}",
         "import measurements (mlenergy import mlenergy-benchmark, or mlenergy leaderboard "
         "import-reference)",
+    )
+
+
+def _no_configuration_within(configs: pd.DataFrame, itl_limit_ms: float) -> None:
+    """Raise: no configuration meets the deadline; name the fastest, or say none has a latency."""
+    timed = configs[configs["median_itl_ms"].notna()]
+    if timed.empty:
+        raise UserError(
+            f"none of the {len(configs)} measured configuration(s) records a median "
+            "inter-token latency, so none can be judged against --itl-limit-ms",
+            "import runs that record latencies (mlenergy import mlenergy-benchmark; Zeus logs "
+            "and optimum-benchmark reports carry none)",
+        )
+    fastest = timed.sort_values("median_itl_ms").iloc[0]
+    raise UserError(
+        f"no measured configuration meets --itl-limit-ms {itl_limit_ms:g} (the fastest "
+        f"median ITL is {fastest['median_itl_ms']:.1f} ms: {fastest['model_id']} on "
+        f"{fastest['gpu']}, {fastest['task']})",
+        "raise --itl-limit-ms",
     )
 
 
