@@ -72,10 +72,13 @@ def arch_label(architecture: str, is_moe: bool) -> str:
 
 def _measured_by(run: RunRecord) -> str:
     """Who measured a run: its submitter, the tool it was imported from, or this project."""
+    tool = run.tags.get("origin") or run.tags.get("imported_from")
     if run.submission is not None:
+        if run.tags.get("imported_from"):
+            return f"{tool}, submitted by {run.submission.submitter}"
         return run.submission.submitter
     if run.tags.get("imported_from"):
-        return f"{run.tags.get('origin') or run.tags['imported_from']}, imported"
+        return f"{tool}, imported"
     return "this project"
 
 

@@ -135,3 +135,31 @@ def test_imported_quality_on_no_study_benchmark_is_named(
     warning = next(line for line in out.splitlines() if "Qwen/Qwen3-8B: quality records" in line)
     assert "lm-eval:toy_arith_mc" in warning and "no measured run of this model" in warning
     assert _moe_row(summary)["quality_source"] == "published:GPQA-Diamond"
+
+
+def test_submitted_bundle_of_energy_and_quality_reaches_the_study(tmp_path, capsys):
+    """Energy and lm-eval quality of one model, bundled, submitted, approved, then studied."""
+    data, bundle = tmp_path / "data", tmp_path / "bundle.jsonl"
+    RunStore(data).append(fixture_runs())
+    configs = write_model_configs(tmp_path / "model-configs")
+    common = ["--configs-dir", str(configs), "--bundle", str(bundle), "--data-dir", str(data)]
+    harness = ["--harness-configs", str(HARNESS_CONFIGS), "--harness-version", "3.0",
+               "--zeus-version", "0.11.0", "--engine", "vllm 0.11.1"]  # fmt: skip
+    assert main(["import", "mlenergy-benchmark", str(RUN_MOE), *harness, *common]) == 0
+    results = write_gpqa_lm_eval(tmp_path / "results_gpqa.json")
+    assert main(["import", "lm-eval", str(results), *common]) == 0
+    capsys.readouterr()
+    submit = ["submit", str(bundle), "--submitter", "Lab X", "--data-dir", str(data)]
+    assert main(submit) == 0
+    queued = re.search(r"queued (\S+):", capsys.readouterr().out)
+    assert queued is not None
+    assert main(["submissions", "approve", queued.group(1), "--data-dir", str(data)]) == 0
+
+    quality = write_quality(tmp_path / "quality.csv", QUALITY_ROWS_WITH_MOE)
+    summary, _ = _study(data, quality, tmp_path / "report", capsys)
+    row = _moe_row(summary)
+    assert row["quality_score"] == pytest.approx(STRICT * 100)
+    assert row["quality_source"] == f"imported:lm-eval:{GPQA_TASK}"
+    page = (tmp_path / "report" / "index.html").read_text()
+    assert "measured:zeus-nvml (mlenergy.benchmark 3.0, submitted by Lab X)" in page
+    assert "lm-eval 0.4.13, submitted by Lab X" in page
