@@ -163,3 +163,10 @@ def test_submitted_bundle_of_energy_and_quality_reaches_the_study(tmp_path, caps
     page = (tmp_path / "report" / "index.html").read_text()
     assert "measured:zeus-nvml (mlenergy.benchmark 3.0, submitted by Lab X)" in page
     assert "lm-eval 0.4.13, submitted by Lab X" in page
+
+
+def test_help_of_measured_says_store_quality_comes_first(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "400")  # one line per option
+    assert main(["study", "dense-vs-moe", "--help"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if "--measured" in x)
+    assert "store's quality records (e.g. imported lm-eval results), else published" in line
