@@ -168,5 +168,6 @@ def test_submitted_bundle_of_energy_and_quality_reaches_the_study(tmp_path, caps
 def test_help_of_measured_says_store_quality_comes_first(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "400")  # one line per option
     assert main(["study", "dense-vs-moe", "--help"]) == 0
-    line = next(x for x in capsys.readouterr().out.splitlines() if "│ --measured " in x)
+    lines = capsys.readouterr().out.splitlines()
+    line = next(x for x in lines if re.match(r"\W*--measured\s", x))
     assert "store's quality records (e.g. imported lm-eval results), else published" in line
