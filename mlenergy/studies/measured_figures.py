@@ -51,6 +51,32 @@ def quality_footer(rows: pd.DataFrame) -> str:
     return f"Quality: {kind} scores (labels in the report), not measured in the same runs."
 
 
+_LABEL_PT = 6.0
+"""Font size of point labels (points); a character is about half as wide."""
+
+
+def _label_points(ax: object, g: pd.DataFrame) -> None:
+    """Name each point; a label that would cover an earlier one moves down, with a leader line."""
+    ax.get_xlim(), ax.get_ylim()  # type: ignore[attr-defined]  # fix the view before transforming
+    to_pt = 72.0 / ax.figure.dpi  # type: ignore[attr-defined]
+    placed: list[tuple[float, float, float]] = []  # (x0, x1, y) of labels, points
+    for _, r in g.sort_values("quality_score", ascending=False).iterrows():
+        xy = (r["energy_per_response_j"], r["quality_score"])
+        px, py = ax.transData.transform(xy) * to_pt  # type: ignore[attr-defined]
+        name = _short(r["model_id"])
+        width = 0.55 * _LABEL_PT * len(name)
+        dy = 3.0
+        while any(
+            x0 < px + 3 + width and px + 3 < x1 and abs(py + dy - y) < _LABEL_PT + 1
+            for x0, x1, y in placed
+        ):
+            dy -= _LABEL_PT + 1
+        placed.append((px + 3, px + 3 + width, py + dy))
+        arrow = {"arrowstyle": "-", "lw": 0.4, "color": "grey"} if dy < 0 else None
+        ax.annotate(name, xy, fontsize=_LABEL_PT, xytext=(3, dy), textcoords="offset points",
+                    arrowprops=arrow)  # type: ignore[attr-defined]  # fmt: skip
+
+
 def _panels_size(panels: int) -> tuple[float, float]:
     """Figure size (inches) of a row of ``panels`` panels, wide enough for the footer."""
     return max(6.5, 5.2 * panels), 4.4
@@ -82,10 +108,8 @@ def _quality_vs_energy(frontier: pd.DataFrame, out: Path, note: str) -> str | No
             )
         front = g[g["on_frontier"]].sort_values("energy_per_response_j")
         ax.step(front["energy_per_response_j"], front["quality_score"], where="post", c="k", lw=0.8)
-        for _, r in g.iterrows():
-            ax.annotate(_short(r["model_id"]), (r["energy_per_response_j"], r["quality_score"]),
-                        fontsize=6, xytext=(3, 3), textcoords="offset points")  # fmt: skip
         ax.set_xscale("log")
+        _label_points(ax, g)
         ax.set_xlabel("energy per response (J, measured)")
         ax.set_ylabel(f"{g['quality_benchmark'].iloc[0]} ({quality_kind(g['quality_source'])})")
         ax.set_title(f"{task} on {gpu}", fontsize=10)

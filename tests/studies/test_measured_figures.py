@@ -46,6 +46,7 @@ def drawn(monkeypatch, tmp_path):
                 "legends": [[t.get_text() for t in a.get_legend().get_texts()]
                             for a in axes if a.get_legend()],
                 "note": note,
+                "labels": [(t.get_text(), t.xyann) for a in axes for t in a.texts],
             }
         )  # fmt: skip
         return path.name
@@ -79,3 +80,13 @@ def test_parameters_figure_has_one_row_per_gpu(drawn, tmp_path):
     params = drawn[-1]
     assert len(params["titles"]) == 4
     assert params["titles"][0].startswith("B200: ") and params["titles"][2].startswith("H100: ")
+
+
+def test_labels_of_points_at_one_place_do_not_cover_each_other(drawn, tmp_path):
+    rows = _rows(["published:GPQA-Diamond"] * 3, ["B200"] * 3)
+    rows.loc[1, ["energy_per_response_j", "quality_score"]] = rows.loc[0, [
+        "energy_per_response_j", "quality_score"]].to_numpy()  # fmt: skip
+    mf.write_measured_figures(rows, rows, tmp_path, "Energy: measured:zeus-nvml.")
+    labels = dict(drawn[0]["labels"])
+    assert set(labels) == {"m0", "m1", "m2"}
+    assert labels["m0"][1] != labels["m1"][1]  # moved apart vertically
