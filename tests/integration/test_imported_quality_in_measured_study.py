@@ -118,6 +118,10 @@ def test_imported_lm_eval_quality_beats_published(store_with_imported_energy, tm
     # The harness measured the imported run's energy, not this project.
     assert "measured:zeus-nvml (mlenergy.benchmark, imported)" in page
     assert MOE_MODEL in out
+    assert (
+        "Quality from the store's records instead of published scores for "
+        f"Qwen3-30B-A3B-Thinking-2507 (gpqa: imported:lm-eval:{GPQA_TASK})" in out
+    )
     # The import says what the model's description was read from.
     assert f"model {MOE_MODEL}: architecture and parameter counts from config:" in out
 
