@@ -78,9 +78,10 @@ def _moe_row(summary: pd.DataFrame) -> pd.Series:
 def test_published_score_without_imported_quality(store_with_imported_energy, tmp_path, capsys):
     """The control: with energy imported but no quality record, the published score is used."""
     quality = write_quality(tmp_path / "quality.csv", QUALITY_ROWS_WITH_MOE)
-    summary, _ = _study(store_with_imported_energy, quality, tmp_path / "report", capsys)
+    summary, out = _study(store_with_imported_energy, quality, tmp_path / "report", capsys)
     row = _moe_row(summary)
     assert row["quality_score"] == pytest.approx(PUBLISHED_MOE_GPQA)
+    assert "Quality from the store's records" not in out
     assert row["quality_source"] == "published:GPQA-Diamond"
     assert row["energy_source"] == "measured:zeus-nvml"
 
