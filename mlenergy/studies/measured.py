@@ -233,6 +233,18 @@ def _filter_rank(q: QualityResult) -> tuple[int, str]:
     return order, q.metric
 
 
+def _task_rank(q: QualityResult, benchmark: str) -> tuple[float, int, int, int]:
+    """Order of preference among matching records: newest, then the benchmark's own task.
+
+    ``lm-eval:mmlu_pro`` (the task named as the benchmark, or a group) comes before its
+    subtasks such as ``lm-eval:mmlu_pro_biology``, then shorter names.
+    """
+    name = _normalise(q.task.removeprefix("lm-eval:"))
+    exact = name == _normalise(benchmark) or q.tags.get("benchmark") is not None
+    return (-q.created_at.timestamp(), 0 if exact else 1, 0 if q.tags.get("group") else 1,
+            len(q.task))  # fmt: skip
+
+
 def _as_percent(q: QualityResult) -> tuple[float, bool]:
     accuracy = q.metric.lower().startswith(_ACCURACY_METRICS) and 0.0 <= q.value <= 1.0
     return (q.value * 100.0 if accuracy else q.value), accuracy
@@ -244,18 +256,19 @@ def store_quality(
     """A quality record of the store for ``model_id`` on ``benchmark`` (the newest), if any.
 
     A record counts when its ``tags["benchmark"]`` names the benchmark or its task contains
-    the benchmark's name (``lm-eval:gpqa_diamond_cot_zeroshot`` for ``GPQA-Diamond``). Among
-    the newest task's records, lm-eval's filter ``none``, then ``strict-match``, is chosen; the
-    other figures are named in ``how``. Accuracy fractions in [0, 1] are shown in %. The label
-    is ``imported:<task>`` for a record read from another tool's file or submitted, else
-    ``measured:<task>``.
+    the benchmark's name (``lm-eval:gpqa_diamond_cot_zeroshot`` for ``GPQA-Diamond``). The
+    newest evaluation wins, and within it the benchmark's own task or group before its
+    subtasks (:func:`_task_rank`); among that task's records lm-eval's filter ``none``, then
+    ``strict-match``, is chosen and the other figures are named in ``how``. Accuracy
+    fractions in [0, 1] are shown in %. The label is ``imported:<task>`` for a record read
+    from another tool's file or submitted, else ``measured:<task>``.
     """
     found = [
         q for q in records if q.model.model_id == model_id and _matches_benchmark(q, benchmark)
     ]
     if not found:
         return None
-    newest = max(found, key=lambda r: r.created_at)
+    newest = min(found, key=lambda r: _task_rank(r, benchmark))
     same = [q for q in found if q.task == newest.task and q.created_at == newest.created_at]
     q = min(same, key=_filter_rank)
     score, accuracy = _as_percent(q)

@@ -341,3 +341,22 @@ def test_store_quality_labels_and_filter_choice():
     assert fig.source_label.startswith("imported:") and "submitted by Lab X" in fig.reference
     own = store_quality([base], "org/moe-b", "GPQA-Diamond")
     assert own.source_label.startswith("measured:") and "this project" in own.reference
+
+
+def test_store_quality_prefers_the_group_to_its_subtasks():
+    """An lm-eval group (``mmlu_pro``) and its subtasks: the group's figure is the benchmark's."""
+    from mlenergy.studies.measured import store_quality
+
+    info = model("org/moe-b", True, 120, 6)
+    base = stored_quality(info, 0.5)
+    group = base.model_copy(
+        update={"task": "lm-eval:mmlu_pro", "value": 0.61, "tags": {"group": "true"}}
+    )
+    subtasks = [
+        base.model_copy(update={"task": f"lm-eval:mmlu_pro_{name}", "value": v})
+        for name, v in (("biology", 0.8), ("law", 0.3))
+    ]
+    for records in ([*subtasks, group], [group, *subtasks]):
+        fig = store_quality(records, "org/moe-b", "MMLU-Pro")
+        assert fig.score == pytest.approx(61.0)
+        assert fig.source_label == "measured:lm-eval:mmlu_pro"
