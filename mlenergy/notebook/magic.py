@@ -6,6 +6,8 @@
     %%energy [--var NAME] [--name WINDOW] [--quiet]
              [--save --model VAR --tokens N [--batch-size B] [--data-dir DIR]]
 
+(``--data-dir`` defaults to ``$MLENERGY_DATA_DIR``, else ``./data``, as the commands do.)
+
 The cell runs inside a :class:`~mlenergy.measure.window.MeasuredWindow` of one
 :class:`~mlenergy.measure.EnergyMeter` shared by the session (Zeus; on a machine without
 energy counters the CPU power model, labelled ``modelled:cpu-tdp``). A small table shows time,
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +89,15 @@ def window_record(
     )
 
 
+def store_dir(value: str | None) -> Path:
+    """The store ``--save`` writes to: ``value``, else ``$MLENERGY_DATA_DIR``, else ``./data``.
+
+    The same default as the ``mlenergy`` commands, so a notebook under ``notebooks/`` can save
+    into the project's store by setting the variable once.
+    """
+    return Path(value or os.environ.get("MLENERGY_DATA_DIR") or "data")
+
+
 def _model_info(shell: Any, name: str) -> Any:
     from mlenergy.records import ModelInfo
 
@@ -129,7 +141,11 @@ class EnergyMagics(Magics):
     @argument("--model", default=None, help="With --save: variable of the model that ran.")
     @argument("--tokens", type=int, default=None, help="With --save: tokens the cell generated.")
     @argument("--batch-size", type=int, default=1, help="With --save: sequences generated.")
-    @argument("--data-dir", default=None, help="With --save: store folder (default ./data).")
+    @argument(
+        "--data-dir",
+        default=None,
+        help="With --save: store folder (default: $MLENERGY_DATA_DIR, else ./data).",
+    )
     @cell_magic
     def energy(self, line: str, cell: str) -> None:
         """Measure the cell's time and energy; show and keep the result."""
@@ -163,6 +179,6 @@ class EnergyMagics(Magics):
         from mlenergy.store import RunStore
 
         record = window_record(window, self.meter, info, args.tokens, args.batch_size, cell)
-        store = RunStore(Path(args.data_dir) if args.data_dir else Path("data"))
+        store = RunStore(store_dir(args.data_dir))
         result = store.append([record])
         print(f"saved run {record.run_id} to {store.data_dir} (added {result.added})")

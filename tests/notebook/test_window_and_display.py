@@ -142,3 +142,15 @@ def test_formatted_types_name_classes_that_exist():
         )
         checked += 1
     assert checked >= 2  # at least the estimate and the window result
+
+
+def test_save_store_follows_the_commands_default(monkeypatch, tmp_path):
+    from pathlib import Path
+
+    from mlenergy.notebook.magic import store_dir
+
+    monkeypatch.delenv("MLENERGY_DATA_DIR", raising=False)
+    assert store_dir(None) == Path("data")
+    monkeypatch.setenv("MLENERGY_DATA_DIR", str(tmp_path / "store"))
+    assert store_dir(None) == tmp_path / "store"
+    assert store_dir("elsewhere") == Path("elsewhere")
