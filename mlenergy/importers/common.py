@@ -47,6 +47,8 @@ def load_json_object(path: Path) -> dict[str, Any]:
     Raises:
         UserError: The file is missing, unreadable, not JSON or not an object.
     """
+    if path.is_dir():
+        raise UserError(f"{path} is a folder, not a file", "pass the file itself")
     if not path.is_file():
         raise UserError(f"{path} does not exist or is not a file", "pass the path of the file")
     try:
