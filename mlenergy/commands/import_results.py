@@ -128,7 +128,10 @@ def mlenergy_benchmark(
 
 @import_app.command("lm-eval")
 def lm_eval(
-    files: Annotated[list[Path], typer.Argument(help="lm-eval results_*.json files.")],
+    files: Annotated[
+        list[Path],
+        typer.Argument(help="lm-eval results_*.json files, or folders holding them."),
+    ],
     model: Annotated[
         str | None, typer.Option(help="Model id, overriding the file's model_name.")
     ] = None,
@@ -140,11 +143,12 @@ def lm_eval(
     bundle: BundleOption = None,
 ) -> None:
     """Import lm-evaluation-harness results: one quality record per task x metric."""
-    from mlenergy.importers.lmeval_results import LmEvalOptions, read_results
+    from mlenergy.importers.lmeval_results import LmEvalOptions, read_results, results_files
 
     _need_submitter(submit, submitter)
     opts = LmEvalOptions(configs_dir=configs_dir, model=model, dtype=dtype)
-    _deliver([read_results(f, opts) for f in files], data_dir, submit, submitter, bundle)
+    batches = [read_results(f, opts) for f in results_files(files)]
+    _deliver(batches, data_dir, submit, submitter, bundle)
 
 
 @import_app.command("optimum-benchmark")

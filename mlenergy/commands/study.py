@@ -58,8 +58,9 @@ def dense_vs_moe(
         bool,
         typer.Option(
             "--measured",
-            help="Real GPU measurements (store, else ML.ENERGY's reference) and published "
-            "quality instead of the toy models.",
+            help="Real GPU measurements (store, else ML.ENERGY's reference) against the "
+            "store's quality records (e.g. imported lm-eval results), else published scores, "
+            "instead of the toy models.",
         ),
     ] = False,
     reference: Annotated[

@@ -47,6 +47,8 @@ def load_json_object(path: Path) -> dict[str, Any]:
     Raises:
         UserError: The file is missing, unreadable, not JSON or not an object.
     """
+    if path.is_dir():
+        raise UserError(f"{path} is a folder, not a file", "pass the file itself")
     if not path.is_file():
         raise UserError(f"{path} does not exist or is not a file", "pass the path of the file")
     try:
@@ -357,7 +359,7 @@ def describe_model(
         active_b=active_b,
         weights=weights,
     )
-    notes.append(f"model {model_id}: {source}")
+    notes.append(f"model {model_id}: architecture and parameter counts from {source}")
     if dtype is None:
         model = model.model_copy(update={"dtype": config_dtype or "unknown"})
         notes.append(f"dtype {model.dtype} assumed from the model config ({why_no_dtype})")

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mlenergy.errors import UserError
 from mlenergy.importers.common import (
     describe_model,
     fail,
@@ -184,6 +185,30 @@ def _records_of_task(
             )
         )
     return records
+
+
+def results_files(paths: list[Path]) -> list[Path]:
+    """The results files to read: each file as given; for a folder every ``results_*.json`` below.
+
+    lm-eval writes ``--output_path OUT`` as ``OUT/<model>/results_<time>.json``, so the folder
+    a user passed to lm-eval can be passed here as it is.
+
+    Raises:
+        UserError: A folder holds no ``results_*.json``.
+    """
+    out: list[Path] = []
+    for path in paths:
+        if not path.is_dir():
+            out.append(path)
+            continue
+        found = sorted(path.rglob("results_*.json"))
+        if not found:
+            raise UserError(
+                f"{path} is a folder with no lm-eval results_*.json below it",
+                "pass the results files, or the --output_path folder lm-eval wrote",
+            )
+        out += found
+    return out
 
 
 def read_results(path: Path, opts: LmEvalOptions | None = None) -> ImportBatch:

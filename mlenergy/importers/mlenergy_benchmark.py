@@ -461,9 +461,13 @@ def read_run(run_dir: Path, opts: HarnessOptions | None = None) -> ImportBatch:
         run_dir = run_dir.parent
     path = run_dir / "results.json"
     if not run_dir.is_dir() or not path.is_file():
+        below = run_dir.is_dir() and next(run_dir.rglob("results.json"), None) is not None
         raise UserError(
             f"{run_dir} is not a run folder of the ML.ENERGY benchmark (no results.json)",
-            "pass a folder .../results/{org}/{model}/{gpu}/num_gpus+N+... holding results.json",
+            "pass --recursive to import every run folder below it"
+            if below
+            else "pass a folder .../results/{org}/{model}/{gpu}/num_gpus+N+... holding "
+            "results.json",
         )
     results = load_json_object(path)
     prom_path = run_dir / "prometheus.json"

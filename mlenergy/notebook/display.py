@@ -1,7 +1,8 @@
 """HTML formatters registered by the IPython extension, by type, without importing the types.
 
 A list of run records shows as one table; an estimate (``mlenergy.estimate.Estimate``), a plan
-(``mlenergy.optimize``'s plans, ``mlenergy.sweep``'s plan) and a window result show as a
+or result of ``mlenergy.optimize`` (pipeline plan and frontier, power-cap and power-limit
+results), ``mlenergy.sweep``'s plan and a window result show as a
 compact field table with units read from the field names (``_j`` joules, ``_s`` seconds...).
 Types are registered by module and name (IPython resolves them when first seen), so a package
 that is absent or not yet imported costs nothing and breaks nothing.
@@ -34,7 +35,9 @@ FORMATTED_TYPES: tuple[tuple[str, str], ...] = (
     ("mlenergy.estimate.api", "Estimate"),
     ("mlenergy.optimize.plan", "PipelinePlan"),
     ("mlenergy.optimize.frontier", "Frontier"),
-    ("mlenergy.optimize.power", "PowerPlan"),
+    ("mlenergy.optimize.pipeline", "PipelineResult"),
+    ("mlenergy.optimize.power_cap", "PowerCapResult"),
+    ("mlenergy.optimize.power_limit_training", "PowerLimitOutcome"),
     ("mlenergy.sweep.plan", "Plan"),
     ("mlenergy.measure.meter", "WindowResult"),
 )

@@ -6,6 +6,8 @@
     %%energy [--var NAME] [--name WINDOW] [--quiet]
              [--save --model VAR --tokens N [--batch-size B] [--data-dir DIR]]
 
+(``--data-dir`` defaults to ``$MLENERGY_DATA_DIR``, else ``./data``, as the commands do.)
+
 The cell runs inside a :class:`~mlenergy.measure.window.MeasuredWindow` of one
 :class:`~mlenergy.measure.EnergyMeter` shared by the session (Zeus; on a machine without
 energy counters the CPU power model, labelled ``modelled:cpu-tdp``). A small table shows time,
@@ -13,12 +15,15 @@ energy per device, average power and source; the window is kept in ``--var`` (de
 ``energy_result``). ``--save`` appends a run record to the store: it needs the model that ran
 (``--model``: a variable holding a ``LoadedModel`` or ``ModelInfo``) and the tokens the cell
 generated (``--tokens``), so that the record describes what ran rather than inventing it.
+When the cell raises, its window is cancelled and ``--var`` holds that failed window, so that
+an earlier cell's figures are never read as this cell's (reading it raises ``WindowFailed``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +34,10 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from mlenergy.measure.window import MeasuredWindow, window_html
 
 DEFAULT_VAR = "energy_result"
+
+
+class _CellFailed(Exception):
+    """The measured cell raised (IPython has shown the error); its window is cancelled."""
 
 
 def window_record(
@@ -80,6 +89,15 @@ def window_record(
     )
 
 
+def store_dir(value: str | None) -> Path:
+    """The store ``--save`` writes to: ``value``, else ``$MLENERGY_DATA_DIR``, else ``./data``.
+
+    The same default as the ``mlenergy`` commands, so a notebook under ``notebooks/`` can save
+    into the project's store by setting the variable once.
+    """
+    return Path(value or os.environ.get("MLENERGY_DATA_DIR") or "data")
+
+
 def _model_info(shell: Any, name: str) -> Any:
     from mlenergy.records import ModelInfo
 
@@ -123,7 +141,11 @@ class EnergyMagics(Magics):
     @argument("--model", default=None, help="With --save: variable of the model that ran.")
     @argument("--tokens", type=int, default=None, help="With --save: tokens the cell generated.")
     @argument("--batch-size", type=int, default=1, help="With --save: sequences generated.")
-    @argument("--data-dir", default=None, help="With --save: store folder (default ./data).")
+    @argument(
+        "--data-dir",
+        default=None,
+        help="With --save: store folder (default: $MLENERGY_DATA_DIR, else ./data).",
+    )
     @cell_magic
     def energy(self, line: str, cell: str) -> None:
         """Measure the cell's time and energy; show and keep the result."""
@@ -136,10 +158,14 @@ class EnergyMagics(Magics):
             raise UsageError("--batch-size must be at least 1")
         info = _model_info(self.shell, args.model) if args.save else None
         window = MeasuredWindow(args.name, self.meter)
-        with window:
-            outcome = self.shell.run_cell(cell)
-        if not outcome.success:
-            print("%%energy: the cell raised; its energy is not kept")
+        try:
+            with window:
+                if not self.shell.run_cell(cell).success:
+                    raise _CellFailed
+        except _CellFailed:
+            # The failed window replaces any earlier result: reading it raises WindowFailed.
+            self.shell.user_ns[args.var] = window
+            print(f"%%energy: the cell raised; no energy is kept ({args.var} has no result)")
             return
         self.shell.user_ns[args.var] = window
         if not args.quiet:
@@ -153,6 +179,6 @@ class EnergyMagics(Magics):
         from mlenergy.store import RunStore
 
         record = window_record(window, self.meter, info, args.tokens, args.batch_size, cell)
-        store = RunStore(Path(args.data_dir) if args.data_dir else Path("data"))
+        store = RunStore(store_dir(args.data_dir))
         result = store.append([record])
         print(f"saved run {record.run_id} to {store.data_dir} (added {result.added})")

@@ -60,7 +60,8 @@ def _plot_runs(runs: Sequence[RunRecord], x: str, ax: Any) -> Any:
 def _plot_window(result: Any, ax: Any) -> Any:
     fig, ax = _axes(ax)
     devices = list(result.energy_by_device_j)
-    ax.bar(devices, [result.energy_by_device_j[d] for d in devices])
+    values = [result.energy_by_device_j[d] for d in devices]
+    ax.bar(devices, [float("nan") if v is None else v for v in values])
     ax.set_ylabel("energy (J)")
     ax.set_title(f"{result.name}: {result.duration_s:.3g} s ({result.energy_source})", fontsize=9)
     return fig
@@ -80,10 +81,17 @@ def plot(obj: Any, *, x: str = "batch_size", ax: Any = None) -> Any:
         TypeError: For an object this function cannot draw.
     """
     if isinstance(obj, RunRecord):
-        return _plot_run(obj, ax)
-    if isinstance(obj, list | tuple) and obj and all(isinstance(r, RunRecord) for r in obj):
-        return _plot_runs(obj, x, ax)
-    result = getattr(obj, "result", obj)
-    if hasattr(result, "energy_by_device_j") and hasattr(result, "duration_s"):
-        return _plot_window(result, ax)
-    raise TypeError(f"cannot plot a {type(obj).__name__}: give a run record, records or a window")
+        fig = _plot_run(obj, ax)
+    elif isinstance(obj, list | tuple) and obj and all(isinstance(r, RunRecord) for r in obj):
+        fig = _plot_runs(obj, x, ax)
+    elif hasattr(result := getattr(obj, "result", obj), "energy_by_device_j") and hasattr(
+        result, "duration_s"
+    ):
+        fig = _plot_window(result, ax)
+    else:
+        raise TypeError(
+            f"cannot plot a {type(obj).__name__}: give a run record, records or a window"
+        )
+    if ax is None:
+        fig.tight_layout()  # axis labels inside the figure, also when it is saved
+    return fig

@@ -55,6 +55,15 @@ non-thinking models 350-950; 2,000 separates the two with room on both sides.
 
 Mode = Literal["thinking", "non-thinking"]
 
+DEFAULT_REASONING_LEVEL = "medium"
+"""Reasoning level assumed for a run that states none, when scores of several levels exist.
+
+Models with reasoning levels (gpt-oss: low, medium, high) reason at ``medium`` unless the
+request sets another level (their chat template's default), and ML.ENERGY's runs set none.
+"""
+
+_LEVEL_RE = re.compile(r"reasoning (?:level|effort)[:= ]*(?P<level>low|medium|high)\b", re.I)
+
 _UNIT_RANGES: tuple[tuple[str, float, float, bool], ...] = (
     # (unit prefix, low, high, is a percentage accuracy)
     ("%", 0.0, 100.0, True),
@@ -141,6 +150,28 @@ def setting_mode(setting: str) -> Mode | None:
     if found is None:
         return None
     return "non-thinking" if found.group("non") else "thinking"
+
+
+def reasoning_level(setting: str) -> str | None:
+    """The reasoning level a ``setting`` states (``low``, ``medium``, ``high``), else ``None``."""
+    found = _LEVEL_RE.search(setting)
+    return found.group("level").lower() if found else None
+
+
+def _default_level(chosen: list[PublishedScore]) -> tuple[list[PublishedScore], str]:
+    """Keep the :data:`DEFAULT_REASONING_LEVEL` rows when the rows differ in reasoning level."""
+    levels = {reasoning_level(s.setting) for s in chosen} - {None}
+    if len(levels) < 2 or DEFAULT_REASONING_LEVEL not in levels:
+        return chosen, ""
+    keep = [s for s in chosen if reasoning_level(s.setting) == DEFAULT_REASONING_LEVEL]
+    others = sorted(
+        {f"{reasoning_level(s.setting) or 'unstated'} {s.score:g}" for s in chosen}
+        - {f"{DEFAULT_REASONING_LEVEL} {s.score:g}" for s in keep}
+    )
+    return keep, (
+        f"; reasoning level {DEFAULT_REASONING_LEVEL} chosen, the model's default (the run "
+        f"states none; other rows: {', '.join(others)})"
+    )
 
 
 def run_mode(mean_output_tokens: float | None) -> Mode | None:
@@ -320,8 +351,9 @@ def match_score(
     The run's mode is ``mode`` when given, else it comes from the run's mean output length
     (:func:`run_mode`); with neither, the first row is used. Rows of that mode win;
     then rows whose setting states no mode; then rows of the other mode (said so in ``how``).
-    Among equals the first row of the file is chosen and the others are kept as
-    ``alternatives``.
+    When those rows state different reasoning levels (gpt-oss: low, medium, high), the
+    :data:`DEFAULT_REASONING_LEVEL` rows are kept. Among equals the first row of the file is
+    chosen and the others are kept as ``alternatives``.
 
     Args:
         scores: Published scores (:func:`read_published_quality`).
@@ -351,7 +383,8 @@ def match_score(
             else "no output length"
         )
     chosen, why = _pick(candidates, mode)
-    how = f"{length}; {why}"
+    chosen, level_why = _default_level(chosen)
+    how = f"{length}; {why}{level_why}"
     if via_base:
         how += f"; score of {base_model_id(model_id)} (the FP8 checkpoint inherits it)"
     first = chosen[0]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +71,15 @@ def arch_label(architecture: str, is_moe: bool) -> str:
 
 
 def _measured_by(run: RunRecord) -> str:
-    return run.submission.submitter if run.submission is not None else "this project"
+    """Who measured a run: its submitter, the tool it was imported from, or this project."""
+    tool = run.tags.get("origin") or run.tags.get("imported_from")
+    if run.submission is not None:
+        if run.tags.get("imported_from"):
+            return f"{tool}, submitted by {run.submission.submitter}"
+        return run.submission.submitter
+    if run.tags.get("imported_from"):
+        return f"{tool}, imported"
+    return "this project"
 
 
 def _config_text(run: RunRecord) -> str:
@@ -167,7 +175,12 @@ def best_configurations(configs: pd.DataFrame, itl_limit_ms: float) -> pd.DataFr
                 row[col] = math.nan
             row["configuration"] = ""
             row["configs_within"] = 0
-            row["note"] = f"no configuration within {itl_limit_ms:g} ms (fastest {fastest:.1f} ms)"
+            row["note"] = (
+                f"no configuration within {itl_limit_ms:g} ms (fastest {fastest:.1f} ms)"
+                if math.isfinite(fastest)
+                else "no median inter-token latency recorded, so no configuration can be "
+                "judged against the deadline"
+            )
         else:
             row = within.sort_values("energy_per_response_j").iloc[0].copy()
             row["configs_within"] = len(within)
@@ -196,36 +209,124 @@ def _normalise(text: str) -> str:
     return "".join(ch for ch in text.lower() if ch.isalnum())
 
 
+_FILTER_ORDER = ("none", "strict-match")
+"""lm-eval filters preferred when one task reports several (then the others, by name)."""
+
+
+def _quality_kind(q: QualityResult) -> str:
+    """``imported`` (read from another tool's file or submitted) or ``measured`` (this project)."""
+    return "imported" if q.tags.get("imported_from") or q.submission is not None else "measured"
+
+
+def _quality_origin(q: QualityResult) -> str:
+    """Who produced a quality record: the tool (and submitter) or this project."""
+    who = q.tags.get("origin") or ("this project" if _quality_kind(q) == "measured" else "")
+    if q.submission is not None:
+        by = f"submitted by {q.submission.submitter}"
+        who = f"{who}, {by}" if who else by
+    return who
+
+
+def _filter_rank(q: QualityResult) -> tuple[int, str]:
+    filt = q.tags.get("filter", "none")
+    order = _FILTER_ORDER.index(filt) if filt in _FILTER_ORDER else len(_FILTER_ORDER)
+    return order, q.metric
+
+
+def _task_rank(q: QualityResult, benchmark: str) -> tuple[float, int, int, int]:
+    """Order of preference among matching records: newest, then the benchmark's own task.
+
+    ``lm-eval:mmlu_pro`` (the task named as the benchmark, or a group) comes before its
+    subtasks such as ``lm-eval:mmlu_pro_biology``, then shorter names.
+    """
+    name = _normalise(q.task.removeprefix("lm-eval:"))
+    exact = name == _normalise(benchmark) or q.tags.get("benchmark") is not None
+    return (-q.created_at.timestamp(), 0 if exact else 1, 0 if q.tags.get("group") else 1,
+            len(q.task))  # fmt: skip
+
+
+def _as_percent(q: QualityResult) -> tuple[float, bool]:
+    accuracy = q.metric.lower().startswith(_ACCURACY_METRICS) and 0.0 <= q.value <= 1.0
+    return (q.value * 100.0 if accuracy else q.value), accuracy
+
+
 def store_quality(
     records: Iterable[QualityResult], model_id: str, benchmark: str
 ) -> QualityFigure | None:
     """A quality record of the store for ``model_id`` on ``benchmark`` (the newest), if any.
 
     A record counts when its ``tags["benchmark"]`` names the benchmark or its task contains
-    the benchmark's name (``lm-eval:gpqa_diamond_cot_zeroshot`` for ``GPQA-Diamond``).
-    Accuracy fractions in [0, 1] are shown in %.
+    the benchmark's name (``lm-eval:gpqa_diamond_cot_zeroshot`` for ``GPQA-Diamond``). The
+    newest evaluation wins, and within it the benchmark's own task or group before its
+    subtasks (:func:`_task_rank`); among that task's records lm-eval's filter ``none``, then
+    ``strict-match``, is chosen and the other figures are named in ``how``. Accuracy
+    fractions in [0, 1] are shown in %. The label is ``imported:<task>`` for a record read
+    from another tool's file or submitted, else ``measured:<task>``.
     """
-    want = _normalise(benchmark)
     found = [
-        q
-        for q in records
-        if q.model.model_id == model_id
-        and (_normalise(q.tags.get("benchmark", "")) == want or want in _normalise(q.task))
+        q for q in records if q.model.model_id == model_id and _matches_benchmark(q, benchmark)
     ]
     if not found:
         return None
-    q = max(found, key=lambda r: r.created_at)
-    accuracy = q.metric.lower().startswith(_ACCURACY_METRICS) and 0.0 <= q.value <= 1.0
-    score = q.value * 100.0 if accuracy else q.value
-    kind = f"imported:{q.submission.submitter}" if q.submission is not None else "measured"
+    newest = min(found, key=lambda r: _task_rank(r, benchmark))
+    same = [q for q in found if q.task == newest.task and q.created_at == newest.created_at]
+    q = min(same, key=_filter_rank)
+    score, accuracy = _as_percent(q)
+    others = [f"{o.metric} {_as_percent(o)[0]:.4g}" for o in sorted(same, key=_filter_rank)[1:]]
+    how = f"quality record of the store ({q.task}, {q.metric}), preferred to published scores"
+    if others:
+        how += f"; other figures of that evaluation: {', '.join(others)}"
     return QualityFigure(
         benchmark=benchmark,
         score=score,
         is_accuracy=accuracy,
-        source_label=f"{kind}:{q.task}",
-        reference=f"quality record {q.quality_id} ({q.metric} on {q.dataset or q.task})",
-        how=f"quality record of the store ({q.task}), preferred to published scores",
+        source_label=f"{_quality_kind(q)}:{q.task}",
+        reference=(
+            f"quality record {q.quality_id} ({q.metric} on {q.dataset or q.task}, "
+            f"by {_quality_origin(q)}; not measured in the energy runs)"
+        ),
+        how=how,
     )
+
+
+def _matches_benchmark(q: QualityResult, benchmark: str) -> bool:
+    want = _normalise(benchmark)
+    return _normalise(q.tags.get("benchmark", "")) == want or want in _normalise(q.task)
+
+
+def unused_store_quality(
+    records: Iterable[QualityResult], measured: set[str], benchmarks: list[str]
+) -> list[str]:
+    """Warnings for the store's quality records the study cannot use, one per model.
+
+    Args:
+        records: The store's quality records.
+        measured: Model ids with measured runs in the study.
+        benchmarks: The study's benchmarks (any case).
+
+    Returns:
+        ``"<model>: quality records of the store (<tasks>) ..."`` for records on no study
+        benchmark or of a model with no measured run.
+    """
+    by_model: dict[str, set[str]] = {}
+    for q in records:
+        if not any(_matches_benchmark(q, b) for b in benchmarks) or (
+            q.model.model_id not in measured
+        ):
+            by_model.setdefault(q.model.model_id, set()).add(q.task)
+    out = []
+    for model_id, tasks in sorted(by_model.items()):
+        why = (
+            "no measured run of this model"
+            if model_id not in measured
+            else "on no benchmark of the study"
+        )
+        out.append(
+            f"{model_id}: quality records of the store ({', '.join(sorted(tasks))}) not used: "
+            f"{why} (the study compares {', '.join(benchmarks)}; --benchmark sets the gpqa "
+            "task's)"
+        )
+    return out
 
 
 def published_quality(
@@ -245,6 +346,24 @@ def published_quality(
         how=match.how,
         alternatives=tuple(sorted({a.score for a in match.alternatives} - {s.score})),
     )
+
+
+def _stored_or_published(
+    records: list[QualityResult],
+    scores: list[PublishedScore],
+    model_id: str,
+    benchmark: str,
+    mean_output_tokens: float,
+) -> QualityFigure | None:
+    """The store's figure (naming the published score it is preferred to), else the published."""
+    stored = store_quality(records, model_id, benchmark)
+    published = published_quality(scores, model_id, benchmark, mean_output_tokens)
+    if stored is None:
+        return published
+    if published is not None:
+        how = f"{stored.how} (published {published.score:g}, {published.reference}, not used)"
+        stored = replace(stored, how=how)
+    return stored
 
 
 def attach_quality(
@@ -269,8 +388,8 @@ def attach_quality(
         if bench is None:
             reason = f"no quality benchmark is mapped to task {row['task']!r}"
         else:
-            fig = store_quality(quality_records, row["model_id"], bench) or published_quality(
-                scores, row["model_id"], bench, row["mean_output_tokens"]
+            fig = _stored_or_published(
+                quality_records, scores, row["model_id"], bench, row["mean_output_tokens"]
             )
             if fig is None:
                 reason = f"no {bench} figure published or stored for this model"

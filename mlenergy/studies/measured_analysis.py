@@ -36,6 +36,23 @@ SPARSE_MIN_TOTAL = 100e9
 MIN_FIT_MODELS = 3
 """Fewest models a log-log fit is computed on."""
 
+PAIR_COLUMNS = (
+    "task", "gpu", "benchmark", "dense", "moe", "dense_score", "moe_score", "energy_ratio",
+    "ratio_mean_configs", "ratio_ci_low", "ratio_ci_high", "configs_dense", "configs_moe",
+)  # fmt: skip
+"""Columns of :func:`matched_pairs` (present even when no pair is found)."""
+
+FIT_COLUMNS = (
+    "task", "gpu", "family", "predictor", "models", "slope", "slope_ci_low", "slope_ci_high", "r2",
+)  # fmt: skip
+"""Columns of :func:`parameter_fits` (present even when too few models allow a fit)."""
+
+CLAIM_COLUMNS = (
+    "task", "gpu", "moe", "dense", "moe_total_b", "moe_active_b", "dense_total_b",
+    "quality_delta", "energy_per_token_ratio", "claim_holds",
+)  # fmt: skip
+"""Columns of :func:`sparse_claim` (present even when no model has the sparse shape)."""
+
 
 def _with_quality(rows: pd.DataFrame) -> pd.DataFrame:
     ok = rows["quality_score"].notna() & rows["energy_per_response_j"].notna()
@@ -117,7 +134,7 @@ def matched_pairs(
                         "configs_moe": len(em),
                     }
                 )
-    return pd.DataFrame(out)
+    return pd.DataFrame(out, columns=list(PAIR_COLUMNS))
 
 
 def _fit(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
@@ -184,7 +201,7 @@ def parameter_fits(rows: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
                         "r2": r2,
                     }
                 )
-    return pd.DataFrame(out)
+    return pd.DataFrame(out, columns=list(FIT_COLUMNS))
 
 
 def sparse_claim(rows: pd.DataFrame) -> pd.DataFrame:
@@ -226,7 +243,7 @@ def sparse_claim(rows: pd.DataFrame) -> pd.DataFrame:
                         "claim_holds": bool(delta > 0 and ratio <= 1.0),
                     }
                 )
-    return pd.DataFrame(out)
+    return pd.DataFrame(out, columns=list(CLAIM_COLUMNS))
 
 
 DEADLINES_MS = (25.0, 50.0, 100.0, 250.0)

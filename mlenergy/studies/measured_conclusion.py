@@ -11,7 +11,8 @@ from mlenergy.studies.measured import energy_per_correct_interval
 QUALITY_NOTE = (
     "Quality was not measured in the same runs as the energy: published scores (labelled "
     "published:<benchmark>, each with its source) are set against ML.ENERGY's measurements, "
-    "unless the store holds a quality record for the model."
+    "unless the store holds a quality record for the model (labelled imported:<task> when "
+    "read from another tool's results, such as lm-eval's, or measured:<task>)."
 )
 
 
@@ -120,6 +121,22 @@ def _claim_sentence(claim: pd.DataFrame, model_ids: set[str]) -> str:
     return text + "."
 
 
+def _store_quality_sentence(rows: pd.DataFrame) -> str | None:
+    """Which rows are judged on quality records of the store rather than published scores."""
+    src = rows["quality_source"].fillna("")
+    own = rows[(src != "") & ~src.str.startswith("published:")]
+    if own.empty:
+        return None
+    parts = sorted(
+        {f"{_short(r['model_id'])} ({r['task']}: {r['quality_source']})" for _, r in own.iterrows()}
+    )
+    return (
+        "Quality from the store's records instead of published scores for "
+        + "; ".join(parts)
+        + ": evaluated apart from the energy runs, like the published ones."
+    )
+
+
 def measured_conclusion(
     rows: pd.DataFrame, pairs: pd.DataFrame, fits: pd.DataFrame, claim: pd.DataFrame
 ) -> list[str]:
@@ -141,5 +158,8 @@ def measured_conclusion(
     if fit:
         paragraphs.append(fit)
     paragraphs.append(_claim_sentence(claim, set(rows["model_id"])))
+    store = _store_quality_sentence(rows)
+    if store:
+        paragraphs.append(store)
     paragraphs.append(QUALITY_NOTE)
     return paragraphs

@@ -1,7 +1,8 @@
 """PNG figures of the measured dense-versus-MoE report (matplotlib, Agg backend).
 
-Every figure's footer names the energy source and who measured it, and says that quality is
-published, not measured in the same run.
+Every figure's footer names the energy source and who measured it, and says where the quality
+came from (published scores or quality records of the store) and that it was not measured in
+the same runs; axis labels say the same.
 """
 
 from __future__ import annotations
@@ -34,13 +35,67 @@ def _short(model_id: str) -> str:
     return model_id.split("/")[-1]
 
 
+def quality_kind(sources: pd.Series) -> str:
+    """``published``, ``imported``, ``measured`` or a mix (``published or imported``).
+
+    Args:
+        sources: ``quality_source`` labels (``published:GPQA-Diamond``, ``imported:lm-eval:...``).
+    """
+    kinds = sorted({str(s).split(":", 1)[0] for s in sources if isinstance(s, str) and s})
+    return " or ".join(kinds) if kinds else "no quality"
+
+
+def quality_footer(rows: pd.DataFrame) -> str:
+    """The footer's quality sentence: where the scores came from, not measured with the energy."""
+    kind = quality_kind(rows["quality_source"]) if "quality_source" in rows else "no quality"
+    return f"Quality: {kind} scores (labels in the report), not measured in the same runs."
+
+
+_LABEL_PT = 6.0
+"""Font size of point labels (points); a character is about half as wide."""
+
+
+def _label_points(ax: object, g: pd.DataFrame) -> None:
+    """Name each point; a label that would cover an earlier one moves down, with a leader line."""
+    ax.get_xlim(), ax.get_ylim()  # type: ignore[attr-defined]  # fix the view before transforming
+    to_pt = 72.0 / ax.figure.dpi  # type: ignore[attr-defined]
+    placed: list[tuple[float, float, float]] = []  # (x0, x1, y) of labels, points
+    for _, r in g.sort_values("quality_score", ascending=False).iterrows():
+        xy = (r["energy_per_response_j"], r["quality_score"])
+        px, py = ax.transData.transform(xy) * to_pt  # type: ignore[attr-defined]
+        name = _short(r["model_id"])
+        width = 0.55 * _LABEL_PT * len(name)
+        dy = 3.0
+        while any(
+            x0 < px + 3 + width and px + 3 < x1 and abs(py + dy - y) < _LABEL_PT + 1
+            for x0, x1, y in placed
+        ):
+            dy -= _LABEL_PT + 1
+        placed.append((px + 3, px + 3 + width, py + dy))
+        arrow = {"arrowstyle": "-", "lw": 0.4, "color": "grey"} if dy < 0 else None
+        ax.annotate(name, xy, fontsize=_LABEL_PT, xytext=(3, dy), textcoords="offset points",
+                    arrowprops=arrow)  # type: ignore[attr-defined]  # fmt: skip
+
+
+def _panels_size(panels: int) -> tuple[float, float]:
+    """Figure size (inches) of a row of ``panels`` panels, wide enough for the footer."""
+    return max(6.5, 5.2 * panels), 4.4
+
+
+def _arch_legend(ax: object, archs: list[str]) -> None:
+    from matplotlib.patches import Patch
+
+    handles = [Patch(color=ARCH_COLOURS.get(a, "grey"), label=a) for a in sorted(set(archs))]
+    ax.legend(handles=handles, fontsize=7, loc="upper right")  # type: ignore[attr-defined]
+
+
 def _quality_vs_energy(frontier: pd.DataFrame, out: Path, note: str) -> str | None:
     import matplotlib.pyplot as plt
 
     groups = list(frontier.groupby(["task", "gpu"], sort=True))
     if not groups:
         return None
-    fig, axes = plt.subplots(1, len(groups), figsize=(5.2 * len(groups), 4.4), squeeze=False)
+    fig, axes = plt.subplots(1, len(groups), figsize=_panels_size(len(groups)), squeeze=False)
     for ax, ((task, gpu), g) in zip(axes[0], groups, strict=True):
         for arch, s in g.groupby("arch"):
             ax.scatter(
@@ -53,12 +108,10 @@ def _quality_vs_energy(frontier: pd.DataFrame, out: Path, note: str) -> str | No
             )
         front = g[g["on_frontier"]].sort_values("energy_per_response_j")
         ax.step(front["energy_per_response_j"], front["quality_score"], where="post", c="k", lw=0.8)
-        for _, r in g.iterrows():
-            ax.annotate(_short(r["model_id"]), (r["energy_per_response_j"], r["quality_score"]),
-                        fontsize=6, xytext=(3, 3), textcoords="offset points")  # fmt: skip
         ax.set_xscale("log")
+        _label_points(ax, g)
         ax.set_xlabel("energy per response (J, measured)")
-        ax.set_ylabel(f"{g['quality_benchmark'].iloc[0]} (published)")
+        ax.set_ylabel(f"{g['quality_benchmark'].iloc[0]} ({quality_kind(g['quality_source'])})")
         ax.set_title(f"{task} on {gpu}", fontsize=10)
         ax.legend(fontsize=7)
     return _save(fig, out / FIGURES[0], note)
@@ -71,15 +124,20 @@ def _energy_per_correct(rows: pd.DataFrame, out: Path, note: str) -> str | None:
     groups = list(have.groupby(["task", "gpu"], sort=True))
     if not groups:
         return None
-    fig, axes = plt.subplots(1, len(groups), figsize=(5.2 * len(groups), 4.4), squeeze=False)
+    fig, axes = plt.subplots(1, len(groups), figsize=_panels_size(len(groups)), squeeze=False)
     for ax, ((task, gpu), g) in zip(axes[0], groups, strict=True):
         g = g.sort_values("energy_per_correct_j")
         colours = [ARCH_COLOURS.get(a, "grey") for a in g["arch"]]
-        ax.barh([_short(m) for m in g["model_id"]], g["energy_per_correct_j"] / 1000, color=colours)
+        kj = g["energy_per_correct_j"] / 1000
+        bars = ax.barh([_short(m) for m in g["model_id"]], kj, color=colours)
+        ax.bar_label(bars, labels=[f"{v:.3g}" for v in kj], fontsize=6, padding=2)
+        ax.set_xlim(0, float(kj.max()) * 1.15)
         ax.set_xlabel("energy per correct answer (kJ)")
-        ax.set_title(f"{task} on {gpu} ({g['quality_benchmark'].iloc[0]})", fontsize=10)
+        kind = quality_kind(g["quality_source"])
+        ax.set_title(f"{task} on {gpu} ({g['quality_benchmark'].iloc[0]}, {kind})", fontsize=10)
         ax.tick_params(axis="y", labelsize=7)
         ax.invert_yaxis()
+        _arch_legend(ax, list(g["arch"]))
     return _save(fig, out / FIGURES[1], note)
 
 
@@ -90,18 +148,23 @@ def _per_token_vs_params(rows: pd.DataFrame, out: Path, note: str) -> str | None
     if have.empty:
         return None
     markers = dict(zip(sorted(have["task"].unique()), "osD^vP*X", strict=False))
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.4), sharey=True)
-    for ax, predictor in zip(axes, ("active", "total"), strict=True):
-        for (arch, task), s in have.groupby(["arch", "task"]):
-            ax.scatter(s[f"{predictor}_params"] / 1e9, s["energy_per_token_j"],
-                       c=ARCH_COLOURS.get(arch, "grey"), marker=markers.get(task, "o"),
-                       s=28, label=f"{arch} / {task}")  # fmt: skip
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel(f"{predictor} parameters (billions)")
-        ax.set_title(f"energy per token vs {predictor} parameters", fontsize=10)
-    axes[0].set_ylabel("energy per output token (J, measured)")
-    axes[1].legend(fontsize=6, loc="lower right")
+    gpus = sorted(have["gpu"].unique())
+    fig, axes = plt.subplots(
+        len(gpus), 2, figsize=(10, 4.0 * len(gpus)), sharey=True, squeeze=False
+    )
+    for row_axes, gpu in zip(axes, gpus, strict=True):
+        on_gpu = have[have["gpu"] == gpu]
+        for ax, predictor in zip(row_axes, ("active", "total"), strict=True):
+            for (arch, task), s in on_gpu.groupby(["arch", "task"]):
+                ax.scatter(s[f"{predictor}_params"] / 1e9, s["energy_per_token_j"],
+                           c=ARCH_COLOURS.get(arch, "grey"), marker=markers.get(task, "o"),
+                           s=28, label=f"{arch} / {task}")  # fmt: skip
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel(f"{predictor} parameters (billions)")
+            ax.set_title(f"{gpu}: energy per token vs {predictor} parameters", fontsize=10)
+        row_axes[0].set_ylabel("energy per output token (J, measured)")
+        row_axes[1].legend(fontsize=6, loc="lower right")
     return _save(fig, out / FIGURES[2], note)
 
 
@@ -119,6 +182,7 @@ def write_measured_figures(
     import matplotlib
 
     matplotlib.use("Agg", force=False)
+    note = f"{note} {quality_footer(rows)}"
     made = [
         _quality_vs_energy(frontier, out, note),
         _energy_per_correct(rows, out, note),

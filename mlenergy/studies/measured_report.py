@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from mlenergy.studies.measured import energy_per_correct_interval, summary_table
+from mlenergy.studies.measured_analysis import CLAIM_COLUMNS, FIT_COLUMNS, PAIR_COLUMNS
 from mlenergy.studies.measured_conclusion import QUALITY_NOTE
 from mlenergy.studies.measured_figures import write_measured_figures
 from mlenergy.studies.report import markdown_table
@@ -106,18 +107,7 @@ def _html_table(header: list[str], rows: list[list[str]], table_id: str) -> str:
 
 
 def _sections(result: MeasuredStudyResult) -> list[tuple[str, str, list[str], list[list[str]]]]:
-    pair_cols = [
-        "task", "gpu", "benchmark", "dense", "moe", "dense_score", "moe_score",
-        "energy_ratio", "ratio_mean_configs", "ratio_ci_low", "ratio_ci_high",
-        "configs_dense", "configs_moe",
-    ]  # fmt: skip
     front_cols = ["task", "gpu", "model_id", "arch", "energy_per_response_j", "quality_score"]
-    fit_cols = ["task", "gpu", "family", "predictor", "models", "slope", "slope_ci_low",
-                "slope_ci_high", "r2"]  # fmt: skip
-    claim_cols = [
-        "task", "gpu", "moe", "dense", "moe_total_b", "moe_active_b", "dense_total_b",
-        "quality_delta", "energy_per_token_ratio", "claim_holds",
-    ]  # fmt: skip
     on_front = (
         result.frontier[result.frontier["on_frontier"]]
         if not result.frontier.empty
@@ -128,13 +118,13 @@ def _sections(result: MeasuredStudyResult) -> list[tuple[str, str, list[str], li
         ("Energy per correct answer (J) within each latency deadline", "deadlines",
          *frame_cells(result.deadlines, list(result.deadlines.columns))),
         ("Matched-quality pairs (MoE / dense energy per response)", "pairs",
-         *frame_cells(result.pairs, pair_cols)),
+         *frame_cells(result.pairs, list(PAIR_COLUMNS))),
         ("Pareto frontier of quality against energy per response", "frontier",
          *frame_cells(on_front, front_cols)),
         ("Energy per token against active and total parameters (log-log fits)", "fits",
-         *frame_cells(result.fits, fit_cols)),
+         *frame_cells(result.fits, list(FIT_COLUMNS))),
         ("Many total, few active parameters: the DeepSeek-R1 claim", "claim",
-         *frame_cells(result.claim, claim_cols)),
+         *frame_cells(result.claim, list(CLAIM_COLUMNS))),
         ("Quality sources (not measured in the same run)", "quality-sources",
          *_sources(result.rows)),
     ]  # fmt: skip

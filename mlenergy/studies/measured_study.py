@@ -1,8 +1,9 @@
 """Run the measured dense-versus-MoE study end to end: read, match, compare, report.
 
 ``mlenergy study dense-vs-moe --measured`` calls :func:`run_measured_study`; so does notebook
-05. Bad input (no measured run, an unknown GPU, a benchmark absent from the quality file, a
-malformed quality file) raises :class:`~mlenergy.errors.UserError` before anything is written.
+05. Bad input (no measured run, an unknown GPU, a deadline no configuration meets, a benchmark
+absent from the quality file, a malformed quality file) raises
+:class:`~mlenergy.errors.UserError` before anything is written.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from mlenergy.studies.measured_conclusion import measured_conclusion
 DEFAULT_REPORT_DIR = Path("reports/dense-vs-moe-measured")
 
 
-@dataclass
+@dataclass(repr=False)
 class MeasuredStudyResult:
     """What :func:`run_measured_study` returns (and the report shows).
 
@@ -83,6 +84,33 @@ class MeasuredStudyResult:
         """The ``summary.csv`` table."""
         return m.summary_table(self.rows)
 
+    def _counts(self) -> str:
+        with_quality = int(self.rows["quality_score"].notna().sum()) if len(self.rows) else 0
+        return (
+            f"{len(self.configs)} configurations, {len(self.rows)} model x GPU x task rows "
+            f"({with_quality} with quality), {len(self.warnings)} warning(s)"
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"MeasuredStudyResult({self._counts()}; deadline {self.itl_limit_ms:g} ms; "
+            f"report {self.report_path})"
+        )
+
+    def _repr_html_(self) -> str:
+        """Notebook display: counts, sources, conclusion and the summary table (not every frame)."""
+        import html
+
+        paragraphs = "".join(f"<p>{html.escape(p)}</p>" for p in self.conclusion)
+        table = self.summary.to_html(index=False, na_rep="", float_format=lambda v: f"{v:.4g}")
+        return (
+            "<div class='mlenergy-measured-study'>"
+            f"<p><b>Measured dense-versus-MoE study</b>: {html.escape(self._counts())}; median "
+            f"ITL deadline {self.itl_limit_ms:g} ms; report "
+            f"<code>{html.escape(str(self.report_path))}</code></p>"
+            f"<p>{html.escape(self.energy_note)}</p>{paragraphs}{table}</div>"
+        )
+
 
 def _reference_dir(reference: str | Path | None) -> Path | None:
     if reference is not None:
@@ -103,12 +131,19 @@ def _check_inputs(itl_limit_ms: float, quality_path: Path, benchmark: str, score
         )
 
 
-def _warnings(rows: pd.DataFrame, scores: list, used: set[str]) -> list[str]:
+def _warnings(
+    rows: pd.DataFrame, scores: list, names: list[str], quality_records: list | None = None
+) -> list[str]:
+    used = {b.lower() for b in names}
     pool = [s for s in scores if s.benchmark.lower() in used]
-    out = [
-        f"quality rows for {mid} match no measured model: not used"
-        for mid in unmatched_model_ids(pool, rows["model_id"])
-    ]
+    out = []
+    unmatched = unmatched_model_ids(pool, rows["model_id"])
+    if unmatched:
+        out.append(
+            f"quality rows of {len(unmatched)} model(s) match no measured model, not used: "
+            + ", ".join(unmatched)
+        )
+    out += m.unused_store_quality(quality_records or [], set(rows["model_id"]), names)
     unmapped = sorted(set(rows.loc[rows["quality_benchmark"] == "", "task"]))
     if unmapped:
         out.append("tasks with no quality benchmark (energy tables only): " + ", ".join(unmapped))
@@ -209,22 +244,56 @@ def _read_quality_records(
 
     configs = m.measured_frame(runs, gpu)
     if configs.empty:
-        where = f" on GPU {gpu!r}" if gpu else ""
-        raise UserError(
-            f"no measured GPU inference run{where} in the store {result.data_dir}",
-            "import measurements (mlenergy leaderboard import-reference) or pick another --gpu",
-        )
+        _no_measured_run(result, runs, gpu)
     bar.advance(2)  # type: ignore[attr-defined]
     store = RunStore(result.data_dir)
     quality_records = store.quality() if store.results_dir.is_dir() else []
     best = m.best_configurations(configs, itl_limit_ms)
+    if not best["energy_per_response_j"].notna().any():
+        _no_configuration_within(configs, itl_limit_ms)
     result.configs = configs
     result.rows = m.attach_quality(best, scores, quality_records, task_bench)
     if not result.rows["quality_score"].notna().any():
         _no_quality_match(result, scores, task_bench)
-    result.warnings = _warnings(result.rows, scores, {b.lower() for b in task_bench.values()})
+    result.warnings = _warnings(
+        result.rows, scores, sorted(set(task_bench.values())), quality_records
+    )
     result.energy_note = _energy_note(configs)
     bar.advance()  # type: ignore[attr-defined]
+
+
+def _no_measured_run(result: MeasuredStudyResult, runs: list, gpu: str | None) -> None:
+    """Raise: no measured run (on ``gpu``); name the GPUs that were measured."""
+    everywhere = m.measured_frame(runs)
+    if gpu and not everywhere.empty:
+        raise UserError(
+            f"no measured GPU inference run on GPU {gpu!r} in the store {result.data_dir}",
+            f"pick --gpu from the measured GPUs: {', '.join(sorted(set(everywhere['gpu'])))}",
+        )
+    raise UserError(
+        f"no measured GPU inference run in the store {result.data_dir}",
+        "import measurements (mlenergy import mlenergy-benchmark, or mlenergy leaderboard "
+        "import-reference)",
+    )
+
+
+def _no_configuration_within(configs: pd.DataFrame, itl_limit_ms: float) -> None:
+    """Raise: no configuration meets the deadline; name the fastest, or say none has a latency."""
+    timed = configs[configs["median_itl_ms"].notna()]
+    if timed.empty:
+        raise UserError(
+            f"none of the {len(configs)} measured configuration(s) records a median "
+            "inter-token latency, so none can be judged against --itl-limit-ms",
+            "import runs that record latencies (mlenergy import mlenergy-benchmark; Zeus logs "
+            "and optimum-benchmark reports carry none)",
+        )
+    fastest = timed.sort_values("median_itl_ms").iloc[0]
+    raise UserError(
+        f"no measured configuration meets --itl-limit-ms {itl_limit_ms:g} (the fastest "
+        f"median ITL is {fastest['median_itl_ms']:.1f} ms: {fastest['model_id']} on "
+        f"{fastest['gpu']}, {fastest['task']})",
+        "raise --itl-limit-ms",
+    )
 
 
 def _no_quality_match(result: MeasuredStudyResult, scores: list, task_bench: dict) -> None:

@@ -114,3 +114,43 @@ def test_plot_one_call_away(meter):
     assert plot([_record(3.0), _record(4.0)]).axes
     with pytest.raises(TypeError, match="cannot plot"):
         plot(42)
+
+
+def test_plot_keeps_its_axis_labels_inside_the_figure():
+    fig = plot([_record(3.0), _record(4.0)])
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for label in (fig.axes[0].xaxis.label, fig.axes[0].yaxis.label):
+        box = label.get_window_extent(renderer)
+        assert box.y0 >= 0 and box.x0 >= 0, label.get_text()
+
+
+def test_formatted_types_name_classes_that_exist():
+    """Every (module, class) the formatters register is a real class where the module exists."""
+    import importlib
+    import importlib.util
+
+    from mlenergy.notebook.display import FORMATTED_TYPES
+
+    checked = 0
+    for module, name in FORMATTED_TYPES:
+        package = module.rsplit(".", 1)[0]
+        if importlib.util.find_spec(package) is None or importlib.util.find_spec(module) is None:
+            continue  # that part of the project is not installed here
+        assert isinstance(getattr(importlib.import_module(module), name, None), type), (
+            f"{module}.{name} is not a class"
+        )
+        checked += 1
+    assert checked >= 2  # at least the estimate and the window result
+
+
+def test_save_store_follows_the_commands_default(monkeypatch, tmp_path):
+    from pathlib import Path
+
+    from mlenergy.notebook.magic import store_dir
+
+    monkeypatch.delenv("MLENERGY_DATA_DIR", raising=False)
+    assert store_dir(None) == Path("data")
+    monkeypatch.setenv("MLENERGY_DATA_DIR", str(tmp_path / "store"))
+    assert store_dir(None) == tmp_path / "store"
+    assert store_dir("elsewhere") == Path("elsewhere")

@@ -198,6 +198,12 @@ def test_bad_quality_file_is_one_line_naming_the_row(
     "extra,needle",
     [
         (["--gpu", "A100"], "no measured GPU inference run on GPU 'A100'"),
+        (["--gpu", "A100"], "pick --gpu from the measured GPUs: B200"),
+        (
+            ["--itl-limit-ms", "5"],
+            "no measured configuration meets --itl-limit-ms 5 (the "
+            "fastest median ITL is 10.0 ms: org/dense-c on B200, lm-arena-chat)",
+        ),
         (["--benchmark", "MMLU-Pro"], "benchmark 'MMLU-Pro' is not in quality.csv"),
         (["--itl-limit-ms", "0"], "--itl-limit-ms must be positive"),
     ],
@@ -286,3 +292,71 @@ def test_options_of_the_other_study_are_refused(tmp_path, capsys, args, needle):
     code = main(["study", "dense-vs-moe", "--data-dir", str(tmp_path / "d"), *args])
     assert code == 2
     assert needle in capsys.readouterr().err
+
+
+def test_too_few_models_for_any_fit_still_reports(tmp_path, quality_file):
+    """Two models per task and GPU: too few for a fit; the conclusion and report are written."""
+    from measured_fixture import fixture_runs
+
+    data = tmp_path / "small"
+    RunStore(data).append([r for r in fixture_runs() if r.model.model_id != "org/dense-c"][3:])
+    result = run_measured_study(
+        data, quality_file=quality_file, report_dir=tmp_path / "r", progress=False
+    )
+    assert result.fits.empty and "family" in result.fits.columns
+    assert "ratio_ci_low" in result.pairs.columns
+    assert result.csv_path.is_file()
+    assert not any("parameter count" in p for p in result.conclusion)
+
+
+def test_store_quality_labels_and_filter_choice():
+    """Imported or submitted records are ``imported:``; strict-match wins over other filters."""
+    from datetime import UTC, datetime
+
+    from mlenergy.records.run import SubmissionInfo
+    from mlenergy.studies.measured import store_quality
+
+    info = model("org/moe-b", True, 120, 6)
+    base = stored_quality(info, 0.9)
+    imported = {"imported_from": "lm-eval", "origin": "lm-eval 0.4.13"}
+    strict = base.model_copy(
+        update={"metric": "exact_match,strict-match", "value": 0.7,
+                "tags": {**imported, "filter": "strict-match"}}
+    )  # fmt: skip
+    flexible = base.model_copy(
+        update={"metric": "exact_match,flexible-extract", "value": 0.8,
+                "tags": {**imported, "filter": "flexible-extract"}}
+    )  # fmt: skip
+    for records in ([strict, flexible], [flexible, strict]):
+        fig = store_quality(records, "org/moe-b", "GPQA-Diamond")
+        assert fig.score == pytest.approx(70.0)
+        assert fig.source_label == "imported:lm-eval:gpqa_diamond_cot_zeroshot"
+        assert "lm-eval 0.4.13" in fig.reference and "flexible-extract 80" in fig.how
+    when = datetime(2026, 1, 1, tzinfo=UTC)
+    submitted = base.model_copy(
+        update={"submission": SubmissionInfo(submission_id="s1", submitter="Lab X",
+                                             submitted_at=when)}
+    )  # fmt: skip
+    fig = store_quality([submitted], "org/moe-b", "GPQA-Diamond")
+    assert fig.source_label.startswith("imported:") and "submitted by Lab X" in fig.reference
+    own = store_quality([base], "org/moe-b", "GPQA-Diamond")
+    assert own.source_label.startswith("measured:") and "this project" in own.reference
+
+
+def test_store_quality_prefers_the_group_to_its_subtasks():
+    """An lm-eval group (``mmlu_pro``) and its subtasks: the group's figure is the benchmark's."""
+    from mlenergy.studies.measured import store_quality
+
+    info = model("org/moe-b", True, 120, 6)
+    base = stored_quality(info, 0.5)
+    group = base.model_copy(
+        update={"task": "lm-eval:mmlu_pro", "value": 0.61, "tags": {"group": "true"}}
+    )
+    subtasks = [
+        base.model_copy(update={"task": f"lm-eval:mmlu_pro_{name}", "value": v})
+        for name, v in (("biology", 0.8), ("law", 0.3))
+    ]
+    for records in ([*subtasks, group], [group, *subtasks]):
+        fig = store_quality(records, "org/moe-b", "MMLU-Pro")
+        assert fig.score == pytest.approx(61.0)
+        assert fig.source_label == "measured:lm-eval:mmlu_pro"

@@ -110,3 +110,26 @@ def test_the_shared_reference_file_validates():
     assert match_score(
         scores, "Qwen/Qwen3-32B", "GPQA-Diamond", mean_output_tokens=600
     ).score.mode == ("non-thinking")
+
+
+def test_default_reasoning_level_chosen_among_levels(tmp_path):
+    """Rows of several reasoning levels (gpt-oss): the default level wins, the others named."""
+    from mlenergy.quality.published import reasoning_level
+
+    rows = [
+        ["org/oss", "GPQA-Diamond", "80.1", "% accuracy", "reasoning level high", "a", ""],
+        ["org/oss", "GPQA-Diamond", "67.1", "% accuracy", "no tools, reasoning level low", "b", ""],
+        ["org/oss", "GPQA-Diamond", "73.1", "% accuracy", "reasoning level medium", "b", ""],
+        ["org/one", "GPQA-Diamond", "60.0", "% accuracy", "reasoning level high", "c", ""],
+    ]
+    scores = read_published_quality(write_quality(tmp_path / "q.csv", rows))
+    assert reasoning_level("no tools, reasoning level high (x)") == "high"
+    assert reasoning_level("reasoning effort not stated") is None
+    for tokens in (1800.0, 9000.0):
+        match = match_score(scores, "org/oss", "GPQA-Diamond", mean_output_tokens=tokens)
+        assert match.score.score == 73.1
+        assert "reasoning level medium chosen" in match.how
+        assert "high 80.1" in match.how and "low 67.1" in match.how
+    # One level only: nothing to choose between, the row is used as before.
+    only = match_score(scores, "org/one", "GPQA-Diamond", mean_output_tokens=9000.0)
+    assert only.score.score == 60.0 and "reasoning level" not in only.how
