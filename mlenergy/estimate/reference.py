@@ -98,8 +98,20 @@ def _float(row: dict[str, str], key: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _published_model(model_id: str, dtype: str, total_b: float | None, active_b: float | None):
-    """A model described by its published billions (no config found): ``(info, source)``."""
+def published_model_info(
+    model_id: str, dtype: str, total_b: float | None, active_b: float | None
+) -> tuple[ModelInfo, str]:
+    """A model described by its published billions (no config found): ``(info, source)``.
+
+    Args:
+        model_id: Hub id.
+        dtype: Weight precision.
+        total_b: Published total parameters in billions.
+        active_b: Published active parameters in billions (``None``: the total).
+
+    Raises:
+        UserError: ``total_b`` is ``None``.
+    """
     if total_b is None:
         raise UserError(
             f"no model config for {model_id!r} and no published parameter count",
@@ -148,7 +160,7 @@ def describe_model(
         info = model_info_from_config(config, model_id, as_run, "pretrained")
         return info, f"config:{path.name}"
     except (UserError, ValueError, KeyError, TypeError):
-        return _published_model(model_id, dtype or "unknown", total_b, active_b)
+        return published_model_info(model_id, dtype or "unknown", total_b, active_b)
 
 
 def _record(row: _Row, model: ModelInfo, *, source: str, v2: bool, tags: dict[str, str]):

@@ -298,13 +298,21 @@ def model_info(
     Raises:
         UserError: No config and no parameter count (says where to put the config).
     """
-    from mlenergy.analysis.reference_import import model_facts
+    from mlenergy.estimate.configs import resolve_model_config
     from mlenergy.estimate.locate import default_configs_dir
+    from mlenergy.estimate.reference import published_model_info
+    from mlenergy.models.info import model_info_from_config
 
     folder = configs_dir if configs_dir is not None else default_configs_dir()
-    try:
-        facts = model_facts(model_id, folder, total_b, active_b, False)  # type: ignore[arg-type]
-    except UserError:
+    if folder is not None:
+        try:
+            found = resolve_model_config(model_id, folder).path
+            config = json.loads(found.read_text(encoding="utf-8"))
+            info = model_info_from_config(config, model_id, dtype, weights)  # type: ignore[arg-type]
+            return info, f"config:{found.name}", normalise_dtype(config.get("torch_dtype"))
+        except (UserError, ValueError, KeyError, TypeError):
+            pass  # fall back to the published counts below
+    if total_b is None:
         where = f" in {folder}" if folder is not None else ""
         raise fail(
             path,
@@ -312,21 +320,9 @@ def model_info(
             f"no config.json for model {model_id!r}{where} and no parameter count in the file",
             f"put the model's config.json in a folder as {model_id.replace('/', '__')}.json "
             "and pass it with --configs-dir",
-        ) from None
-    info = ModelInfo(
-        model_id=model_id,
-        config_fingerprint=facts.fingerprint,
-        architecture=facts.architecture,
-        is_moe=facts.is_moe,
-        num_experts=facts.num_experts,
-        experts_per_token=facts.experts_per_token,
-        num_shared_experts=facts.num_shared_experts,
-        total_params=facts.total_params,
-        active_params=facts.active_params,
-        dtype=dtype,
-        weights=weights,  # type: ignore[arg-type]
-    )
-    return info, facts.source, normalise_dtype(facts.torch_dtype)
+        )
+    info, source = published_model_info(model_id, dtype, total_b, active_b)
+    return info.model_copy(update={"weights": weights}), source, None
 
 
 def describe_model(
