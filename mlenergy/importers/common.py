@@ -296,12 +296,12 @@ def model_info(
     Raises:
         UserError: No config and no parameter count (says where to put the config).
     """
-    from mlenergy.analysis.reference_import import model_facts
-    from mlenergy.estimate.inputs import default_configs_dir
+    from mlenergy.estimate.locate import default_configs_dir
+    from mlenergy.estimate.reference import describe_model as describe_reference_model
 
     folder = configs_dir if configs_dir is not None else default_configs_dir()
     try:
-        facts = model_facts(model_id, folder, total_b, active_b, False)  # type: ignore[arg-type]
+        info, source = describe_reference_model(model_id, None, folder, total_b, active_b)  # type: ignore[arg-type]
     except UserError:
         where = f" in {folder}" if folder is not None else ""
         raise fail(
@@ -311,20 +311,9 @@ def model_info(
             f"put the model's config.json in a folder as {model_id.replace('/', '__')}.json "
             "and pass it with --configs-dir",
         ) from None
-    info = ModelInfo(
-        model_id=model_id,
-        config_fingerprint=facts.fingerprint,
-        architecture=facts.architecture,
-        is_moe=facts.is_moe,
-        num_experts=facts.num_experts,
-        experts_per_token=facts.experts_per_token,
-        num_shared_experts=facts.num_shared_experts,
-        total_params=facts.total_params,
-        active_params=facts.active_params,
-        dtype=dtype,
-        weights=weights,  # type: ignore[arg-type]
-    )
-    return info, facts.source, normalise_dtype(facts.torch_dtype)
+    config_dtype = info.dtype if source.startswith("config:") and info.dtype != "unknown" else None
+    info = info.model_copy(update={"dtype": dtype, "weights": weights})
+    return info, source, normalise_dtype(config_dtype)
 
 
 def describe_model(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from importer_fixtures import HARNESS_CONFIGS, LM_EVAL_REAL, RUN_DENSE, RUN_MOE
 
-from mlenergy.estimate.inputs import default_configs_dir
+from mlenergy.estimate.locate import default_configs_dir
 from mlenergy.importers.lmeval_results import read_results
 from mlenergy.importers.mlenergy_benchmark import HarnessOptions, read_run
 
