@@ -9,9 +9,6 @@ temporary folder first and moved into place one by one, so a report is never hal
 from __future__ import annotations
 
 import html
-import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +25,7 @@ from mlenergy.studies.conclusion import (
     ratio_text,
 )
 from mlenergy.studies.figures import write_figures
+from mlenergy.studies.report_page import html_page, html_table, publish_report
 
 if TYPE_CHECKING:
     from mlenergy.studies.dense_vs_moe import StudyResult
@@ -144,14 +142,6 @@ img{max-width:100%;border:1px solid #eee;margin:.5em 0}
 """
 
 
-def _html_table(header: list[str], rows: list[list[str]], table_id: str) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows
-    )
-    return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
-
-
 def _expert_rows(training: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     """Routing of each MoE run: experts, top-k, shared, load-balancing loss, utilisation."""
     header = [
@@ -260,10 +250,7 @@ def build_report(
     c_header, c_rows = _comparison_rows(comps) if not comps.empty else ([], [])
     e_header, e_rows = _expert_rows(t["training"])
 
-    report_dir = result.report_dir
-    report_dir.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".report-", dir=report_dir))
-    try:
+    def write(tmp: Path) -> list[str]:
         figures = write_figures(t, tmp, source)
         meta = (
             f"study {result.study_id} - size {size.name}, {steps} steps per model, "
@@ -301,32 +288,25 @@ def build_report(
         t["summary"].drop(columns=["expert_utilisation"], errors="ignore").to_csv(
             tmp / "summary.csv", index=False
         )
-        page = [
-            "<!doctype html><html><head><meta charset='utf-8'>",
-            "<title>Dense versus MoE: energy per unit of quality</title>",
-            f"<style>{_CSS}</style></head><body>",
+        body = [
             "<h1>Dense versus Mixture-of-Experts: energy per unit of quality</h1>",
             f"<p class='energy' id='energy-source'>{html.escape(energy_note(source))}</p>",
             f"<p>{html.escape(meta)}</p>",
             f"<p>See also the <a id='measured-link' href='{MEASURED_REPORT_LINK}'>measured "
             "study</a> (production models on H100/B200 GPUs against published quality).</p>",
             "<h2>Models</h2>",
-            _html_table(header, rows, "summary"),
+            html_table(header, rows, "summary"),
         ]
         if c_rows:
-            page += [
+            body += [
                 "<h2>MoE versus dense at iso-quality</h2>",
-                _html_table(c_header, c_rows, "comparisons"),
+                html_table(c_header, c_rows, "comparisons"),
             ]
         if e_rows:
-            page += ["<h2>Routing of the MoE models</h2>", _html_table(e_header, e_rows, "experts")]
-        page += ["<h2>Conclusion</h2>", *[f"<p>{html.escape(p)}</p>" for p in paragraphs]]
-        page += ["<h2>Figures</h2>"]
-        page += [f"<p><img src='{f}' alt='{f}'></p>" for f in figures]
-        page += ["</body></html>"]
-        (tmp / "index.html").write_text("\n".join(page), encoding="utf-8")
-        for f in [*figures, "summary.md", "summary.csv", "index.html"]:
-            os.replace(tmp / f, report_dir / f)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return report_dir / "index.html"
+            body += ["<h2>Routing of the MoE models</h2>", html_table(e_header, e_rows, "experts")]
+        body += ["<h2>Conclusion</h2>", *[f"<p>{html.escape(p)}</p>" for p in paragraphs]]
+        page = html_page("Dense versus MoE: energy per unit of quality", _CSS, body, figures)
+        (tmp / "index.html").write_text(page, encoding="utf-8")
+        return [*figures, "summary.md", "summary.csv", "index.html"]
+
+    return publish_report(result.report_dir, write)
