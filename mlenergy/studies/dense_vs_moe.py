@@ -285,12 +285,7 @@ def _run_one(
     bar: Any,
 ) -> None:
     """Train, benchmark and evaluate one model; append its records as soon as they exist."""
-    from mlenergy.models import (
-        LoadedModel,
-        ModelSource,
-        model_info_from_config,
-    )
-    from mlenergy.workloads import InferenceSpec, run_inference_sweep
+    from mlenergy.models import model_info_from_config
 
     hardware, software = provenance
     tags = {
@@ -333,11 +328,44 @@ def _run_one(
     store.append([outcome.record])
     result.runs.append(outcome.record)
 
+    inf_records = _benchmark(size, outcome.model, config, info, seed, device, tags, meter, store)
+    result.runs.extend(inf_records)
+
+    quality = perplexity_record(
+        outcome.final_val,
+        model=info,
+        software=software,
+        corpus=data.corpus_name,
+        dataset=data.dataset_label,
+        linked_run_ids=[outcome.record.run_id, *(r.run_id for r in inf_records)],
+        tags=tags,
+    )
+    store.append([quality])
+    result.quality.append(quality)
+    if bar is not None:
+        bar.bar.note(f"{variant.name} (seed {seed}) ppl {outcome.final_val.perplexity:.1f}")
+
+
+def _benchmark(
+    size: StudySize,
+    model: Any,
+    config: Any,
+    info: Any,
+    seed: int,
+    device: str,
+    tags: dict[str, str],
+    meter: EnergyMeter,
+    store: Any,
+) -> list[Any]:
+    """Benchmark a trained model's inference at the size's batch sizes; store the records."""
+    from mlenergy.models import LoadedModel, ModelSource
+    from mlenergy.workloads import InferenceSpec, run_inference_sweep
+
     if getattr(config, "output_router_logits", None):
         # Inference does not need the load-balancing loss: skip computing it per token.
-        outcome.model.config.output_router_logits = False
+        model.config.output_router_logits = False
     loaded = LoadedModel(
-        model=outcome.model,
+        model=model,
         config=config,
         tokenizer=None,
         info=info,
@@ -359,19 +387,4 @@ def _run_one(
         task=STUDY,
         tags=tags,
     )
-    inf_records = run_inference_sweep(loaded, inf_spec, meter, store=store, progress=False)
-    result.runs.extend(inf_records)
-
-    quality = perplexity_record(
-        outcome.final_val,
-        model=info,
-        software=software,
-        corpus=data.corpus_name,
-        dataset=data.dataset_label,
-        linked_run_ids=[outcome.record.run_id, *(r.run_id for r in inf_records)],
-        tags=tags,
-    )
-    store.append([quality])
-    result.quality.append(quality)
-    if bar is not None:
-        bar.bar.note(f"{variant.name} (seed {seed}) ppl {outcome.final_val.perplexity:.1f}")
+    return run_inference_sweep(loaded, inf_spec, meter, store=store, progress=False)
