@@ -45,6 +45,12 @@ def _save(
     return path.name
 
 
+def _finish(fig: Any, ax: Any, path: Path, style: _Style) -> str:
+    """Add the legend and save the figure; return its file name."""
+    ax.legend(fontsize=7)
+    return _save(fig, path, style.energy_source)
+
+
 def _colour(family: str, i: int) -> Any:
     import matplotlib
 
@@ -93,6 +99,11 @@ def _curves(t: dict[str, Any], path: Path, style: _Style) -> str:
 
     summary, ck = t["summary"], t["checkpoints"]
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    ax.set(
+        xlabel=f"training {style.energy_word} so far ({style.unit})",
+        ylabel="validation perplexity",
+        title="Energy-to-quality curves (dotted: iso-quality target)",
+    )
     for (variant, seed), sub in ck.groupby(["variant", "seed"], sort=False):
         sub = sub.sort_values("step")
         x = sub["energy_j"].astype(float) * style.scale
@@ -101,11 +112,7 @@ def _curves(t: dict[str, Any], path: Path, style: _Style) -> str:
                 linestyle="-" if variant.startswith("dense") else "--")  # fmt: skip
     ax.axhline(summary["target_perplexity"].iloc[0], color="grey", lw=0.8, ls=":")
     ax.set_yscale("log")
-    ax.set_xlabel(f"training {style.energy_word} so far ({style.unit})")
-    ax.set_ylabel("validation perplexity")
-    ax.set_title("Energy-to-quality curves (dotted: iso-quality target)")
-    ax.legend(fontsize=7)
-    return _save(fig, path, style.energy_source)
+    return _finish(fig, ax, path, style)
 
 
 def _train_bars(t: dict[str, Any], path: Path, style: _Style) -> str:
@@ -133,6 +140,11 @@ def _pareto(t: dict[str, Any], path: Path, style: _Style) -> str:
     from mlenergy.analysis.frontier import pareto_frontier
 
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    ax.set(
+        xlabel="validation perplexity (lower is better)",
+        ylabel=f"inference {style.energy_word} per token (J), batch {t['batch_size']}",
+        title="Inference energy per token versus quality",
+    )
     pts = t["summary"].dropna(subset=["energy_per_token_j", "final_val_perplexity"])
     for _, r in pts.iterrows():
         ax.scatter(r["final_val_perplexity"], r["energy_per_token_j"], s=60,
@@ -142,11 +154,7 @@ def _pareto(t: dict[str, Any], path: Path, style: _Style) -> str:
     if len(front) > 1:
         ax.step(front["final_val_perplexity"], front["energy_per_token_j"], where="post",
                 color="black", lw=1, label="Pareto frontier")  # fmt: skip
-    ax.set_xlabel("validation perplexity (lower is better)")
-    ax.set_ylabel(f"inference {style.energy_word} per token (J), batch {t['batch_size']}")
-    ax.set_title("Inference energy per token versus quality")
-    ax.legend(fontsize=7)
-    return _save(fig, path, style.energy_source)
+    return _finish(fig, ax, path, style)
 
 
 def _by_batch(t: dict[str, Any], path: Path, style: _Style) -> str | None:
@@ -157,17 +165,18 @@ def _by_batch(t: dict[str, Any], path: Path, style: _Style) -> str | None:
     if inf.empty:
         return None
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    ax.set(
+        xlabel="batch size",
+        ylabel=f"inference {style.energy_word} per token (J)",
+        title="Inference energy per generated token by batch size",
+    )
     g = inf.groupby(["variant", "batch_size"], as_index=False)["energy_per_token_j"].mean()
     for variant, sub in g.groupby("variant", sort=False):
         ax.plot(sub["batch_size"], sub["energy_per_token_j"], marker="o",
                 color=style.colours.get(variant), label=variant)  # fmt: skip
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_xlabel("batch size")
-    ax.set_ylabel(f"inference {style.energy_word} per token (J)")
-    ax.set_title("Inference energy per generated token by batch size")
-    ax.legend(fontsize=7)
-    return _save(fig, path, style.energy_source)
+    return _finish(fig, ax, path, style)
 
 
 def _utilisation(t: dict[str, Any], path: Path, style: _Style) -> str | None:
