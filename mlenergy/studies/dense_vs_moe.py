@@ -219,10 +219,7 @@ def run_study(
 
     t_start = time.perf_counter()
     spec_size = get_size(size)
-    if steps is not None and (isinstance(steps, bool) or steps < 1):
-        raise UserError(f"steps must be at least 1 (got {steps})", "pass --steps 1 or more")
-    if isinstance(seeds, bool) or seeds < 1:
-        raise UserError(f"seeds must be at least 1 (got {seeds})", "pass --seeds 1 or more")
+    _check_counts(steps, seeds)
     device = check_device(device)
     n_steps = steps if steps is not None else spec_size.steps
     data = prepare_data(spec_size, corpus)
@@ -236,18 +233,8 @@ def run_study(
     meter = meter or EnergyMeter()
     hardware = collect_hardware(meter)
     software = collect_software()
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-    study_id = f"{spec_size.name}-{stamp}-{uuid.uuid4().hex[:6]}"
-    result = StudyResult(
-        study_id=study_id,
-        size=spec_size.name,
-        data_dir=data_dir,
-        report_dir=report_dir,
-        report_path=report_dir / "index.html",
-        summary_path=report_dir / "summary.md",
-        energy_source=meter.energy_source,
-        train_tokens=int(data.train_ids.numel()),
-    )
+    result = _new_result(spec_size, data, data_dir, report_dir, meter.energy_source)
+    study_id = result.study_id
     threads_before = torch.get_num_threads()
     if cpu_threads is not None and device.startswith("cpu"):
         torch.set_num_threads(cpu_threads)
@@ -268,6 +255,31 @@ def run_study(
     build_report(result, store, spec_size, corpus=data.corpus_name, steps=n_steps, seeds=seeds)
     result.elapsed_s = time.perf_counter() - t_start
     return result
+
+
+def _check_counts(steps: int | None, seeds: int) -> None:
+    """Refuse fewer than one training step or seed (``None`` steps: the size's default)."""
+    if steps is not None and (isinstance(steps, bool) or steps < 1):
+        raise UserError(f"steps must be at least 1 (got {steps})", "pass --steps 1 or more")
+    if isinstance(seeds, bool) or seeds < 1:
+        raise UserError(f"seeds must be at least 1 (got {seeds})", "pass --seeds 1 or more")
+
+
+def _new_result(
+    size: StudySize, data: StudyData, data_dir: Path, report_dir: Path, energy_source: str
+) -> StudyResult:
+    """An empty result under a new study id (size, UTC time, random suffix)."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    return StudyResult(
+        study_id=f"{size.name}-{stamp}-{uuid.uuid4().hex[:6]}",
+        size=size.name,
+        data_dir=data_dir,
+        report_dir=report_dir,
+        report_path=report_dir / "index.html",
+        summary_path=report_dir / "summary.md",
+        energy_source=energy_source,
+        train_tokens=int(data.train_ids.numel()),
+    )
 
 
 def _run_one(
