@@ -82,9 +82,13 @@ def test_raw_rules_skip_unreadable_values(factory):
 def test_rule_check_matches_for_parsed_and_raw_records(factory):
     """The same rule functions run on both paths: same problems, bar the schema error."""
     run = _dump(factory.make_run(seed=4, decode_power_w=1000.0))
-    good_schema = validate_bundle(json.dumps(run).encode(), submitter="Test Lab", tdp_lookup=CATALOG.get)
+    good_schema = validate_bundle(
+        json.dumps(run).encode(), submitter="Test Lab", tdp_lookup=CATALOG.get
+    )
     run["extra"] = True
-    bad_schema = validate_bundle(json.dumps(run).encode(), submitter="Test Lab", tdp_lookup=CATALOG.get)
+    bad_schema = validate_bundle(
+        json.dumps(run).encode(), submitter="Test Lab", tdp_lookup=CATALOG.get
+    )
     assert bad_schema.problems == ["bundle.extra: unknown field", *good_schema.problems]
 
 
@@ -147,4 +151,4 @@ def test_ensure_writable_probes_and_leaves_nothing(tmp_path):
         RunStore(blocker / "data").ensure_writable()
     if Path("/proc/self").is_dir():  # Linux: root passes os.access checks but cannot write
         with pytest.raises(StoreError, match="not writable"):
-            RunStore("/proc/mlenergy-unwritable").ensure_writable()
+            RunStore("/proc/mlenergy-ro").ensure_writable()
