@@ -287,12 +287,9 @@ def _parse_bundle(raw: bytes, submitter: str | None = None) -> ParsedBundle:
 def _parse_submission(
     obj: dict[str, Any], submitter: str | None, problems: list[str]
 ) -> ParsedBundle:
-    """Parse a Submission object: each record on its own, then the object around them.
+    """Parse a Submission ``obj``: each record on its own, then the object; add to ``problems``.
 
-    Args:
-        obj: The bundle's one JSON object (``runs``, ``quality``, ``submitter``...).
-        submitter: The submitter given on the command line, if any (must match the file's).
-        problems: Problems found so far (added to).
+    A ``submitter`` given besides the file's own must match it.
     """
     records: list[tuple[str, RunRecord | QualityResult]] = []
     raw_runs: list[tuple[str, dict[str, Any]]] = []
@@ -339,13 +336,7 @@ def _parse_submission(
 def _parse_bare_records(
     items: list[tuple[str, Any]], submitter: str | None, problems: list[str]
 ) -> ParsedBundle:
-    """Parse a bundle of bare records (JSON list or JSON Lines) under ``submitter``.
-
-    Args:
-        items: ``(where, value)`` of every item of the bundle.
-        submitter: The submitter's name (required for bare records).
-        problems: Problems found so far (added to).
-    """
+    """Parse ``(where, value)`` bare records under ``submitter`` (required); add to ``problems``."""
     records: list[tuple[str, RunRecord | QualityResult]] = []
     raw_runs: list[tuple[str, dict[str, Any]]] = []
     failed = bool(problems)
