@@ -1,7 +1,8 @@
 """Entry point of the leaderboard as a Hugging Face Space: ``python leaderboard/app.py``.
 
-The app itself is :mod:`mlenergy.leaderboard.app` (installed with the package, see
-``requirements.txt``); the store is ``$MLENERGY_DATA_DIR``, else ``data``.
+The app itself is :mod:`mlenergy.leaderboard.app`: from the installed package, or in a Space
+from the ``mlenergy/`` folder copied beside this file (``requirements.txt`` holds the app's
+runtime, see ``README.md``). The store is ``$MLENERGY_DATA_DIR``, else ``data``.
 """
 
 from mlenergy.leaderboard.app import main

@@ -233,12 +233,14 @@ def _no_model_building(monkeypatch):
 
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux /proc")
 def test_unwritable_data_dir_fails_before_any_model(monkeypatch, capsys):
-    """`--data-dir /proc/qa` passes os.access as root: it must fail before measuring."""
+    """`--data-dir /proc/mlenergy-ro` passes os.access as root: it must fail before measuring."""
     _no_model_building(monkeypatch)
-    rc = main(["bench", "-m", "preset:tiny-dense", "-b", "1", *FAST, "--data-dir", "/proc/qa"])
+    rc = main(
+        ["bench", "-m", "preset:tiny-dense", "-b", "1", *FAST, "--data-dir", "/proc/mlenergy-ro"]
+    )
     err = capsys.readouterr().err.strip()
     assert rc == 2 and err.startswith("error: ") and "\n" not in err
-    assert "/proc/qa is not writable" in err and "--data-dir" in err
+    assert "/proc/mlenergy-ro is not writable" in err and "--data-dir" in err
 
 
 def test_fresh_data_dir_probe_leaves_nothing(tmp_path, monkeypatch, capsys):

@@ -36,8 +36,8 @@ LAYER = {
     "cli": 5,
     "testing": 6,
 }
-# Packages that are being written now: listed in LAYER before their folder exists. Empty this
-# set as they land (the test below fails for a name here that already exists).
+# Packages whose layer is fixed in LAYER before their folder exists. A name here whose folder
+# exists fails the test below, so the set holds only packages still to come.
 PLANNED = {"optimize"}
 # Folders outside the package: entry points and scripts, above every layer (they may import
 # any of it, test support included); nothing imports them.

@@ -114,27 +114,11 @@ def estimate_cmd(
     """Estimate energy per output token, energy per request, throughput and power."""
     if ctx.invoked_subcommand is not None:
         return
-    from mlenergy.estimate.batch import estimate_csv, row_estimates
     from mlenergy.estimate.coefficients import Coefficients
 
     coef = Coefficients.load(coefficients) if coefficients else None
     if batch is not None:
-        if out is None:
-            raise UserError("--batch needs --out", "Give the output CSV path with --out")
-        if save:
-            target = resolve_data_dir(data_dir)
-        result = estimate_csv(batch, out, configs_dir, coef)
-        bad = int((result["error"] != "").sum())
-        typer.echo(f"estimated {len(result) - bad} of {len(result)} rows -> {out}", err=True)
-        if save:
-            estimates = row_estimates(result, configs_dir, coef)
-            if len(estimates) != len(result) - bad:
-                typer.echo(
-                    f"note: {len(result) - bad - len(estimates)} estimated row(s) not saved "
-                    "(rejected by the single-estimate checks)",
-                    err=True,
-                )
-            _save(estimates, configs_dir, target)
+        _estimate_batch(batch, out, configs_dir, coef, resolve_data_dir(data_dir) if save else None)
         return
     if model is None and gpu is None and batch_size is None and not sweep:
         typer.echo(ctx.get_help())
@@ -143,30 +127,23 @@ def estimate_cmd(
         if value is None and not (sweep and name == "--batch-size"):
             raise UserError(f"{name} is required", "See mlenergy estimate --help")
     if train_seq_len is not None:
-        from mlenergy.estimate.report import format_training
-        from mlenergy.estimate.training import estimate_training
-
-        est = estimate_training(
-            model,
-            gpu,
+        _estimate_training(
+            model,  # type: ignore[arg-type]
+            gpu,  # type: ignore[arg-type]
             int(batch_size),  # type: ignore[arg-type]
             train_seq_len,
             num_gpus=num_gpus,
             tensor_parallel=tensor_parallel,
-            data_parallel=data_parallel if num_gpus is None else None,
+            data_parallel=data_parallel,
             precision=precision,
-            sm_clock_mhz=sm_clock,
+            sm_clock=sm_clock,
             configs_dir=configs_dir,
-            coefficients=coef,
+            coef=coef,
+            as_json=as_json,
         )
-        typer.echo(json.dumps(est.to_dict(), indent=1) if as_json else format_training(est, model))
         return
     if output_tokens is None:
         raise UserError("--output-tokens is required", "Give the mean output length in tokens")
-    from mlenergy.estimate.api import estimate, parse_sweep_axis
-    from mlenergy.estimate.api import sweep as run_sweep
-    from mlenergy.estimate.report import format_estimate, format_table, plot_sweep, sweep_table
-
     base: dict[str, Any] = dict(
         model=model,
         gpu=gpu,
@@ -188,6 +165,23 @@ def estimate_cmd(
         mode=mode,
         max_output_tokens=max_output_tokens,
     )
+    estimates = _estimate_serving(base, sweep or [], plot, as_json)
+    if save:
+        _save(estimates, configs_dir, resolve_data_dir(data_dir))
+
+
+def _estimate_serving(
+    base: dict[str, Any], sweep: list[str], plot: Path | None, as_json: bool
+) -> list[Any]:
+    """Print one estimate of ``base``, or the table of a sweep over ``sweep``'s axes.
+
+    Returns:
+        The estimates made (a sweep's failed points left out).
+    """
+    from mlenergy.estimate.api import estimate, parse_sweep_axis
+    from mlenergy.estimate.api import sweep as run_sweep
+    from mlenergy.estimate.report import format_estimate, format_table, plot_sweep, sweep_table
+
     if sweep:
         axes = dict(parse_sweep_axis(s) for s in sweep)
         results = run_sweep(base, axes)
@@ -195,13 +189,68 @@ def estimate_cmd(
         typer.echo(json.dumps(rows, indent=1) if as_json else format_table(rows))
         if plot is not None:
             typer.echo(f"plot -> {plot_sweep(rows, axes, plot)}", err=True)
-        estimates = [r for r in results if not isinstance(r, str)]
-    else:
-        est = estimate(**base)
-        typer.echo(json.dumps(est.to_dict(), indent=1) if as_json else format_estimate(est))
-        estimates = [est]
-    if save:
-        _save(estimates, configs_dir, resolve_data_dir(data_dir))
+        return [r for r in results if not isinstance(r, str)]
+    est = estimate(**base)
+    typer.echo(json.dumps(est.to_dict(), indent=1) if as_json else format_estimate(est))
+    return [est]
+
+
+def _estimate_batch(
+    batch: Path, out: Path | None, configs_dir: Path | None, coef: Any, target: Path | None
+) -> None:
+    """Estimate every row of a batch CSV into ``out``; save them to the store ``target``."""
+    from mlenergy.estimate.batch import estimate_csv, row_estimates
+
+    if out is None:
+        raise UserError("--batch needs --out", "Give the output CSV path with --out")
+    result = estimate_csv(batch, out, configs_dir, coef)
+    bad = int((result["error"] != "").sum())
+    typer.echo(f"estimated {len(result) - bad} of {len(result)} rows -> {out}", err=True)
+    if target is None:
+        return
+    estimates = row_estimates(result, configs_dir, coef)
+    if len(estimates) != len(result) - bad:
+        typer.echo(
+            f"note: {len(result) - bad - len(estimates)} estimated row(s) not saved "
+            "(rejected by the single-estimate checks)",
+            err=True,
+        )
+    _save(estimates, configs_dir, target)
+
+
+def _estimate_training(
+    model: str,
+    gpu: str,
+    batch_size: int,
+    seq_len: int,
+    *,
+    num_gpus: int | None,
+    tensor_parallel: int,
+    data_parallel: int,
+    precision: str | None,
+    sm_clock: float | None,
+    configs_dir: Path | None,
+    coef: Any,
+    as_json: bool,
+) -> None:
+    """Estimate and print one optimizer step of ``batch_size`` x ``seq_len`` tokens."""
+    from mlenergy.estimate.report import format_training
+    from mlenergy.estimate.training import estimate_training
+
+    est = estimate_training(
+        model,
+        gpu,
+        batch_size,
+        seq_len,
+        num_gpus=num_gpus,
+        tensor_parallel=tensor_parallel,
+        data_parallel=data_parallel if num_gpus is None else None,
+        precision=precision,
+        sm_clock_mhz=sm_clock,
+        configs_dir=configs_dir,
+        coefficients=coef,
+    )
+    typer.echo(json.dumps(est.to_dict(), indent=1) if as_json else format_training(est, model))
 
 
 def _save(estimates: list[Any], configs_dir: Path | None, target: Path) -> None:

@@ -3,7 +3,8 @@
 One module per format, each reading its whole input before anything is written:
 
 * :mod:`~mlenergy.importers.mlenergy_benchmark`: run folders of ML.ENERGY's benchmark harness
-  (``mlenergy.benchmark`` v3): ``results.json`` + ``prometheus.json`` -> ``measured:zeus-nvml``.
+  (``mlenergy.benchmark`` v3): ``results.json`` + ``prometheus.json`` -> ``measured:zeus-nvml``;
+  :mod:`~mlenergy.importers.harness_layout` finds a run's files and reads the harness configs.
 * :mod:`~mlenergy.importers.lmeval_results`: lm-evaluation-harness 0.4.x results JSON ->
   :class:`~mlenergy.records.QualityResult` per task x metric.
 * :mod:`~mlenergy.importers.optimum_benchmark`: optimum-benchmark ``benchmark.json`` ->

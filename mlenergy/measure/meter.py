@@ -54,6 +54,20 @@ MODELLED_CPU_SOURCE = "modelled:cpu-tdp"
 MODELLED_CPU_DEVICE = "cpu:modelled"
 """Key of the modelled CPU energy in :attr:`WindowResult.energy_by_device_j`."""
 
+_GPU_INDEX_FIX = (
+    "Pass gpu_indices=None to measure the GPUs Zeus finds (the CPU power model "
+    "when there are none), or run where the GPUs are visible (CUDA_VISIBLE_DEVICES)"
+)
+_CPU_INDEX_FIX = (
+    "Pass cpu_indices=None to measure the RAPL packages Zeus can read (RAPL needs "
+    "/sys/class/powercap and read permission)"
+)
+
+
+def _count(devices: object | None) -> int:
+    """Number of devices Zeus found (0 when discovery was skipped)."""
+    return len(devices) if devices is not None else 0  # type: ignore[arg-type]
+
 
 @dataclass(frozen=True)
 class WindowResult:
@@ -140,20 +154,8 @@ class EnergyMeter:
         gpus = discover_gpus() if gpu_indices != [] else None
         cpus = discover_cpus() if cpu_indices != [] else None
         self._gpus, self._cpus = gpus, cpus
-        self.gpu_indices = check_indices(
-            "gpu",
-            gpu_indices,
-            len(gpus) if gpus is not None else 0,
-            "Pass gpu_indices=None to measure the GPUs Zeus finds (the CPU power model "
-            "when there are none), or run where the GPUs are visible (CUDA_VISIBLE_DEVICES)",
-        )
-        self.cpu_indices = check_indices(
-            "cpu",
-            cpu_indices,
-            len(cpus) if cpus is not None else 0,
-            "Pass cpu_indices=None to measure the RAPL packages Zeus can read (RAPL needs "
-            "/sys/class/powercap and read permission)",
-        )
+        self.gpu_indices = check_indices("gpu", gpu_indices, _count(gpus), _GPU_INDEX_FIX)
+        self.cpu_indices = check_indices("cpu", cpu_indices, _count(cpus), _CPU_INDEX_FIX)
         gpu_emulated = bool(self.gpu_indices) and bool(getattr(gpus, "emulated", False))
         cpu_emulated = bool(self.cpu_indices) and bool(getattr(cpus, "emulated", False))
         self.is_emulated = gpu_emulated or cpu_emulated

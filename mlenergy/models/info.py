@@ -197,7 +197,8 @@ def model_info_from_config(
 
     Args:
         config: The model's ``transformers`` config or its ``config.json`` dict.
-        model_id: Hub id, local path, ``preset:<name>`` or a config path.
+        model_id: Hub id, ``preset:<name>``, ``config:<name>@<fingerprint>`` or the path
+            of a local checkpoint folder (see :class:`~mlenergy.records.ModelInfo`).
         dtype: Weight dtype as run (``float32``, ``bfloat16``...).
         weights: ``pretrained``, ``random`` or ``trained``.
         model: The built model, if any: used to count parameters when the estimator's

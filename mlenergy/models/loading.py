@@ -102,7 +102,8 @@ class LoadedModel:
         config: Its ``transformers`` config.
         tokenizer: Its tokenizer, or ``None`` (presets and config-only models have none).
         info: The record description (fingerprint, parameter counts, dtype, weights).
-        model_id: The id recorded for the model (``preset:<name>``, hub id or path).
+        model_id: The id recorded for the model (``preset:<name>``, hub id,
+            ``config:<name>@<fingerprint>`` or a checkpoint folder's path).
         source: The parsed source.
         dtype: Canonical dtype name (``float32``, ``float16``, ``bfloat16``).
         device: Torch device string the model lives on.
@@ -389,7 +390,8 @@ def load_model(
         device: Torch device string (``cpu``, ``cuda``, ``cuda:1``).
         seed: Seed of the random weights.
         model_id: Id to record instead of the default (``preset:<name>``, the hub id, the
-            path, or ``config:<model_type>`` for a config object).
+            checkpoint folder's path, ``config:<name>@<fingerprint>`` for a config file, or
+            ``config:<model_type>`` for a config object).
 
     Returns:
         The loaded model with its config, tokenizer (or ``None``) and record description.

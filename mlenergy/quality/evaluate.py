@@ -116,8 +116,15 @@ def pretrained_info(model: str, dtype: str) -> ModelInfo:
     return model_info_from_config(resolved.config, resolved.model_id, dtype, "pretrained")
 
 
-def model_perplexity(request: QualityRequest) -> QualityResult:
+def model_perplexity(
+    request: QualityRequest, *, seed: int = 0, tags: dict[str, str] | None = None
+) -> QualityResult:
     """Perplexity of one model on the held-out split of ``request.corpus``.
+
+    Args:
+        request: Model, corpus, context, token cap, device and dtype.
+        seed: Seed of the random weights of a model built from a config or preset.
+        tags: Tags added to the record's own (``tokenizer``).
 
     Raises:
         UserError: For a bad model or corpus, or a vocabulary too small for a trained tokenizer.
@@ -131,7 +138,7 @@ def model_perplexity(request: QualityRequest) -> QualityResult:
     from mlenergy.quality.tokenizer import MIN_VOCAB_SIZE, train_tokenizer
 
     split = split_corpus(load_corpus(request.corpus))
-    loaded = load_model(request.model, request.dtype, request.device)
+    loaded = load_model(request.model, request.dtype, request.device, seed)
     if loaded.tokenizer is not None:
         ids = loaded.tokenizer(split.val, add_special_tokens=False)["input_ids"]
         val_ids = torch.tensor(ids, dtype=torch.long)
@@ -149,7 +156,7 @@ def model_perplexity(request: QualityRequest) -> QualityResult:
         loaded.model,
         val_ids,
         seq_len=request.seq_len,
-        device=request.device,
+        device=loaded.device,
         max_tokens=request.max_tokens,
     )
     return perplexity_record(
@@ -158,7 +165,7 @@ def model_perplexity(request: QualityRequest) -> QualityResult:
         software=collect_software(),
         corpus=split.corpus.name,
         dataset=split.dataset_label("val"),
-        tags={"tokenizer": how},
+        tags={"tokenizer": how, **(tags or {})},
     )
 
 

@@ -60,7 +60,11 @@ class ModelInfo(FrozenModel):
     """What model ran.
 
     Attributes:
-        model_id: Hub id, local path, ``preset:<name>`` or a config path.
+        model_id: Hub id, ``preset:<name>``, ``config:<name>@<fingerprint>`` (random
+            weights built from a config file: the model it names, else the file's name, and
+            the first 8 hex digits of :attr:`config_fingerprint`),
+            ``study:<study>/<size>/<variant>`` (a model trained by a study), or the path of a
+            local checkpoint folder.
         config_fingerprint: First 16 hex digits of the SHA-256 of the canonical model config.
         architecture: Architecture family (the config's ``model_type``, e.g. ``llama``,
             ``mixtral``, ``qwen3_moe``, ``deepseek_v3``).

@@ -306,12 +306,7 @@ class SubmissionQueue:
             UserError: Unknown id, or the submission is not pending.
         """
         with self._locked():
-            entry = self.get(submission_id)
-            if entry.status != "pending":
-                raise UserError(
-                    f"submission {submission_id} is already {entry.status}",
-                    "only pending submissions can be approved",
-                )
+            entry = self._pending(submission_id, "approved")
             when = approved_at or datetime.now(UTC)
             result = self.store.append(entry.approved_records(when))
             self._decide(entry, "approved", when, None)
@@ -326,13 +321,22 @@ class SubmissionQueue:
         if not why or not why.strip():
             raise UserError("a rejection needs a reason", 'pass --why "what is wrong"')
         with self._locked():
-            entry = self.get(submission_id)
-            if entry.status != "pending":
-                raise UserError(
-                    f"submission {submission_id} is already {entry.status}",
-                    "only pending submissions can be rejected",
-                )
+            entry = self._pending(submission_id, "rejected")
             return self._decide(entry, "rejected", datetime.now(UTC), why.strip())
+
+    def _pending(self, submission_id: str, verb: str) -> QueuedSubmission:
+        """The pending submission ``submission_id`` (call with the lock held).
+
+        Raises:
+            UserError: Unknown id, or the submission is not pending (``verb``: what was asked).
+        """
+        entry = self.get(submission_id)
+        if entry.status != "pending":
+            raise UserError(
+                f"submission {submission_id} is already {entry.status}",
+                f"only pending submissions can be {verb}",
+            )
+        return entry
 
     def _decide(
         self, entry: QueuedSubmission, status: Status, when: datetime, reason: str | None

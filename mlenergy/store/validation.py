@@ -279,48 +279,67 @@ def _parse_bundle(raw: bytes, submitter: str | None = None) -> ParsedBundle:
             None, [], [f"bundle is not UTF-8 text (bad byte at offset {exc.start})"]
         )
     items, problems = _parse_items(text.lstrip("\ufeff"))
+    if len(items) == 1 and isinstance(items[0][1], dict) and _kind_of(items[0][1]) == "submission":
+        return _parse_submission(items[0][1], submitter, problems)
+    return _parse_bare_records(items, submitter, problems)
+
+
+def _parse_submission(
+    obj: dict[str, Any], submitter: str | None, problems: list[str]
+) -> ParsedBundle:
+    """Parse a Submission ``obj``: each record on its own, then the object; add to ``problems``.
+
+    A ``submitter`` given besides the file's own must match it.
+    """
     records: list[tuple[str, RunRecord | QualityResult]] = []
     raw_runs: list[tuple[str, dict[str, Any]]] = []
     failed = bool(problems)
-    if len(items) == 1 and isinstance(items[0][1], dict) and _kind_of(items[0][1]) == "submission":
-        obj = items[0][1]
-        named = obj.get("submitter")
-        given = (submitter or "").strip()
-        if given and isinstance(named, str) and named.strip() != given:
-            problems.append(
-                f"bundle.submitter: the file names submitter {named.strip()!r}, but "
-                f"--submitter {given!r} was given (drop --submitter or make them match)"
+    named = obj.get("submitter")
+    given = (submitter or "").strip()
+    if given and isinstance(named, str) and named.strip() != given:
+        problems.append(
+            f"bundle.submitter: the file names submitter {named.strip()!r}, but "
+            f"--submitter {given!r} was given (drop --submitter or make them match)"
+        )
+        failed = True
+    for key, kind in (("runs", "run"), ("quality", "quality")):
+        values = obj.get(key)
+        if not isinstance(values, list):
+            continue
+        for i, value in enumerate(values):
+            rec, errs = _parse_record(f"{key}[{i}]", value, kind)
+            problems.extend(errs)
+            if rec is not None:
+                records.append((f"{key}[{i}]", rec))
+            elif kind == "run" and isinstance(value, dict):
+                raw_runs.append((f"{key}[{i}]", value))
+    try:
+        submission = Submission.model_validate(obj)
+    except ValidationError as exc:
+        bad_keys = {w.split("[", 1)[0] for w in problems if w.startswith(("runs[", "quality["))}
+        shell_errors = [
+            e
+            for e in exc.errors(include_url=False)
+            if not (len(e["loc"]) == 1 and e["loc"][0] in bad_keys)
+            if not (
+                len(e["loc"]) > 1
+                and e["loc"][0] in ("runs", "quality")
+                and isinstance(e["loc"][1], int)
             )
-            failed = True
-        for key, kind in (("runs", "run"), ("quality", "quality")):
-            values = obj.get(key)
-            if not isinstance(values, list):
-                continue
-            for i, value in enumerate(values):
-                rec, errs = _parse_record(f"{key}[{i}]", value, kind)
-                problems.extend(errs)
-                if rec is not None:
-                    records.append((f"{key}[{i}]", rec))
-                elif kind == "run" and isinstance(value, dict):
-                    raw_runs.append((f"{key}[{i}]", value))
-        try:
-            submission = Submission.model_validate(obj)
-        except ValidationError as exc:
-            bad_keys = {w.split("[", 1)[0] for w in problems if w.startswith(("runs[", "quality["))}
-            shell_errors = [
-                e
-                for e in exc.errors(include_url=False)
-                if not (len(e["loc"]) == 1 and e["loc"][0] in bad_keys)
-                if not (
-                    len(e["loc"]) > 1
-                    and e["loc"][0] in ("runs", "quality")
-                    and isinstance(e["loc"][1], int)
-                )
-            ]
-            if shell_errors:
-                problems.extend(_pydantic_problems("", shell_errors))
-            return ParsedBundle(None, records, problems, raw_runs)
-        return ParsedBundle(None if failed else submission, records, problems, raw_runs)
+        ]
+        if shell_errors:
+            problems.extend(_pydantic_problems("", shell_errors))
+        return ParsedBundle(None, records, problems, raw_runs)
+    return ParsedBundle(None if failed else submission, records, problems, raw_runs)
+
+
+def _parse_bare_records(
+    items: list[tuple[str, Any]], submitter: str | None, problems: list[str]
+) -> ParsedBundle:
+    """Parse ``(where, value)`` bare records under ``submitter`` (required); add to ``problems``."""
+    records: list[tuple[str, RunRecord | QualityResult]] = []
+    raw_runs: list[tuple[str, dict[str, Any]]] = []
+    failed = bool(problems)
     runs: list[RunRecord] = []
     quality: list[QualityResult] = []
     for where, obj in items:

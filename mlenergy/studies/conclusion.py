@@ -296,63 +296,16 @@ def conclusion(
     )
     verdicts: dict[str, dict[str, list[str]]] = {}
     per_batch: dict[str, dict[int, list[str]]] = {}
-    at_batch = f" at batch {batch_size}" if batch_size is not None else ""
     for comp in ("matched-active", "matched-total"):
         sub = comparisons[comparisons["comparison"] == comp] if not comparisons.empty else None
         if sub is None or sub.empty:
             continue
-        lines = []
-        classes: dict[str, list[str]] = {"train": [], "inference": []}
-        reference: dict[str, str] = {}
-        for _, c in sub.iterrows():
-            tr, inf = c["train_energy_ratio"], c["energy_per_token_ratio"]
-            tr_lo, tr_hi = c["train_energy_ratio_ci_low"], c["train_energy_ratio_ci_high"]
-            inf_lo, inf_hi = c["energy_per_token_ratio_ci_low"], c["energy_per_token_ratio_ci_high"]
-            classes["train"].append(classify_ratio(tr, tr_lo, tr_hi, band))
-            classes["inference"].append(classify_ratio(inf, inf_lo, inf_hi, band))
-            reference[str(c["variant"])] = classes["inference"][-1]
-            lines.append(
-                f"{c['variant']} vs {c['baseline']}: training energy to reach perplexity "
-                f"{c['target_perplexity']:.4g} {ratio_text(tr, tr_lo, tr_hi)}, inference "
-                f"energy per token{at_batch} {ratio_text(inf, inf_lo, inf_hi)} "
-                f"(perplexity {c['variant_perplexity']:.4g} vs {c['baseline_perplexity']:.4g})"
-            )
+        paragraph, classes, reference = _matched_paragraph(comp, sub, band, batch_size)
         verdicts[comp] = classes
         per_batch[comp] = _classes_by_batch(by_batch, comp, reference, batch_size, band)
-        label = "active" if comp == "matched-active" else "total"
-        out.append(
-            f"Matched on {label} parameters (ratios are MoE / dense; below 1 means the MoE "
-            f"spends less): " + "; ".join(lines) + "."
-        )
-    dense = summary[summary["family"] == "dense"]
-    moe = summary[summary["family"] == "moe"]
-    if not dense.empty and not moe.empty:
-        target = float(summary["target_perplexity"].iloc[0])
-        d_tok = eq.cost_at_quality(
-            dense["final_val_perplexity"], dense["energy_per_token_j"], target
-        )
-        m_tok = eq.cost_at_quality(moe["final_val_perplexity"], moe["energy_per_token_j"], target)
-        front = summary[summary["on_pareto_frontier"]]
-        out.append(
-            f"Inference at batch {batch_size}: the Pareto frontier of energy per token versus "
-            f"perplexity holds {', '.join(front['variant'])}. At iso-perplexity {target:.4g} the "
-            f"cheapest dense model spends {fmt_value(d_tok)} J/token and the cheapest MoE "
-            f"{fmt_value(m_tok)} J/token."
-        )
-    if by_batch is not None and not by_batch.empty:
-        sentences = []
-        for comp, label in (("matched-active", "active"), ("matched-total", "total")):
-            parts = []
-            for b, g in by_batch[by_batch["comparison"] == comp].groupby("batch_size"):
-                lo, hi = f"{g['ratio'].min():.2f}", f"{g['ratio'].max():.2f}"
-                parts.append(f"batch {b} {lo}x" if lo == hi else f"batch {b} {lo}-{hi}x")
-            if parts:
-                sentences.append(f"same {label} parameters: " + ", ".join(parts))
-        if sentences:
-            out.append(
-                "Inference energy per token of the MoE variants over the dense model, by batch "
-                "size (below 1 means the MoE spends less): " + "; ".join(sentences) + "."
-            )
+        out.append(paragraph)
+    extra = (_frontier_paragraph(summary, batch_size), _by_batch_paragraph(by_batch))
+    out += [p for p in extra if p]
     active = verdicts.get("matched-active")
     if active:
         out.append(
@@ -381,3 +334,70 @@ def conclusion(
         )
     out.append(energy_note(energy_source))
     return out
+
+
+def _matched_paragraph(
+    comp: str, sub: pd.DataFrame, band: float, batch_size: int | None
+) -> tuple[str, dict[str, list[str]], dict[str, str]]:
+    """One comparison's paragraph, its train/inference classes, each variant's inference class."""
+    at_batch = f" at batch {batch_size}" if batch_size is not None else ""
+    lines = []
+    classes: dict[str, list[str]] = {"train": [], "inference": []}
+    reference: dict[str, str] = {}
+    for _, c in sub.iterrows():
+        tr, inf = c["train_energy_ratio"], c["energy_per_token_ratio"]
+        tr_lo, tr_hi = c["train_energy_ratio_ci_low"], c["train_energy_ratio_ci_high"]
+        inf_lo, inf_hi = c["energy_per_token_ratio_ci_low"], c["energy_per_token_ratio_ci_high"]
+        classes["train"].append(classify_ratio(tr, tr_lo, tr_hi, band))
+        classes["inference"].append(classify_ratio(inf, inf_lo, inf_hi, band))
+        reference[str(c["variant"])] = classes["inference"][-1]
+        lines.append(
+            f"{c['variant']} vs {c['baseline']}: training energy to reach perplexity "
+            f"{c['target_perplexity']:.4g} {ratio_text(tr, tr_lo, tr_hi)}, inference "
+            f"energy per token{at_batch} {ratio_text(inf, inf_lo, inf_hi)} "
+            f"(perplexity {c['variant_perplexity']:.4g} vs {c['baseline_perplexity']:.4g})"
+        )
+    label = "active" if comp == "matched-active" else "total"
+    paragraph = (
+        f"Matched on {label} parameters (ratios are MoE / dense; below 1 means the MoE "
+        f"spends less): " + "; ".join(lines) + "."
+    )
+    return paragraph, classes, reference
+
+
+def _frontier_paragraph(summary: pd.DataFrame, batch_size: int | None) -> str | None:
+    """The Pareto frontier and the cheapest dense and MoE J/token at iso-perplexity."""
+    dense = summary[summary["family"] == "dense"]
+    moe = summary[summary["family"] == "moe"]
+    if dense.empty or moe.empty:
+        return None
+    target = float(summary["target_perplexity"].iloc[0])
+    d_tok = eq.cost_at_quality(dense["final_val_perplexity"], dense["energy_per_token_j"], target)
+    m_tok = eq.cost_at_quality(moe["final_val_perplexity"], moe["energy_per_token_j"], target)
+    front = summary[summary["on_pareto_frontier"]]
+    return (
+        f"Inference at batch {batch_size}: the Pareto frontier of energy per token versus "
+        f"perplexity holds {', '.join(front['variant'])}. At iso-perplexity {target:.4g} the "
+        f"cheapest dense model spends {fmt_value(d_tok)} J/token and the cheapest MoE "
+        f"{fmt_value(m_tok)} J/token."
+    )
+
+
+def _by_batch_paragraph(by_batch: pd.DataFrame | None) -> str | None:
+    """MoE over dense inference energy per token, per batch size, for both matchings."""
+    if by_batch is None or by_batch.empty:
+        return None
+    sentences = []
+    for comp, label in (("matched-active", "active"), ("matched-total", "total")):
+        parts = []
+        for b, g in by_batch[by_batch["comparison"] == comp].groupby("batch_size"):
+            lo, hi = f"{g['ratio'].min():.2f}", f"{g['ratio'].max():.2f}"
+            parts.append(f"batch {b} {lo}x" if lo == hi else f"batch {b} {lo}-{hi}x")
+        if parts:
+            sentences.append(f"same {label} parameters: " + ", ".join(parts))
+    if not sentences:
+        return None
+    return (
+        "Inference energy per token of the MoE variants over the dense model, by batch "
+        "size (below 1 means the MoE spends less): " + "; ".join(sentences) + "."
+    )

@@ -219,10 +219,7 @@ def run_study(
 
     t_start = time.perf_counter()
     spec_size = get_size(size)
-    if steps is not None and (isinstance(steps, bool) or steps < 1):
-        raise UserError(f"steps must be at least 1 (got {steps})", "pass --steps 1 or more")
-    if isinstance(seeds, bool) or seeds < 1:
-        raise UserError(f"seeds must be at least 1 (got {seeds})", "pass --seeds 1 or more")
+    _check_counts(steps, seeds)
     device = check_device(device)
     n_steps = steps if steps is not None else spec_size.steps
     data = prepare_data(spec_size, corpus)
@@ -236,18 +233,8 @@ def run_study(
     meter = meter or EnergyMeter()
     hardware = collect_hardware(meter)
     software = collect_software()
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-    study_id = f"{spec_size.name}-{stamp}-{uuid.uuid4().hex[:6]}"
-    result = StudyResult(
-        study_id=study_id,
-        size=spec_size.name,
-        data_dir=data_dir,
-        report_dir=report_dir,
-        report_path=report_dir / "index.html",
-        summary_path=report_dir / "summary.md",
-        energy_source=meter.energy_source,
-        train_tokens=int(data.train_ids.numel()),
-    )
+    result = _new_result(spec_size, data, data_dir, report_dir, meter.energy_source)
+    study_id = result.study_id
     threads_before = torch.get_num_threads()
     if cpu_threads is not None and device.startswith("cpu"):
         torch.set_num_threads(cpu_threads)
@@ -270,6 +257,31 @@ def run_study(
     return result
 
 
+def _check_counts(steps: int | None, seeds: int) -> None:
+    """Refuse fewer than one training step or seed (``None`` steps: the size's default)."""
+    if steps is not None and (isinstance(steps, bool) or steps < 1):
+        raise UserError(f"steps must be at least 1 (got {steps})", "pass --steps 1 or more")
+    if isinstance(seeds, bool) or seeds < 1:
+        raise UserError(f"seeds must be at least 1 (got {seeds})", "pass --seeds 1 or more")
+
+
+def _new_result(
+    size: StudySize, data: StudyData, data_dir: Path, report_dir: Path, energy_source: str
+) -> StudyResult:
+    """An empty result under a new study id (size, UTC time, random suffix)."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    return StudyResult(
+        study_id=f"{size.name}-{stamp}-{uuid.uuid4().hex[:6]}",
+        size=size.name,
+        data_dir=data_dir,
+        report_dir=report_dir,
+        report_path=report_dir / "index.html",
+        summary_path=report_dir / "summary.md",
+        energy_source=energy_source,
+        train_tokens=int(data.train_ids.numel()),
+    )
+
+
 def _run_one(
     size: StudySize,
     variant: Variant,
@@ -285,12 +297,7 @@ def _run_one(
     bar: Any,
 ) -> None:
     """Train, benchmark and evaluate one model; append its records as soon as they exist."""
-    from mlenergy.models import (
-        LoadedModel,
-        ModelSource,
-        model_info_from_config,
-    )
-    from mlenergy.workloads import InferenceSpec, run_inference_sweep
+    from mlenergy.models import model_info_from_config
 
     hardware, software = provenance
     tags = {
@@ -333,11 +340,44 @@ def _run_one(
     store.append([outcome.record])
     result.runs.append(outcome.record)
 
+    inf_records = _benchmark(size, outcome.model, config, info, seed, device, tags, meter, store)
+    result.runs.extend(inf_records)
+
+    quality = perplexity_record(
+        outcome.final_val,
+        model=info,
+        software=software,
+        corpus=data.corpus_name,
+        dataset=data.dataset_label,
+        linked_run_ids=[outcome.record.run_id, *(r.run_id for r in inf_records)],
+        tags=tags,
+    )
+    store.append([quality])
+    result.quality.append(quality)
+    if bar is not None:
+        bar.bar.note(f"{variant.name} (seed {seed}) ppl {outcome.final_val.perplexity:.1f}")
+
+
+def _benchmark(
+    size: StudySize,
+    model: Any,
+    config: Any,
+    info: Any,
+    seed: int,
+    device: str,
+    tags: dict[str, str],
+    meter: EnergyMeter,
+    store: Any,
+) -> list[Any]:
+    """Benchmark a trained model's inference at the size's batch sizes; store the records."""
+    from mlenergy.models import LoadedModel, ModelSource
+    from mlenergy.workloads import InferenceSpec, run_inference_sweep
+
     if getattr(config, "output_router_logits", None):
         # Inference does not need the load-balancing loss: skip computing it per token.
-        outcome.model.config.output_router_logits = False
+        model.config.output_router_logits = False
     loaded = LoadedModel(
-        model=outcome.model,
+        model=model,
         config=config,
         tokenizer=None,
         info=info,
@@ -359,19 +399,4 @@ def _run_one(
         task=STUDY,
         tags=tags,
     )
-    inf_records = run_inference_sweep(loaded, inf_spec, meter, store=store, progress=False)
-    result.runs.extend(inf_records)
-
-    quality = perplexity_record(
-        outcome.final_val,
-        model=info,
-        software=software,
-        corpus=data.corpus_name,
-        dataset=data.dataset_label,
-        linked_run_ids=[outcome.record.run_id, *(r.run_id for r in inf_records)],
-        tags=tags,
-    )
-    store.append([quality])
-    result.quality.append(quality)
-    if bar is not None:
-        bar.bar.note(f"{variant.name} (seed {seed}) ppl {outcome.final_val.perplexity:.1f}")
+    return run_inference_sweep(loaded, inf_spec, meter, store=store, progress=False)

@@ -8,9 +8,6 @@ from __future__ import annotations
 
 import html
 import math
-import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,6 +18,7 @@ from mlenergy.studies.measured_analysis import CLAIM_COLUMNS, FIT_COLUMNS, PAIR_
 from mlenergy.studies.measured_conclusion import QUALITY_NOTE
 from mlenergy.studies.measured_figures import write_measured_figures
 from mlenergy.studies.report import markdown_table
+from mlenergy.studies.report_page import html_page, html_table, publish_report
 
 if TYPE_CHECKING:
     from mlenergy.studies.measured_study import MeasuredStudyResult
@@ -96,16 +94,6 @@ def frame_cells(frame: pd.DataFrame, columns: list[str]) -> tuple[list[str], lis
     return columns, [[_f(v) for v in row] for row in frame[columns].itertuples(index=False)]
 
 
-def _html_table(header: list[str], rows: list[list[str]], table_id: str) -> str:
-    if not rows:
-        return f"<p id='{table_id}'>None.</p>"
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows
-    )
-    return f"<table id='{table_id}'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
 def _sections(result: MeasuredStudyResult) -> list[tuple[str, str, list[str], list[list[str]]]]:
     front_cols = ["task", "gpu", "model_id", "arch", "energy_per_response_j", "quality_score"]
     on_front = (
@@ -156,10 +144,8 @@ def _meta(result: MeasuredStudyResult) -> str:
 
 def write_measured_report(result: MeasuredStudyResult) -> Path:
     """Write the report of ``result`` into ``result.report_dir``; return ``index.html``."""
-    report_dir = result.report_dir
-    report_dir.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".report-", dir=report_dir))
-    try:
+
+    def write(tmp: Path) -> list[str]:
         figures = write_measured_figures(result.rows, result.frontier, tmp, result.energy_note)
         summary_table(result.rows).to_csv(tmp / "summary.csv", index=False)
         sections = _sections(result)
@@ -171,10 +157,7 @@ def write_measured_report(result: MeasuredStudyResult) -> Path:
         md += ["## Warnings", "", *[f"- {w}" for w in result.warnings], ""]
         md += ["## Conclusion", "", *[p + "\n" for p in result.conclusion]]
         (tmp / "summary.md").write_text("\n".join(md), encoding="utf-8")
-        page = [
-            "<!doctype html><html><head><meta charset='utf-8'>",
-            "<title>Dense versus MoE on measured GPUs</title>",
-            f"<style>{_CSS}</style></head><body>",
+        body = [
             "<h1>Dense versus MoE on measured GPUs: energy per correct answer</h1>",
             f"<p class='note' id='energy-source'>{html.escape(result.energy_note)}</p>",
             f"<p class='note' id='quality-note'>{html.escape(QUALITY_NOTE)}</p>",
@@ -185,15 +168,12 @@ def write_measured_report(result: MeasuredStudyResult) -> Path:
             *[f"<p>{html.escape(p)}</p>" for p in result.conclusion],
         ]
         for title, table_id, header, cells in sections:
-            page += [f"<h2>{html.escape(title)}</h2>", _html_table(header, cells, table_id)]
-        page += ["<h2>Warnings</h2>", "<ul class='warn' id='warnings'>"]
-        page += [f"<li>{html.escape(w)}</li>" for w in result.warnings] or ["<li>None.</li>"]
-        page += ["</ul>", "<h2>Figures</h2>"]
-        page += [f"<p><img src='{f}' alt='{f}'></p>" for f in figures]
-        page += ["</body></html>"]
-        (tmp / "index.html").write_text("\n".join(page), encoding="utf-8")
-        for f in [*figures, "summary.md", "summary.csv", "index.html"]:
-            os.replace(tmp / f, report_dir / f)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return report_dir / "index.html"
+            body += [f"<h2>{html.escape(title)}</h2>", html_table(header, cells, table_id)]
+        body += ["<h2>Warnings</h2>", "<ul class='warn' id='warnings'>"]
+        body += [f"<li>{html.escape(w)}</li>" for w in result.warnings] or ["<li>None.</li>"]
+        body += ["</ul>"]
+        title = "Dense versus MoE on measured GPUs"
+        (tmp / "index.html").write_text(html_page(title, _CSS, body, figures), encoding="utf-8")
+        return [*figures, "summary.md", "summary.csv", "index.html"]
+
+    return publish_report(result.report_dir, write)

@@ -9,9 +9,6 @@ temporary folder first and moved into place one by one, so a report is never hal
 from __future__ import annotations
 
 import html
-import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +25,7 @@ from mlenergy.studies.conclusion import (
     ratio_text,
 )
 from mlenergy.studies.figures import write_figures
+from mlenergy.studies.report_page import html_page, html_table, publish_report
 
 if TYPE_CHECKING:
     from mlenergy.studies.dense_vs_moe import StudyResult
@@ -144,14 +142,6 @@ img{max-width:100%;border:1px solid #eee;margin:.5em 0}
 """
 
 
-def _html_table(header: list[str], rows: list[list[str]], table_id: str) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows
-    )
-    return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
-
-
 def _expert_rows(training: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     """Routing of each MoE run: experts, top-k, shared, load-balancing loss, utilisation."""
     header = [
@@ -258,75 +248,92 @@ def build_report(
     )
     header, rows = table_rows(t["summary"], t["batch_size"])
     c_header, c_rows = _comparison_rows(comps) if not comps.empty else ([], [])
-    e_header, e_rows = _expert_rows(t["training"])
-
-    report_dir = result.report_dir
-    report_dir.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".report-", dir=report_dir))
-    try:
-        figures = write_figures(t, tmp, source)
-        meta = (
-            f"study {result.study_id} - size {size.name}, {steps} steps per model, "
-            f"{seeds} seed(s), corpus {corpus}, seq_len {size.seq_len}, "
-            f"batch {size.batch_size}; store {result.data_dir}"
+    tables: list[_Table] = [
+        ("Models", "summary", header, rows),
+        ("MoE versus dense at iso-quality", "comparisons", c_header, c_rows),
+        ("Routing of the MoE models", "experts", *_expert_rows(t["training"])),
+    ]
+    meta = _meta(result, size, corpus=corpus, steps=steps, seeds=seeds)
+    if _epochs(result, size, steps) > 4:
+        paragraphs.insert(
+            -1,
+            f"Caution: each model saw its training text {_epochs(result, size, steps):.0f} "
+            "times, so the larger models may memorise it; give a larger --corpus for this size.",
         )
-        if result.train_tokens:
-            epochs = steps * size.batch_size * size.seq_len / result.train_tokens
-            meta += f"; {epochs:.2f} passes over the {result.train_tokens:,}-token training split"
-            if epochs > 4:
-                paragraphs.insert(
-                    -1,
-                    f"Caution: each model saw its training text {epochs:.0f} times, so the "
-                    "larger models may memorise it; give a larger --corpus for this size.",
-                )
-                result.conclusion = "\n\n".join(paragraphs)
-        md = [
-            "# Dense versus Mixture-of-Experts: energy per unit of quality",
-            "",
-            f"> {energy_note(source)}",
-            "",
-            meta,
-            "",
-            "Measured study (real GPUs): ../dense-vs-moe-measured/summary.md",
-            "",
-            markdown_table(header, rows),
-            "",
-        ]
-        if c_rows:
-            md += ["## MoE versus dense at iso-quality", "", markdown_table(c_header, c_rows), ""]
-        if e_rows:
-            md += ["## Routing of the MoE models", "", markdown_table(e_header, e_rows), ""]
-        md += ["## Conclusion", "", *[p + "\n" for p in paragraphs]]
-        (tmp / "summary.md").write_text("\n".join(md), encoding="utf-8")
+        result.conclusion = "\n\n".join(paragraphs)
+
+    def write(tmp: Path) -> list[str]:
+        figures = write_figures(t, tmp, source)
+        md = _summary_md(energy_note(source), meta, tables, paragraphs)
+        (tmp / "summary.md").write_text(md, encoding="utf-8")
         t["summary"].drop(columns=["expert_utilisation"], errors="ignore").to_csv(
             tmp / "summary.csv", index=False
         )
-        page = [
-            "<!doctype html><html><head><meta charset='utf-8'>",
-            "<title>Dense versus MoE: energy per unit of quality</title>",
-            f"<style>{_CSS}</style></head><body>",
-            "<h1>Dense versus Mixture-of-Experts: energy per unit of quality</h1>",
-            f"<p class='energy' id='energy-source'>{html.escape(energy_note(source))}</p>",
-            f"<p>{html.escape(meta)}</p>",
-            f"<p>See also the <a id='measured-link' href='{MEASURED_REPORT_LINK}'>measured "
-            "study</a> (production models on H100/B200 GPUs against published quality).</p>",
-            "<h2>Models</h2>",
-            _html_table(header, rows, "summary"),
-        ]
-        if c_rows:
-            page += [
-                "<h2>MoE versus dense at iso-quality</h2>",
-                _html_table(c_header, c_rows, "comparisons"),
-            ]
-        if e_rows:
-            page += ["<h2>Routing of the MoE models</h2>", _html_table(e_header, e_rows, "experts")]
-        page += ["<h2>Conclusion</h2>", *[f"<p>{html.escape(p)}</p>" for p in paragraphs]]
-        page += ["<h2>Figures</h2>"]
-        page += [f"<p><img src='{f}' alt='{f}'></p>" for f in figures]
-        page += ["</body></html>"]
-        (tmp / "index.html").write_text("\n".join(page), encoding="utf-8")
-        for f in [*figures, "summary.md", "summary.csv", "index.html"]:
-            os.replace(tmp / f, report_dir / f)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return report_dir / "index.html"
+        body = _page_body(energy_note(source), meta, tables, paragraphs)
+        page = html_page("Dense versus MoE: energy per unit of quality", _CSS, body, figures)
+        (tmp / "index.html").write_text(page, encoding="utf-8")
+        return [*figures, "summary.md", "summary.csv", "index.html"]
+
+    return publish_report(result.report_dir, write)
+
+
+_Table = tuple[str, str, list[str], list[list[str]]]
+"""A report table: ``(title, html id, header, rows)``; the first is the models' summary."""
+
+
+def _epochs(result: StudyResult, size: StudySize, steps: int) -> float:
+    """Passes each model made over the training split (0 when its size is unknown)."""
+    if not result.train_tokens:
+        return 0.0
+    return steps * size.batch_size * size.seq_len / result.train_tokens
+
+
+def _meta(result: StudyResult, size: StudySize, *, corpus: str, steps: int, seeds: int) -> str:
+    """The line saying what was run: study, size, budget, corpus, store, passes over the text."""
+    meta = (
+        f"study {result.study_id} - size {size.name}, {steps} steps per model, "
+        f"{seeds} seed(s), corpus {corpus}, seq_len {size.seq_len}, "
+        f"batch {size.batch_size}; store {result.data_dir}"
+    )
+    if result.train_tokens:
+        epochs = _epochs(result, size, steps)
+        meta += f"; {epochs:.2f} passes over the {result.train_tokens:,}-token training split"
+    return meta
+
+
+def _summary_md(note: str, meta: str, tables: list[_Table], paragraphs: list[str]) -> str:
+    """``summary.md``: the energy note, what was run, the tables (empty ones left out)."""
+    (_, _, header, rows), *rest = tables
+    md = [
+        "# Dense versus Mixture-of-Experts: energy per unit of quality",
+        "",
+        f"> {note}",
+        "",
+        meta,
+        "",
+        "Measured study (real GPUs): ../dense-vs-moe-measured/summary.md",
+        "",
+        markdown_table(header, rows),
+        "",
+    ]
+    for title, _, header, rows in rest:
+        if rows:
+            md += [f"## {title}", "", markdown_table(header, rows), ""]
+    md += ["## Conclusion", "", *[p + "\n" for p in paragraphs]]
+    return "\n".join(md)
+
+
+def _page_body(note: str, meta: str, tables: list[_Table], paragraphs: list[str]) -> list[str]:
+    """The HTML lines of ``index.html`` above the figures (empty tables left out)."""
+    body = [
+        "<h1>Dense versus Mixture-of-Experts: energy per unit of quality</h1>",
+        f"<p class='energy' id='energy-source'>{html.escape(note)}</p>",
+        f"<p>{html.escape(meta)}</p>",
+        f"<p>See also the <a id='measured-link' href='{MEASURED_REPORT_LINK}'>measured "
+        "study</a> (production models on H100/B200 GPUs against published quality).</p>",
+    ]
+    for i, (title, table_id, header, rows) in enumerate(tables):
+        if rows or i == 0:
+            body += [f"<h2>{html.escape(title)}</h2>", html_table(header, rows, table_id)]
+    body += ["<h2>Conclusion</h2>", *[f"<p>{html.escape(p)}</p>" for p in paragraphs]]
+    return body

@@ -130,6 +130,7 @@ def estimate_record(spec: RunSpec) -> RunRecord:
         UserError: The estimator refuses the configuration.
     """
     from mlenergy.estimate import estimate
+    from mlenergy.estimate.to_record import to_run_record
 
     est = estimate(
         spec.model,
@@ -141,21 +142,7 @@ def estimate_record(spec: RunSpec) -> RunRecord:
         num_gpus=spec.gpus or None,
         tensor_parallel=spec.tensor_parallel,
     )
-    to_record = getattr(est, "to_record", None)
-    if callable(to_record):
-        return to_record()
-    import importlib
-
-    for module in ("mlenergy.estimate.to_record", "mlenergy.estimate.records"):
-        try:
-            return importlib.import_module(module).to_run_record(est)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
-    raise UserError(
-        "this mlenergy has no conversion of estimates to run records",
-        "Update mlenergy-lab (mlenergy.estimate.to_record)",
-    )
+    return to_run_record(est)
 
 
 def _estimate(spec: RunSpec) -> RunRecord:

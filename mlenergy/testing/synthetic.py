@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from mlenergy.records import (
     Hardware,
@@ -131,24 +132,8 @@ def synthetic_run(
         itl_p99_s=itl_s * 1.3,
     )
     created = _EPOCH + timedelta(seconds=index)
-    trace = None
-    if timeline:
-        t = tuple(round(duration * k / 20, 6) for k in range(21))
-        trace = build(
-            PowerTimeline,
-            t_s=t,
-            power_w=tuple(power * (0.9 + 0.1 * ((k % 4) / 3)) for k in range(21)),
-            energy_source=energy_source,
-        )
-    sub = None
-    if submitter:
-        sub = build(
-            SubmissionInfo,
-            submission_id=f"sub{index:08d}",
-            submitter=submitter,
-            submitted_at=created,
-            approved_at=created,
-        )
+    trace = _timeline(build, duration, power, energy_source) if timeline else None
+    sub = _submission(build, submitter, index, created) if submitter else None
     return build(
         RunRecord,
         run_id=f"syn{index:08d}{sha256_hex(model.model_id + gpu)[:8]}",
@@ -174,6 +159,27 @@ def synthetic_run(
         phases=(phase,),
         power_timeline=trace,
         submission=sub,
+    )
+
+
+def _timeline(build: Any, duration: float, power: float, energy_source: str) -> PowerTimeline:
+    """A 21-point power timeline over ``duration`` seconds around ``power`` watts."""
+    return build(
+        PowerTimeline,
+        t_s=tuple(round(duration * k / 20, 6) for k in range(21)),
+        power_w=tuple(power * (0.9 + 0.1 * ((k % 4) / 3)) for k in range(21)),
+        energy_source=energy_source,
+    )
+
+
+def _submission(build: Any, submitter: str, index: int, created: datetime) -> SubmissionInfo:
+    """An approved submission by ``submitter``, submitted and approved at ``created``."""
+    return build(
+        SubmissionInfo,
+        submission_id=f"sub{index:08d}",
+        submitter=submitter,
+        submitted_at=created,
+        approved_at=created,
     )
 
 

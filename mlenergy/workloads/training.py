@@ -331,21 +331,10 @@ def train_model(
     objective = _Objective.of(model)
     gen = torch.Generator().manual_seed(spec.seed)
     train_ids = train_ids.reshape(-1).cpu()
-    max_start = train_ids.numel() - spec.seq_len - 1
     optimizer = _optimizer(model, spec)
 
-    def evaluate() -> PerplexityResult:
-        return perplexity(
-            model,
-            val_ids,
-            seq_len=spec.seq_len,
-            batch_size=spec.eval_batch_size,
-            device=spec.device,
-            max_tokens=spec.eval_max_tokens,
-        )
-
     started = utc_now()
-    last_val = evaluate()
+    last_val = _validation_perplexity(model, val_ids, spec)
     curve = _Curve(points=[(0, 0.0, 0.0, None, last_val.perplexity, None)])
     step = 0
     stats = _RouterStats()
@@ -356,10 +345,8 @@ def train_model(
         losses: list[float] = []
         meter.begin(f"{run_tag}-{k}")
         try:
-            while step < end_step:
-                starts = torch.randint(0, max_start + 1, (spec.batch_size,), generator=gen)
-                idx = starts[:, None] + torch.arange(spec.seq_len + 1)[None, :]
-                batch = train_ids[idx].to(spec.device)
+            for _ in range(step, end_step):
+                batch = _random_windows(train_ids, spec, gen)
                 losses.append(
                     _train_step(model, batch, objective, optimizer, spec.grad_clip, stats)
                 )
@@ -370,7 +357,7 @@ def train_model(
             meter.cancel(f"{run_tag}-{k}")
             raise
         curve.add_window(meter.end(f"{run_tag}-{k}"))
-        last_val = evaluate()
+        last_val = _validation_perplexity(model, val_ids, spec)
         model.train()
         mean_aux = sum(stats.aux_losses) / len(stats.aux_losses) if stats.aux_losses else None
         curve.points.append(
@@ -383,6 +370,30 @@ def train_model(
         (started, utc_now()), tags,
     )  # fmt: skip
     return TrainingOutcome(record=record, model=model, final_val=last_val)
+
+
+def _random_windows(train_ids: torch.Tensor, spec: TrainingSpec, gen: Any) -> torch.Tensor:
+    """A batch of ``spec.batch_size`` random windows of ``seq_len + 1`` tokens, on the device."""
+    import torch
+
+    max_start = train_ids.numel() - spec.seq_len - 1
+    starts = torch.randint(0, max_start + 1, (spec.batch_size,), generator=gen)
+    idx = starts[:, None] + torch.arange(spec.seq_len + 1)[None, :]
+    return train_ids[idx].to(spec.device)
+
+
+def _validation_perplexity(
+    model: Any, val_ids: torch.Tensor, spec: TrainingSpec
+) -> PerplexityResult:
+    """Perplexity on the held-out tokens with the spec's context, batch and token cap."""
+    return perplexity(
+        model,
+        val_ids,
+        seq_len=spec.seq_len,
+        batch_size=spec.eval_batch_size,
+        device=spec.device,
+        max_tokens=spec.eval_max_tokens,
+    )
 
 
 def _training_record(

@@ -30,7 +30,7 @@ def test_schema_error_does_not_hide_the_rule_problems(tmp_path, data_dir, factor
     run["bar"] = 1
     path = tmp_path / "bundle.json"
     path.write_text(json.dumps(run))
-    rc = main(["submit", str(path), "--submitter", "QA", "--data-dir", str(data_dir)])
+    rc = main(["submit", str(path), "--submitter", "Test Lab", "--data-dir", str(data_dir)])
     err = capsys.readouterr().err
     assert rc == 2
     assert "bundle.bar: unknown field" in err
@@ -49,7 +49,7 @@ def test_raw_rules_cover_physics_and_provenance(factory):
     run["software"]["torch"] = None
     run["software"]["zeus"] = None
     report = validate_bundle(
-        json.dumps({"submitter": "QA", "runs": [run]}).encode(), tdp_lookup=CATALOG.get
+        json.dumps({"submitter": "Test Lab", "runs": [run]}).encode(), tdp_lookup=CATALOG.get
     )
     text = "\n".join(report.problems)
     assert not report.ok and report.submission is None
@@ -72,7 +72,7 @@ def test_raw_rules_skip_unreadable_values(factory):
     run["phases"] = [{"phase": "decode", "energy_j": "lots", "duration_s": None}, 7]
     run["software"] = "torch"
     run["idle"] = [1]
-    report = validate_bundle(json.dumps(run).encode(), submitter="QA", tdp_lookup=CATALOG.get)
+    report = validate_bundle(json.dumps(run).encode(), submitter="Test Lab", tdp_lookup=CATALOG.get)
     assert not report.ok
     text = "\n".join(report.problems)
     assert "outside the plausible range" not in text
@@ -82,16 +82,20 @@ def test_raw_rules_skip_unreadable_values(factory):
 def test_rule_check_matches_for_parsed_and_raw_records(factory):
     """The same rule functions run on both paths: same problems, bar the schema error."""
     run = _dump(factory.make_run(seed=4, decode_power_w=1000.0))
-    good_schema = validate_bundle(json.dumps(run).encode(), submitter="QA", tdp_lookup=CATALOG.get)
+    good_schema = validate_bundle(
+        json.dumps(run).encode(), submitter="Test Lab", tdp_lookup=CATALOG.get
+    )
     run["extra"] = True
-    bad_schema = validate_bundle(json.dumps(run).encode(), submitter="QA", tdp_lookup=CATALOG.get)
+    bad_schema = validate_bundle(
+        json.dumps(run).encode(), submitter="Test Lab", tdp_lookup=CATALOG.get
+    )
     assert bad_schema.problems == ["bundle.extra: unknown field", *good_schema.problems]
 
 
 def test_value_error_prefix_is_stripped(factory):
     run = _dump(factory.make_run(seed=5))
     run["hardware"]["accelerator_model"] = None
-    report = validate_bundle(json.dumps(run).encode(), submitter="QA", tdp_lookup=CATALOG.get)
+    report = validate_bundle(json.dumps(run).encode(), submitter="Test Lab", tdp_lookup=CATALOG.get)
     assert "bundle.hardware: accelerator_count > 0 needs an accelerator_model" in report.problems
     assert not any("Value error" in p for p in report.problems), report.problems
 
@@ -147,4 +151,4 @@ def test_ensure_writable_probes_and_leaves_nothing(tmp_path):
         RunStore(blocker / "data").ensure_writable()
     if Path("/proc/self").is_dir():  # Linux: root passes os.access checks but cannot write
         with pytest.raises(StoreError, match="not writable"):
-            RunStore("/proc/mlenergy-qa").ensure_writable()
+            RunStore("/proc/mlenergy-ro").ensure_writable()

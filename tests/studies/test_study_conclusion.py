@@ -128,7 +128,7 @@ def _verdicts(comparisons, by_batch, seeds=1):
 
 def test_inference_verdict_covers_every_batch_size():
     # Regression: MoE cheaper at batch 32 (the reference batch) but 1.90x at batch 1;
-    # the verdict used to look at batch 32 only and claim "every MoE variant needed less".
+    # a verdict read at batch 32 alone would claim "every MoE variant needed less".
     by_batch = _by_batch({1: [1.90], 8: [1.02], 32: [0.60]}, total={1: 0.5, 32: 0.4})
     active, total = _verdicts(_comparisons(1.5, 0.60), by_batch)
     assert "every MoE variant needed less inference energy" not in active
