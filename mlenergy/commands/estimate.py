@@ -315,8 +315,9 @@ def validate_cmd(
     hold_out: Annotated[
         str,
         typer.Option(
-            help="What a fold holds out: architecture (no model in both fit and test) or gpu "
-            "(the held-out GPU is predicted from its datasheet alone)."
+            help="What a fold holds out: architecture (no model in both fit and test), "
+            "family (no model line, e.g. every Qwen3 or Llama model, in both) or gpu (the "
+            "held-out GPU is predicted from its datasheet alone)."
         ),
     ] = "architecture",
     configs_dir: Annotated[Path | None, typer.Option(help="Folder of model configs.")] = None,
@@ -333,13 +334,13 @@ def validate_cmd(
     import pandas as pd
 
     from mlenergy.estimate.coefficients import default_coefficients
-    from mlenergy.estimate.crossval import TARGETS, cross_validate, validation_tables
+    from mlenergy.estimate.crossval import HOLD_OUT, TARGETS, cross_validate, validation_tables
     from mlenergy.estimate.host_bound import host_bound_label
     from mlenergy.estimate.locate import configs_next_to
     from mlenergy.estimate.measurements import load_reference
 
-    if hold_out not in ("architecture", "gpu"):
-        raise UserError(f"unknown --hold-out '{hold_out}'", "Use architecture or gpu")
+    if hold_out not in HOLD_OUT:
+        raise UserError(f"unknown --hold-out '{hold_out}'", f"Use one of {', '.join(HOLD_OUT)}")
     df = load_reference(reference, include_v2=not no_v2)
     configs = configs_next_to(reference, configs_dir)
     if store is not None:

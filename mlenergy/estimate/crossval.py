@@ -19,6 +19,7 @@ from mlenergy.errors import UserError
 from mlenergy.estimate.calibration import featurise, fit, fit_weights, host_bound, itl_targets
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients, interval_class
 from mlenergy.estimate.configs import resolve_model
+from mlenergy.estimate.measurements import model_group
 from mlenergy.estimate.physics import predict
 from mlenergy.estimate.task_defaults import has_value
 
@@ -41,6 +42,47 @@ def architecture_group(config_id: str, configs_dir: str | Path | None = None) ->
         f"{spec.hidden_size}x{spec.num_layers}x{spec.num_heads}x{spec.num_experts or 0}"
         f"x{spec.intermediate_size}x{spec.moe_intermediate_size or 0}"
     )
+
+
+def model_family(model_group: str) -> str:
+    """The model line a cross-validation group belongs to: the first word of its name.
+
+    ``qwen3-235b-a22b`` and ``qwen3-vl-8b`` are ``qwen3``; ``llama-3.1-70b`` and
+    ``llama-4-scout-17b-16e`` are ``llama``; ``gpt-oss-120b`` is ``gpt``. Leaving a family out
+    removes every size, generation, checkpoint format and multimodal twin of a vendor's line
+    from the fit, so a cost term fitted on one family must predict another.
+    """
+    return model_group.split("-")[0].lower()
+
+
+def family_folds(rows: pd.DataFrame) -> pd.Series:
+    """A fold key per row: its model family, families sharing an architecture merged.
+
+    Two families whose models share a text architecture (e.g. ``codellama-70b`` and
+    ``llama-3.1-70b``) fall in one key, so that no architecture is in both fit and test.
+
+    Args:
+        rows: Rows with ``arch_group`` and ``model_group`` (else ``config_id``).
+    """
+    parent: dict[str, str] = {}
+
+    def root(x: str) -> str:
+        while parent.setdefault(x, x) != x:
+            x = parent[x]
+        return x
+
+    groups = rows["model_group"] if "model_group" in rows else rows["config_id"].map(model_group)
+    fam = groups.astype(str).map(model_family)
+    for _, members in fam.groupby(rows["arch_group"]):
+        first = root(members.iloc[0])
+        for other in members.unique():
+            parent[root(other)] = first
+    keys = {f: root(f) for f in fam.unique()}
+    return fam.map(lambda f: "+".join(sorted(g for g in keys if keys[g] == keys[f])))
+
+
+HOLD_OUT = ("architecture", "family", "gpu")
+"""What a cross-validation fold may hold out (``validate --hold-out``)."""
 
 
 @dataclass
@@ -154,19 +196,24 @@ def cross_validate(
             ``Coefficients()``, the start of the shipped fit; never the shipped coefficients,
             which were fitted on the held-out rows too).
         fit_tasks: Also fit task prompt lengths inside each fold (only from training rows).
-        group_by: ``architecture`` (no model in both fit and test) or ``gpu`` (no GPU in both:
-            the held-out GPU is predicted from its datasheet figures alone).
+        group_by: ``architecture`` (no model in both fit and test), ``family`` (no model
+            line in both: :func:`model_family`, families sharing an architecture merged) or
+            ``gpu`` (no GPU in both: the held-out GPU is predicted from its datasheet
+            figures alone).
 
     Returns:
         Out-of-fold predictions for every row that could be prepared.
     """
+    if group_by not in HOLD_OUT:
+        raise UserError(f"unknown hold-out '{group_by}'", f"Use one of {', '.join(HOLD_OUT)}")
     feat, keep = featurise(df, configs_dir)
     rows = df.iloc[keep].reset_index(drop=True)
     rows["arch_group"] = rows["config_id"].map(lambda m: architecture_group(m, configs_dir))
     # Inputs only (GPU, GPU count, task): configurations whose reference runs were often
     # host-bound (see :mod:`~mlenergy.estimate.host_bound`), reported apart by ``validate``.
     rows["host_bound"] = host_bound(rows)
-    key = "gpu" if group_by == "gpu" else "arch_group"
+    rows["family"] = family_folds(rows)
+    key = {"gpu": "gpu", "family": "family"}.get(group_by, "arch_group")
     groups = sorted(rows[key].unique())
     if folds is not None and folds < 2:
         raise UserError(f"folds must be >= 2, got {folds}", "Give 2 or more folds")

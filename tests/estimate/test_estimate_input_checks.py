@@ -313,4 +313,4 @@ def test_zero_input_tokens_is_refused_as_bench_refuses_it(capsys, configs_dir):
 
 def test_validate_names_a_bad_hold_out(capsys):
     argv = ["estimate", "validate", "--hold-out", "model"]
-    _cli_error(capsys, argv, "unknown --hold-out 'model'", "architecture or gpu")
+    _cli_error(capsys, argv, "unknown --hold-out 'model'", "architecture, family, gpu")
