@@ -85,6 +85,8 @@ class Caller:
         if r.random() < 0.3:
             kwargs["search"] = r.choice(["llama", "qwen", "deepseek", "gpt", "mistral"])
         kwargs["descending"] = r.random() < 0.5
+        if ch["quality"] and r.random() < 0.3:  # a published benchmark or a stored figure
+            kwargs["quality"] = r.choice(ch["quality"])
         self.client.predict(**kwargs, api_name="/leaderboard_table")
 
     def _estimate(self) -> None:
@@ -102,7 +104,9 @@ class Caller:
         r = self.rng
         hardware = r.sample(self.choices["hardware"], k=1) if r.random() < 0.5 else None
         kind = r.choice(["latency", "hardware", "quality"])
-        self.client.predict(kind=kind, hardware=hardware, api_name="/plot")
+        quality = r.choice(self.choices["quality"]) if self.choices["quality"] else None
+        quality = quality if kind == "quality" and r.random() < 0.5 else None
+        self.client.predict(kind=kind, hardware=hardware, quality=quality, api_name="/plot")
 
     def _detail(self) -> None:
         model = self.rng.choice(self.choices["model_id"])

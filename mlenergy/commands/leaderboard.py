@@ -24,6 +24,16 @@ def serve(
     data_dir: DataDirOption = None,
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port to listen on.")] = 7860,
+    published_quality: Annotated[
+        Path | None,
+        typer.Option(
+            "--published-quality",
+            help="Published quality scores (CSV) for runs without their own quality record "
+            "(default: published-quality.csv of $MLENERGY_REFERENCE_DIR, else "
+            "../shared/reference, when present).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Serve the leaderboard on http://HOST:PORT (Ctrl-C to stop)."""
     if ctx.invoked_subcommand is not None:
@@ -33,7 +43,8 @@ def serve(
     from mlenergy.leaderboard import app as module
 
     data = resolve_data_dir(data_dir)
-    demo = module.build_app(data)  # a damaged store fails here, before any URL is printed
+    # a damaged store or quality file fails here, before any URL is printed
+    demo = module.build_app(data, published_quality=published_quality)
     typer.echo(f"leaderboard: http://{host}:{port}  (store: {data})")
     module.launch(demo, host=host, port=port)
 

@@ -44,9 +44,17 @@ lengths are not published, so those rows have no input length.
 
 **Quality** comes from quality results of the same model: linked to the very run when the
 submitter measured both together (`same run`), otherwise matched by model id and config
-fingerprint. The *Model detail* tab shows how each figure was linked, the full provenance of
-each run (hardware, software versions, serving engine, scope) and its power timeline when
-recorded.
+fingerprint. For runs without a quality result of their own (ML.ENERGY's rows, most
+submissions), the *Quality figure* menu also offers the scores that model makers and public
+leaderboards **published** (`published:<benchmark>`: GPQA Diamond, MMLU-Pro, LMArena...), the
+score of the run's mode (thinking or not, told by its mean output length). They were not
+measured in the same run: the *Quality source* column says `published:<benchmark>`, and the
+source (report, table, date) and how the score was matched show on hover and in *Model detail*.
+**Energy per correct answer** (J) = energy per response / (accuracy % / 100), shown where the
+quality is an accuracy in % and the run answered that benchmark's questions (the `gpqa` task
+with a GPQA score); a chat response's energy over a GPQA accuracy is not one. The *Model
+detail* tab shows how each figure was linked, the full provenance of each run (hardware,
+software versions, serving engine, scope) and its power timeline when recorded.
 
 ### How to submit
 1. Measure with `mlenergy bench ... --json > results.jsonl` (JSON lines of run records), or

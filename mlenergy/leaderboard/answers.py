@@ -119,6 +119,8 @@ def plot_figure(ctx: AppContext, kind: str, quality_key: str | None, q: lb.Table
             if q.best_only
             else ("every configuration")
         )
+        if kind == PLOTS[0]:
+            which += f"; {int(rows['quality'].notna().sum())} with a quality figure"
         title = fig.layout.title.text or ""
         fig.update_layout(title=f"{title}<br><sup>{len(rows)} rows: {which}</sup>")
         return fig

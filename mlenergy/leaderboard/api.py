@@ -80,7 +80,7 @@ def _query(ctx: AppContext, task: str | None, **values) -> lb.TableQuery:
 def _table_answer(ctx: AppContext, quality: str | None, q: lb.TableQuery) -> dict:
     """The ``/leaderboard_table`` answer: one page of rows as data, and the paging."""
     res = answers.table_result(ctx, quality, q)
-    columns = [c.name for c in lb.COLUMNS]
+    columns = [c.name for c in lb.COLUMNS] + ["quality_link"]
     return {
         "task": q.task,
         "quality": quality,

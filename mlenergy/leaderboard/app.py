@@ -63,19 +63,22 @@ def _wire_reload(ctx: AppContext, bar, table: TableTab, pickers: list) -> None:
     )
 
 
-def build_app(data_dir: str | Path) -> gr.Blocks:
+def build_app(data_dir: str | Path, published_quality: str | Path | None = None) -> gr.Blocks:
     """Build the leaderboard app over the store at ``data_dir`` (read once, here).
 
     Args:
         data_dir: The store folder (an empty store shows an empty table and how to seed it).
+        published_quality: Published quality scores (CSV) offered in the Quality figure menu;
+            ``None``: the shared reference's ``published-quality.csv`` when present.
 
     Returns:
         The Gradio app; serve it with :func:`launch`.
 
     Raises:
         StoreError: The store exists but cannot be read.
+        UserError: The published-quality file is missing (when given) or has a bad row.
     """
-    ctx = AppContext.load(data_dir)
+    ctx = AppContext.load(data_dir, published_quality)
     with gr.Blocks(title="mlenergy leaderboard", analytics_enabled=False) as demo:
         gr.Markdown(
             "# mlenergy leaderboard\nJoules per output token against quality and latency, "

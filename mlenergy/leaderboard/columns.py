@@ -14,12 +14,15 @@ class Column:
         label: Header text.
         tooltip: What the column means, with its unit (shown on hover).
         fmt: ``"text"``, ``"int"`` or ``"float"`` (how to format values).
+        hover: Column whose value is shown on hover over a cell (e.g. where a quality figure
+            was published), or ``None``.
     """
 
     name: str
     label: str
     tooltip: str
     fmt: str = "text"
+    hover: str | None = None
 
 
 COLUMNS: tuple[Column, ...] = (
@@ -57,7 +60,25 @@ COLUMNS: tuple[Column, ...] = (
         "float",
     ),
     Column(
-        "quality", "Quality", "Quality metric of the same model (see the Quality picker)", "float"
+        "quality",
+        "Quality",
+        "Quality figure of the same model (see the Quality figure menu); a published score was "
+        "not measured in this run (hover a cell for its source)",
+        "float",
+        hover="quality_link",
+    ),
+    Column(
+        "energy_per_correct_j",
+        "Energy/correct (J)",
+        "Energy per correct answer in joules = energy per response / (accuracy % / 100); "
+        "only where the quality figure is an accuracy in %",
+        "float",
+    ),
+    Column(
+        "quality_source",
+        "Quality source",
+        "Where the quality figure came from: published:<benchmark> (published by the model's "
+        "maker or a public leaderboard) or measured:<task / metric> (a stored evaluation)",
     ),
     Column(
         "n_configs", "Configs", "Configurations of this model x hardware that were compared", "int"
@@ -68,6 +89,12 @@ COLUMNS: tuple[Column, ...] = (
     Column("run_id", "Run id", "Unique id of the run (open it in Model detail)"),
 )
 DETAIL_ONLY: tuple[Column, ...] = (
+    Column(
+        "energy_per_response_j",
+        "Energy/response (J)",
+        "Energy per response in joules = energy per output token x output tokens per request",
+        "float",
+    ),
     Column("avg_batch_size", "Avg batch", "Achieved average concurrency (sequences)", "float"),
     Column("tensor_parallel", "TP", "Tensor-parallel degree", "int"),
     Column("expert_parallel", "EP", "Expert-parallel degree", "int"),

@@ -13,6 +13,7 @@ import pandas as pd
 
 from mlenergy.leaderboard import query as lb
 from mlenergy.leaderboard.data import LeaderboardData
+from mlenergy.leaderboard.published import load_published
 
 DEFAULT_TASK = "lm-arena-chat"
 """The task the table opens on when the store has it (ML.ENERGY's chat task)."""
@@ -36,13 +37,19 @@ class AppContext:
     limits: tuple[float, float]
 
     @classmethod
-    def load(cls, data_dir: str | Path) -> AppContext:
-        """Read the store at ``data_dir`` once.
+    def load(cls, data_dir: str | Path, published_quality: str | Path | None = None) -> AppContext:
+        """Read the store at ``data_dir`` once, and the published quality scores.
+
+        Args:
+            data_dir: The store folder.
+            published_quality: A published-quality CSV; ``None``: the shared reference's file
+                when present (the app works without one).
 
         Raises:
             StoreError: The store exists but cannot be read.
+            UserError: The published-quality file is missing (when given) or has a bad row.
         """
-        data = LeaderboardData.load(data_dir)
+        data = LeaderboardData.load(data_dir, load_published(published_quality))
         ctx = cls(data=data, data_dir=Path(data_dir), choices={}, limits=(1.0, 1.0))
         ctx._refresh_choices()
         return ctx

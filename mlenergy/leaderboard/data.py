@@ -19,8 +19,15 @@ from typing import TypeVar
 
 import pandas as pd
 
+from mlenergy.leaderboard.published import (
+    attach_published,
+    is_published_key,
+    load_published,
+    published_keys,
+)
 from mlenergy.leaderboard.query import prepare_runs
 from mlenergy.leaderboard.views import attach_quality, quality_frame, quality_keys
+from mlenergy.quality.published import PublishedScore
 from mlenergy.records import RunRecord
 
 _T = TypeVar("_T")
@@ -62,12 +69,15 @@ class LeaderboardData:
         quality: Normalised quality results (see
             :func:`mlenergy.leaderboard.views.quality_frame`).
         signature: The store files the frames were read from (see :func:`store_signature`).
+        published: Published quality scores offered for runs without a quality record of
+            their own (see :mod:`mlenergy.leaderboard.published`).
     """
 
     data_dir: Path | None
     runs: pd.DataFrame
     quality: pd.DataFrame
     signature: Signature = ()
+    published: list[PublishedScore] = field(default_factory=list)
     _by_key: dict[str | None, pd.DataFrame] = field(default_factory=dict, repr=False)
     _memo: OrderedDict = field(default_factory=OrderedDict, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
@@ -75,24 +85,48 @@ class LeaderboardData:
 
     @classmethod
     def from_frames(
-        cls, runs: pd.DataFrame, quality: pd.DataFrame | None = None, data_dir: Path | None = None
+        cls,
+        runs: pd.DataFrame,
+        quality: pd.DataFrame | None = None,
+        data_dir: Path | None = None,
+        published: list[PublishedScore] | None = None,
     ) -> LeaderboardData:
-        """Build from the store's flat frames (``runs_frame()``, ``quality_frame()``)."""
+        """Build from the store's flat frames (``runs_frame()``, ``quality_frame()``).
+
+        Args:
+            runs: The store's flat run frame.
+            quality: The store's flat quality frame.
+            data_dir: The store folder, if any.
+            published: Published quality scores (none by default).
+        """
         q = quality_frame(quality if quality is not None else pd.DataFrame())
-        return cls(data_dir=data_dir, runs=prepare_runs(runs), quality=q)
+        return cls(
+            data_dir=data_dir, runs=prepare_runs(runs), quality=q, published=list(published or [])
+        )
 
     @classmethod
-    def load(cls, data_dir: str | Path) -> LeaderboardData:
+    def load(
+        cls, data_dir: str | Path, published: list[PublishedScore] | None = None
+    ) -> LeaderboardData:
         """Read the store at ``data_dir`` (an empty or missing store gives empty frames).
+
+        Args:
+            data_dir: The store folder.
+            published: Published quality scores; ``None`` reads the shared reference's
+                ``published-quality.csv`` when present (see
+                :func:`~mlenergy.leaderboard.published.load_published`).
 
         Raises:
             StoreError: The store exists but cannot be read.
+            UserError: The reference's published-quality file has a bad row.
         """
         from mlenergy.store import RunStore
 
+        if published is None:
+            published = load_published()
         signature = store_signature(Path(data_dir))
         store = RunStore(data_dir)
-        data = cls.from_frames(store.runs_frame(), store.quality_frame(), Path(data_dir))
+        data = cls.from_frames(store.runs_frame(), store.quality_frame(), Path(data_dir), published)
         data.signature = signature
         return data
 
@@ -107,7 +141,7 @@ class LeaderboardData:
         with self._reload_lock:  # one reader at a time; the others see its result
             if store_signature(self.data_dir) == self.signature:
                 return False
-            fresh = LeaderboardData.load(self.data_dir)
+            fresh = LeaderboardData.load(self.data_dir, self.published)
             with self._lock:
                 self.runs, self.quality = fresh.runs, fresh.quality
                 self.signature = fresh.signature
@@ -116,15 +150,33 @@ class LeaderboardData:
         return True
 
     def quality_keys(self) -> list[str]:
-        """Quality figures available for the quality picker."""
-        return quality_keys(self.quality)
+        """Quality figures for the quality picker: stored figures, then published benchmarks.
+
+        A published benchmark (``published:<benchmark>``) is listed when it scores at least
+        one model of the store.
+        """
+        return self.memo(("quality-keys",), self._quality_keys)
+
+    def _quality_keys(self) -> list[str]:
+        stored = quality_keys(self.quality)
+        if not self.published or self.runs.empty:
+            return stored
+        return [*stored, *published_keys(self.published, self.runs["model_id"].unique())]
 
     def frame(self, quality_key: str | None = None) -> pd.DataFrame:
-        """Prepared runs with quality figure ``quality_key`` attached (cached per key)."""
+        """Prepared runs with quality figure ``quality_key`` attached (cached per key).
+
+        A ``published:<benchmark>`` key attaches published scores (see
+        :func:`~mlenergy.leaderboard.published.attach_published`); any other key the store's
+        quality results (:func:`~mlenergy.leaderboard.views.attach_quality`).
+        """
         with self._lock:
             cached = self._by_key.get(quality_key)
             if cached is None:
-                cached = attach_quality(self.runs, self.quality, quality_key)
+                if is_published_key(quality_key):
+                    cached = attach_published(self.runs, self.published, quality_key)
+                else:
+                    cached = attach_quality(self.runs, self.quality, quality_key)
                 self._by_key[quality_key] = cached
             return cached
 

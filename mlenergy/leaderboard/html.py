@@ -71,19 +71,35 @@ def render_table(
         span = max(1, len(cols))
         body = f'<tr><td colspan="{span}" class="lb-empty">{html.escape(empty_text)}</td></tr>'
     else:
-        lines = []
-        attrs = [html.escape(c.name, quote=True) for c in cols]
-        for rec in rows[[c.name for c in cols]].itertuples(index=False, name=None):
-            cells = "".join(
-                f'<td data-col="{a}">{format_value(v, c.fmt)}</td>'
-                for a, c, v in zip(attrs, cols, rec, strict=True)
-            )
-            lines.append(f"<tr>{cells}</tr>")
-        body = "".join(lines)
+        body = _body(rows, cols)
     return (
         f'<div class="lb-scroll"><table id="{html.escape(table_id)}" class="lb-table">'
         f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
     )
+
+
+def _cell(name: str, value: object, col: Column, hover: object) -> str:
+    """One ``<td>``; a non-empty ``hover`` text becomes its ``title`` (escaped)."""
+    title = ""
+    if isinstance(hover, str) and hover:
+        title = f' title="{html.escape(hover, quote=True)}"'
+    return f'<td data-col="{name}"{title}>{format_value(value, col.fmt)}</td>'
+
+
+def _body(rows: pd.DataFrame, cols: Sequence[Column]) -> str:
+    """The table rows, with each cell's hover text where its column names one."""
+    attrs = [html.escape(c.name, quote=True) for c in cols]
+    hovers = [c.hover if c.hover in rows.columns else None for c in cols]
+    values = rows[[c.name for c in cols]].itertuples(index=False, name=None)
+    extra = {h: rows[h].tolist() for h in hovers if h is not None}
+    lines = []
+    for i, rec in enumerate(values):
+        cells = "".join(
+            _cell(a, v, c, extra[h][i] if h is not None else None)
+            for a, c, v, h in zip(attrs, cols, rec, hovers, strict=True)
+        )
+        lines.append(f"<tr>{cells}</tr>")
+    return "".join(lines)
 
 
 def render_frame(rows: pd.DataFrame, table_id: str, empty_text: str = "Nothing to show.") -> str:

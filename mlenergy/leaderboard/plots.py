@@ -10,7 +10,8 @@ an empty input gives a figure carrying a "no data" note rather than an error.
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping
+import textwrap
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -30,7 +31,16 @@ _HOVER = (
 
 
 _CUSTOM = ["model_id", "hardware", "accelerator_count", "dtype", "energy_source", "arch_kind"]
-PLOT_COLUMNS = (*_CUSTOM, "source_kind", "energy_per_token_j", "itl_ms", "quality", "tokens_per_j")
+PLOT_COLUMNS = (
+    *_CUSTOM,
+    "source_kind",
+    "energy_per_token_j",
+    "itl_ms",
+    "quality",
+    "quality_source",
+    "quality_link",
+    "tokens_per_j",
+)
 """The prepared-run columns the scatter and box plots read."""
 SYMBOLS = {
     "measured": "circle",
@@ -47,11 +57,17 @@ def _safe(text: object) -> str:
     return html.escape(str(text), quote=False)
 
 
-def _custom(rows: pd.DataFrame) -> np.ndarray:
+def _wrapped(text: object, width: int = 90) -> str:
+    """Escaped text broken into hover lines of at most ``width`` characters."""
+    return "<br>".join(_safe(line) for line in textwrap.wrap(str(text or ""), width)) or "-"
+
+
+def _custom(rows: pd.DataFrame, extra: Sequence[str] = ()) -> np.ndarray:
     """Hover data (model, hardware, GPUs, precision, energy source, architecture), escaped.
 
     The architecture label (dense / MoE / hybrid) is the prepared ``arch_kind`` column, or
-    :func:`~mlenergy.leaderboard.arch.architecture_kinds` for unprepared rows.
+    :func:`~mlenergy.leaderboard.arch.architecture_kinds` for unprepared rows. ``extra``
+    columns follow (wrapped into short lines), as ``customdata[6]`` onwards.
     """
     if "arch_kind" not in rows.columns:
         rows = rows.assign(arch_kind=architecture_kinds(rows))
@@ -59,7 +75,13 @@ def _custom(rows: pd.DataFrame) -> np.ndarray:
     for j, name in enumerate(_CUSTOM):
         if name != "accelerator_count":
             out[:, j] = [_safe(v) for v in out[:, j]]
-    return out
+    if not extra:
+        return out
+    more = np.array(
+        [[_wrapped(v) for v in rows.get(name, pd.Series("", index=rows.index))] for name in extra],
+        dtype=object,
+    ).T.reshape(len(rows), len(extra))
+    return np.concatenate([out, more], axis=1)
 
 
 def _palette(names: list[str]) -> dict[str, str]:
@@ -98,12 +120,25 @@ def _scatter(
     y_title: str,
     minimize_x: bool,
     log_y: bool = True,
+    extra_hover: Sequence[tuple[str, str]] = (),
 ) -> go.Figure:
+    """A scatter of ``y`` against ``x`` by hardware and energy source, with its frontier.
+
+    ``extra_hover`` adds ``(label, column)`` lines to each point's hover text.
+    """
     points = _limit(df.dropna(subset=[x, y]))
     if points.empty:
         return _empty(title, "No configuration has both figures.")
     fig = go.Figure()
     palette = _palette(sorted(points["hardware"].unique()))
+    extra = [name for _, name in extra_hover]
+    hover = _HOVER.replace(
+        "<extra>",
+        "".join(
+            f"<br>{_safe(lab)}: %{{customdata[{6 + i}]}}" for i, (lab, _) in enumerate(extra_hover)
+        )
+        + "<extra>",
+    )
     for (hw, kind), group in points.groupby(["hardware", "source_kind"], sort=True):
         fig.add_trace(
             go.Scatter(
@@ -117,8 +152,8 @@ def _scatter(
                     "color": palette[hw],
                     "symbol": SYMBOLS.get(str(kind), "circle"),
                 },
-                customdata=_custom(group),
-                hovertemplate=f"{x_title}: %{{x:.4g}}<br>{y_title}: %{{y:.4g}}<br>" + _HOVER,
+                customdata=_custom(group, extra),
+                hovertemplate=f"{x_title}: %{{x:.4g}}<br>{y_title}: %{{y:.4g}}<br>" + hover,
             )
         )
     front = pareto_frontier(points, x, y, minimize_x=minimize_x, minimize_y=True)
@@ -130,8 +165,8 @@ def _scatter(
             name="Pareto frontier",
             line={"color": "black", "width": 2, "shape": "hv" if minimize_x else "vh"},
             marker={"symbol": "diamond-open", "size": 11, "color": "black"},
-            customdata=_custom(front),
-            hovertemplate="frontier<br>" + _HOVER,
+            customdata=_custom(front, extra),
+            hovertemplate="frontier<br>" + hover,
         )
     )
     fig.update_layout(
@@ -151,11 +186,17 @@ def energy_vs_quality(
 ) -> go.Figure:
     """Energy per output token against quality, with the Pareto frontier.
 
+    Each point's hover names its quality source (``published:<benchmark>`` or
+    ``measured:<figure>``) and where the figure came from (``quality_link``); a published
+    figure's axis title says it was not measured in these runs.
+
     Args:
         df: Prepared rows with ``quality`` attached.
         quality_label: Axis title for the quality figure (e.g. ``"lm-eval:arc / acc"``).
         higher_is_better: Direction of the quality figure.
     """
+    if quality_label.startswith("published:"):
+        quality_label = f"{quality_label} (published score, not measured in these runs)"
     return _scatter(
         df,
         "quality",
@@ -164,6 +205,7 @@ def energy_vs_quality(
         quality_label,
         "Energy per output token (J)",
         minimize_x=not higher_is_better,
+        extra_hover=(("quality source", "quality_source"), ("quality from", "quality_link")),
     )
 
 

@@ -74,6 +74,7 @@ def prepare_runs(runs: pd.DataFrame) -> pd.DataFrame:
     Only successful inference runs are kept (``status == "ok"``, ``workload_kind`` not
     ``training``). Derived columns:
     ``energy_per_token_j`` (J per output token: the request phase, else decode),
+    ``energy_per_response_j`` (J: energy per token x output tokens per request),
     ``throughput_tokens_per_s`` and ``avg_power_w`` (same phase choice), ``itl_ms``
     (median inter-token latency, ms), ``tokens_per_j`` (tokens per joule, i.e. tokens per
     second per watt), ``hardware`` (accelerator model, else CPU model), ``arch_kind``
@@ -102,6 +103,8 @@ def prepare_runs(runs: pd.DataFrame) -> pd.DataFrame:
     )
     power = _first(_col(df, "request_avg_power_w"), _col(df, "decode_avg_power_w"))
     df["energy_per_token_j"] = ept
+    out_tokens = _col(df, "output_tokens")
+    df["energy_per_response_j"] = ept * out_tokens.where(out_tokens > 0)
     df["throughput_tokens_per_s"] = thr
     df["avg_power_w"] = power
     df["itl_ms"] = _col(df, "itl_p50_s") * 1000.0

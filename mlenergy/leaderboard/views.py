@@ -42,6 +42,9 @@ DETAIL_COLUMNS = (
     "throughput_tokens_per_s",
     "avg_power_w",
     "quality",
+    "quality_source",
+    "energy_per_response_j",
+    "energy_per_correct_j",
     "quality_link",
     "energy_source",
     "submitter",
@@ -77,6 +80,8 @@ COMPARE_METRICS = (
     ("avg_power_w", "Average power (W)"),
     ("tokens_per_j", "Tokens per joule"),
     ("quality", "Quality"),
+    ("quality_source", "Quality source"),
+    ("energy_per_correct_j", "Energy per correct answer (J)"),
     ("energy_source", "Energy source"),
     ("submitter", "Submitter"),
     ("run_id", "Run id"),
@@ -143,11 +148,15 @@ def attach_quality(runs: pd.DataFrame, quality: pd.DataFrame, key: str | None) -
         key: The figure to attach (see :func:`quality_keys`); ``None`` clears quality.
 
     Returns:
-        A copy of ``runs`` with ``quality`` (float, NaN when unlinked) and ``quality_link``.
+        A copy of ``runs`` with ``quality`` (float, NaN when unlinked), ``quality_link``,
+        ``quality_source`` (``measured:<key>`` where linked) and ``energy_per_correct_j``
+        (NaN: a stored figure is not a published accuracy in %).
     """
     out = runs.copy()
     out["quality"] = np.nan
     out["quality_link"] = ""
+    out["quality_source"] = ""
+    out["energy_per_correct_j"] = np.nan  # only published accuracies in % give it
     if key is None or quality.empty or out.empty:
         return out
     q = quality[quality["key"] == key]
@@ -170,6 +179,7 @@ def attach_quality(runs: pd.DataFrame, quality: pd.DataFrame, key: str | None) -
         _fill(pd.Series(by_both.reindex(pairs).to_numpy(), index=out.index), "same model")
         _fill(fp.map(q.groupby("config_fingerprint")["value"].mean()), "same config")
     _fill(out["model_id"].map(q.groupby("model_id")["value"].mean()), "same model id")
+    out.loc[out["quality"].notna(), "quality_source"] = f"measured:{key}"
     return out
 
 

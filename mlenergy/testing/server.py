@@ -12,7 +12,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
@@ -69,6 +69,7 @@ def serve_leaderboard(
     poll_s: float = 0.5,
     stop_timeout_s: float = 20.0,
     on_start: Callable[[int], None] | None = None,
+    extra_args: Sequence[str] = (),
 ) -> Iterator[str]:
     """Serve ``data_dir`` with ``mlenergy leaderboard`` on 127.0.0.1; yield its base URL.
 
@@ -83,6 +84,7 @@ def serve_leaderboard(
         stop_timeout_s: Seconds to wait for the server to stop after it is terminated.
         on_start: Called with the server's process id once it answers (e.g. to read its CPU
             time in a benchmark).
+        extra_args: More options of ``mlenergy leaderboard`` (e.g. ``--published-quality F``).
 
     Raises:
         LeaderboardStartError: The server exited or did not answer within ``start_timeout_s``
@@ -95,7 +97,7 @@ def serve_leaderboard(
     with ExitStack() as stack:
         out = subprocess.DEVNULL if log_path is None else stack.enter_context(log_path.open("w"))
         proc = subprocess.Popen(
-            [*command, "--port", str(port)],
+            [*command, "--port", str(port), *extra_args],
             cwd=_ROOT,
             env=env,
             stdout=out,

@@ -259,3 +259,30 @@ def test_reload_shows_new_runs_and_choices(page, server):
     page.locator("#f-hardware label", has_text="L40S").first.wait_for()
     _pick(page, "f-task", "synthetic-chat")
     _wait_all_cells(page, "model_id", "late/arrival-3b")
+
+
+def test_quality_plot_shows_published_scores_on_reference_data(page, server):
+    from mlenergy.quality.published import default_published_quality_path
+
+    if default_published_quality_path() is None:
+        pytest.skip("the reference published-quality.csv is missing ($MLENERGY_REFERENCE_DIR)")
+    key = "published:GPQA-Diamond"
+    _pick(page, "f-task", "gpqa")
+    _pick(page, "f-quality", key)
+    _wait_all_cells(page, "task", "gpqa")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('#lb-table td[data-col=\"quality_source\"]')]"
+        f".some(c => c.innerText.trim() === '{key}')"
+    )
+    cell = page.locator('#lb-table td[data-col="quality"][title]').first
+    assert "not measured in this run" in cell.get_attribute("title")
+    page.get_by_role("tab", name="Plots").click()
+    page.locator("#plot-kind label", has_text="Energy vs quality").first.click()
+    page.wait_for_function(
+        "() => (document.querySelector('#plot-figure')?.innerText || '')"
+        ".includes('published score, not measured')"
+    )
+    text = page.locator("#plot-figure").inner_text()
+    assert "No configuration has both figures" not in text
+    assert page.locator("#plot-figure .scatterlayer .point").count() > 0
+    _shot(page, "leaderboard-quality-plot.png")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+
+import numpy as np
 import pytest
 
 from mlenergy.leaderboard.estimate_tab import estimator_available
@@ -24,6 +27,9 @@ PUBLIC = {
     "/compare",
     "/reload",
 }
+PUBLISHED = """model_id,benchmark,score,unit,setting,source,source_date
+org/moe-a3b,GPQA-Diamond,55.0,% accuracy,0-shot,Model card of org/moe-a3b,2025-05
+"""
 
 
 @pytest.fixture(scope="module")
@@ -41,9 +47,12 @@ def served(tmp_path_factory):
     ]
     runs.append(synthetic_run(synthetic_model("org/coder-7b", 7.0, False), task="gpqa", index=99))
     RunStore(data_dir).append([*runs, synthetic_quality(DENSE, 0.6)])
+    published = tmp_path_factory.mktemp("api-published") / "published-quality.csv"
+    published.write_text(PUBLISHED, encoding="utf-8")
     log = tmp_path_factory.mktemp("api-log") / "server.log"
+    args = ("--published-quality", str(published))
     try:
-        with serve_leaderboard(data_dir, log_path=log) as url:
+        with serve_leaderboard(data_dir, log_path=log, extra_args=args) as url:
             yield gradio_client.Client(url, verbose=False), data_dir
     except LeaderboardStartError as exc:
         pytest.fail(str(exc))
@@ -140,3 +149,28 @@ def test_estimate(served):
     assert est["energy_per_token_j_lo"] <= est["energy_per_token_j"] <= est["energy_per_token_j_hi"]
     with pytest.raises(gradio_client.exceptions.AppError, match="not a model id"):
         client.predict(model="/etc/passwd", api_name="/estimate")
+
+
+def test_published_quality_in_table_and_plot(served):
+    client, _ = served
+    key = "published:GPQA-Diamond"
+    assert key in client.predict(api_name="/filter_choices")["quality"]
+    table = client.predict(task="gpqa", quality=key, api_name="/leaderboard_table")
+    moe = [r for r in table["rows"] if r["model_id"] == "org/moe-a3b"]
+    assert moe and all(r["quality"] == 55.0 for r in moe)
+    assert all(r["quality_source"] == key for r in moe)
+    assert all("Model card of org/moe-a3b" in r["quality_link"] for r in moe)
+    for r in moe:
+        assert r["energy_per_correct_j"] > 0
+    others = [r for r in table["rows"] if r["model_id"] != "org/moe-a3b"]
+    assert others and all(r["quality"] is None and r["quality_source"] == "" for r in others)
+    fig = client.predict(kind="quality", task="gpqa", quality=key, api_name="/plot")
+    points = [t for t in fig["data"] if t["name"] != "Pareto frontier"]
+    assert sum(_points(t["x"]) for t in points) == len(moe)
+
+
+def _points(values) -> int:
+    """Number of values of a Plotly JSON array (a list, or typed ``{dtype, bdata}``)."""
+    if isinstance(values, dict):
+        return np.frombuffer(base64.b64decode(values["bdata"]), dtype=values["dtype"]).size
+    return len(values)

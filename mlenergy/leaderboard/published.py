@@ -1,0 +1,190 @@
+"""Published quality on the leaderboard: attach a benchmark's published score to each run.
+
+Runs measured by ML.ENERGY (and most submissions) carry no quality record of their own. For
+them the Quality figure menu also offers each published benchmark of
+``published-quality.csv`` (see :mod:`mlenergy.quality.published`), as the key
+``published:<benchmark>``. Picking one attaches, to every run whose model has a score on that
+benchmark, the score of the run's mode (thinking or not, told by the run's mean output
+length; :func:`~mlenergy.quality.published.match_score`). Such a figure was not measured in
+the run: its ``quality_source`` is ``published:<benchmark>`` and ``quality_link`` says where it
+was published and how it was matched.
+
+Where the score is an accuracy in % and the run answered that benchmark's questions (its task
+is the benchmark's, see :data:`TASK_BENCHMARKS`: ML.ENERGY's ``gpqa`` runs measured whole GPQA
+responses), the run also gets ``energy_per_correct_j = energy_per_response_j / (quality / 100)``
+with ``energy_per_response_j = energy_per_token_j x output_tokens`` (J). A chat response's
+energy divided by a GPQA accuracy is no energy per correct answer, so chat runs get none.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from mlenergy.quality.published import (
+    THINKING_MIN_OUTPUT_TOKENS,
+    PublishedScore,
+    default_published_quality_path,
+    match_score,
+    read_published_quality,
+    run_mode,
+    scores_for,
+)
+
+PREFIX = "published:"
+"""Prefix of the Quality figure menu's published entries (the score's source label)."""
+
+PREFERRED = ("GPQA-Diamond", "MMLU-Pro", "LMArena text score")
+"""Benchmarks listed first in the menu (the measured study's choices), when present."""
+
+TASK_BENCHMARKS: dict[str, tuple[str, ...]] = {"gpqa": ("gpqa",)}
+"""Task label -> the benchmark name prefixes (lower case) whose questions that task asks."""
+
+QUALITY_EXTRA_COLUMNS = ("quality_source", "energy_per_response_j", "energy_per_correct_j")
+"""Columns :func:`attach_published` adds beside ``quality`` and ``quality_link``."""
+
+
+_MODE_RULE = {
+    "thinking": f"mean output >= {THINKING_MIN_OUTPUT_TOKENS:,.0f} tokens -> thinking run",
+    "non-thinking": f"mean output < {THINKING_MIN_OUTPUT_TOKENS:,.0f} tokens -> non-thinking run",
+}
+
+
+def published_key(benchmark: str) -> str:
+    """The menu key of a published benchmark, its source label ``published:<benchmark>``."""
+    return f"{PREFIX}{benchmark}"
+
+
+def is_published_key(key: str | None) -> bool:
+    """Whether a quality key names a published benchmark."""
+    return bool(key) and str(key).startswith(PREFIX)
+
+
+def load_published(path: str | Path | None = None) -> list[PublishedScore]:
+    """Read the published scores the app attaches.
+
+    Args:
+        path: A published-quality CSV; ``None`` reads the shared reference's file
+            (``$MLENERGY_REFERENCE_DIR``, else ``../shared/reference``) when present.
+
+    Returns:
+        The scores; empty when no path is given and no reference file exists.
+
+    Raises:
+        UserError: The file given is missing or has a bad row (the message names the line).
+    """
+    if path is None:
+        path = default_published_quality_path()
+        if path is None:
+            return []
+    return read_published_quality(path)
+
+
+def published_keys(scores: Sequence[PublishedScore], model_ids: Iterable[str]) -> list[str]:
+    """Menu keys of the benchmarks with a score for at least one model in the store.
+
+    Ordered :data:`PREFERRED` first, then by the number of models scored (most first), then
+    by name.
+
+    Args:
+        scores: Published scores.
+        model_ids: Model ids of the store's runs.
+    """
+    counts: Counter[str] = Counter()
+    names = {s.benchmark.lower(): s.benchmark for s in scores}
+    for model_id in set(model_ids):
+        found, _ = scores_for(scores, model_id)
+        for bench in {s.benchmark.lower() for s in found}:
+            counts[names[bench]] += 1
+    rank = {b: i for i, b in enumerate(PREFERRED)}
+    ordered = sorted(counts, key=lambda b: (rank.get(b, len(rank)), -counts[b], b))
+    return [published_key(b) for b in ordered]
+
+
+def task_answers_benchmark(task: str, benchmark: str) -> bool:
+    """Whether runs of ``task`` answer the questions of ``benchmark`` (:data:`TASK_BENCHMARKS`)."""
+    prefixes = TASK_BENCHMARKS.get(task.strip().lower(), ())
+    return benchmark.strip().lower().startswith(prefixes) if prefixes else False
+
+
+def _link_text(score: PublishedScore, how: str) -> str:
+    """What the detail view and the hover say about one attached score."""
+    when = f", {score.source_date}" if score.source_date else ""
+    return (
+        f"published {score.benchmark} {score.score:g} {score.unit} (not measured in this run); "
+        f"{score.setting or 'setting not stated'}; source: {score.source}{when}; {how}"
+    )
+
+
+def _matches(
+    scores: Sequence[PublishedScore], benchmark: str, pairs: Iterable[tuple[str, str | None]]
+) -> dict[tuple[str, str | None], tuple[float, str, bool]]:
+    """``(model_id, mode) -> (score, link text, is accuracy)`` for the pairs with a score."""
+    out = {}
+    for model_id, mode in pairs:
+        match = match_score(scores, model_id, benchmark, mode=mode)
+        if match is not None:
+            s = match.score
+            how = match.how.replace(f"{mode} run (given)", _MODE_RULE.get(mode, ""))
+            out[(model_id, mode)] = (s.score, _link_text(s, how), s.is_accuracy)
+    return out
+
+
+def energy_per_correct(
+    energy_per_response_j: np.ndarray, accuracy_pct: np.ndarray, is_accuracy: np.ndarray
+) -> np.ndarray:
+    """Energy per correct answer (J): ``energy_per_response_j / (accuracy_pct / 100)``.
+
+    NaN where the score is not an accuracy in %, is not positive, or the energy is missing.
+    """
+    e = np.asarray(energy_per_response_j, dtype=float)
+    a = np.asarray(accuracy_pct, dtype=float)
+    ok = np.asarray(is_accuracy, dtype=bool) & np.isfinite(e) & np.isfinite(a) & (a > 0)
+    out = np.full(e.shape, np.nan)
+    out[ok] = e[ok] / (a[ok] / 100.0)
+    return out
+
+
+def attach_published(
+    runs: pd.DataFrame, scores: Sequence[PublishedScore], key: str
+) -> pd.DataFrame:
+    """Set the published score of benchmark ``key`` on every run whose model has one.
+
+    Args:
+        runs: A frame from :func:`mlenergy.leaderboard.query.prepare_runs`.
+        scores: Published scores.
+        key: A menu key (``published:<benchmark>``).
+
+    Returns:
+        A copy of ``runs`` with ``quality`` (the score, NaN where none), ``quality_link`` (its
+        source and how it was matched), ``quality_source`` (``published:<benchmark>``),
+        ``energy_per_response_j`` and ``energy_per_correct_j`` (J; only where the score is an
+        accuracy in % and the run's task is the benchmark's).
+    """
+    benchmark = key[len(PREFIX) :] if is_published_key(key) else key
+    out = runs.copy()
+    tokens = np.full(len(out), np.nan)
+    if "output_tokens" in out.columns:
+        tokens = pd.to_numeric(out["output_tokens"], errors="coerce").to_numpy(dtype=float)
+    tokens = np.where(tokens > 0, tokens, np.nan)  # 0: length not published
+    modes = [run_mode(t) for t in tokens]
+    found = _matches(scores, benchmark, dict.fromkeys(zip(out["model_id"], modes, strict=True)))
+    picked = [found.get(pair) for pair in zip(out["model_id"], modes, strict=True)]
+    out["quality"] = [p[0] if p else np.nan for p in picked]
+    out["quality_link"] = [p[1] if p else "" for p in picked]
+    out["quality_source"] = [published_key(benchmark) if p else "" for p in picked]
+    energy = out["energy_per_token_j"].to_numpy(dtype=float) * tokens
+    out["energy_per_response_j"] = energy  # as prepare_runs computes it
+    answers = {t: task_answers_benchmark(t, benchmark) for t in out["task"].unique()}
+    accuracy = np.array(
+        [bool(p and p[2] and answers[t]) for p, t in zip(picked, out["task"], strict=True)],
+        dtype=bool,
+    )
+    out["energy_per_correct_j"] = energy_per_correct(
+        energy, out["quality"].to_numpy(dtype=float), accuracy
+    )
+    return out
