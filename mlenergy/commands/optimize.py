@@ -1,0 +1,152 @@
+"""``mlenergy optimize``: spend fewer joules (pipeline clocks, power limits, site power caps).
+
+Bad input ends with one ``error:`` line naming the row or field and exit code 2; every check
+runs before any file is written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mlenergy.errors import UserError
+
+optimize_app = typer.Typer(
+    name="optimize",
+    help="Plan lower-energy runs: pipeline frequency plans, power limits, site power caps.",
+    no_args_is_help=True,
+)
+
+
+def _pipeline_profile(
+    profile: Path | None,
+    from_estimate: bool,
+    estimate_args: dict,
+    profile_out: Path | None,
+):
+    from mlenergy.optimize.profile import read_profile_csv
+
+    if from_estimate == (profile is not None):
+        raise UserError("give exactly one of --profile and --from-estimate", "Pass one of them")
+    if profile is not None:
+        return read_profile_csv(profile)
+    from mlenergy.optimize.estimated_profile import estimated_pipeline_profile
+
+    missing = [k for k in ("model", "gpu") if not estimate_args.get(k)]
+    if missing:
+        raise UserError(
+            f"--from-estimate needs --{' and --'.join(missing)}", "Pass the model and GPU"
+        )
+    return estimated_pipeline_profile(**estimate_args)
+
+
+@optimize_app.command("pipeline")
+def pipeline(
+    microbatches: Annotated[int, typer.Option(help="Microbatches per iteration.")],
+    profile: Annotated[
+        Path | None,
+        typer.Option(help="Profile CSV: stage,instruction,frequency_mhz,time_s,energy_j."),
+    ] = None,
+    p_blocking: Annotated[
+        float | None,
+        typer.Option(help="Power of a GPU blocked on communication or idle (W)."),
+    ] = None,
+    time_unit: Annotated[float, typer.Option(help="Time step of the frontier (s).")] = 0.001,
+    schedule: Annotated[str, typer.Option(help="Pipeline schedule.")] = "1f1b",
+    frontier_out: Annotated[
+        Path | None, typer.Option(help="Write the frontier CSV iteration_time_s,energy_j.")
+    ] = None,
+    out: Annotated[Path | None, typer.Option(help="Write the plan JSON.")] = None,
+    straggler_time: Annotated[
+        float | None, typer.Option(help="Finish by this straggler's iteration time (s).")
+    ] = None,
+    straggler_slowdown: Annotated[
+        float | None, typer.Option(help="Straggler time as a multiple of the shortest time.")
+    ] = None,
+    plot: Annotated[Path | None, typer.Option(help="Write a PNG of the frontier.")] = None,
+    zeus_plan: Annotated[
+        Path | None, typer.Option(help="Write the plan for Zeus's PointSolution scheduler (.py).")
+    ] = None,
+    solver: Annotated[
+        str, typer.Option(help="fast (default) or lowtime (same answer, slower).")
+    ] = "fast",
+    from_estimate: Annotated[
+        bool, typer.Option("--from-estimate", help="Build the profile with the estimator.")
+    ] = False,
+    model: Annotated[str | None, typer.Option(help="Model id or config (--from-estimate).")] = None,
+    gpu: Annotated[
+        str | None, typer.Option(help="GPU name or spec file (--from-estimate).")
+    ] = None,
+    stages: Annotated[int, typer.Option(help="Pipeline stages (--from-estimate).")] = 1,
+    tensor_parallel: Annotated[int, typer.Option(help="Tensor parallel per stage.")] = 1,
+    microbatch_size: Annotated[int, typer.Option(help="Sequences per microbatch.")] = 1,
+    seq_len: Annotated[int, typer.Option(help="Tokens per sequence.")] = 2048,
+    layers_per_stage: Annotated[
+        str | None, typer.Option(help="Comma-separated layers per stage (default: even).")
+    ] = None,
+    profile_out: Annotated[
+        Path | None, typer.Option(help="Write the estimated profile CSV.")
+    ] = None,
+) -> None:
+    """Frequency plan of a pipeline-parallel training iteration (Perseus-style, on lowtime)."""
+    from mlenergy.optimize.pipeline import (
+        check_outputs,
+        plan_pipeline,
+        summary_lines,
+        write_pipeline_outputs,
+    )
+    from mlenergy.optimize.profile import write_profile_csv
+
+    if solver not in ("fast", "lowtime"):
+        raise UserError(f"--solver {solver!r} is not fast or lowtime", "Use fast or lowtime")
+    check_outputs(frontier_out, out, zeus_plan, plot, profile_out)
+    split = None
+    if layers_per_stage:
+        try:
+            split = [int(x) for x in layers_per_stage.split(",")]
+        except ValueError:
+            raise UserError(
+                f"--layers-per-stage {layers_per_stage!r} is not a list of integers",
+                "Pass e.g. 12,12,12,12",
+            ) from None
+    estimate_args = {
+        "model": model,
+        "gpu": gpu,
+        "stages": stages,
+        "tensor_parallel": tensor_parallel,
+        "microbatch_size": microbatch_size,
+        "seq_len": seq_len,
+        "layers_per_stage": split,
+    }
+    prof = _pipeline_profile(profile, from_estimate, estimate_args, profile_out)
+    if p_blocking is None:
+        if not from_estimate:
+            raise UserError("--p-blocking is required with --profile", "Pass the power in W")
+        from mlenergy.optimize.estimated_profile import estimated_blocking_power_w
+
+        p_blocking = estimated_blocking_power_w(gpu or "")
+    result = plan_pipeline(
+        prof,
+        microbatches=microbatches,
+        p_blocking_w=p_blocking,
+        time_unit_s=time_unit,
+        schedule=schedule,
+        straggler_time_s=straggler_time,
+        straggler_slowdown=straggler_slowdown,
+        solver=solver,  # type: ignore[arg-type]
+    )
+    written = []
+    if profile_out is not None:
+        written.append(write_profile_csv(prof, profile_out))
+    written += write_pipeline_outputs(result, frontier_out, out, zeus_plan, plot)
+    for line in summary_lines(result):
+        typer.echo(line)
+    for p in written:
+        typer.echo(f"wrote {p}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``optimize`` group to the root app."""
+    app.add_typer(optimize_app, name="optimize")
