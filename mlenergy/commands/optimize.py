@@ -147,6 +147,45 @@ def pipeline(
         typer.echo(f"wrote {p}")
 
 
+@optimize_app.command("power-limit")
+def power_limit(
+    profile: Annotated[
+        Path, typer.Option(help="CSV power_limit_w,time_s,energy_j or Zeus's JSON profile.")
+    ],
+    objective: Annotated[
+        str, typer.Option(help="energy, time, zeus-cost or max-slowdown (Zeus's selectors).")
+    ] = "zeus-cost",
+    eta: Annotated[float, typer.Option(help="Zeus cost knob: 0 = time only, 1 = energy.")] = 0.5,
+    max_slowdown: Annotated[
+        float, typer.Option(help="Largest allowed slowdown (max-slowdown).")
+    ] = 1.1,
+    world_size: Annotated[int, typer.Option(help="GPUs of the job (zeus-cost).")] = 1,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """The GPU power limit Zeus's own selector picks from a measured power-limit profile."""
+    import json
+
+    from mlenergy.optimize.power_limit import choose_power_limit, read_power_limit_profile
+
+    rows = read_power_limit_profile(profile)
+    out = choose_power_limit(
+        rows, objective, eta, max_slowdown, world_size, energy_source=f"profile:{profile.name}"
+    )
+    if as_json:
+        typer.echo(json.dumps(out, indent=2))
+        return
+    typer.echo(
+        f"power limit: {out['power_limit_w']} W ({out['selector'].rsplit('.', 1)[-1]}, "
+        f"objective {objective})"
+    )
+    typer.echo(
+        f"  {out['time_s']:.4g} s, {out['energy_j']:.4g} J vs {out['max_limit_time_s']:.4g} s, "
+        f"{out['max_limit_energy_j']:.4g} J at {out['max_power_limit_w']} W: "
+        f"{100 * out['energy_saving_fraction']:.1f}% less energy, "
+        f"{100 * (out['slowdown'] - 1):.1f}% slower (energy source {out['energy_source']})"
+    )
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``optimize`` group to the root app."""
     app.add_typer(optimize_app, name="optimize")

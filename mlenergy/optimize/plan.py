@@ -107,7 +107,7 @@ def choose_plan(
         plan_makespan_s=makespan,
         energy_j=energy,
         shortest_iteration_time_s=shortest_s,
-        shortest_iteration_energy_j=float(frontier.energy_j[0]),
+        shortest_iteration_energy_j=_energy_by(trace, shortest_s),
         max_clock_iteration_time_s=base_time,
         max_clock_energy_j=base_energy,
         saving_j=base_energy - energy,
@@ -115,6 +115,14 @@ def choose_plan(
         straggler_time_s=straggler_time_s,
         knobs=knobs,
     )
+
+
+def _energy_by(trace: PlanTrace, iteration_time_s: float) -> float:
+    """Least energy of an iteration finishing by ``iteration_time_s`` (J)."""
+    pdag = trace.pdag
+    index = best_plan_within(trace, iteration_time_s)
+    knobs = pdag.max_clock_knobs if index is None else trace.knobs(index)
+    return pdag.iteration_energy_j(knobs, iteration_time_s)
 
 
 def best_plan_within(trace: PlanTrace, iteration_time_s: float) -> int | None:
