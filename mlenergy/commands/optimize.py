@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from mlenergy.commands.options import DataDirOption, resolve_data_dir
 from mlenergy.errors import UserError
 
 optimize_app = typer.Typer(
@@ -184,6 +185,79 @@ def power_limit(
         f"{100 * out['energy_saving_fraction']:.1f}% less energy, "
         f"{100 * (out['slowdown'] - 1):.1f}% slower (energy source {out['energy_source']})"
     )
+
+
+@optimize_app.command("power-cap")
+def power_cap(
+    budget_w: Annotated[float, typer.Option(help="Site power budget (W).")],
+    model: Annotated[str, typer.Option(help="Model id.")],
+    task: Annotated[str, typer.Option(help="Workload, e.g. lm-arena-chat.")],
+    itl_limit_ms: Annotated[
+        float, typer.Option(help="Deadline on median inter-token latency (ms).")
+    ],
+    sources: Annotated[str, typer.Option(help="measured, estimated or all.")] = "measured",
+    objective: Annotated[
+        str, typer.Option(help="throughput (site tokens/s) or energy-per-token.")
+    ] = "throughput",
+    pue: Annotated[float, typer.Option(help="Power usage effectiveness of the site.")] = 1.2,
+    host_w_per_gpu: Annotated[float, typer.Option(help="Host power per GPU (W).")] = 150.0,
+    gpus: Annotated[
+        str | None, typer.Option(help="GPUs to estimate for (comma-separated).")
+    ] = None,
+    precisions: Annotated[
+        str | None, typer.Option(help="Weight precisions to estimate for (comma-separated).")
+    ] = None,
+    power_limits: Annotated[
+        str | None, typer.Option(help="Per-GPU power limits to estimate, LOW:HIGH:STEP (W).")
+    ] = None,
+    price_kwh: Annotated[float, typer.Option(help="Electricity price per kWh.")] = 0.08,
+    reference: Annotated[Path | None, typer.Option(help="Reference data folder.")] = None,
+    data_dir: DataDirOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    plot: Annotated[Path | None, typer.Option(help="Write the interactivity chart (PNG).")] = None,
+    plot_metric: Annotated[
+        str, typer.Option(help="Chart y axis: site-tokens (tokens/s) or tokens-per-watt.")
+    ] = "site-tokens",
+) -> None:
+    """The configuration that serves the most tokens per second under a site power cap."""
+    import json
+
+    from mlenergy.optimize.candidates import parse_power_limits
+    from mlenergy.optimize.pipeline import check_outputs
+    from mlenergy.optimize.power_cap import plan_power_cap, summary_lines
+
+    check_outputs(plot)
+    if plot_metric not in ("site-tokens", "tokens-per-watt"):
+        raise UserError(
+            f"--plot-metric {plot_metric!r} is unknown", "Use site-tokens or tokens-per-watt"
+        )
+    result = plan_power_cap(
+        budget_w,
+        model,
+        task,
+        itl_limit_ms,
+        sources=sources,
+        objective=objective,
+        pue=pue,
+        host_w_per_gpu=host_w_per_gpu,
+        price_kwh=price_kwh,
+        reference=reference,
+        data_dir=resolve_data_dir(data_dir),
+        gpus=gpus.split(",") if gpus else None,
+        precisions=precisions.split(",") if precisions else None,
+        power_limits=parse_power_limits(power_limits),
+    )
+    if plot is not None:
+        from mlenergy.optimize.plots import plot_power_cap
+
+        plot_power_cap(result, plot, metric=plot_metric)
+    if as_json:
+        typer.echo(json.dumps(result.to_json(), indent=2))
+    else:
+        for line in summary_lines(result):
+            typer.echo(line)
+    if plot is not None and not as_json:
+        typer.echo(f"wrote {plot}")
 
 
 def register(app: typer.Typer) -> None:

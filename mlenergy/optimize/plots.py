@@ -50,3 +50,40 @@ def plot_pipeline_frontier(
     ax.grid(alpha=0.3)
     ax.legend()
     return _save(fig, path)
+
+
+def plot_power_cap(result, path: str | Path, metric: str = "site-tokens") -> Path:
+    """Site tokens/s (or tokens/s per site W) against tokens/s per user, per GPU x precision.
+
+    Each curve is the upper envelope of its GPU x precision's candidates (with at least one
+    replica); the deadline is the dashed line (tokens/s per user = 1000 / ITL limit in ms).
+    Candidates beyond the deadline are drawn too, left of the line.
+
+    Args:
+        result: A :class:`mlenergy.optimize.power_cap.PowerCapResult`.
+        path: PNG to write.
+        metric: ``site-tokens`` or ``tokens-per-watt``.
+    """
+    df = result.candidates
+    df = df[df["replicas"] >= 1].copy()
+    df["per_user"] = 1000.0 / df["median_itl_ms"].astype(float)
+    if metric == "tokens-per-watt":
+        df["y"] = df["site_tokens_per_s"] / df["site_power_w"]
+        ylabel = "site tokens/s per site W"
+    else:
+        df["y"] = df["site_tokens_per_s"]
+        ylabel = "site tokens/s"
+    fig = Figure(figsize=(7, 4.5))
+    ax = fig.add_subplot()
+    for (gpu, prec), g in sorted(df.groupby(["gpu", "precision"]), key=lambda kv: kv[0]):
+        g = g.sort_values("per_user", ascending=False)
+        env = g["y"].cummax()  # best y achievable at this interactivity or higher
+        kinds = sorted({s.split(":")[0] for s in g["source"]})
+        ax.plot(g["per_user"], env, "-", label=f"{gpu} {prec} ({'/'.join(kinds)})")
+    ax.axvline(1000.0 / result.itl_limit_ms, ls="--", color="k", lw=1, label="deadline")
+    ax.set_xlabel("tokens/s per user (1000 / median ITL ms)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(f"Under {result.site.budget_w:,.0f} W: throughput vs interactivity")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    return _save(fig, path)
