@@ -78,3 +78,25 @@ def exhaustive_frontier(
         ok = span <= t
         out[j] = cost[ok].min() + p_blocking * profile.num_stages * t * UNIT if ok.any() else np.inf
     return out, int(span.min())
+
+
+class CliResult:
+    """Exit code and combined output of one CLI call."""
+
+    def __init__(self, exit_code: int, output: str, stdout: str) -> None:
+        self.exit_code = exit_code
+        self.output = output
+        self.stdout = stdout
+
+
+def run_cli(argv: list[str]) -> CliResult:
+    """Run ``mlenergy`` in-process (the real entry point: errors become one line, exit 2)."""
+    import contextlib
+    import io
+
+    from mlenergy.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return CliResult(code, out.getvalue() + err.getvalue(), out.getvalue())
