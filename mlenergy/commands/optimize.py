@@ -87,6 +87,9 @@ def pipeline(
     layers_per_stage: Annotated[
         str | None, typer.Option(help="Comma-separated layers per stage (default: even).")
     ] = None,
+    data_parallel: Annotated[
+        int, typer.Option(help="Data-parallel degree sharding Adam states (--from-estimate).")
+    ] = 1,
     profile_out: Annotated[
         Path | None, typer.Option(help="Write the estimated profile CSV.")
     ] = None,
@@ -120,6 +123,7 @@ def pipeline(
         "microbatch_size": microbatch_size,
         "seq_len": seq_len,
         "layers_per_stage": split,
+        "data_parallel": data_parallel,
     }
     prof = _pipeline_profile(profile, from_estimate, estimate_args, profile_out)
     if p_blocking is None:

@@ -198,7 +198,9 @@ def write_profile_csv(profile: PipelineProfile, path: str | Path) -> Path:
         writer = csv.DictWriter(fh, fieldnames=list(PROFILE_COLUMNS), lineterminator="\n")
         writer.writeheader()
         for row in profile.rows():
-            writer.writerow({k: repr(v) if isinstance(v, float) else v for k, v in row.items()})
+            writer.writerow(
+                {k: repr(float(v)) if isinstance(v, float) else v for k, v in row.items()}
+            )
     tmp.replace(p)
     return p
 
