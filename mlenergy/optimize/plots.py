@@ -13,7 +13,10 @@ from matplotlib.figure import Figure
 from mlenergy.optimize.frontier import Frontier
 
 
-def _save(fig, path: str | Path) -> Path:
+def _save(fig: Figure, path: str | Path | None) -> Path | Figure:
+    """Write ``fig`` to ``path`` (temp file, then rename); with no path, return the figure."""
+    if path is None:
+        return fig
     p = Path(path)
     tmp = p.with_name(p.stem + ".tmp" + p.suffix)
     fig.savefig(tmp, dpi=120, bbox_inches="tight")
@@ -23,11 +26,11 @@ def _save(fig, path: str | Path) -> Path:
 
 def plot_pipeline_frontier(
     frontier: Frontier,
-    path: str | Path,
+    path: str | Path | None,
     max_clock: tuple[float, float] | None = None,
     chosen: tuple[float, float] | None = None,
     title: str = "Iteration time-energy frontier",
-) -> Path:
+) -> Path | Figure:
     """Plot iteration energy (J) against iteration time (s).
 
     Args:
@@ -52,7 +55,7 @@ def plot_pipeline_frontier(
     return _save(fig, path)
 
 
-def plot_power_cap(result, path: str | Path, metric: str = "site-tokens") -> Path:
+def plot_power_cap(result, path: str | Path | None, metric: str = "site-tokens") -> Path | Figure:
     """Site tokens/s (or tokens/s per site W) against tokens/s per user, per GPU x precision.
 
     Each curve is the upper envelope of its GPU x precision's candidates (with at least one
@@ -86,4 +89,23 @@ def plot_power_cap(result, path: str | Path, metric: str = "site-tokens") -> Pat
     ax.set_title(f"Under {result.site.budget_w:,.0f} W: throughput vs interactivity")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
+    return _save(fig, path)
+
+
+def plot_stage_profile(profile, stage: int = 0, path: str | Path | None = None) -> Path | Figure:
+    """Time (s) and energy (J) of one microbatch against the SM clock, for one stage."""
+    fig = Figure(figsize=(9, 3.5))
+    ax_t, ax_e = fig.subplots(1, 2)
+    for inst in ("forward", "backward"):
+        opts = sorted(profile.options[(stage, inst)], key=lambda o: o.frequency_mhz)
+        f = [o.frequency_mhz for o in opts]
+        ax_t.plot(f, [o.time_s for o in opts], ".-", label=inst)
+        ax_e.plot(f, [o.energy_j for o in opts], ".-", label=inst)
+    ax_t.set_ylabel("time per microbatch (s)")
+    ax_e.set_ylabel("energy per microbatch (J)")
+    for ax in (ax_t, ax_e):
+        ax.set_xlabel("SM clock (MHz)")
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.suptitle(f"stage {stage} ({profile.energy_source})")
     return _save(fig, path)
