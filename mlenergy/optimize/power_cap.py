@@ -318,3 +318,54 @@ def summary_lines(result: PowerCapResult, runners_up: int = 5) -> list[str]:
             f"ITL {r['median_itl_ms']:.1f} ms [{r['source']}]"
         )
     return lines
+
+
+def best_per_model(
+    budget_w: float,
+    task: str,
+    itl_limit_ms: float,
+    models: list[str] | None = None,
+    sources: str = "measured",
+    reference: str | Path | None = None,
+    data_dir: str | Path | None = None,
+    **site: Any,
+) -> pd.DataFrame:
+    """The best configuration of every model for one budget and deadline (one row per model).
+
+    Args:
+        budget_w: Site power budget (W).
+        task: Workload.
+        itl_limit_ms: Median-ITL deadline (ms).
+        models: Model ids (default: every model the reference runs measured on ``task``).
+        sources: As :func:`plan_power_cap`.
+        reference: Reference folder.
+        data_dir: Store folder.
+        **site: ``pue``, ``host_w_per_gpu``, ``price_kwh``, ``objective``, ``gpus``...
+
+    Returns:
+        ``model_id`` plus the :data:`BEST_KEYS` columns, best site tokens/s first; a model with
+        no candidate within the deadline and budget is left out.
+    """
+    if models is None:
+        from mlenergy.estimate.reference import load_reference
+
+        ref = load_reference(reference, include_v2=True)
+        models = sorted(ref.loc[ref["task"] == task, "model_id"].unique())
+    rows = []
+    for model in models:
+        try:
+            result = plan_power_cap(
+                budget_w,
+                model,
+                task,
+                itl_limit_ms,
+                sources=sources,
+                reference=reference,
+                data_dir=data_dir,
+                **site,
+            )
+        except UserError:
+            continue
+        rows.append({"model_id": model, **result.best})
+    table = pd.DataFrame(rows, columns=["model_id", *BEST_KEYS])
+    return table.sort_values("site_tokens_per_s", ascending=False).reset_index(drop=True)

@@ -185,6 +185,9 @@ def test_estimated_sources_plot_and_labels(tmp_path):
         (["--model", "nobody/unknown-model", "--sources", "all"], "no measurement and no estimate"),
         (["--model", "nobody/unknown-model"], "no measurement"),
         (["--sources", "guess"], "--sources"),
+        (["--task", "no-such-task", "--sources", "all"], "no measured output length"),
+        (["--task", "no-such-task"], "no measurement"),
+        (["--itl-limit-ms", "0.01"], "no candidate meets"),
         (["--power-limits", "700:400:50", "--sources", "all"], "--power-limits"),
     ],
 )
@@ -205,3 +208,14 @@ def test_power_cap_bad_input(tmp_path, args, needle):
     assert needle in res.output
     assert len(res.output.strip().splitlines()) == 1
     assert not (tmp_path / "x.png").exists()
+
+
+@needs_reference
+def test_best_per_model_one_row_each(tmp_path):
+    from mlenergy.optimize.power_cap import best_per_model
+
+    table = best_per_model(100_000, "lm-arena-chat", 50, data_dir=tmp_path)
+    assert len(table) >= 5 and table["model_id"].is_unique
+    assert (table["median_itl_ms"] <= 50).all() and (table["site_power_w"] <= 100_000).all()
+    assert table["source"].str.startswith("measured:").all()
+    assert list(table["site_tokens_per_s"]) == sorted(table["site_tokens_per_s"], reverse=True)
