@@ -6,9 +6,11 @@ import numpy as np
 import pytest
 from optimize_cases import UNIT, convex_profile, exhaustive_frontier, random_profile
 
+from mlenergy.estimate.reference import reference_dir
 from mlenergy.optimize.frontier import build_frontier, solve_frontier
 from mlenergy.optimize.pipeline_dag import build_pipeline_dag, makespan_s
 from mlenergy.optimize.plan import choose_plan
+from mlenergy.optimize.reference_profiles import load_perseus_profile
 
 P_BLOCK = 60.0
 SIZES = [(2, 2, 3), (3, 2, 3), (2, 3, 3), (3, 3, 2), (1, 3, 3)]
@@ -55,3 +57,14 @@ def test_plan_never_longer_than_asked_and_saves_against_max_clock(slowdown):
     if slowdown and slowdown > 1.1:
         assert plan.target == "straggler"
         assert plan.saving_j > 0
+
+
+@pytest.mark.skipif(reference_dir() is None, reason="no reference data")
+def test_fast_solver_visits_lowtimes_plans_on_a_measured_profile():
+    profile = load_perseus_profile("bloom-176b")
+    runs = [
+        solve_frontier(build_pipeline_dag(profile, 2, 70.38, 0.01), s) for s in ("lowtime", "fast")
+    ]
+    assert runs[0].quant_time == runs[1].quant_time and len(runs[0]) > 10
+    for i in range(len(runs[0])):
+        assert np.array_equal(runs[0].knobs(i), runs[1].knobs(i))
