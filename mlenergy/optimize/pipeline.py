@@ -136,8 +136,8 @@ def summary_lines(result: PipelineResult) -> list[str]:
     src = result.plan_json["energy_source"]
     lines = [
         f"pipeline: {result.trace.pdag.num_stages} stages x "
-        f"{result.trace.pdag.num_microbatches} microbatches, {len(result.trace)} plans on the "
-        f"frontier ({result.trace.solve_s:.2f} s), energy source {src}",
+        f"{result.trace.pdag.num_microbatches} microbatches, {len(result.trace)} plans visited "
+        f"by the solver ({result.trace.solve_s:.2f} s), energy source {src}",
         f"shortest iteration: {p.shortest_iteration_time_s:.4f} s, "
         f"{p.shortest_iteration_energy_j:.1f} J",
         f"all at max clock:   {p.max_clock_iteration_time_s:.4f} s",
