@@ -116,18 +116,26 @@ def write_pipeline_outputs(
     if zeus_plan is not None:
         written.append(write_text(zeus_plan, zeus_plan_text(result.trace, result.plan.knobs)))
     if plot is not None:
-        from mlenergy.optimize.plots import plot_pipeline_frontier
-
-        p = result.plan
-        written.append(
-            plot_pipeline_frontier(
-                result.frontier,
-                plot,
-                max_clock=(p.max_clock_iteration_time_s, p.max_clock_energy_j),
-                chosen=(p.iteration_time_s, p.energy_j),
-            )
-        )
+        written.append(plot_pipeline_result(result, plot))
     return written
+
+
+def plot_pipeline_result(result: PipelineResult, path: str | Path | None = None):
+    """The frontier with the max-clock schedule (at its own time) and the chosen plan marked.
+
+    Returns:
+        The path written, or the figure when ``path`` is None (for notebooks).
+    """
+    from mlenergy.optimize.plots import plot_pipeline_frontier
+
+    p, pdag = result.plan, result.trace.pdag
+    base = pdag.iteration_energy_j(pdag.max_clock_knobs, p.max_clock_iteration_time_s)
+    return plot_pipeline_frontier(
+        result.frontier,
+        path,
+        max_clock=(p.max_clock_iteration_time_s, base),
+        chosen=(p.iteration_time_s, p.energy_j),
+    )
 
 
 def summary_lines(result: PipelineResult) -> list[str]:

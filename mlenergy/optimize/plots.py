@@ -37,14 +37,16 @@ def plot_pipeline_frontier(
         frontier: The frontier.
         path: PNG to write.
         max_clock: (time s, energy J) of the schedule at maximum clock, marked.
-        chosen: (time s, energy J) of the chosen plan, marked.
+        chosen: (time s, energy J) of the chosen plan, marked; it can sit below the curve,
+            which only counts plans whose times rounded up fit, while the chosen plan is
+            checked with real times.
         title: Figure title.
     """
     fig = Figure(figsize=(6, 4))
     ax = fig.add_subplot()
     ax.plot(frontier.iteration_time_s, frontier.energy_j, "-", label="frontier (lowtime)")
     if max_clock is not None:
-        ax.plot(*max_clock, "s", color="tab:red", label="all at max clock")
+        ax.plot(*max_clock, "s", color="tab:red", label="all at max clock (its own time)")
     if chosen is not None:
         ax.plot(*chosen, "o", color="tab:green", label="chosen plan")
     ax.set_xlabel("iteration time (s)")
