@@ -79,6 +79,9 @@ class FastPhillipsDessouky(PhillipsDessouky):
             self.out_edges[t].append(e)
             self.in_edges[h].append(e)
         self.ops = [op for _, _, op in self.edge_list]
+        self.sink_index = index[self.sink]
+        # One attribute dict per edge, reused: annotate_capacities rewrites lb and ub each step.
+        self.edge_attrs = [{self.attr_name: op} for op in self.ops]
 
     def _durations(self) -> list[int]:
         return [0 if op.is_dummy else op.duration for op in self.ops]
@@ -95,7 +98,7 @@ class FastPhillipsDessouky(PhillipsDessouky):
                 h = self.head[e]
                 if f > start[h]:
                     start[h] = f
-        total = start[self.topo.index(self.sink)]
+        total = start[self.sink_index]
         finish = [total] * n  # latest time each node may be reached
         for i in range(n - 1, -1, -1):
             best = finish[i]
@@ -105,10 +108,11 @@ class FastPhillipsDessouky(PhillipsDessouky):
                     best = late
             if self.out_edges[i]:
                 finish[i] = best
+        tail, head, attrs = self.tail, self.head, self.edge_attrs
         edges = [
-            (u, v, {self.attr_name: op})
-            for e, (u, v, op) in enumerate(self.edge_list)
-            if start[self.tail[e]] + d[e] == finish[self.head[e]]
+            (u, v, attrs[e])
+            for e, (u, v, _) in enumerate(self.edge_list)
+            if start[tail[e]] + d[e] == finish[head[e]]
         ]
         return CriticalView(self.nodes, edges, self.source, self.sink), total
 
