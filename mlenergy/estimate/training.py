@@ -186,3 +186,208 @@ def estimate_training(
         memory_gb_per_gpu=mem_gb,
         energy_source=energy_source(),
     )
+
+
+PIPELINE_CLOCK_STEP_MHZ = 15.0
+"""SM clock step of an estimated pipeline profile (the locked clocks NVIDIA GPUs accept)."""
+PIPELINE_LOWEST_CLOCK_FRACTION = 0.5
+"""Lowest clock of an estimated profile as a fraction of the maximum (below it, nothing saves)."""
+VOLTAGE_KNEE_FRACTION = 0.6
+"""Clock (fraction of the maximum) below which the core voltage stays at its floor.
+
+Below it, dynamic energy per operation stops falling while static power keeps accruing over a
+longer time, so energy rises again. A prior read from the measured A40 profiles of GPT-3 175B
+and Bloom 176B (Perseus, SOSP 2024): their least-energy clocks are 945-1095 MHz of 1740 MHz
+(0.54-0.63 of the maximum).
+"""
+
+
+@dataclass(frozen=True)
+class StageInstructionEstimate:
+    """Time and energy of one microbatch's forward or backward on one GPU of a stage.
+
+    Attributes:
+        stage: Pipeline stage (0-based).
+        instruction: ``forward`` or ``backward``.
+        frequency_mhz: Locked SM clock (MHz).
+        time_s: Time of one microbatch (s).
+        energy_j: GPU energy of one microbatch on one GPU of the stage (J).
+        energy_source: The estimator's label.
+    """
+
+    stage: int
+    instruction: str
+    frequency_mhz: int
+    time_s: float
+    energy_j: float
+    energy_source: str
+
+
+def split_layers(num_layers: int, stages: int, layers_per_stage: list[int] | None) -> list[int]:
+    """Layers per stage: as given, else as even as possible (earlier stages take the rest).
+
+    Raises:
+        UserError: The split does not add up to ``num_layers`` or leaves a stage empty.
+    """
+    if stages < 1:
+        raise UserError(f"--stages is {stages}; it must be >= 1", "Pass a positive count")
+    if layers_per_stage is not None:
+        if len(layers_per_stage) != stages or sum(layers_per_stage) != num_layers:
+            raise UserError(
+                f"--layers-per-stage {layers_per_stage} does not split {num_layers} layers "
+                f"into {stages} stages",
+                "Give one count per stage that sums to the model's layers",
+            )
+        if min(layers_per_stage) < 1:
+            raise UserError("--layers-per-stage has an empty stage", "Give each stage a layer")
+        return list(layers_per_stage)
+    if stages > num_layers:
+        raise UserError(
+            f"--stages {stages} is more than the model's {num_layers} layers", "Use fewer stages"
+        )
+    base, extra = divmod(num_layers, stages)
+    return [base + (1 if s < extra else 0) for s in range(stages)]
+
+
+def pipeline_clocks(gpu: GpuSpec) -> list[int]:
+    """SM clocks of an estimated profile: max down to half of it in 15 MHz steps (MHz)."""
+    top = float(gpu.max_sm_clock_mhz)
+    low = max(float(gpu.min_sm_clock_mhz), PIPELINE_LOWEST_CLOCK_FRACTION * top)
+    return [round(float(f)) for f in np.arange(top, low - 1e-9, -PIPELINE_CLOCK_STEP_MHZ)]
+
+
+def _stage_work(prof: Any, spec: Any, layers: int, first: bool, last: bool, seq_len: int):
+    """(forward FLOPs per token, parameters) of one stage."""
+    head = float(spec.vocab_size * spec.hidden_size)
+    body_flops = prof.dense_flops_per_token + prof.expert_flops_per_token - 2.0 * head
+    attn = (
+        prof.attn_full_flops * seq_len / 2
+        + prof.attn_window_flops * min(seq_len, prof.window or seq_len) / 2
+    )
+    per_layer_flops = (body_flops + attn) / prof.num_layers
+    embeddings = head * (1 if spec.tie_embeddings else 2)
+    per_layer_params = (prof.total_params - embeddings) / prof.num_layers
+    flops = layers * per_layer_flops + (2.0 * head if last else 0.0)
+    params = layers * per_layer_params + (head if first else 0.0) + (head if last else 0.0)
+    return flops, params
+
+
+def estimate_pipeline_stages(
+    model: str,
+    gpu: str | GpuSpec,
+    stages: int,
+    tensor_parallel: int = 1,
+    microbatch_size: int = 1,
+    seq_len: int = 2048,
+    layers_per_stage: list[int] | None = None,
+    data_parallel: int = 1,
+    precision: str | None = "bfloat16",
+    clocks_mhz: list[int] | None = None,
+    configs_dir: str | Path | None = None,
+    coefficients: Coefficients | None = None,
+) -> list[StageInstructionEstimate]:
+    """Forward and backward of one microbatch on each pipeline stage, at every SM clock.
+
+    The first stage carries the input embedding (memory only), the last the LM head (memory and
+    FLOPs); layers are split evenly unless ``layers_per_stage`` says otherwise. Each stage is
+    tensor-parallel over ``tensor_parallel`` GPUs (two activation all-reduces per layer in the
+    forward, two in the backward). Backward does twice the forward's FLOPs and reads the
+    weights twice. Time at clock ``f``: compute scales with ``f``, memory and collectives do
+    not; power: the training step's power model at that clock (dynamic power falls with
+    ``f x V(f)^2``, static power does not), so energy falls with the clock, bottoms out and
+    rises again as static power dominates. Memory: weights, gradients and Adam states of the
+    stage (Adam states sharded over ``data_parallel``, as Megatron's distributed optimizer)
+    plus the activations of up to ``stages`` microbatches in flight (1F1B).
+
+    Raises:
+        UserError: Bad input, or a stage that does not fit in the GPU's memory.
+    """
+    c = coefficients or default_coefficients()
+    spec, fp8 = resolve_model(model, configs_dir)
+    prec = "fp8" if fp8 else normalise_precision(precision)
+    g = resolve_gpu(gpu)
+    for name, value in (
+        ("--tensor-parallel", tensor_parallel),
+        ("--microbatch-size", microbatch_size),
+        ("--seq-len", seq_len),
+        ("--data-parallel", data_parallel),
+    ):
+        if value < 1:
+            raise UserError(f"{name} is {value}; it must be >= 1", "Pass a positive count")
+    if spec.num_heads % tensor_parallel:
+        raise UserError(
+            f"tensor_parallel ({tensor_parallel}) does not divide num_attention_heads "
+            f"({spec.num_heads})"
+        )
+    prof = build_profile(spec, prec)
+    split = split_layers(prof.num_layers, stages, layers_per_stage)
+    tokens = microbatch_size * seq_len
+    clocks = clocks_mhz or pipeline_clocks(g)
+    out: list[StageInstructionEstimate] = []
+    for stage, layers in enumerate(split):
+        flops_tok, params = _stage_work(
+            prof, spec, layers, stage == 0, stage == stages - 1, seq_len
+        )
+        params_gpu = params / tensor_parallel
+        act = ACTIVATION_BYTES_PER_TOKEN_LAYER_HIDDEN * tokens * prof.hidden_size * layers
+        act *= min(stages - stage, stages) / tensor_parallel
+        mem_gb = (params_gpu * (4.0 + 12.0 / data_parallel) + act) / 1e9
+        if mem_gb > 0.95 * g.memory_gb:
+            raise UserError(
+                f"stage {stage} does not fit: {mem_gb:.1f} GB per GPU > "
+                f"{0.95 * g.memory_gb:.1f} GB usable on {g.name}",
+                "Use more stages, more tensor parallelism, --data-parallel or smaller microbatches",
+            )
+        for inst, mult, reads in (("forward", 1.0, 1.0), ("backward", 2.0, 3.0)):
+            for clock in clocks:
+                t, e = _instruction_at_clock(
+                    c,
+                    g,
+                    prec,
+                    flops_tok * tokens * mult / tensor_parallel,
+                    reads * params_gpu * 2.0,
+                    layers,
+                    tokens,
+                    prof.hidden_size,
+                    tensor_parallel,
+                    float(clock),
+                )
+                out.append(StageInstructionEstimate(stage, inst, int(clock), t, e, energy_source()))
+    return out
+
+
+def _instruction_at_clock(
+    c: Coefficients,
+    g: GpuSpec,
+    prec: str,
+    flops_gpu: float,
+    weight_bytes: float,
+    layers: int,
+    tokens: int,
+    hidden: int,
+    tp: int,
+    clock: float,
+) -> tuple[float, float]:
+    """(time s, energy J) of one instruction on one GPU at SM clock ``clock``."""
+    speed = clock / g.clock_at_spec_mhz
+    t_comp = flops_gpu / (TRAIN_MFU_PRIOR * g.peak_tflops(prec) * 1e12 * speed)
+    t_mem = weight_bytes / effective_bandwidth(g.memory_bandwidth_tb_s * 1e12, c)
+    p = c.overlap_p
+    t_gpu = (t_mem**p + t_comp**p) ** (1.0 / p)
+    t_tp = 0.0
+    if tp > 1:
+        n_ar = 2.0 * layers
+        link = c.eta_link * g.interconnect_gb_s * 1e9
+        ring_bytes = tokens * hidden * 2.0 * 2.0 * (tp - 1) / tp  # bf16 activations, ring
+        t_tp = n_ar * (c.collective_s * np.log2(2.0 * tp) + ring_bytes / link)
+    t = t_gpu + t_tp + c.layer_s * layers
+    idle = g.idle_power_w if g.idle_power_w is not None else c.idle_frac * g.tdp_w
+    r = clock / g.max_sm_clock_mhz
+    knee = VOLTAGE_KNEE_FRACTION
+    volt = c.voltage_floor + (1.0 - c.voltage_floor) * max(r - knee, 0.0) / (1.0 - knee)
+    u_comp = min(t_comp / t, 1.0)
+    u_busy = min((t_mem + t_tp) / t, 1.0)
+    power = idle + (g.tdp_w - idle) * (
+        c.p_base * r + c.p_comp * u_comp * r * volt * volt + c.p_mem * u_busy
+    )
+    return t, min(power, g.tdp_w) * t

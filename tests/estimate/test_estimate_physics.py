@@ -113,7 +113,7 @@ def test_hypothetical_gpu_from_yaml(tmp_path, tiny_config):
 
 
 def test_catalog_aliases():
-    assert "H100-SXM5-80GB" in catalog_names() and len(catalog_names()) == 9
+    assert "H100-SXM5-80GB" in catalog_names() and len(catalog_names()) == 10
     assert resolve_gpu("NVIDIA H100 80GB HBM3").name == "H100-SXM5-80GB"
     assert resolve_gpu("h200").name == "H200-SXM-141GB"
     assert resolve_gpu("AMD Instinct MI300X").name == "MI300X"

@@ -104,3 +104,14 @@ def test_dense_vs_moe_measured_notebook_executes(tmp_path):
     assert "published:GPQA-Diamond" in text
     assert "measured:zeus-nvml" in text
     assert (tmp_path / "report" / "summary.csv").is_file()
+
+
+def test_reduce_energy_notebook_executes(tmp_path):
+    nb = _run(
+        "04_reduce_energy.ipynb",
+        {"MICROBATCHES": 3, "TIME_UNIT": 0.01, "BUDGET_W": 50_000},
+        tmp_path,
+    )
+    text = _text(nb)
+    assert "saves" in text and "measured:perseus" in text
+    assert "estimated:mlenergy" in text

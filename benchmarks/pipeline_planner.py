@@ -1,0 +1,91 @@
+"""Frontier time of the pipeline planner: lowtime's solver as shipped versus the project's.
+
+Both run on the same 1F1B DAG built from a measured profile (GPT-3 175B on A40, 8 stages,
+~60 clocks per instruction, Perseus; read from ``../shared/reference/perseus-profiles/``), and
+the script checks that they visit the same plans (quantised time and clock of every op at
+every step). lowtime is skipped above ``--lowtime-max`` microbatches (minutes per size).
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/pipeline_planner.py --microbatches 12,24,48,96
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import pandas as pd
+
+from mlenergy.estimate.reference import reference_dir
+from mlenergy.optimize.frontier import build_frontier, solve_frontier
+from mlenergy.optimize.pipeline_dag import build_pipeline_dag
+from mlenergy.optimize.profile import profile_from_table
+
+
+def load_profile(name: str):
+    """The reference profile in the planner's columns."""
+    root = reference_dir()
+    if root is None:
+        raise SystemExit("reference data not found (../shared/reference)")
+    df = pd.read_csv(root / "perseus-profiles" / name).rename(
+        columns={"frequency": "frequency_mhz", "time": "time_s", "energy": "energy_j"}
+    )
+    return profile_from_table(df.to_dict("records"), f"measured:perseus-{name}")
+
+
+def run(profile, microbatches: int, solver: str, unit: float, p_blocking: float):
+    """(seconds, trace) of one frontier."""
+    pdag = build_pipeline_dag(profile, microbatches, p_blocking, unit)
+    start = time.perf_counter()
+    trace = solve_frontier(pdag, solver)  # type: ignore[arg-type]
+    return time.perf_counter() - start, trace
+
+
+def same_answer(a, b) -> str:
+    """Compare two solver runs on the same DAG.
+
+    Returns:
+        ``identical`` (same clock of every op at every step), ``same frontier`` (same times
+        and energies within 1e-9 relative) or ``DIFFERENT``.
+    """
+    if a.quant_time == b.quant_time and all(
+        np.array_equal(a.knobs(i), b.knobs(i)) for i in range(len(a))
+    ):
+        return "identical"
+    fa, fb = build_frontier(a), build_frontier(b)
+    if np.array_equal(fa.quant_time, fb.quant_time) and np.allclose(
+        fa.energy_j, fb.energy_j, rtol=1e-9, atol=0
+    ):
+        return "same frontier"
+    return "DIFFERENT"
+
+
+def main() -> None:
+    """Print one line per size."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--microbatches", default="12,24,48,96")
+    ap.add_argument("--time-unit", type=float, default=0.001)
+    ap.add_argument("--p-blocking", type=float, default=70.38)
+    ap.add_argument("--profile", default="gpt3-175b_a40.csv")
+    ap.add_argument("--lowtime-max", type=int, default=24)
+    args = ap.parse_args()
+    profile = load_profile(args.profile)
+    opts = {len(v) for v in profile.options.values()}
+    print(
+        f"profile {args.profile}: {profile.num_stages} stages, {min(opts)}-{max(opts)} clocks "
+        f"per instruction, time unit {args.time_unit} s"
+    )
+    for mb in (int(x) for x in args.microbatches.split(",")):
+        t_fast, fast = run(profile, mb, "fast", args.time_unit, args.p_blocking)
+        line = f"8 x {mb:3d}: {len(fast):6d} steps, ours {t_fast:8.1f} s"
+        if mb <= args.lowtime_max:
+            t_low, low = run(profile, mb, "lowtime", args.time_unit, args.p_blocking)
+            line += f", lowtime {t_low:8.1f} s ({t_low / t_fast:.1f}x), "
+            line += f"answer: {same_answer(low, fast)}"
+        else:
+            line += ", lowtime skipped"
+        print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,269 @@
+"""``mlenergy optimize``: spend fewer joules (pipeline clocks, power limits, site power caps).
+
+Bad input ends with one ``error:`` line naming the row or field and exit code 2; every check
+runs before any file is written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mlenergy.commands.options import DataDirOption, resolve_data_dir
+from mlenergy.errors import UserError
+
+optimize_app = typer.Typer(
+    name="optimize",
+    help="Plan lower-energy runs: pipeline frequency plans, power limits, site power caps.",
+    no_args_is_help=True,
+)
+
+
+def _pipeline_profile(
+    profile: Path | None,
+    from_estimate: bool,
+    estimate_args: dict,
+    profile_out: Path | None,
+):
+    from mlenergy.optimize.profile import read_profile_csv
+
+    if from_estimate == (profile is not None):
+        raise UserError("give exactly one of --profile and --from-estimate", "Pass one of them")
+    if profile is not None:
+        return read_profile_csv(profile)
+    from mlenergy.optimize.estimated_profile import estimated_pipeline_profile
+
+    missing = [k for k in ("model", "gpu") if not estimate_args.get(k)]
+    if missing:
+        raise UserError(
+            f"--from-estimate needs --{' and --'.join(missing)}", "Pass the model and GPU"
+        )
+    return estimated_pipeline_profile(**estimate_args)
+
+
+@optimize_app.command("pipeline")
+def pipeline(
+    microbatches: Annotated[int, typer.Option(help="Microbatches per iteration.")],
+    profile: Annotated[
+        Path | None,
+        typer.Option(help="Profile CSV: stage,instruction,frequency_mhz,time_s,energy_j."),
+    ] = None,
+    p_blocking: Annotated[
+        float | None,
+        typer.Option(help="Power of a GPU blocked on communication or idle (W)."),
+    ] = None,
+    time_unit: Annotated[float, typer.Option(help="Time step of the frontier (s).")] = 0.001,
+    schedule: Annotated[str, typer.Option(help="Pipeline schedule.")] = "1f1b",
+    frontier_out: Annotated[
+        Path | None, typer.Option(help="Write the frontier CSV iteration_time_s,energy_j.")
+    ] = None,
+    out: Annotated[Path | None, typer.Option(help="Write the plan JSON.")] = None,
+    straggler_time: Annotated[
+        float | None, typer.Option(help="Finish by this straggler's iteration time (s).")
+    ] = None,
+    straggler_slowdown: Annotated[
+        float | None, typer.Option(help="Straggler time as a multiple of the shortest time.")
+    ] = None,
+    plot: Annotated[Path | None, typer.Option(help="Write a PNG of the frontier.")] = None,
+    zeus_plan: Annotated[
+        Path | None, typer.Option(help="Write the plan for Zeus's PointSolution scheduler (.py).")
+    ] = None,
+    solver: Annotated[
+        str, typer.Option(help="fast (default) or lowtime (same answer, slower).")
+    ] = "fast",
+    from_estimate: Annotated[
+        bool, typer.Option("--from-estimate", help="Build the profile with the estimator.")
+    ] = False,
+    model: Annotated[str | None, typer.Option(help="Model id or config (--from-estimate).")] = None,
+    gpu: Annotated[
+        str | None, typer.Option(help="GPU name or spec file (--from-estimate).")
+    ] = None,
+    stages: Annotated[int, typer.Option(help="Pipeline stages (--from-estimate).")] = 1,
+    tensor_parallel: Annotated[int, typer.Option(help="Tensor parallel per stage.")] = 1,
+    microbatch_size: Annotated[int, typer.Option(help="Sequences per microbatch.")] = 1,
+    seq_len: Annotated[int, typer.Option(help="Tokens per sequence.")] = 2048,
+    layers_per_stage: Annotated[
+        str | None, typer.Option(help="Comma-separated layers per stage (default: even).")
+    ] = None,
+    data_parallel: Annotated[
+        int, typer.Option(help="Data-parallel degree sharding Adam states (--from-estimate).")
+    ] = 1,
+    profile_out: Annotated[
+        Path | None, typer.Option(help="Write the estimated profile CSV.")
+    ] = None,
+) -> None:
+    """Frequency plan of a pipeline-parallel training iteration (Perseus-style, on lowtime)."""
+    from mlenergy.optimize.pipeline import (
+        check_outputs,
+        plan_pipeline,
+        summary_lines,
+        write_pipeline_outputs,
+    )
+    from mlenergy.optimize.profile import write_profile_csv
+
+    if solver not in ("fast", "lowtime"):
+        raise UserError(f"--solver {solver!r} is not fast or lowtime", "Use fast or lowtime")
+    check_outputs(frontier_out, out, zeus_plan, plot, profile_out)
+    split = None
+    if layers_per_stage:
+        try:
+            split = [int(x) for x in layers_per_stage.split(",")]
+        except ValueError:
+            raise UserError(
+                f"--layers-per-stage {layers_per_stage!r} is not a list of integers",
+                "Pass e.g. 12,12,12,12",
+            ) from None
+    estimate_args = {
+        "model": model,
+        "gpu": gpu,
+        "stages": stages,
+        "tensor_parallel": tensor_parallel,
+        "microbatch_size": microbatch_size,
+        "seq_len": seq_len,
+        "layers_per_stage": split,
+        "data_parallel": data_parallel,
+    }
+    prof = _pipeline_profile(profile, from_estimate, estimate_args, profile_out)
+    if p_blocking is None:
+        if not from_estimate:
+            raise UserError("--p-blocking is required with --profile", "Pass the power in W")
+        from mlenergy.optimize.estimated_profile import estimated_blocking_power_w
+
+        p_blocking = estimated_blocking_power_w(gpu or "")
+    result = plan_pipeline(
+        prof,
+        microbatches=microbatches,
+        p_blocking_w=p_blocking,
+        time_unit_s=time_unit,
+        schedule=schedule,
+        straggler_time_s=straggler_time,
+        straggler_slowdown=straggler_slowdown,
+        solver=solver,  # type: ignore[arg-type]
+    )
+    written = []
+    if profile_out is not None:
+        written.append(write_profile_csv(prof, profile_out))
+    written += write_pipeline_outputs(result, frontier_out, out, zeus_plan, plot)
+    for line in summary_lines(result):
+        typer.echo(line)
+    for p in written:
+        typer.echo(f"wrote {p}")
+
+
+@optimize_app.command("power-limit")
+def power_limit(
+    profile: Annotated[
+        Path, typer.Option(help="CSV power_limit_w,time_s,energy_j or Zeus's JSON profile.")
+    ],
+    objective: Annotated[
+        str, typer.Option(help="energy, time, zeus-cost or max-slowdown (Zeus's selectors).")
+    ] = "zeus-cost",
+    eta: Annotated[float, typer.Option(help="Zeus cost knob: 0 = time only, 1 = energy.")] = 0.5,
+    max_slowdown: Annotated[
+        float, typer.Option(help="Largest allowed slowdown (max-slowdown).")
+    ] = 1.1,
+    world_size: Annotated[int, typer.Option(help="GPUs of the job (zeus-cost).")] = 1,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """The GPU power limit Zeus's own selector picks from a measured power-limit profile."""
+    import json
+
+    from mlenergy.optimize.power_limit import choose_power_limit, read_power_limit_profile
+
+    rows = read_power_limit_profile(profile)
+    out = choose_power_limit(
+        rows, objective, eta, max_slowdown, world_size, energy_source=f"profile:{profile.name}"
+    )
+    if as_json:
+        typer.echo(json.dumps(out, indent=2))
+        return
+    typer.echo(
+        f"power limit: {out['power_limit_w']} W ({out['selector'].rsplit('.', 1)[-1]}, "
+        f"objective {objective})"
+    )
+    typer.echo(
+        f"  {out['time_s']:.4g} s, {out['energy_j']:.4g} J vs {out['max_limit_time_s']:.4g} s, "
+        f"{out['max_limit_energy_j']:.4g} J at {out['max_power_limit_w']} W: "
+        f"{100 * out['energy_saving_fraction']:.1f}% less energy, "
+        f"{100 * (out['slowdown'] - 1):.1f}% slower (energy source {out['energy_source']})"
+    )
+
+
+@optimize_app.command("power-cap")
+def power_cap(
+    budget_w: Annotated[float, typer.Option(help="Site power budget (W).")],
+    model: Annotated[str, typer.Option(help="Model id.")],
+    task: Annotated[str, typer.Option(help="Workload, e.g. lm-arena-chat.")],
+    itl_limit_ms: Annotated[
+        float, typer.Option(help="Deadline on median inter-token latency (ms).")
+    ],
+    sources: Annotated[str, typer.Option(help="measured, estimated or all.")] = "measured",
+    objective: Annotated[
+        str, typer.Option(help="throughput (site tokens/s) or energy-per-token.")
+    ] = "throughput",
+    pue: Annotated[float, typer.Option(help="Power usage effectiveness of the site.")] = 1.2,
+    host_w_per_gpu: Annotated[float, typer.Option(help="Host power per GPU (W).")] = 150.0,
+    gpus: Annotated[
+        str | None, typer.Option(help="GPUs to estimate for (comma-separated).")
+    ] = None,
+    precisions: Annotated[
+        str | None, typer.Option(help="Weight precisions to estimate for (comma-separated).")
+    ] = None,
+    power_limits: Annotated[
+        str | None, typer.Option(help="Per-GPU power limits to estimate, LOW:HIGH:STEP (W).")
+    ] = None,
+    price_kwh: Annotated[float, typer.Option(help="Electricity price per kWh.")] = 0.08,
+    reference: Annotated[Path | None, typer.Option(help="Reference data folder.")] = None,
+    data_dir: DataDirOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    plot: Annotated[Path | None, typer.Option(help="Write the interactivity chart (PNG).")] = None,
+    plot_metric: Annotated[
+        str, typer.Option(help="Chart y axis: site-tokens (tokens/s) or tokens-per-watt.")
+    ] = "site-tokens",
+) -> None:
+    """The configuration that serves the most tokens per second under a site power cap."""
+    import json
+
+    from mlenergy.optimize.candidates import parse_power_limits
+    from mlenergy.optimize.pipeline import check_outputs
+    from mlenergy.optimize.power_cap import plan_power_cap, summary_lines
+
+    check_outputs(plot)
+    if plot_metric not in ("site-tokens", "tokens-per-watt"):
+        raise UserError(
+            f"--plot-metric {plot_metric!r} is unknown", "Use site-tokens or tokens-per-watt"
+        )
+    result = plan_power_cap(
+        budget_w,
+        model,
+        task,
+        itl_limit_ms,
+        sources=sources,
+        objective=objective,
+        pue=pue,
+        host_w_per_gpu=host_w_per_gpu,
+        price_kwh=price_kwh,
+        reference=reference,
+        data_dir=resolve_data_dir(data_dir),
+        gpus=gpus.split(",") if gpus else None,
+        precisions=precisions.split(",") if precisions else None,
+        power_limits=parse_power_limits(power_limits),
+    )
+    if plot is not None:
+        from mlenergy.optimize.plots import plot_power_cap
+
+        plot_power_cap(result, plot, metric=plot_metric)
+    if as_json:
+        typer.echo(json.dumps(result.to_json(), indent=2))
+    else:
+        for line in summary_lines(result):
+            typer.echo(line)
+    if plot is not None and not as_json:
+        typer.echo(f"wrote {plot}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``optimize`` group to the root app."""
+    app.add_typer(optimize_app, name="optimize")

@@ -1,0 +1,219 @@
+"""Choose a pipeline frequency plan from the frontier and write it (plan JSON, Zeus plan).
+
+Default choice: the least-energy plan at the shortest iteration time of the frontier (removes
+intrinsic energy bloat). That time is quantised up to whole time units, so it can exceed the
+max-clock schedule's real time by the rounding along one path (about 0.3% for GPT-3 175B on A40
+at ``time_unit_s=0.001``); both times are reported. With a straggler (another pipeline finishing at
+``straggler_time_s``), the least-energy plan finishing by the straggler's time, with blocking
+energy counted up to it (extrinsic bloat). Savings are against the same schedule with every
+instruction at the highest SM clock of the profile, counted over the same iteration time.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mlenergy.errors import UserError
+from mlenergy.optimize.frontier import PlanTrace, best_plan_by, build_frontier
+from mlenergy.optimize.pipeline_dag import instruction_name, makespan_s
+
+
+@dataclass(frozen=True)
+class PipelinePlan:
+    """A chosen plan and its comparison with the maximum clock.
+
+    Attributes:
+        target: ``shortest`` or ``straggler``.
+        iteration_time_s: Time the plan is asked to finish by (s); its real finish is
+            ``plan_makespan_s`` <= this.
+        plan_makespan_s: Real iteration time of the plan from the profile's times (s).
+        energy_j: Plan energy over ``iteration_time_s`` (J), blocking included.
+        shortest_iteration_time_s: Shortest iteration time on the frontier (s).
+        shortest_iteration_energy_j: Least energy at that time (J).
+        max_clock_iteration_time_s: Iteration time with every instruction at max clock (s).
+        max_clock_energy_j: Energy of that schedule over ``iteration_time_s`` or its own time,
+            whichever is longer (J).
+        saving_j: ``max_clock_energy_j - energy_j`` over the same time (J).
+        saving_fraction: ``saving_j / max_clock_energy_j``.
+        knobs: Knob of every op of the plan.
+    """
+
+    target: str
+    iteration_time_s: float
+    plan_makespan_s: float
+    energy_j: float
+    shortest_iteration_time_s: float
+    shortest_iteration_energy_j: float
+    max_clock_iteration_time_s: float
+    max_clock_energy_j: float
+    saving_j: float
+    saving_fraction: float
+    straggler_time_s: float | None
+    knobs: np.ndarray
+
+
+def choose_plan(
+    trace: PlanTrace,
+    straggler_time_s: float | None = None,
+    straggler_slowdown: float | None = None,
+) -> PipelinePlan:
+    """Pick the plan for the shortest iteration time or for a straggler.
+
+    Args:
+        trace: Plans from :func:`mlenergy.optimize.frontier.solve_frontier`.
+        straggler_time_s: Iteration time of the slowest pipeline (s).
+        straggler_slowdown: The straggler's time as a multiple of the shortest time (>= 1).
+
+    Raises:
+        UserError: Both straggler options, a slowdown below 1, or a straggler time shorter
+            than the shortest iteration time.
+    """
+    pdag = trace.pdag
+    frontier = build_frontier(trace)
+    shortest_s = float(frontier.iteration_time_s[0])
+    if straggler_time_s is not None and straggler_slowdown is not None:
+        raise UserError(
+            "--straggler-time and --straggler-slowdown are both given", "Pass one of them"
+        )
+    if straggler_slowdown is not None:
+        if not straggler_slowdown >= 1.0:
+            raise UserError(
+                f"--straggler-slowdown is {straggler_slowdown}; it must be >= 1", "Pass e.g. 1.1"
+            )
+        straggler_time_s = shortest_s * straggler_slowdown
+    if straggler_time_s is not None and straggler_time_s < shortest_s:
+        raise UserError(
+            f"--straggler-time {straggler_time_s} s is shorter than the shortest iteration "
+            f"time {shortest_s:.6f} s",
+            "Pass a time the pipeline can meet",
+        )
+    base_knobs = pdag.max_clock_knobs
+    base_time = makespan_s(pdag, base_knobs)
+    horizon = shortest_s if straggler_time_s is None else float(straggler_time_s)
+    index = best_plan_within(trace, horizon)
+    knobs = base_knobs if index is None else trace.knobs(index)
+    makespan = makespan_s(pdag, knobs)
+    span = max(horizon, base_time)
+    energy = pdag.iteration_energy_j(knobs, span)
+    base_energy = pdag.iteration_energy_j(base_knobs, span)
+    return PipelinePlan(
+        target="shortest" if straggler_time_s is None else "straggler",
+        iteration_time_s=horizon,
+        plan_makespan_s=makespan,
+        energy_j=energy,
+        shortest_iteration_time_s=shortest_s,
+        shortest_iteration_energy_j=_energy_by(trace, shortest_s),
+        max_clock_iteration_time_s=base_time,
+        max_clock_energy_j=base_energy,
+        saving_j=base_energy - energy,
+        saving_fraction=(base_energy - energy) / base_energy,
+        straggler_time_s=straggler_time_s,
+        knobs=knobs,
+    )
+
+
+def _energy_by(trace: PlanTrace, iteration_time_s: float) -> float:
+    """Least energy of an iteration finishing by ``iteration_time_s`` (J)."""
+    pdag = trace.pdag
+    index = best_plan_within(trace, iteration_time_s)
+    knobs = pdag.max_clock_knobs if index is None else trace.knobs(index)
+    return pdag.iteration_energy_j(knobs, iteration_time_s)
+
+
+def best_plan_within(trace: PlanTrace, iteration_time_s: float) -> int | None:
+    """Least-energy plan whose real iteration time is at most ``iteration_time_s``.
+
+    Plans whose quantised time fits are guaranteed to; a plan whose quantised time is up to
+    one longest path of rounding over the limit may still fit in real time and is checked
+    with the profile's real times. ``None`` when only the max-clock schedule fits.
+    """
+    pdag = trace.pdag
+    best = best_plan_by(trace, iteration_time_s)
+    q = np.asarray(trace.quant_time)
+    cost = np.asarray(trace.energy_j) - pdag.p_blocking_w * np.asarray(trace.busy_s)
+    limit = iteration_time_s / pdag.time_unit_s
+    slack = 2 * (pdag.num_microbatches + pdag.num_stages)  # ops on the longest path
+    near = np.nonzero((q > limit) & (q <= limit + slack))[0]
+    for i in sorted(near, key=lambda i: cost[i]):
+        if best is not None and cost[i] >= cost[best]:
+            break
+        if makespan_s(pdag, trace.knobs(int(i))) <= iteration_time_s:
+            best = int(i)
+            break
+    if best is not None:
+        base = pdag.max_clock_knobs
+        base_cost = pdag.iteration_energy_j(base, 0.0)
+        if base_cost < cost[best]:
+            return None
+    return best
+
+
+def plan_frequencies(trace: PlanTrace, knobs: np.ndarray) -> list[dict[str, Any]]:
+    """The clock of every (stage, instruction, microbatch), in each stage's schedule order."""
+    freq = trace.pdag.table.frequency_mhz
+    return [
+        {
+            "stage": op.stage_id,
+            "instruction": instruction_name(op),
+            "microbatch": op.micro_batch_id,
+            "frequency_mhz": int(freq[k]),
+        }
+        for op, k in zip(trace.pdag.ops, knobs, strict=True)
+    ]
+
+
+def plan_to_dict(trace: PlanTrace, plan: PipelinePlan) -> dict[str, Any]:
+    """The plan JSON: times in s, energies in J, with the profile's energy source."""
+    pdag = trace.pdag
+    return {
+        "target": plan.target,
+        "iteration_time_s": plan.iteration_time_s,
+        "plan_makespan_s": plan.plan_makespan_s,
+        "energy_j": plan.energy_j,
+        "shortest_iteration_time_s": plan.shortest_iteration_time_s,
+        "shortest_iteration_energy_j": plan.shortest_iteration_energy_j,
+        "max_clock_iteration_time_s": plan.max_clock_iteration_time_s,
+        "max_clock_energy_j": plan.max_clock_energy_j,
+        "saving_j": plan.saving_j,
+        "saving_fraction": plan.saving_fraction,
+        "straggler_time_s": plan.straggler_time_s,
+        "num_stages": pdag.num_stages,
+        "num_microbatches": pdag.num_microbatches,
+        "p_blocking_w": pdag.p_blocking_w,
+        "time_unit_s": pdag.time_unit_s,
+        "schedule": "1f1b",
+        "energy_source": pdag.energy_source,
+        "frequencies": plan_frequencies(trace, plan.knobs),
+    }
+
+
+def zeus_plan_text(trace: PlanTrace, knobs: np.ndarray) -> str:
+    """The plan as the Python literal Zeus's ``PointSolution`` scheduler reads.
+
+    One list per pipeline stage (rank of a pure pipeline-parallel job; Zeus's
+    ``PointSolution3D`` copies it to every rank of that stage) of ``(instruction, MHz)`` pairs
+    in the order the stage runs them.
+    """
+    per_stage: list[list[tuple[str, int]]] = [[] for _ in range(trace.pdag.num_stages)]
+    for row in plan_frequencies(trace, knobs):
+        per_stage[row["stage"]].append((row["instruction"], row["frequency_mhz"]))
+    return repr(per_stage) + "\n"
+
+
+def write_text(path: str | Path, text: str) -> Path:
+    """Write ``text`` to ``path`` through a temp file and a rename."""
+    p = Path(path)
+    tmp = p.with_name(p.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(p)
+    return p
+
+
+def write_plan_json(path: str | Path, data: dict[str, Any]) -> Path:
+    """Write the plan JSON."""
+    return write_text(path, json.dumps(data, indent=2) + "\n")

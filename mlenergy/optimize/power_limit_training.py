@@ -1,0 +1,180 @@
+"""Run Zeus's power-limit optimizer during training, on the project's meter.
+
+Zeus's :class:`~zeus.optimizer.power_limit.GlobalPowerLimitOptimizer` profiles each GPU power
+limit for a few steps during training, then keeps the one its selector picks. Here it runs on
+the :class:`~mlenergy.measure.EnergyMeter`'s own Zeus monitor (same GPUs, same energy counters,
+the meter's choice of CUDA synchronisation), and the outcome is recorded in the run record's
+tags.
+
+Plain training loop::
+
+    meter = EnergyMeter(gpu_indices=[0])
+    plo = power_limit_optimizer(meter, objective="zeus-cost", eta=0.5)
+    with meter.window("train") as w:
+        for step in range(steps):
+            plo.on_step_begin()
+            train_step()
+            plo.on_step_end()
+    outcome = power_limit_outcome(plo, meter.energy_source)  # chosen limit, measured saving
+    record = with_power_limit_tags(record, outcome)  # into the RunRecord
+
+Hugging Face ``Trainer``::
+
+    callback = hf_power_limit_callback(meter, objective="energy")
+    Trainer(model=model, args=args, train_dataset=ds, callbacks=[callback]).train()
+    outcome = power_limit_outcome(callback.optimizer, meter.energy_source)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from zeus.optimizer.power_limit import Done, GlobalPowerLimitOptimizer
+
+from mlenergy.errors import UserError
+from mlenergy.optimize.power_limit import zeus_selector
+
+if TYPE_CHECKING:
+    from mlenergy.measure import EnergyMeter
+    from mlenergy.records import RunRecord
+
+
+class MeterMonitor:
+    """The meter's Zeus monitor as Zeus's optimizers see it, synchronising as the meter does.
+
+    Args:
+        meter: The project's energy meter (it must measure GPUs).
+    """
+
+    def __init__(self, meter: EnergyMeter) -> None:
+        zeus = getattr(meter, "_zeus", None)
+        if zeus is None or not meter.gpu_indices:
+            raise UserError(
+                "the meter measures no GPU, so no power limit can be set",
+                "Create EnergyMeter(gpu_indices=[...]) on a machine with GPUs",
+            )
+        self._zeus = zeus
+        self._sync = bool(meter.sync_execution)
+        self.gpu_indices = list(meter.gpu_indices)
+
+    def begin_window(self, key: str, sync_execution: bool = True, restart: bool = False) -> None:
+        """Start a Zeus window (CUDA sync only when the meter syncs)."""
+        self._zeus.begin_window(key, sync_execution=sync_execution and self._sync, restart=restart)
+
+    def end_window(self, key: str, sync_execution: bool = True, cancel: bool = False) -> Any:
+        """End a Zeus window and return its measurement."""
+        return self._zeus.end_window(
+            key, sync_execution=sync_execution and self._sync, cancel=cancel
+        )
+
+
+def power_limit_optimizer(
+    meter: EnergyMeter,
+    objective: str = "zeus-cost",
+    eta: float = 0.5,
+    max_slowdown: float = 1.1,
+    wait_steps: int = 1,
+    warmup_steps: int = 10,
+    profile_steps: int = 40,
+    pl_step_w: int = 25,
+    profile_path: str | Path | None = None,
+) -> GlobalPowerLimitOptimizer:
+    """Zeus's ``GlobalPowerLimitOptimizer`` on the meter's monitor with Zeus's selector.
+
+    Call ``on_step_begin()`` (and ``on_step_end()``) around every training step.
+    """
+    monitor = MeterMonitor(meter)
+    selector = zeus_selector(objective, eta, max_slowdown, world_size=len(monitor.gpu_indices))
+    return GlobalPowerLimitOptimizer(
+        monitor,  # type: ignore[arg-type]
+        optimum_selector=selector,
+        wait_steps=wait_steps,
+        warmup_steps=warmup_steps,
+        profile_steps=profile_steps,
+        pl_step=pl_step_w,
+        profile_path=profile_path,
+    )
+
+
+def hf_power_limit_callback(meter: EnergyMeter, objective: str = "zeus-cost", **kwargs: Any):
+    """Zeus's ``HFGlobalPowerLimitOptimizer`` (a ``TrainerCallback``) on the meter's monitor."""
+    from zeus.optimizer.power_limit import HFGlobalPowerLimitOptimizer
+
+    monitor = MeterMonitor(meter)
+    eta = kwargs.pop("eta", 0.5)
+    max_slowdown = kwargs.pop("max_slowdown", 1.1)
+    selector = zeus_selector(objective, eta, max_slowdown, world_size=len(monitor.gpu_indices))
+    return HFGlobalPowerLimitOptimizer(monitor, optimum_selector=selector, **kwargs)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class PowerLimitOutcome:
+    """What the optimizer chose and what it measured.
+
+    Attributes:
+        power_limit_w: The limit kept for the rest of training (W).
+        choice: The chosen limit's time and energy over the profiled steps, the highest
+            limit's, the saving and slowdown against it, and every measurement.
+    """
+
+    power_limit_w: int
+    choice: dict[str, Any]
+
+
+def power_limit_outcome(
+    optimizer: GlobalPowerLimitOptimizer, energy_source: str
+) -> PowerLimitOutcome:
+    """The chosen limit and the saving measured while profiling, once profiling is done.
+
+    Args:
+        optimizer: A Zeus optimizer (for the HF callback: its ``.optimizer``).
+        energy_source: Label of the meter's figures (``EnergyMeter.energy_source``).
+
+    Raises:
+        UserError: Profiling has not finished (train for more steps).
+    """
+    state = optimizer.state
+    if not isinstance(state, Done):
+        raise UserError(
+            f"power-limit profiling is not finished (state {type(state).__name__})",
+            "Train for more steps: wait + (warmup + profile) steps per limit",
+        )
+    chosen = state.optimal_power_limit // 1000
+    by_limit = {m.power_limit: m for m in optimizer.measurements}
+    pick, top = by_limit[chosen], by_limit[max(by_limit)]
+    choice = {
+        "power_limit_w": chosen,
+        "selector": f"zeus.optimizer.power_limit.{type(optimizer.optimum_selector).__name__}",
+        "time_s": pick.time,
+        "energy_j": pick.energy,
+        "max_power_limit_w": top.power_limit,
+        "max_limit_time_s": top.time,
+        "max_limit_energy_j": top.energy,
+        "energy_saving_fraction": (top.energy - pick.energy) / top.energy,
+        "slowdown": pick.time / top.time,
+        "energy_source": energy_source,
+        "measurements": [
+            {"power_limit_w": m.power_limit, "time_s": m.time, "energy_j": m.energy}
+            for m in sorted(optimizer.measurements, key=lambda m: -m.power_limit)
+        ],
+    }
+    return PowerLimitOutcome(chosen, choice)
+
+
+def with_power_limit_tags(record: RunRecord, outcome: PowerLimitOutcome) -> RunRecord:
+    """A copy of ``record`` whose tags carry the chosen limit and the measured saving."""
+    c = outcome.choice
+    tags = dict(record.tags)
+    tags.update(
+        {
+            "power_limit_w": str(outcome.power_limit_w),
+            "power_limit_selector": str(c["selector"]),
+            "power_limit_energy_saving_fraction": f"{c['energy_saving_fraction']:.6f}",
+            "power_limit_slowdown": f"{c['slowdown']:.6f}",
+            "power_limit_profiled_w": ",".join(str(m["power_limit_w"]) for m in c["measurements"]),
+            "power_limit_energy_source": str(c["energy_source"]),
+        }
+    )
+    return record.model_copy(update={"tags": tags})
