@@ -7,7 +7,7 @@ by column name, numbers in the units their names state, figures as Plotly JSON);
 argument raises an error that names it.
 
 Endpoints: ``/leaderboard_table``, ``/filter_choices``, ``/plot``, ``/model_detail``,
-``/provenance``, ``/compare``, ``/estimate``, ``/reload``.
+``/provenance``, ``/compare``, ``/power_budget``, ``/estimate``, ``/reload``.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import pandas as pd
 
 from mlenergy.errors import UserError
 from mlenergy.leaderboard import answers
+from mlenergy.leaderboard import power_budget as pb
 from mlenergy.leaderboard import query as lb
 from mlenergy.leaderboard.context import AppContext
 from mlenergy.leaderboard.estimate_tab import estimate_figures, estimator_available
@@ -96,6 +97,7 @@ def register_api(ctx: AppContext) -> None:
     """Declare the named endpoints inside the current ``gr.Blocks``."""
     _register_table(ctx)
     _register_views(ctx)
+    _register_power(ctx)
     if estimator_available():
         gr.api(_estimate_endpoint, api_name="estimate", concurrency_limit=None)
 
@@ -212,6 +214,42 @@ def _register_views(ctx: AppContext) -> None:
     gr.api(model_detail, api_name="model_detail", concurrency_limit=None)
     gr.api(provenance, api_name="provenance", concurrency_limit=None)
     gr.api(compare, api_name="compare", concurrency_limit=None)
+
+
+def _register_power(ctx: AppContext) -> None:
+    def power_budget(
+        budget_w: float = pb.DEFAULT_BUDGET_W,
+        itl_limit_ms: float = pb.DEFAULT_ITL_MS,
+        task: str | None = None,
+        pue: float = 1.2,
+        host_w_per_gpu: float = 150.0,
+        objective: str = "throughput",
+    ) -> dict:
+        """The best measured configuration per model under a site budget (W) and ITL deadline (ms).
+
+        Rows (most site tokens/s first): ``model_id``, ``gpu``, ``num_gpus``, parallelism,
+        ``max_num_seqs``, ``precision``, ``replicas``, ``site_tokens_per_s``, ``site_power_w``,
+        ``energy_per_token_j`` (site, PUE and host power included), ``gpu_energy_per_token_j``,
+        ``median_itl_ms``, ``source``; ``left_out``: models that fit nothing, with the reason.
+        """
+        task, _ = _resolve(ctx, task, "none")
+        q = pb.BudgetQuery(
+            float(budget_w), float(itl_limit_ms), task or "", float(pue), float(host_w_per_gpu),
+            objective,
+        )  # fmt: skip
+        try:
+            answer = pb.best_per_model(ctx, q)
+        except UserError as exc:
+            raise gr.Error(exc.message) from None
+        return {
+            "task": q.task,
+            "budget_w": q.budget_w,
+            "itl_limit_ms": q.itl_limit_ms,
+            "rows": rows_data(answer.table, list(pb.COLUMNS)),
+            "left_out": [{"model_id": m, "reason": why} for m, why in answer.left_out],
+        }
+
+    gr.api(power_budget, api_name="power_budget", concurrency_limit=None)
 
 
 def _estimate_endpoint(

@@ -2,7 +2,7 @@
 
 UI only: every figure, filter and check comes from the data layer and the store. Nothing is
 read at import time; :func:`build_app` loads the store once and hands it to one builder per
-tab (``table_tab``, ``plots_tab``, ``detail_tab``, ``compare_tab``, ``estimate_tab``,
+tab (``table_tab``, ``plots_tab``, ``detail_tab``, ``compare_tab``, ``power_tab``, ``estimate_tab``,
 ``submit_tab``, ``about_tab``) and to the program API (``api``). Run
 ``mlenergy leaderboard --data-dir data`` or, as a Hugging Face Space, the entry point
 ``leaderboard/app.py`` (store: ``$MLENERGY_DATA_DIR``, else ``data``).
@@ -26,6 +26,7 @@ from mlenergy.leaderboard.estimate_tab import build_estimate_tab
 from mlenergy.leaderboard.filters import build_filter_bar
 from mlenergy.leaderboard.page_cache import PageCache
 from mlenergy.leaderboard.plots_tab import build_plots_tab
+from mlenergy.leaderboard.power_tab import build_power_tab
 from mlenergy.leaderboard.submit_tab import build_submit_tab
 from mlenergy.leaderboard.table_tab import PRIVATE, TableTab, build_table_tab
 
@@ -90,6 +91,7 @@ def build_app(data_dir: str | Path, published_quality: str | Path | None = None)
             build_plots_tab(ctx, bar)
             detail_model = build_detail_tab(ctx, bar)
             compare_models = build_compare_tab(ctx, bar)
+            build_power_tab(ctx, bar)
             build_estimate_tab()
             build_submit_tab(ctx.data_dir)
             build_about_tab()

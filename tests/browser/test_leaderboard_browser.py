@@ -286,3 +286,25 @@ def test_quality_plot_shows_published_scores_on_reference_data(page, server):
     assert "No configuration has both figures" not in text
     assert page.locator("#plot-figure .scatterlayer .point").count() > 0
     _shot(page, "leaderboard-quality-plot.png")
+
+
+def test_power_budget_view_best_configuration_per_model(page):
+    from mlenergy.analysis.reference_import import default_reference_dir
+
+    if default_reference_dir() is None:
+        pytest.skip("the reference measurements are missing ($MLENERGY_REFERENCE_DIR)")
+    page.get_by_role("tab", name="Power budget").click()
+    page.wait_for_selector("#power-table tbody tr td", timeout=60_000)
+    note = page.locator("#pw-note").inner_text()
+    assert "models fit 100,000 W within 50 ms" in note
+    sources = page.locator('#power-table tbody td[data-col="Source"]').all_inner_texts()
+    assert sources and all(s.startswith("measured:") for s in sources)
+    budget = page.locator("#pw-budget input")
+    budget.fill("100")
+    budget.press("Enter")
+    page.wait_for_function(
+        "() => (document.querySelector('#pw-note')?.innerText || '').includes('models left out')"
+    )
+    page.locator("#pw-note summary").click()
+    assert "below one replica" in page.locator("#pw-note").inner_text()
+    _shot(page, "leaderboard-power-budget.png")

@@ -25,6 +25,7 @@ PUBLIC = {
     "/model_detail",
     "/provenance",
     "/compare",
+    "/power_budget",
     "/reload",
 }
 PUBLISHED = """model_id,benchmark,score,unit,setting,source,source_date
@@ -174,3 +175,14 @@ def _points(values) -> int:
     if isinstance(values, dict):
         return np.frombuffer(base64.b64decode(values["bdata"]), dtype=values["dtype"]).size
     return len(values)
+
+
+def test_power_budget_endpoint(served):
+    client, _ = served
+    answer = client.predict(budget_w=50_000, itl_limit_ms=40, api_name="/power_budget")
+    assert answer["task"] == "lm-arena-chat" and answer["budget_w"] == 50_000
+    assert answer["rows"] == [] and answer["left_out"] == []  # emulated runs are no candidates
+    with pytest.raises(gradio_client.exceptions.AppError, match=r"pue is 0\.5"):
+        client.predict(pue=0.5, api_name="/power_budget")
+    with pytest.raises(gradio_client.exceptions.AppError, match="task is not set"):
+        client.predict(task="all", api_name="/power_budget")
