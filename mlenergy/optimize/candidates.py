@@ -63,7 +63,7 @@ def reference_candidates(model: str, task: str, reference: str | Path | None) ->
 
     Power limit: the GPU's default (its TDP), as the runs were measured.
     """
-    from mlenergy.estimate.reference import load_reference
+    from mlenergy.estimate.measurements import load_reference
 
     ref = load_reference(reference, include_v2=True)
     rows = ref[(ref["model_id"] == model) & (ref["task"] == task)]
@@ -95,8 +95,10 @@ def reference_candidates(model: str, task: str, reference: str | Path | None) ->
 STORE_SQL = """
 select model_id, task, accelerator_model as gpu, accelerator_count as num_gpus,
        tensor_parallel, expert_parallel, data_parallel, max_num_seqs, dtype as precision,
-       decode_throughput_tokens_per_s as throughput_tokens_per_s,
-       decode_avg_power_w as avg_power_w, decode_energy_per_token_j as energy_per_token_j,
+       coalesce(decode_throughput_tokens_per_s, request_throughput_tokens_per_s)
+           as throughput_tokens_per_s,
+       coalesce(decode_avg_power_w, request_avg_power_w) as avg_power_w,
+       coalesce(decode_energy_per_token_j, request_energy_per_token_j) as energy_per_token_j,
        itl_p50_s * 1000 as median_itl_ms, output_tokens, energy_source, run_id
 from runs
 where model_id = ? and task = ? and status = 'ok' and energy_source like 'measured:%'
@@ -105,7 +107,12 @@ where model_id = ? and task = ? and status = 'ok' and energy_source like 'measur
 
 
 def store_candidates(model: str, task: str, data_dir: str | Path | None) -> pd.DataFrame:
-    """Measured GPU runs of ``model`` on ``task`` in the store (none if the store is empty)."""
+    """Measured GPU runs of ``model`` on ``task`` in the store (none if the store is empty).
+
+    A run's decode phase gives its figures; a run with only whole-request figures (the imported
+    ML.ENERGY server measurements, whose steady-state window mixes prefill and decode) gives
+    those instead.
+    """
     if data_dir is None or not (Path(data_dir) / "results").is_dir():
         return pd.DataFrame(columns=CANDIDATE_COLUMNS)
     from mlenergy.store import RunStore
@@ -149,7 +156,7 @@ def parse_power_limits(text: str | None) -> list[float | None]:
 def _output_tokens(measured: pd.DataFrame, task: str, reference: str | Path | None) -> float | None:
     if not measured.empty:
         return float(measured["output_tokens"].median())
-    from mlenergy.estimate.reference import load_reference
+    from mlenergy.estimate.measurements import load_reference
 
     try:
         ref = load_reference(reference, include_v2=False)

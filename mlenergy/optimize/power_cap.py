@@ -164,6 +164,41 @@ def rank(df: pd.DataFrame, objective: str) -> pd.DataFrame:
     return df.sort_values(keys, ascending=asc, kind="stable").reset_index(drop=True)
 
 
+_SAME_CONFIG = (
+    "gpu",
+    "num_gpus",
+    "tensor_parallel",
+    "expert_parallel",
+    "data_parallel",
+    "max_num_seqs",
+    "precision",
+)
+"""The columns that name one measured configuration."""
+
+
+def _not_stored(reference: pd.DataFrame, stored: pd.DataFrame) -> pd.DataFrame:
+    """The reference rows whose measurement is not already in the store.
+
+    A store seeded with ``mlenergy leaderboard import-reference`` holds the same measurements as
+    the reference tables; each is kept once, as the stored run (its source names the run id).
+    A reference row is the stored one when its configuration matches and its throughput agrees
+    within 0.1%.
+    """
+    if reference.empty or stored.empty:
+        return reference
+    merged = reference.reset_index().merge(
+        stored[[*_SAME_CONFIG, "throughput_tokens_per_s"]],
+        on=list(_SAME_CONFIG),
+        how="left",
+        suffixes=("", "_stored"),
+    )
+    close = (
+        merged["throughput_tokens_per_s"] - merged["throughput_tokens_per_s_stored"]
+    ).abs() <= 1e-3 * merged["throughput_tokens_per_s"].abs()
+    duplicate = set(merged.loc[close, "index"])
+    return reference[~reference.index.isin(duplicate)]
+
+
 def gather_candidates(
     model: str,
     task: str,
@@ -181,9 +216,10 @@ def gather_candidates(
     """
     if sources not in SOURCES:
         raise UserError(f"--sources {sources!r} is unknown", f"Use one of {', '.join(SOURCES)}")
-    frames = [store_candidates(model, task, data_dir)]
+    stored = store_candidates(model, task, data_dir)
+    frames = [stored]
     try:
-        frames.append(reference_candidates(model, task, reference))
+        frames.append(_not_stored(reference_candidates(model, task, reference), stored))
     except UserError:
         if reference is not None:
             raise
@@ -347,7 +383,7 @@ def best_per_model(
         no candidate within the deadline and budget is left out.
     """
     if models is None:
-        from mlenergy.estimate.reference import load_reference
+        from mlenergy.estimate.measurements import load_reference
 
         ref = load_reference(reference, include_v2=True)
         models = sorted(ref.loc[ref["task"] == task, "model_id"].unique())

@@ -219,3 +219,17 @@ def test_best_per_model_one_row_each(tmp_path):
     assert (table["median_itl_ms"] <= 50).all() and (table["site_power_w"] <= 100_000).all()
     assert table["source"].str.startswith("measured:").all()
     assert list(table["site_tokens_per_s"]) == sorted(table["site_tokens_per_s"], reverse=True)
+
+
+@needs_reference
+def test_store_seeded_with_the_reference_counts_each_measurement_once(tmp_path):
+    from mlenergy.analysis.reference_import import import_reference
+    from mlenergy.optimize.power_cap import gather_candidates
+
+    data = tmp_path / "data"
+    import_reference(reference_dir(), data)
+    from_reference = gather_candidates(MODEL, "lm-arena-chat", "measured")
+    both = gather_candidates(MODEL, "lm-arena-chat", "measured", data_dir=data)
+    assert len(both) == len(from_reference) > 0  # the stored copies replace the reference rows
+    assert both["source"].str.contains(r"\(run ref").all()  # each names its stored run
+    assert both["throughput_tokens_per_s"].notna().all()  # request figures where no decode phase
