@@ -7,10 +7,13 @@ import pytest
 from lowtime import _lowtime_rs
 from optimize_cases import UNIT
 
+from mlenergy.estimate.reference import reference_dir
 from mlenergy.optimize import fast_solver
+from mlenergy.optimize.fast_solver import CriticalView
 from mlenergy.optimize.frontier import solve_frontier
 from mlenergy.optimize.pipeline_dag import build_pipeline_dag
 from mlenergy.optimize.profile import ClockOption, PipelineProfile
+from mlenergy.optimize.reference_profiles import load_perseus_profile
 
 P_BLOCK = 60.0
 
@@ -69,3 +72,20 @@ def test_unchanged_flow_bounds_reuse_the_previous_cut(monkeypatch):
     assert calls < len(fast)
     assert low.quant_time == fast.quant_time
     assert all(np.array_equal(low.knobs(i), fast.knobs(i)) for i in range(len(low)))
+
+
+@pytest.mark.skipif(reference_dir() is None, reason="no reference data")
+def test_min_cut_input_equals_lowtimes_annotation_at_every_step():
+    pdag = build_pipeline_dag(load_perseus_profile("bloom-176b"), 2, 70.38, 0.01)
+    solver = fast_solver.FastPhillipsDessouky(pdag.dag)
+    checked = 0
+    for _ in solver.steps():
+        view, _ = solver.critical()
+        ours = solver.rust_edges(view)
+        plain = CriticalView(
+            view.nodes, [(u, v, {"op": a["op"]}) for u, v, a in view.edges(True)], 0, 0
+        )
+        solver.annotate_capacities(plain)
+        assert ours == solver.format_rust_inputs(plain)[1]
+        checked += 1
+    assert checked > 10
