@@ -26,6 +26,7 @@ import pandas as pd
 from mlenergy.errors import UserError
 from mlenergy.optimize.candidates import (
     CANDIDATE_COLUMNS,
+    CONFIG_KEY,
     estimated_candidates,
     reference_candidates,
     store_candidates,
@@ -164,18 +165,6 @@ def rank(df: pd.DataFrame, objective: str) -> pd.DataFrame:
     return df.sort_values(keys, ascending=asc, kind="stable").reset_index(drop=True)
 
 
-_SAME_CONFIG = (
-    "gpu",
-    "num_gpus",
-    "tensor_parallel",
-    "expert_parallel",
-    "data_parallel",
-    "max_num_seqs",
-    "precision",
-)
-"""The columns that name one measured configuration."""
-
-
 def _not_stored(reference: pd.DataFrame, stored: pd.DataFrame) -> pd.DataFrame:
     """The reference rows whose measurement is not already in the store.
 
@@ -187,8 +176,8 @@ def _not_stored(reference: pd.DataFrame, stored: pd.DataFrame) -> pd.DataFrame:
     if reference.empty or stored.empty:
         return reference
     merged = reference.reset_index().merge(
-        stored[[*_SAME_CONFIG, "throughput_tokens_per_s"]],
-        on=list(_SAME_CONFIG),
+        stored[[*CONFIG_KEY, "throughput_tokens_per_s"]],
+        on=list(CONFIG_KEY),
         how="left",
         suffixes=("", "_stored"),
     )
