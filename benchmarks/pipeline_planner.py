@@ -3,7 +3,11 @@
 Both run on the same 1F1B DAG built from a measured profile (GPT-3 175B on A40, 8 stages,
 ~60 clocks per instruction, Perseus; read from ``../shared/reference/perseus-profiles/``), and
 the script checks that they visit the same plans (quantised time and clock of every op at
-every step). lowtime is skipped above ``--lowtime-max`` microbatches (minutes per size).
+every step). lowtime is skipped above ``--lowtime-max`` microbatches (minutes per size). Up to
+``--check-max`` microbatches the project's solver is run a second time asking lowtime's Rust
+code for every minimum cut as well, and the disagreements are counted (the Rust calls make that
+run as slow as lowtime's own minimum cuts). The first size's time includes compiling the
+kernels unless numba's cache already holds them.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/pipeline_planner.py --microbatches 12,24,48,96
 """
@@ -17,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from mlenergy.estimate.reference import reference_dir
+from mlenergy.optimize.fast_solver import FastPhillipsDessouky
 from mlenergy.optimize.frontier import build_frontier, solve_frontier
 from mlenergy.optimize.pipeline_dag import build_pipeline_dag
 from mlenergy.optimize.profile import profile_from_table
@@ -39,6 +44,15 @@ def run(profile, microbatches: int, solver: str, unit: float, p_blocking: float)
     start = time.perf_counter()
     trace = solve_frontier(pdag, solver)  # type: ignore[arg-type]
     return time.perf_counter() - start, trace
+
+
+def check_cuts(profile, microbatches: int, unit: float, p_blocking: float) -> str:
+    """Run the project's solver asking lowtime's Rust code for every cut too; count mismatches."""
+    pdag = build_pipeline_dag(profile, microbatches, p_blocking, unit)
+    solver = FastPhillipsDessouky(pdag.dag, check_cuts=True)
+    for _ in solver.steps():
+        pass
+    return f"{solver.cut_mismatches} of {solver.cut_calls} cuts differ from lowtime's Rust code"
 
 
 def same_answer(a, b) -> str:
@@ -68,6 +82,7 @@ def main() -> None:
     ap.add_argument("--p-blocking", type=float, default=70.38)
     ap.add_argument("--profile", default="gpt3-175b_a40.csv")
     ap.add_argument("--lowtime-max", type=int, default=24)
+    ap.add_argument("--check-max", type=int, default=24)
     args = ap.parse_args()
     profile = load_profile(args.profile)
     opts = {len(v) for v in profile.options.values()}
@@ -84,6 +99,8 @@ def main() -> None:
             line += f"answer: {same_answer(low, fast)}"
         else:
             line += ", lowtime skipped"
+        if mb <= args.check_max:
+            line += "; " + check_cuts(profile, mb, args.time_unit, args.p_blocking)
         print(line, flush=True)
 
 

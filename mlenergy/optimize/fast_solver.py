@@ -1,24 +1,24 @@
-"""lowtime's Phillips-Dessouky solver with its graph bookkeeping done on plain lists.
+"""lowtime's Phillips-Dessouky solver, run on arrays with compiled kernels.
 
 Each step of :class:`lowtime.solver.PhillipsDessouky` (1) finds the critical edges of the
 activity-on-arc DAG, (2) annotates their flow bounds, (3) finds a minimum cut (lowtime's Rust
-code) and (4) shortens the cut by one time unit. lowtime does (1) by copying the whole networkx
-graph and walking it with attrs-validated attribute writes, which dominates its run time on
-pipelines of thousands of instructions. :class:`FastPhillipsDessouky` computes the same critical
-edges with an integer longest-path pass over precomputed adjacency lists and hands lowtime's own
-``annotate_capacities``, ``format_rust_inputs``, Rust ``find_min_cut`` and ``reduce_durations``
-a small graph view holding exactly those edges, with the nodes and edges in the order lowtime's
-critical DAG has them, so the Rust code gets exactly the input it gets under lowtime and every
-step's answer is the same (``benchmarks/pipeline_planner.py`` checks it against the unmodified
-solver). The minimum cut itself, lowtime's Rust code, is then most of the time. Its input is
-the list of critical edges with their flow bounds (and the fixed node list, source and sink);
-where a step's input equals the previous step's (about half the steps on a measured 8-stage
-profile: the cut moves along a piecewise-linear cost segment), the previous cut is reused
-instead of calling the Rust code again. The Rust code is a deterministic function of that input
-(the same input gives the same cut on every call), so this changes no answer. Shrinking its
-graph (contracting dummy edges in series) was tried and rejected: equal-cost cuts are then broken
-differently (lowtime's cut depends on 1e-6 residual thresholds), and the frontier moved by up
-to 0.1%.
+``find_min_cut``) and (4) shortens the cut by one time unit. lowtime does (1) and (4) on a
+networkx graph with attrs-validated attribute writes and (3) on hash maps rebuilt every step;
+on pipelines of thousands of instructions that takes minutes. :class:`FastPhillipsDessouky` runs
+the same four operations on arrays (:mod:`mlenergy.optimize.pd_kernels`):
+
+* the flow bounds of an edge depend only on its operation and duration, so they are lowtime's
+  own ``annotate_capacities`` result, tabulated once per operation spec and duration;
+* the minimum cut is lowtime's Rust algorithm ported operation for operation (the same two
+  Edmonds-Karp maximum flows on the same float capacities, in the same search order), so it
+  returns the cut lowtime's code returns; where the port meets a case it does not reproduce
+  (lowtime would panic, or its final search reaches the sink) the step asks lowtime's Rust code;
+* where a step's cut input (the critical edges with their bounds) equals the previous step's,
+  the previous cut is reused: the cut is a deterministic function of that input.
+
+``benchmarks/pipeline_planner.py`` compares every step's plan with the unmodified lowtime solver,
+and ``check_cuts=True`` also asks lowtime's Rust code at every step and counts disagreements
+(useful on instances where the unmodified solver takes too long to compare against).
 """
 
 from __future__ import annotations
@@ -27,126 +27,181 @@ from collections.abc import Iterator
 from typing import Any
 
 import networkx as nx
+import numpy as np
 from lowtime import _lowtime_rs
 from lowtime.exceptions import LowtimeFlowError
 from lowtime.graph_utils import aon_dag_to_aoa_dag
+from lowtime.operation import Operation
 from lowtime.solver import FP_ERROR, PhillipsDessouky
 
+from mlenergy.optimize import pd_kernels as kern
 
-class CriticalView:
-    """The part of the networkx API lowtime's solver methods use, over the critical edges.
+
+class _OneEdge:
+    """The part of the networkx API ``annotate_capacities`` reads, over one edge."""
+
+    def __init__(self, attrs: dict[str, Any]) -> None:
+        self._attrs = attrs
+
+    def edges(self, data: bool = False) -> list:
+        return [(0, 1, self._attrs)]
+
+
+class ArcTable:
+    """Paired arcs of the flow network, in the Rust code's visiting order.
+
+    Nodes ``0..n-1`` are the DAG's (their lowtime ids), ``n`` and ``n+1`` the super source and
+    sink of the feasible-flow pass. Each DAG edge, each super-source and super-sink link and the
+    sink-to-source link is a pair of arcs; the arcs leaving a node are sorted by head.
 
     Args:
-        nodes: Every node of the activity-on-arc DAG, in its order.
-        edges: Critical edges ``(u, v, attrs)`` in the DAG's edge order.
+        num_nodes: Nodes of the DAG.
+        tail: Tail of each DAG edge.
+        head: Head of each DAG edge.
         source: Source node.
         sink: Sink node.
-        indices: Index of each critical edge in the DAG's edge list.
     """
 
     def __init__(
-        self,
-        nodes: list[int],
-        edges: list[tuple[int, int, dict[str, Any]]],
-        source: int,
-        sink: int,
-        indices: list[int] | None = None,
+        self, num_nodes: int, tail: np.ndarray, head: np.ndarray, source: int, sink: int
     ) -> None:
-        self.nodes = nodes
-        self._edges = edges
-        self.indices = indices if indices is not None else []
-        self._adj: dict[int, dict[int, dict[str, Any]]] = {}
-        for u, v, attrs in edges:
-            self._adj.setdefault(u, {})[v] = attrs
-        self.graph = {"source_node": source, "sink_node": sink}
-
-    def edges(self, data: bool = False) -> list:
-        """Edges ``(u, v, attrs)`` (``data=True``) or ``(u, v)``."""
-        return self._edges if data else [(u, v) for u, v, _ in self._edges]
-
-    def successors(self, node: int) -> list[int]:
-        """Heads of the critical edges leaving ``node``."""
-        return list(self._adj.get(node, ()))
-
-    def __getitem__(self, node: int) -> dict[int, dict[str, Any]]:
-        return self._adj.get(node, {})
+        n, m = num_nodes, len(tail)
+        nodes = np.arange(n, dtype=np.int64)
+        # Pairs: DAG edges, super source -> u, u -> super sink, sink -> source.
+        pair_from = np.concatenate([tail, np.full(n, n), nodes, [sink]]).astype(np.int64)
+        pair_to = np.concatenate([head, nodes, np.full(n, n + 1), [source]]).astype(np.int64)
+        arc_from = np.concatenate([pair_from, pair_to])
+        arc_to = np.concatenate([pair_to, pair_from])
+        order = np.lexsort((arc_to, arc_from))
+        position = np.empty_like(order)
+        position[order] = np.arange(len(order))
+        pairs = len(pair_from)
+        self.arc_head = arc_to[order]
+        self.rev = np.concatenate([position[pairs:], position[:pairs]])[order]
+        self.row_start = np.searchsorted(arc_from[order], np.arange(n + 3)).astype(np.int64)
+        self.edge_arc = position[:m]
+        self.src_arc = position[m : m + n]
+        self.snk_arc = position[m + n : m + 2 * n]
+        self.back_arc = int(position[m + 2 * n])
 
 
 class FastPhillipsDessouky(PhillipsDessouky):
-    """:class:`lowtime.solver.PhillipsDessouky` with a list-based critical-path pass."""
+    """:class:`lowtime.solver.PhillipsDessouky` on arrays, with the same answer.
+
+    Args:
+        dag: Activity-on-node DAG, as for lowtime's solver.
+        attr_name: Node attribute holding each operation.
+        check_cuts: Also ask lowtime's Rust code for every cut and count where it differs
+            (slow; the Rust cut is then the one used).
+    """
+
+    def __init__(self, dag: nx.DiGraph, attr_name: str = "op", check_cuts: bool = False) -> None:
+        super().__init__(dag, attr_name)
+        self.check_cuts = check_cuts
+        self.cut_calls = 0  # minimum cuts computed (not reused)
+        self.lowtime_calls = 0  # of those, asked of lowtime's Rust code
+        self.cut_mismatches = 0  # with check_cuts: port and Rust disagreed
 
     def _prepare(self) -> None:
         aoa = aon_dag_to_aoa_dag(self.aon_dag, attr_name=self.attr_name)
-        self.nodes = list(aoa.nodes)
-        self.source = aoa.graph["source_node"]
-        self.sink = aoa.graph["sink_node"]
-        self.edge_list = [(u, v, attrs[self.attr_name]) for u, v, attrs in aoa.edges(data=True)]
-        self.topo = list(nx.topological_sort(aoa))
-        index = {n: i for i, n in enumerate(self.topo)}
-        self.out_edges: list[list[int]] = [[] for _ in self.topo]
-        self.in_edges: list[list[int]] = [[] for _ in self.topo]
-        self.tail = [index[u] for u, _, _ in self.edge_list]
-        self.head = [index[v] for _, v, _ in self.edge_list]
-        for e, (t, h) in enumerate(zip(self.tail, self.head, strict=True)):
-            self.out_edges[t].append(e)
-            self.in_edges[h].append(e)
-        self.ops = [op for _, _, op in self.edge_list]
-        self.sink_index = index[self.sink]
-        # One attribute dict per edge, reused: annotate_capacities rewrites lb and ub each step.
-        self.edge_attrs = [{self.attr_name: op} for op in self.ops]
-        # (ub, lb) of each edge by its duration, as lowtime's annotate_capacities computes them.
-        self.bounds: list[dict[int, tuple[float, float]]] = [{} for _ in self.ops]
+        self.num_nodes = aoa.number_of_nodes()
+        if sorted(aoa.nodes) != list(range(self.num_nodes)):
+            raise ValueError("lowtime's activity-on-arc DAG should number its nodes 0..n-1")
+        self.source = int(aoa.graph["source_node"])
+        self.sink = int(aoa.graph["sink_node"])
+        edges = list(aoa.edges(data=True))
+        self.ops: list[Operation] = [attrs[self.attr_name] for _, _, attrs in edges]
+        self.tail = np.array([u for u, _, _ in edges], dtype=np.int64)
+        self.head = np.array([v for _, v, _ in edges], dtype=np.int64)
+        by_tail = np.argsort(self.tail, kind="stable")
+        self.out_edges = by_tail.astype(np.int64)
+        self.out_start = np.searchsorted(self.tail[by_tail], np.arange(self.num_nodes + 1))
+        self.topo = np.array(list(nx.topological_sort(aoa)), dtype=np.int64)
+        self.arcs = ArcTable(self.num_nodes, self.tail, self.head, self.source, self.sink)
+        self.is_dummy = np.array([op.is_dummy for op in self.ops], dtype=np.bool_)
+        self.min_d = np.array([0 if op.is_dummy else op.min_duration for op in self.ops])
+        self.max_d = np.array([0 if op.is_dummy else op.max_duration for op in self.ops])
+        self._tabulate()
 
-    def _durations(self) -> list[int]:
-        return [0 if op.is_dummy else op.duration for op in self.ops]
+    def _tabulate(self) -> None:
+        """Costs and lowtime's flow bounds of every (operation spec, duration)."""
+        rows: dict[int, int] = {}
+        specs: list[Operation] = []
+        self.cost_row = np.zeros(len(self.ops), dtype=np.int64)
+        for e, op in enumerate(self.ops):
+            key = -1 if op.is_dummy else id(op.spec)
+            if key not in rows:
+                rows[key] = len(specs)
+                specs.append(op)
+            self.cost_row[e] = rows[key]
+        width = max(int(self.max_d.max() - self.min_d.min()) + 1, 1)
+        self.cost_min = np.zeros(len(specs), dtype=np.int64)
+        self.costs = np.zeros((len(specs), width), dtype=np.float64)
+        self.lb_table = np.zeros((len(specs), width), dtype=np.float64)
+        self.ub_table = np.zeros((len(specs), width), dtype=np.float64)
+        for r, op in enumerate(specs):
+            if op.is_dummy:
+                self._annotate(r, 0, op)
+                continue
+            self.cost_min[r] = op.min_duration
+            saved = op.duration
+            for d in range(op.min_duration, op.max_duration + 1):
+                self.costs[r, d - op.min_duration] = op.get_cost(d)
+                op.duration = d
+                self._annotate(r, d - op.min_duration, op)
+            op.duration = saved
 
-    def critical(self) -> tuple[CriticalView, int]:
-        """The critical edges under the current durations, and the iteration time (units)."""
-        d = self._durations()
-        n = len(self.topo)
-        start = [0] * n  # earliest time each node is reached
-        for i in range(n):
-            s = start[i]
-            for e in self.out_edges[i]:
-                f = s + d[e]
-                h = self.head[e]
-                if f > start[h]:
-                    start[h] = f
-        total = start[self.sink_index]
-        finish = [total] * n  # latest time each node may be reached
-        for i in range(n - 1, -1, -1):
-            best = finish[i]
-            for e in self.out_edges[i]:
-                late = finish[self.head[e]] - d[e]
-                if late < best:
-                    best = late
-            if self.out_edges[i]:
-                finish[i] = best
-        tail, head, attrs, edge_list = self.tail, self.head, self.edge_attrs, self.edge_list
-        indices = [e for e in range(len(edge_list)) if start[tail[e]] + d[e] == finish[head[e]]]
-        edges = [(edge_list[e][0], edge_list[e][1], attrs[e]) for e in indices]
-        return CriticalView(self.nodes, edges, self.source, self.sink, indices), total
+    def _annotate(self, row: int, col: int, op: Operation) -> None:
+        attrs: dict[str, Any] = {self.attr_name: op}
+        self.annotate_capacities(_OneEdge(attrs))  # type: ignore[arg-type]
+        self.lb_table[row, col] = attrs["lb"]
+        self.ub_table[row, col] = attrs["ub"]
 
-    def rust_edges(self, view: CriticalView) -> list:
-        """The Rust min cut's edge input, as ``annotate_capacities`` + ``format_rust_inputs``.
+    def _bounds(self, durations: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        col = np.where(self.is_dummy, 0, durations - self.cost_min[self.cost_row])
+        return self.lb_table[self.cost_row, col], self.ub_table[self.cost_row, col]
 
-        Each edge's bounds are lowtime's own ``annotate_capacities`` result for the edge alone,
-        kept per duration (they depend only on the operation and its duration).
+    def cut_input(self) -> list:
+        """The minimum cut's edge input at the current plan, as lowtime's solver formats it."""
+        lb, ub = self._bounds(self.durations)
+        return self.rust_input(self.critical, lb, ub)
 
-        Returns:
-            ``((u, v), (capacity, flow, ub, lb))`` per critical edge, in the view's order.
-        """
-        out = []
-        for e, (u, v, attrs) in zip(view.indices, view.edges(data=True), strict=True):
-            duration = self.ops[e].duration
-            bounds = self.bounds[e].get(duration)
-            if bounds is None:
-                one = {self.attr_name: self.ops[e]}
-                self.annotate_capacities(CriticalView([], [(u, v, one)], u, v))
-                bounds = self.bounds[e][duration] = (one["ub"], one["lb"])
-            attrs["ub"], attrs["lb"] = bounds
-            out.append(((u, v), (0, 0, *bounds)))
-        return out
+    def rust_input(self, critical: np.ndarray, lb: np.ndarray, ub: np.ndarray) -> list:
+        """The Rust min cut's edge input for the critical edges, as lowtime formats it."""
+        return [
+            ((int(self.tail[e]), int(self.head[e])), (0, 0, float(ub[e]), float(lb[e])))
+            for e in np.nonzero(critical)[0]
+        ]
+
+    def _rust_cut(self, critical: np.ndarray, lb: np.ndarray, ub: np.ndarray) -> np.ndarray:
+        runner = _lowtime_rs.PhillipsDessouky(
+            FP_ERROR,
+            list(range(self.num_nodes)),
+            self.source,
+            self.sink,
+            self.rust_input(critical, lb, ub),
+        )
+        s_set, _ = runner.find_min_cut()
+        mask = np.zeros(self.num_nodes, dtype=np.bool_)
+        mask[list(s_set)] = True
+        return mask
+
+    def _cut(self, critical: np.ndarray, lb: np.ndarray, ub: np.ndarray) -> np.ndarray:
+        """Source side of lowtime's minimum cut (raises LowtimeFlowError like lowtime)."""
+        self.cut_calls += 1
+        a = self.arcs
+        mask = np.zeros(self.num_nodes, dtype=np.bool_)
+        status = kern.lowtime_min_cut(
+            a.row_start, a.arc_head, a.rev, a.edge_arc, a.src_arc, a.snk_arc, a.back_arc,
+            self.tail, self.head, critical, lb, ub, self.source, self.sink, FP_ERROR, mask,
+        )  # fmt: skip
+        if status == kern.CUT_ASK_LOWTIME or self.check_cuts:
+            self.lowtime_calls += 1
+            rust = self._rust_cut(critical, lb, ub)
+            if status == kern.CUT_OK and not np.array_equal(rust, mask):
+                self.cut_mismatches += 1
+            mask = rust
+        return mask
 
     def steps(self) -> Iterator[int]:
         """Run the solver; yield the quantised iteration time after each step.
@@ -155,26 +210,39 @@ class FastPhillipsDessouky(PhillipsDessouky):
         yield, exactly as with :meth:`PhillipsDessouky.run`.
         """
         self._prepare()
-        for op in self.ops:
+        durations = self.durations = self.max_d.copy()
+        for e, op in enumerate(self.ops):
             if not op.is_dummy:
-                op.duration = op.max_duration
-        view, _ = self.critical()
-        last_edges: list | None = None
-        last_cut: tuple[set[int], set[int]] = (set(), set())
+                op.duration = int(durations[e])
+        critical = self.critical = np.zeros(len(self.ops), dtype=np.bool_)
+        kern.critical_edges(
+            self.topo, self.out_start, self.out_edges, self.head, self.tail, durations,
+            self.sink, critical,
+        )  # fmt: skip
+        last_key: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        s_mask = np.zeros(self.num_nodes, dtype=np.bool_)
         while True:
-            edges = self.rust_edges(view)
-            if edges != last_edges:
+            lb, ub = self._bounds(durations)
+            lb, ub = np.where(critical, lb, 0.0), np.where(critical, ub, 0.0)
+            if last_key is None or not all(
+                np.array_equal(x, y) for x, y in zip(last_key, (critical, lb, ub), strict=True)
+            ):
                 try:
-                    runner = _lowtime_rs.PhillipsDessouky(
-                        FP_ERROR, self.nodes, self.source, self.sink, edges
-                    )
-                    last_cut = runner.find_min_cut()
+                    s_mask = self._cut(critical, lb, ub)
                 except LowtimeFlowError:
                     return
-                last_edges = edges
-            s_set, t_set = last_cut
-            cost_change = self.reduce_durations(view, s_set, t_set)
-            if cost_change == float("inf") or abs(cost_change) < FP_ERROR:
+                last_key = (critical.copy(), lb, ub)
+            before = durations.copy()
+            change = kern.reduce_durations(
+                self.tail, self.head, critical, s_mask, self.is_dummy, durations,
+                self.min_d, self.max_d, self.cost_row, self.cost_min, self.costs,
+            )  # fmt: skip
+            if change == float("inf") or abs(change) < FP_ERROR:
                 return
-            view, total = self.critical()
-            yield total
+            for e in np.nonzero(durations != before)[0]:
+                self.ops[e].duration = int(durations[e])
+            total = kern.critical_edges(
+                self.topo, self.out_start, self.out_edges, self.head, self.tail, durations,
+                self.sink, critical,
+            )  # fmt: skip
+            yield int(total)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from lowtime import _lowtime_rs
+from lowtime.graph_utils import aoa_to_critical_dag, aon_dag_to_aoa_dag
 from optimize_cases import UNIT
 
 from mlenergy.estimate.reference import reference_dir
 from mlenergy.optimize import fast_solver
-from mlenergy.optimize.fast_solver import CriticalView
+from mlenergy.optimize.fast_solver import FastPhillipsDessouky
 from mlenergy.optimize.frontier import solve_frontier
 from mlenergy.optimize.pipeline_dag import build_pipeline_dag
 from mlenergy.optimize.profile import ClockOption, PipelineProfile
@@ -31,61 +31,80 @@ def symmetric_linear_profile(stages: int, clocks: int, saving_j: float) -> Pipel
     return PipelineProfile(options, energy_source="emulated:test")
 
 
-class CountingRunner:
-    """lowtime's Rust runner, counting its calls."""
-
-    calls = 0
-
-    def __init__(self, *args) -> None:
-        self._runner = _lowtime_rs.PhillipsDessouky(*args)
-
-    def find_min_cut(self):
-        CountingRunner.calls += 1
-        return self._runner.find_min_cut()
-
-
-def solve_both(monkeypatch, stages: int, microbatches: int, clocks: int, saving_j: float):
-    """(lowtime's trace, the fast solver's trace, Rust min-cut calls of the fast solver)."""
+def solve_both(stages: int, microbatches: int, clocks: int, saving_j: float):
+    """(lowtime's trace, the fast solver's trace, the fast solver checking every cut)."""
     profile = symmetric_linear_profile(stages, clocks, saving_j)
     low = solve_frontier(build_pipeline_dag(profile, microbatches, P_BLOCK, UNIT), "lowtime")
-    rust = type("Rust", (), {"PhillipsDessouky": CountingRunner})
-    monkeypatch.setattr(fast_solver, "_lowtime_rs", rust, raising=True)
-    CountingRunner.calls = 0
     fast = solve_frontier(build_pipeline_dag(profile, microbatches, P_BLOCK, UNIT), "fast")
-    return low, fast, CountingRunner.calls
+    checked = FastPhillipsDessouky(
+        build_pipeline_dag(profile, microbatches, P_BLOCK, UNIT).dag, check_cuts=True
+    )
+    steps = sum(1 for _ in checked.steps())
+    assert steps == len(fast) - 1
+    return low, fast, checked
 
 
 @pytest.mark.parametrize("stages,microbatches,clocks", [(3, 4, 4), (4, 3, 5), (2, 6, 3)])
 @pytest.mark.parametrize("saving_j", [1.0, 2.5])
-def test_fast_solver_visits_lowtimes_plans_where_cuts_tie(
-    monkeypatch, stages, microbatches, clocks, saving_j
-):
-    low, fast, calls = solve_both(monkeypatch, stages, microbatches, clocks, saving_j)
+def test_fast_solver_visits_lowtimes_plans_where_cuts_tie(stages, microbatches, clocks, saving_j):
+    low, fast, checked = solve_both(stages, microbatches, clocks, saving_j)
     assert low.quant_time == fast.quant_time and len(low) > 3
     for i in range(len(low)):
         assert np.array_equal(low.knobs(i), fast.knobs(i))
-    assert 0 < calls <= len(fast) + 1
+    # Every cut the port computed equals the one lowtime's Rust code returns for that input.
+    assert checked.cut_calls > 0 and checked.cut_mismatches == 0
 
 
-def test_unchanged_flow_bounds_reuse_the_previous_cut(monkeypatch):
-    low, fast, calls = solve_both(monkeypatch, 3, 4, 4, 1.0)
-    assert calls < len(fast)
+def test_unchanged_flow_bounds_reuse_the_previous_cut():
+    low, fast, checked = solve_both(3, 4, 4, 1.0)
+    assert checked.cut_calls < len(fast)
     assert low.quant_time == fast.quant_time
     assert all(np.array_equal(low.knobs(i), fast.knobs(i)) for i in range(len(low)))
+
+
+def test_a_cut_the_port_cannot_vouch_for_is_asked_of_lowtime(monkeypatch):
+    """Where the compiled cut reports a case it does not reproduce, lowtime's Rust code answers."""
+    profile = symmetric_linear_profile(2, 3, 1.0)
+    monkeypatch.setattr(
+        fast_solver.kern, "lowtime_min_cut", lambda *args: fast_solver.kern.CUT_ASK_LOWTIME
+    )
+    solver = FastPhillipsDessouky(build_pipeline_dag(profile, 3, P_BLOCK, UNIT).dag)
+    steps = sum(1 for _ in solver.steps())
+    low = solve_frontier(build_pipeline_dag(profile, 3, P_BLOCK, UNIT), "lowtime")
+    assert steps == len(low) - 1
+    assert solver.lowtime_calls == solver.cut_calls > 0
 
 
 @pytest.mark.skipif(reference_dir() is None, reason="no reference data")
 def test_min_cut_input_equals_lowtimes_annotation_at_every_step():
     pdag = build_pipeline_dag(load_perseus_profile("bloom-176b"), 2, 70.38, 0.01)
-    solver = fast_solver.FastPhillipsDessouky(pdag.dag)
+    solver = fast_solver.FastPhillipsDessouky(pdag.dag, check_cuts=True)
+    aoa = aon_dag_to_aoa_dag(pdag.dag)
     checked = 0
     for _ in solver.steps():
-        view, _ = solver.critical()
-        ours = solver.rust_edges(view)
-        plain = CriticalView(
-            view.nodes, [(u, v, {"op": a["op"]}) for u, v, a in view.edges(True)], 0, 0
-        )
-        solver.annotate_capacities(plain)
-        assert ours == solver.format_rust_inputs(plain)[1]
+        critical = aoa_to_critical_dag(aoa)
+        solver.annotate_capacities(critical)
+        assert solver.cut_input() == solver.format_rust_inputs(critical)[1]
         checked += 1
-    assert checked > 10
+    assert checked > 10 and solver.cut_mismatches == 0
+
+
+def test_the_ports_maximum_flow_is_the_crates_on_a_small_network():
+    """Two paths of capacity 1 and 2 and a cross arc: the flow the crate's order finds."""
+    from mlenergy.optimize.edmonds_karp import edmonds_karp, live_rows
+    from mlenergy.optimize.fast_solver import ArcTable
+
+    tail = np.array([0, 0, 1, 2, 1], dtype=np.int64)
+    head = np.array([1, 2, 3, 3, 2], dtype=np.int64)
+    arcs = ArcTable(4, tail, head, 0, 3)
+    residual = np.zeros(len(arcs.arc_head))
+    flow = np.zeros(len(arcs.arc_head))
+    for e, cap in enumerate([2.0, 1.0, 1.0, 3.0, 5.0]):
+        residual[arcs.edge_arc[e]] = cap
+    live = residual > 0
+    live[arcs.rev[live]] = True
+    starts, rows = live_rows(arcs.row_start, live)
+    edmonds_karp(starts, rows, arcs.arc_head, arcs.rev, residual, flow, 0, 3, np.empty(0, np.int64))
+    edge_flow = flow[arcs.edge_arc]
+    # 0-1-3 (1), 0-2-3 (1), then 0-1-2-3 (1): the breadth-first order of ascending heads.
+    assert edge_flow.tolist() == [2.0, 1.0, 1.0, 2.0, 1.0]
