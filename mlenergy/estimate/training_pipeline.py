@@ -27,6 +27,10 @@ blocking power (the GPU's idle power, as ``mlenergy optimize pipeline --from-est
 assumes when no ``--p-blocking`` is given) while it waits. Memory per GPU: the stage's bf16
 weights and gradients, its Adam shard and the activations of the microbatches a 1F1B stage
 holds in flight (stage ``i`` holds up to ``pp - i``, so the first stage is the worst).
+
+Below the maximum clock the per-instruction model's voltage knee applies (as in the pipeline
+profile), while the single-stage step keeps its linear voltage: at a locked low clock a
+one-stage and a many-stage estimate differ in that term too.
 """
 
 from __future__ import annotations
