@@ -103,6 +103,13 @@ def estimate_cmd(
         int | None,
         typer.Option(help="Training mode: one optimizer step of --batch-size x this many tokens."),
     ] = None,
+    microbatches: Annotated[
+        int | None,
+        typer.Option(
+            help="Training with --pipeline-parallel: microbatches per data-parallel replica "
+            "(default: microbatch size 1)."
+        ),
+    ] = None,
     batch: Annotated[Path | None, typer.Option(help="Batch input CSV.")] = None,
     out: Annotated[Path | None, typer.Option(help="Batch output CSV.")] = None,
     configs_dir: Annotated[Path | None, typer.Option(help="Folder of <org>__<name>.json.")] = None,
@@ -135,6 +142,8 @@ def estimate_cmd(
             num_gpus=num_gpus,
             tensor_parallel=tensor_parallel,
             data_parallel=data_parallel,
+            pipeline_parallel=pipeline_parallel,
+            microbatches=microbatches,
             precision=precision,
             sm_clock=sm_clock,
             configs_dir=configs_dir,
@@ -227,6 +236,8 @@ def _estimate_training(
     num_gpus: int | None,
     tensor_parallel: int,
     data_parallel: int,
+    pipeline_parallel: int,
+    microbatches: int | None,
     precision: str | None,
     sm_clock: float | None,
     configs_dir: Path | None,
@@ -236,6 +247,7 @@ def _estimate_training(
     """Estimate and print one optimizer step of ``batch_size`` x ``seq_len`` tokens."""
     from mlenergy.estimate.report import format_training
     from mlenergy.estimate.training import estimate_training
+    from mlenergy.estimate.training_pipeline import format_pipeline
 
     est = estimate_training(
         model,
@@ -249,8 +261,13 @@ def _estimate_training(
         sm_clock_mhz=sm_clock,
         configs_dir=configs_dir,
         coefficients=coef,
+        pipeline_parallel=pipeline_parallel,
+        microbatches=microbatches,
     )
-    typer.echo(json.dumps(est.to_dict(), indent=1) if as_json else format_training(est, model))
+    text = format_training(est, model)
+    if est.pipeline_parallel > 1:
+        text += "\n" + format_pipeline(est)
+    typer.echo(json.dumps(est.to_dict(), indent=1) if as_json else text)
 
 
 def _save(estimates: list[Any], configs_dir: Path | None, target: Path) -> None:

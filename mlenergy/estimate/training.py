@@ -27,6 +27,7 @@ from mlenergy.estimate.coefficients import Coefficients, default_coefficients
 from mlenergy.estimate.configs import resolve_model
 from mlenergy.estimate.physics import effective_bandwidth
 from mlenergy.estimate.profile import build_profile, normalise_precision
+from mlenergy.estimate.training_pipeline import StageStep, pipelined_step
 
 TRAIN_MFU_PRIOR = 0.40
 """Achieved fraction of dense tensor peak in training matmuls (typical well-tuned MFU)."""
@@ -38,7 +39,16 @@ ACTIVATION_BYTES_PER_TOKEN_LAYER_HIDDEN = 34.0
 
 @dataclass(frozen=True)
 class TrainingEstimate:
-    """One training step (units in names; energy is GPU energy over all GPUs)."""
+    """One training step (units in names; energy is GPU energy over all GPUs).
+
+    The pipeline fields are set with ``pipeline_parallel > 1``
+    (:mod:`~mlenergy.estimate.training_pipeline`): ``microbatches`` per data-parallel replica
+    of ``microbatch_size`` sequences, the 1F1B ``bubble_fraction`` ``(pp - 1) / (m + pp - 1)``,
+    the energy GPUs draw while waiting (``blocking_energy_j`` at ``blocking_power_w`` each),
+    per-stage figures (``stages``), and the step's parts: ``pipeline_duration_s``,
+    ``gradient_sync_s`` and ``optimizer_update_s``. ``memory_gb_per_gpu`` is then the largest
+    stage's.
+    """
 
     model: str
     gpu: str
@@ -56,6 +66,16 @@ class TrainingEstimate:
     mfu: float
     memory_gb_per_gpu: float
     energy_source: str
+    pipeline_parallel: int = 1
+    microbatches: int = 1
+    microbatch_size: int | None = None
+    bubble_fraction: float = 0.0
+    blocking_energy_j: float | None = None
+    blocking_power_w: float | None = None
+    stages: tuple[StageStep, ...] = ()
+    pipeline_duration_s: float | None = None
+    gradient_sync_s: float | None = None
+    optimizer_update_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-dict form."""
@@ -74,6 +94,8 @@ def estimate_training(
     sm_clock_mhz: float | None = None,
     configs_dir: str | Path | None = None,
     coefficients: Coefficients | None = None,
+    pipeline_parallel: int = 1,
+    microbatches: int | None = None,
 ) -> TrainingEstimate:
     """Estimate one optimizer step of ``batch_size`` sequences of ``seq_len`` tokens.
 
@@ -89,6 +111,10 @@ def estimate_training(
         sm_clock_mhz: Locked SM clock (default: maximum).
         configs_dir: Folder of model configs.
         coefficients: Hardware/power coefficients (default: shipped).
+        pipeline_parallel: Pipeline stages; above 1 the step is the 1F1B schedule of
+            :mod:`~mlenergy.estimate.training_pipeline` (num_gpus = TP x PP x DP).
+        microbatches: Microbatches per data-parallel replica with ``pipeline_parallel > 1``
+            (default: the replica's sequences, microbatch size 1).
 
     Raises:
         UserError: Bad input or a step that does not fit in memory.
@@ -104,13 +130,33 @@ def estimate_training(
             f"tensor_parallel ({tensor_parallel}) does not divide num_attention_heads "
             f"({spec.num_heads})"
         )
-    n = num_gpus or tensor_parallel * (data_parallel or 1)
-    dp = data_parallel or max(n // tensor_parallel, 1)
-    if tensor_parallel * dp != n:
+    model_parallel = tensor_parallel * max(pipeline_parallel, 1)
+    n = num_gpus or model_parallel * (data_parallel or 1)
+    dp = data_parallel or max(n // model_parallel, 1)
+    if model_parallel * dp != n:
         raise UserError(
-            f"tensor_parallel x data_parallel ({tensor_parallel * dp}) != num_gpus ({n})"
+            f"tensor_parallel x pipeline_parallel x data_parallel ({model_parallel * dp}) != "
+            f"num_gpus ({n})",
+            "Pass --num-gpus as the product of the parallel degrees, or leave it out",
         )
     prof = build_profile(spec, prec)
+    if pipeline_parallel != 1 or microbatches is not None:
+        return _pipelined_estimate(
+            str(model),
+            c,
+            g,
+            prec,
+            spec,
+            prof,
+            n,
+            tensor_parallel,
+            dp,
+            pipeline_parallel,
+            batch_size,
+            seq_len,
+            microbatches,
+            float(sm_clock_mhz or g.max_sm_clock_mhz),
+        )
     tokens = batch_size * seq_len
     tokens_gpu = tokens / dp
     params_gpu = prof.total_params / tensor_parallel  # parameters this GPU computes with
@@ -185,6 +231,73 @@ def estimate_training(
         mfu=mfu,
         memory_gb_per_gpu=mem_gb,
         energy_source=energy_source(),
+    )
+
+
+def _pipelined_estimate(
+    model: str,
+    c: Coefficients,
+    g: GpuSpec,
+    prec: str,
+    spec: Any,
+    prof: Any,
+    n: int,
+    tp: int,
+    dp: int,
+    pp: int,
+    batch_size: int,
+    seq_len: int,
+    microbatches: int | None,
+    clock_mhz: float,
+) -> TrainingEstimate:
+    """:func:`estimate_training` of a pipeline-parallel step (``pp > 1`` or microbatches)."""
+    if pp == 1:
+        raise UserError(
+            "--microbatches applies to a pipeline (--pipeline-parallel > 1)",
+            "Leave --microbatches out, or pass --pipeline-parallel",
+        )
+    step = pipelined_step(
+        c,
+        g,
+        prec,
+        spec,
+        prof,
+        pipeline_parallel=pp,
+        tensor_parallel=tp,
+        data_parallel=dp,
+        batch_size=batch_size,
+        seq_len=seq_len,
+        microbatches=microbatches,
+        clock_mhz=clock_mhz,
+    )
+    tokens = batch_size * seq_len
+    return TrainingEstimate(
+        model=model,
+        gpu=g.name,
+        num_gpus=n,
+        tensor_parallel=tp,
+        data_parallel=dp,
+        precision=prec,
+        batch_size=int(batch_size),
+        seq_len=int(seq_len),
+        step_duration_s=step.step_s,
+        energy_per_step_j=step.energy_j,
+        energy_per_token_j=step.energy_j / tokens,
+        throughput_tokens_per_s=tokens / step.step_s,
+        avg_power_w=step.energy_j / step.step_s,
+        mfu=step.flops_per_gpu_s / (g.peak_tflops(prec) * 1e12),
+        memory_gb_per_gpu=max(s.memory_gb_per_gpu for s in step.stages),
+        energy_source=energy_source(),
+        pipeline_parallel=pp,
+        microbatches=step.microbatches,
+        microbatch_size=step.microbatch_size,
+        bubble_fraction=step.bubble_fraction,
+        blocking_energy_j=step.blocking_energy_j,
+        blocking_power_w=step.blocking_power_w,
+        stages=step.stages,
+        pipeline_duration_s=step.pipeline_s,
+        gradient_sync_s=step.sync_s,
+        optimizer_update_s=step.optimizer_s,
     )
 
 

@@ -18,27 +18,37 @@ Plain training loop::
     outcome = power_limit_outcome(plo, meter.energy_source)  # chosen limit, measured saving
     record = with_power_limit_tags(record, outcome)  # into the RunRecord
 
-Hugging Face ``Trainer``::
+Hugging Face ``Trainer`` (``Trainer`` needs ``accelerate``)::
 
     callback = hf_power_limit_callback(meter, objective="energy")
-    Trainer(model=model, args=args, train_dataset=ds, callbacks=[callback]).train()
+    trainer = Trainer(model=model, args=args, train_dataset=ds, callbacks=[callback])
+    with meter.window("train") as w:
+        trainer.train()
     outcome = power_limit_outcome(callback.optimizer, meter.energy_source)
+    record = trainer_run_record(trainer, w.result, meter, model_info, seq_len, outcome)
+
+An epoch's end interrupts the limit being profiled and Zeus starts that limit again in the
+next epoch, so every epoch must hold ``1 + warmup_steps + profile_steps`` optimizer steps or
+profiling never ends; the callback refuses such a run when training begins.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from zeus.optimizer.power_limit import Done, GlobalPowerLimitOptimizer
+from zeus.optimizer.power_limit import Done, GlobalPowerLimitOptimizer, HFGlobalPowerLimitOptimizer
 
 from mlenergy.errors import UserError
 from mlenergy.optimize.power_limit import zeus_selector
 
 if TYPE_CHECKING:
     from mlenergy.measure import EnergyMeter
-    from mlenergy.records import RunRecord
+    from mlenergy.measure.meter import WindowResult
+    from mlenergy.records import ModelInfo, RunRecord
 
 
 class MeterMonitor:
@@ -98,15 +108,62 @@ def power_limit_optimizer(
     )
 
 
-def hf_power_limit_callback(meter: EnergyMeter, objective: str = "zeus-cost", **kwargs: Any):
-    """Zeus's ``HFGlobalPowerLimitOptimizer`` (a ``TrainerCallback``) on the meter's monitor."""
-    from zeus.optimizer.power_limit import HFGlobalPowerLimitOptimizer
+class MeteredPowerLimitCallback(HFGlobalPowerLimitOptimizer):
+    """Zeus's ``HFGlobalPowerLimitOptimizer`` that refuses epochs too short to profile a limit.
 
+    Zeus cancels the limit being profiled at every epoch's end and profiles it again in the
+    next epoch, so with fewer than ``1 + warmup_steps + profile_steps`` optimizer steps per
+    epoch it never finishes and the limit stays at the maximum for the whole run.
+    """
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        """Check that one epoch holds the steps that profiling one limit needs.
+
+        Raises:
+            UserError: The epochs are too short (checked when the data loader has a length).
+        """
+        plo = self.optimizer
+        loader = kwargs.get("train_dataloader")
+        if isinstance(plo.state, Done) or loader is None or not hasattr(loader, "__len__"):
+            return
+        per_epoch = math.ceil(len(loader) / max(int(args.gradient_accumulation_steps), 1))
+        need = 1 + plo.warmup_steps + plo.profile_steps
+        if per_epoch < need:
+            raise UserError(
+                f"an epoch has {per_epoch} optimizer steps but profiling one power limit needs "
+                f"{need} (1 + warmup_steps {plo.warmup_steps} + profile_steps "
+                f"{plo.profile_steps}); Zeus restarts the limit at every epoch's end",
+                "Use fewer warmup/profile steps, or more batches per epoch",
+            )
+
+
+def hf_power_limit_callback(
+    meter: EnergyMeter,
+    objective: str = "zeus-cost",
+    eta: float = 0.5,
+    max_slowdown: float = 1.1,
+    wait_steps: int = 1,
+    warmup_steps: int = 10,
+    profile_steps: int = 40,
+    pl_step_w: int = 25,
+    profile_path: str | Path | None = None,
+) -> MeteredPowerLimitCallback:
+    """Zeus's ``HFGlobalPowerLimitOptimizer`` (a ``TrainerCallback``) on the meter's monitor.
+
+    Same arguments as :func:`power_limit_optimizer`; pass it in ``Trainer(callbacks=[...])``.
+    Its ``.optimizer`` is the Zeus optimizer :func:`power_limit_outcome` reads.
+    """
     monitor = MeterMonitor(meter)
-    eta = kwargs.pop("eta", 0.5)
-    max_slowdown = kwargs.pop("max_slowdown", 1.1)
     selector = zeus_selector(objective, eta, max_slowdown, world_size=len(monitor.gpu_indices))
-    return HFGlobalPowerLimitOptimizer(monitor, optimum_selector=selector, **kwargs)  # type: ignore[arg-type]
+    return MeteredPowerLimitCallback(
+        monitor,  # type: ignore[arg-type]
+        optimum_selector=selector,
+        wait_steps=wait_steps,
+        warmup_steps=warmup_steps,
+        profile_steps=profile_steps,
+        pl_step=pl_step_w,
+        profile_path=profile_path,
+    )
 
 
 @dataclass(frozen=True)
@@ -139,7 +196,8 @@ def power_limit_outcome(
     if not isinstance(state, Done):
         raise UserError(
             f"power-limit profiling is not finished (state {type(state).__name__})",
-            "Train for more steps: wait + (warmup + profile) steps per limit",
+            "Train for more steps: wait + (warmup + profile) steps per limit, within epochs of "
+            "at least 1 + warmup + profile steps",
         )
     chosen = state.optimal_power_limit // 1000
     by_limit = {m.power_limit: m for m in optimizer.measurements}
@@ -178,3 +236,65 @@ def with_power_limit_tags(record: RunRecord, outcome: PowerLimitOutcome) -> RunR
         }
     )
     return record.model_copy(update={"tags": tags})
+
+
+def trainer_run_record(
+    trainer: Any,
+    window: WindowResult,
+    meter: EnergyMeter,
+    model_info: ModelInfo,
+    seq_len: int,
+    outcome: PowerLimitOutcome,
+    task: str = "training",
+) -> RunRecord:
+    """The run record of a Hugging Face ``Trainer`` run measured in one meter window.
+
+    One ``train`` phase (the window's time and energy, ``steps x batch x seq_len`` tokens),
+    the meter's hardware and software provenance, and the power-limit tags of
+    :func:`with_power_limit_tags`.
+
+    Args:
+        trainer: The ``Trainer`` after ``train()``.
+        window: The meter window around ``train()``.
+        meter: The meter that measured it.
+        model_info: The trained model (:func:`mlenergy.models.info.model_info_from_config`).
+        seq_len: Tokens per training sequence.
+        outcome: What :func:`power_limit_outcome` returned.
+        task: Workload label.
+    """
+    from mlenergy.measure.provenance import collect_hardware, collect_software
+    from mlenergy.records import Phase, PhaseResult, RunRecord, Workload
+
+    args, steps = trainer.args, int(trainer.state.global_step)
+    batch = int(args.train_batch_size) * int(args.gradient_accumulation_steps)
+    batch *= max(int(args.world_size), 1)
+    phase = PhaseResult.from_totals(
+        Phase.TRAIN,
+        window.duration_s,
+        window.energy_j,
+        steps * batch * seq_len,
+        energy_by_device_j=window.energy_by_device_j if window.energy_j is not None else {},
+    )
+    start = window.start_time_s
+    record = RunRecord(
+        started_at=None if start is None else datetime.fromtimestamp(start, UTC),
+        ended_at=None if start is None else datetime.fromtimestamp(start + window.duration_s, UTC),
+        model=model_info,
+        workload=Workload(
+            kind="training",
+            task=task,
+            batch_size=batch,
+            input_tokens=seq_len,
+            output_tokens=0,
+            num_requests=steps * batch,
+            device=str(args.device),
+            steps=steps,
+            seq_len=seq_len,
+        ),
+        hardware=collect_hardware(meter),
+        software=collect_software(),
+        energy_source=window.energy_source,
+        scope=meter.scope,
+        phases=(phase,),
+    )
+    return with_power_limit_tags(record, outcome)
