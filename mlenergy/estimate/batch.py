@@ -248,10 +248,14 @@ def estimate_frame(
         ~np.isnan(cap) & ((cap < 1) | (cap != np.round(cap))),
         "max_num_seqs must be a whole number >= 1",
     )
+    offline, max_out = _row_modes(df, out_tok, flag)
     flag(
-        ~np.isnan(cap) & (batch > cap * BATCH_CAP_TOLERANCE),
+        ~offline & ~np.isnan(cap) & (batch > cap * BATCH_CAP_TOLERANCE),
         "batch_size exceeds max_num_seqs (the engine's concurrency cap)",
     )
+    # An offline job's requests beyond max_num_seqs queue: that many decode together.
+    jobs = batch
+    batch = np.where(offline & (cap >= 1) & (batch > cap), cap, batch)
     for col, arr in (
         ("num_gpus", ngpu),
         ("tensor_parallel", tp),
@@ -291,7 +295,6 @@ def estimate_frame(
                 None if np.isnan(limit[i]) else float(limit[i]),
                 spec,
             )
-    offline, max_out = _row_modes(df, out_tok, flag)
     flag((ep > 1) & (experts == 0), "expert_parallel > 1 needs an MoE model")
     flag((experts > 0) & (ep > experts), "expert_parallel exceeds num_experts")
 
@@ -332,7 +335,7 @@ def estimate_frame(
         for c in np.flatnonzero(np.array(key_note, dtype=object) != ""):  # variant config used
             rows = np.flatnonzero(codes == c)
             warn[rows] = [_join_notes(key_note[c], w) for w in warn[rows]]
-        pred = predict_modes(feat, coef, offline & good, max_out)
+        pred = predict_modes(feat, coef, offline & good, max_out, np.where(good, jobs, 1.0))
         for i in np.flatnonzero(good & pred["power_limit_infeasible"]):
             err[i] = power_limit_message(
                 float(limit[i]),

@@ -84,15 +84,21 @@ def decode_segments(
 
 
 def predict_offline(
-    f: dict[str, np.ndarray], c: Coefficients, max_output_tokens: np.ndarray
+    f: dict[str, np.ndarray],
+    c: Coefficients,
+    max_output_tokens: np.ndarray,
+    requests: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """:func:`~mlenergy.estimate.physics.predict` for offline jobs (see the module docstring).
 
     Args:
-        f: Feature arrays; ``batch`` is the job's number of requests, ``output_tokens``
+        f: Feature arrays; ``batch`` is the number of requests decoding together (the job's
+            requests, or the engine's concurrency cap when the job has more), ``output_tokens``
             their mean output length.
         c: Coefficients.
         max_output_tokens: Generation cap per row (tokens; NaN: none).
+        requests: Requests of the job per row (default: ``batch``). More requests than
+            ``batch`` queue (:func:`_with_queue`).
 
     Returns:
         The keys of :func:`~mlenergy.estimate.physics.predict` for the whole job:
@@ -100,8 +106,69 @@ def predict_offline(
         the prefill time spread per decode step (as in serving), plus ``job_duration_s`` and
         ``prefill_duration_s`` (wall time of the job and of its prefill, seconds).
     """
-    n_rows = len(f["batch"])
     serving = predict(f, c)
+    drain = _drain(f, c, max_output_tokens, serving)
+    if requests is None:
+        return drain
+    queued = np.maximum(np.asarray(requests, float) - f["batch"], 0.0)
+    return _with_queue(drain, serving, queued, f["output_tokens"])
+
+
+QUEUE_KEYS = (
+    "energy_per_token_j",
+    "energy_prefill_j",
+    "energy_decode_j",
+    *BREAKDOWN,
+)
+"""Per-token figures of a queued job, mixed by tokens from its two phases."""
+
+
+def _with_queue(
+    drain: dict[str, np.ndarray],
+    serving: dict[str, np.ndarray],
+    queued: np.ndarray,
+    output_tokens: np.ndarray,
+) -> dict[str, np.ndarray]:
+    """An offline job with more requests than run together: a queue, then the drain.
+
+    While requests wait, the engine keeps ``batch`` sequences decoding and admits a waiting
+    prompt whenever one ends: that is steady-state serving at ``batch`` (chunked prefill
+    included), for the ``queued`` requests beyond the last ``batch``. Those last ones then
+    drain as a job started together (the batch shrinking as they end); their staggered
+    starts are not modelled, so the drain keeps more sequences together than it would.
+
+    Args:
+        drain: :func:`_drain` of the last ``batch`` requests.
+        serving: :func:`~mlenergy.estimate.physics.predict` at ``batch``.
+        queued: Requests beyond the concurrency cap, per row.
+        output_tokens: Mean output length (tokens), per row.
+    """
+    tok_q = queued * output_tokens
+    t_q = tok_q / serving["throughput_tokens_per_s"]
+    tok_d = drain["throughput_tokens_per_s"] * drain["job_duration_s"]
+    t_d = drain["job_duration_s"]
+    tokens, t_total = tok_q + tok_d, t_q + t_d
+    out = dict(drain)
+    for name in QUEUE_KEYS:
+        out[name] = (serving[name] * tok_q + drain[name] * tok_d) / tokens
+    out["throughput_tokens_per_s"] = tokens / t_total
+    out["avg_power_w"] = out["energy_per_token_j"] * tokens / t_total
+    out["step_s"] = (serving["step_s"] * tok_q + drain["step_s"] * tok_d) / tokens
+    out["t_prefill_s"] = (serving["t_prefill_s"] * tok_q + drain["t_prefill_s"] * tok_d) / tokens
+    out["job_duration_s"] = t_total
+    steps_q = t_q / serving["step_s"]
+    out["prefill_duration_s"] = drain["prefill_duration_s"] + serving["t_prefill_s"] * steps_q
+    return out
+
+
+def _drain(
+    f: dict[str, np.ndarray],
+    c: Coefficients,
+    max_output_tokens: np.ndarray,
+    serving: dict[str, np.ndarray],
+) -> dict[str, np.ndarray]:
+    """The offline job of ``batch`` requests started together (the module docstring)."""
+    n_rows = len(f["batch"])
     alive, steps, position = decode_segments(f["output_tokens"], max_output_tokens)
     k = alive.shape[1]
     seg = {name: np.repeat(v, k) for name, v in f.items()}
@@ -160,6 +227,7 @@ def predict_modes(
     c: Coefficients,
     offline: np.ndarray,
     max_output_tokens: np.ndarray,
+    requests: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """Serving rows through :func:`predict`, offline rows through :func:`predict_offline`.
 
@@ -168,11 +236,14 @@ def predict_modes(
         c: Coefficients.
         offline: Which rows are offline jobs.
         max_output_tokens: Generation cap per row (NaN: none; serving rows ignore it).
+        requests: Requests of each offline job (default: ``batch``; more queue).
     """
     out = predict(f, c)
     idx = np.flatnonzero(offline)
     if len(idx):
-        sub = predict_offline({k: v[idx] for k, v in f.items()}, c, max_output_tokens[idx])
+        jobs = None if requests is None else np.asarray(requests, float)[idx]
+        sub_f = {k: v[idx] for k, v in f.items()}
+        sub = predict_offline(sub_f, c, max_output_tokens[idx], jobs)
         for key, arr in sub.items():
             if key in out:
                 merged = out[key].copy()

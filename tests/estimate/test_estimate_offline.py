@@ -127,3 +127,47 @@ def test_a_saved_offline_estimate_says_so(configs_dir):
     assert request.duration_s == pytest.approx(job.request_duration_s)
     assert request.throughput_tokens_per_s == pytest.approx(job.throughput_tokens_per_s)
     assert "mode" not in to_run_record(estimate(**KW, configs_dir=configs_dir), configs_dir).tags
+
+
+def test_requests_beyond_max_num_seqs_queue_at_the_cap(configs_dir):
+    at_cap = estimate(**{**KW, "batch_size": 64}, mode="offline", configs_dir=configs_dir)
+    serving = estimate(**{**KW, "batch_size": 64}, configs_dir=configs_dir)
+    queued = estimate(**KW, mode="offline", max_num_seqs=64, configs_dir=configs_dir)
+    long_queue = estimate(
+        **{**KW, "batch_size": 6400}, mode="offline", max_num_seqs=64, configs_dir=configs_dir
+    )
+    # 256 requests, 64 at a time: no faster than 64 together, and no faster than serving.
+    assert queued.throughput_tokens_per_s < 1.01 * max(
+        at_cap.throughput_tokens_per_s, serving.throughput_tokens_per_s
+    )
+    assert queued.request_duration_s == pytest.approx(
+        256 * 256 / queued.throughput_tokens_per_s, rel=1e-6
+    )
+    # A long queue is steady-state serving at the cap; the drain of the last 64 fades out.
+    assert long_queue.throughput_tokens_per_s == pytest.approx(
+        serving.throughput_tokens_per_s, rel=0.01
+    )
+    assert long_queue.avg_power_w == pytest.approx(serving.avg_power_w, rel=0.01)
+    assert long_queue.batch_size == 6400
+    # Only the sequences decoding together need KV cache: 6400 at once would not fit.
+    with pytest.raises(UserError, match="does not fit"):
+        estimate(**{**KW, "batch_size": 6400}, mode="offline", configs_dir=configs_dir)
+
+
+def test_batch_rows_queue_offline_jobs_only(configs_dir):
+    rows = pd.DataFrame(
+        [
+            dict(KW, batch_size=1024, max_num_seqs=128, mode="offline"),
+            dict(KW, batch_size=1024, max_num_seqs=128, mode=""),
+        ]
+    )
+    out = estimate_frame(rows, configs_dir=configs_dir)
+    single = estimate(
+        **{**KW, "batch_size": 1024}, mode="offline", max_num_seqs=128, configs_dir=configs_dir
+    )
+    assert out.loc[0, "error"] == ""
+    assert out.loc[0, "throughput_tokens_per_s"] == pytest.approx(
+        single.throughput_tokens_per_s, rel=1e-6
+    )
+    assert out.loc[0, "avg_power_w"] == pytest.approx(single.avg_power_w, rel=1e-6)
+    assert "exceeds max_num_seqs" in out.loc[1, "error"]
