@@ -171,3 +171,9 @@ def test_batch_rows_queue_offline_jobs_only(configs_dir):
     )
     assert out.loc[0, "avg_power_w"] == pytest.approx(single.avg_power_w, rel=1e-6)
     assert "exceeds max_num_seqs" in out.loc[1, "error"]
+
+
+@pytest.mark.parametrize("cap", [0, 2.5, -3])
+def test_a_bad_concurrency_cap_of_an_offline_job_names_the_field(configs_dir, cap):
+    with pytest.raises(UserError, match="max_num_seqs"):
+        estimate(**KW, mode="offline", max_num_seqs=cap, configs_dir=configs_dir)
