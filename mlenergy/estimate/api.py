@@ -25,7 +25,7 @@ from mlenergy.estimate.features import stack
 from mlenergy.estimate.host_bound import host_bound_note, is_host_bound
 from mlenergy.estimate.offline import predict_offline
 from mlenergy.estimate.physics import predict
-from mlenergy.estimate.prepare import prepare_config
+from mlenergy.estimate.prepare import offline_setup, prepare_config
 from mlenergy.estimate.serving import ServingSetup
 from mlenergy.estimate.task_defaults import has_value, input_tokens_for
 
@@ -232,6 +232,10 @@ def estimate(
         input_tokens_given=has_value(input_tokens),
         legacy_engine=is_legacy(engine_name),
     )
+    queue_note = ""
+    if mode_name == "offline":
+        equal = cap is None or cap <= output_tokens
+        w, queue_note = offline_setup(model, gpu, w, precision, configs_dir, equal)
     prep = prepare_config(model, gpu, w, precision, configs_dir)
     spec, prof, gpu_spec = prep.spec, prep.prof, prep.gpu
     feats = stack([prep.features])
@@ -247,6 +251,7 @@ def estimate(
     lo, hi = interval_factors(coef, gpu_spec.name, host, spec.kind)
     warnings = [note] if note else []
     warnings += prep.warnings
+    warnings += [queue_note] if queue_note else []
     if host:
         warnings.append(host_bound_note(coef.host_bound_rule))  # type: ignore[arg-type]
     e = out["energy_per_token_j"]

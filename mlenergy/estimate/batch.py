@@ -45,6 +45,7 @@ from mlenergy.estimate.memory import (
     fit_verdict,
     memory_bytes,
     memory_row,
+    offline_kv_limit,
     usable_bytes,
 )
 from mlenergy.estimate.offline import predict_modes
@@ -328,7 +329,13 @@ def estimate_frame(
         feat["power_limit"] = np.where(good, limit, np.nan)
         feat["legacy"] = np.array([is_legacy(e) for e in engines], dtype=float)
         feat["seqs"] = np.where(good & ~np.isnan(cap), cap, feat["batch"])
+        mem_gb = np.array([k[2] for k in key_info], dtype=float)[codes]
+        equal = np.isnan(max_out) | (max_out <= out_tok)
+        queue_notes = offline_kv_limit(feat, mem_gb, offline & good, equal)
+        feat["seqs"] = np.where(good & np.isnan(cap), feat["batch"], feat["seqs"])
         _memory_fit(feat, key_info, codes, in_given, good, err, warn)
+        for i in np.flatnonzero(queue_notes != ""):
+            warn[i] = _join_notes(warn[i], queue_notes[i])
         for i in np.flatnonzero(engine_notes != ""):  # engine taken from the task
             warn[i] = _join_notes(engine_notes[i], warn[i])
         good &= err == ""

@@ -17,6 +17,11 @@ end-of-sequence with a constant probability per token, and those still running a
 stop there: the stopping rate is the one that makes the mean ``O`` (``M = O``: all run to the
 cap). Pipeline parallelism without micro-batching runs one stage at a time: steps take
 ``pp`` times one stage's time and each GPU idles the rest.
+
+A job of more requests than decode together (the engine's ``max_num_seqs``, or what the KV
+cache holds) runs in phases (:func:`_combine`): waves of requests started together when all
+lengths are equal, else steady-state serving at the cap followed by the drain of the last
+batch.
 """
 
 from __future__ import annotations
@@ -98,7 +103,7 @@ def predict_offline(
         c: Coefficients.
         max_output_tokens: Generation cap per row (tokens; NaN: none).
         requests: Requests of the job per row (default: ``batch``). More requests than
-            ``batch`` queue (:func:`_with_queue`).
+            ``batch`` run in phases (:func:`_combine`).
 
     Returns:
         The keys of :func:`~mlenergy.estimate.physics.predict` for the whole job:
@@ -107,57 +112,76 @@ def predict_offline(
         ``prefill_duration_s`` (wall time of the job and of its prefill, seconds).
     """
     serving = predict(f, c)
-    drain = _drain(f, c, max_output_tokens, serving)
+    together = _drain(f, c, max_output_tokens, serving)
     if requests is None:
-        return drain
-    queued = np.maximum(np.asarray(requests, float) - f["batch"], 0.0)
-    return _with_queue(drain, serving, queued, f["output_tokens"])
+        return together
+    jobs, width, out_len = np.asarray(requests, float), f["batch"], f["output_tokens"]
+    # Equal lengths (no cap, or the cap is the mean): the batch runs in waves of ``width``
+    # requests started together, the last wave holding the rest.
+    waves = np.floor(jobs / width + 1e-9)
+    rest = jobs - waves * width
+    f_rest = {**f, "batch": np.maximum(rest, 1e-6)}
+    last = _drain(f_rest, c, max_output_tokens, predict(f_rest, c))
+    in_waves = _combine(together, [_job(together, waves), _job(last, (rest > 1e-6) * 1.0)])
+    # Varying lengths: a waiting request starts whenever a sequence ends.
+    queued = np.maximum(jobs - width, 0.0) * out_len
+    in_queue = _combine(together, [_served(serving, queued), _job(together, np.ones_like(jobs))])
+    equal = np.isnan(max_output_tokens) | (max_output_tokens <= out_len)
+    return {k: np.where(equal, in_waves[k], in_queue[k]) for k in in_queue}
 
 
-QUEUE_KEYS = (
+MIXED_KEYS = (
     "energy_per_token_j",
     "energy_prefill_j",
     "energy_decode_j",
+    "step_s",
+    "t_prefill_s",
     *BREAKDOWN,
 )
-"""Per-token figures of a queued job, mixed by tokens from its two phases."""
+"""Per-token figures of a job of several phases, mixed by the phases' output tokens."""
+
+Phase = tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]
+"""One phase of a job: output tokens, wall time, prefill time (s) and its per-token figures."""
 
 
-def _with_queue(
-    drain: dict[str, np.ndarray],
-    serving: dict[str, np.ndarray],
-    queued: np.ndarray,
-    output_tokens: np.ndarray,
-) -> dict[str, np.ndarray]:
-    """An offline job with more requests than run together: a queue, then the drain.
+def _job(job: dict[str, np.ndarray], times: np.ndarray) -> Phase:
+    """``times`` runs of a job of requests started together (:func:`_drain`)."""
+    tokens = job["throughput_tokens_per_s"] * job["job_duration_s"] * times
+    return tokens, job["job_duration_s"] * times, job["prefill_duration_s"] * times, job
 
-    While requests wait, the engine keeps ``batch`` sequences decoding and admits a waiting
-    prompt whenever one ends: that is steady-state serving at ``batch`` (chunked prefill
-    included), for the ``queued`` requests beyond the last ``batch``. Those last ones then
-    drain as a job started together (the batch shrinking as they end); their staggered
-    starts are not modelled, so the drain keeps more sequences together than it would.
 
-    Args:
-        drain: :func:`_drain` of the last ``batch`` requests.
-        serving: :func:`~mlenergy.estimate.physics.predict` at ``batch``.
-        queued: Requests beyond the concurrency cap, per row.
-        output_tokens: Mean output length (tokens), per row.
+def _served(serving: dict[str, np.ndarray], tokens: np.ndarray) -> Phase:
+    """Steady-state serving (:func:`~mlenergy.estimate.physics.predict`) of ``tokens``."""
+    t = tokens / serving["throughput_tokens_per_s"]
+    return tokens, t, serving["t_prefill_s"] * t / serving["step_s"], serving
+
+
+def _combine(base: dict[str, np.ndarray], phases: list[Phase]) -> dict[str, np.ndarray]:
+    """One job out of phases run one after the other (keys of :func:`_drain`).
+
+    An offline job of more requests than decode together (beyond ``max_num_seqs`` or the
+    KV cache) runs in phases: with equal output lengths, waves of requests started together
+    (the last holding the rest); with varying lengths, steady-state serving at the cap (a
+    waiting request starts whenever a sequence ends, chunked prefill included) for the
+    requests beyond the last ones, which then drain as a job started together (their
+    staggered starts are not modelled, so the drain keeps more sequences together than it
+    would).
     """
-    tok_q = queued * output_tokens
-    t_q = tok_q / serving["throughput_tokens_per_s"]
-    tok_d = drain["throughput_tokens_per_s"] * drain["job_duration_s"]
-    t_d = drain["job_duration_s"]
-    tokens, t_total = tok_q + tok_d, t_q + t_d
-    out = dict(drain)
-    for name in QUEUE_KEYS:
-        out[name] = (serving[name] * tok_q + drain[name] * tok_d) / tokens
+    tokens = sum(p[0] for p in phases)
+    t_total = sum(p[1] for p in phases)
+    out = dict(base)
+    for name in MIXED_KEYS:
+        out[name] = sum(p[3][name] * p[0] for p in phases) / tokens
     out["throughput_tokens_per_s"] = tokens / t_total
     out["avg_power_w"] = out["energy_per_token_j"] * tokens / t_total
-    out["step_s"] = (serving["step_s"] * tok_q + drain["step_s"] * tok_d) / tokens
-    out["t_prefill_s"] = (serving["t_prefill_s"] * tok_q + drain["t_prefill_s"] * tok_d) / tokens
     out["job_duration_s"] = t_total
-    steps_q = t_q / serving["step_s"]
-    out["prefill_duration_s"] = drain["prefill_duration_s"] + serving["t_prefill_s"] * steps_q
+    out["prefill_duration_s"] = sum(p[2] for p in phases)
+    active = [p for p in phases if p[3] is not base]
+    for p in active:
+        out["power_limit_infeasible"] = out["power_limit_infeasible"] | (
+            p[3]["power_limit_infeasible"] & (p[0] > 0)
+        )
+        out["min_clock_power_w"] = np.maximum(out["min_clock_power_w"], p[3]["min_clock_power_w"])
     return out
 
 
