@@ -127,6 +127,9 @@ def test_a_saved_offline_estimate_says_so(configs_dir):
     assert request.duration_s == pytest.approx(job.request_duration_s)
     assert request.throughput_tokens_per_s == pytest.approx(job.throughput_tokens_per_s)
     assert "mode" not in to_run_record(estimate(**KW, configs_dir=configs_dir), configs_dir).tags
+    queued = estimate(**KW, mode="offline", max_num_seqs=64, configs_dir=configs_dir)
+    rec = to_run_record(queued, configs_dir)
+    assert rec.workload.max_num_seqs == 64 and rec.workload.num_requests == 256
 
 
 def test_requests_beyond_max_num_seqs_queue_at_the_cap(configs_dir):
