@@ -93,6 +93,12 @@ def estimate_cmd(
         float | None,
         typer.Option(help="Offline: generation cap (>= --output-tokens); some stop early."),
     ] = None,
+    max_num_seqs: Annotated[
+        int | None,
+        typer.Option(
+            help="The engine's concurrency cap (all replicas); offline: more requests queue."
+        ),
+    ] = None,
     sm_clock: Annotated[float | None, typer.Option(help="Locked SM clock (MHz).")] = None,
     power_limit: Annotated[float | None, typer.Option(help="Power limit per GPU (W).")] = None,
     sweep: Annotated[
@@ -173,6 +179,7 @@ def estimate_cmd(
         coefficients=coef,
         mode=mode,
         max_output_tokens=max_output_tokens,
+        max_num_seqs=max_num_seqs,
     )
     estimates = _estimate_serving(base, sweep or [], plot, as_json)
     if save:

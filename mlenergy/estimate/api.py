@@ -25,7 +25,7 @@ from mlenergy.estimate.features import stack
 from mlenergy.estimate.host_bound import host_bound_note, is_host_bound
 from mlenergy.estimate.offline import predict_offline
 from mlenergy.estimate.physics import predict
-from mlenergy.estimate.prepare import prepare_config
+from mlenergy.estimate.prepare import offline_setup, prepare_config
 from mlenergy.estimate.serving import ServingSetup
 from mlenergy.estimate.task_defaults import has_value, input_tokens_for
 
@@ -106,6 +106,7 @@ class Estimate:
     engine: str = CURRENT_ENGINE  # serving engine (see mlenergy.estimate.engines)
     mode: str = "serving"  # or "offline": a fixed set of requests (see estimate.offline)
     max_output_tokens: float | None = None  # generation cap of an offline job (tokens)
+    max_num_seqs: float | None = None  # the engine's concurrency cap (all replicas)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-dict form (JSON-compatible)."""
@@ -125,6 +126,20 @@ def power_limit_message(limit_w: float | None, draw_w: float, out: dict[str, flo
         f"at the lowest SM clock {out['clock_mhz']:.0f} MHz; raise --power-limit to at least "
         f"{math.ceil(draw_w):.0f} W or lower the batch size"
     )
+
+
+def offline_concurrency(mode: str, batch_size: float, max_num_seqs: float | None) -> float:
+    """Sequences decoding together: an offline job's requests beyond ``max_num_seqs`` queue.
+
+    In serving mode (or without a valid cap) the batch itself; the input checks judge it.
+    """
+    if mode != "offline" or max_num_seqs is None:
+        return batch_size
+    try:
+        cap = float(max_num_seqs)
+    except (TypeError, ValueError):
+        return batch_size
+    return min(float(batch_size), cap) if cap >= 1 else batch_size
 
 
 def estimate(
@@ -172,15 +187,18 @@ def estimate(
         power_limit_w: Power limit per GPU in watts (default: TDP), with
             ``0 < power_limit_w <= tdp_w`` of one GPU; the clock is lowered until power fits.
             A limit below the draw at the lowest SM clock is an error.
-        max_num_seqs: The engine's concurrency cap (all replicas): ``batch_size`` may not
-            exceed it; it sizes the sampler workspace (default: ``batch_size``).
+        max_num_seqs: The engine's concurrency cap (all replicas): in serving mode
+            ``batch_size`` may not exceed it; an offline job of more requests runs this many
+            at a time, the rest queued; it sizes the sampler workspace (default:
+            ``batch_size``).
         engine: Engine profile (``leaderboard-v3-server``, ``leaderboard-v2-server`` or an
             alias such as ``vllm-0.11``); default: the one the task was measured with, else
             the current one (see :mod:`~mlenergy.estimate.engines`).
         configs_dir: Folder of ``<org>__<name>.json`` configs.
         coefficients: Model coefficients (default: the shipped calibration).
         mode: ``serving`` (steady state, the default) or ``offline``: ``batch_size``
-            requests started together, the batch shrinking as they end
+            requests started together (at most ``max_num_seqs`` at a time), the batch
+            shrinking as they end
             (:mod:`~mlenergy.estimate.offline`); throughput and power are then job means and
             ``request_duration_s`` is the job's wall time.
         max_output_tokens: Generation cap of an offline job (>= ``output_tokens``; default:
@@ -198,8 +216,9 @@ def estimate(
     engine_name = resolve_engine(engine, task)
     note = engine_note(engine, task, engine_name)
     n = _num_gpus(num_gpus, tensor_parallel, expert_parallel, data_parallel, pipeline_parallel)
+    together = offline_concurrency(mode_name, batch_size, max_num_seqs)
     w = ServingSetup(
-        batch_size=batch_size,
+        batch_size=together,
         input_tokens=input_tokens_for(task, input_tokens),
         output_tokens=output_tokens,
         num_gpus=n,
@@ -213,11 +232,16 @@ def estimate(
         input_tokens_given=has_value(input_tokens),
         legacy_engine=is_legacy(engine_name),
     )
+    queue_note = ""
+    if mode_name == "offline":
+        equal = cap is None or cap <= output_tokens
+        w, queue_note = offline_setup(model, gpu, w, precision, configs_dir, equal)
     prep = prepare_config(model, gpu, w, precision, configs_dir)
     spec, prof, gpu_spec = prep.spec, prep.prof, prep.gpu
     feats = stack([prep.features])
     if mode_name == "offline":
-        pred = predict_offline(feats, coef, np.array([np.nan if cap is None else cap]))
+        caps, jobs = np.array([np.nan if cap is None else cap]), np.array([float(batch_size)])
+        pred = predict_offline(feats, coef, caps, jobs)
     else:
         pred = predict(feats, coef)
     out = {k: float(v[0]) for k, v in pred.items()}
@@ -227,6 +251,7 @@ def estimate(
     lo, hi = interval_factors(coef, gpu_spec.name, host, spec.kind)
     warnings = [note] if note else []
     warnings += prep.warnings
+    warnings += [queue_note] if queue_note else []
     if host:
         warnings.append(host_bound_note(coef.host_bound_rule))  # type: ignore[arg-type]
     e = out["energy_per_token_j"]
@@ -274,6 +299,7 @@ def estimate(
         engine=engine_name,
         mode=mode_name,
         max_output_tokens=cap,
+        max_num_seqs=None if max_num_seqs is None else float(max_num_seqs),
     )
 
 

@@ -45,6 +45,7 @@ from mlenergy.estimate.memory import (
     fit_verdict,
     memory_bytes,
     memory_row,
+    offline_kv_limit,
     usable_bytes,
 )
 from mlenergy.estimate.offline import predict_modes
@@ -248,10 +249,14 @@ def estimate_frame(
         ~np.isnan(cap) & ((cap < 1) | (cap != np.round(cap))),
         "max_num_seqs must be a whole number >= 1",
     )
+    offline, max_out = _row_modes(df, out_tok, flag)
     flag(
-        ~np.isnan(cap) & (batch > cap * BATCH_CAP_TOLERANCE),
+        ~offline & ~np.isnan(cap) & (batch > cap * BATCH_CAP_TOLERANCE),
         "batch_size exceeds max_num_seqs (the engine's concurrency cap)",
     )
+    # An offline job's requests beyond max_num_seqs queue: that many decode together.
+    jobs = batch
+    batch = np.where(offline & (cap >= 1) & (batch > cap), cap, batch)
     for col, arr in (
         ("num_gpus", ngpu),
         ("tensor_parallel", tp),
@@ -291,7 +296,6 @@ def estimate_frame(
                 None if np.isnan(limit[i]) else float(limit[i]),
                 spec,
             )
-    offline, max_out = _row_modes(df, out_tok, flag)
     flag((ep > 1) & (experts == 0), "expert_parallel > 1 needs an MoE model")
     flag((experts > 0) & (ep > experts), "expert_parallel exceeds num_experts")
 
@@ -325,14 +329,20 @@ def estimate_frame(
         feat["power_limit"] = np.where(good, limit, np.nan)
         feat["legacy"] = np.array([is_legacy(e) for e in engines], dtype=float)
         feat["seqs"] = np.where(good & ~np.isnan(cap), cap, feat["batch"])
+        mem_gb = np.array([k[2] for k in key_info], dtype=float)[codes]
+        equal = np.isnan(max_out) | (max_out <= out_tok)
+        queue_notes = offline_kv_limit(feat, mem_gb, offline & good, equal)
+        feat["seqs"] = np.where(good & np.isnan(cap), feat["batch"], feat["seqs"])
         _memory_fit(feat, key_info, codes, in_given, good, err, warn)
+        for i in np.flatnonzero(queue_notes != ""):
+            warn[i] = _join_notes(warn[i], queue_notes[i])
         for i in np.flatnonzero(engine_notes != ""):  # engine taken from the task
             warn[i] = _join_notes(engine_notes[i], warn[i])
         good &= err == ""
         for c in np.flatnonzero(np.array(key_note, dtype=object) != ""):  # variant config used
             rows = np.flatnonzero(codes == c)
             warn[rows] = [_join_notes(key_note[c], w) for w in warn[rows]]
-        pred = predict_modes(feat, coef, offline & good, max_out)
+        pred = predict_modes(feat, coef, offline & good, max_out, np.where(good, jobs, 1.0))
         for i in np.flatnonzero(good & pred["power_limit_infeasible"]):
             err[i] = power_limit_message(
                 float(limit[i]),

@@ -113,6 +113,58 @@ def memory_bytes(
     return weights, workspace, kv, per_seq
 
 
+def kv_capacity(f: Mapping[str, np.ndarray | float], memory_gb: np.ndarray | float) -> np.ndarray:
+    """Sequences (all replicas) whose KV cache at their mean context fits beside the weights.
+
+    What is left of the usable memory after weights and workspace (:func:`memory_bytes`),
+    over one sequence's KV cache and state, times the replicas; ``inf`` for a model without
+    a per-sequence cache, 0 when the weights and workspace alone do not fit.
+    """
+    weights, workspace, _, per_seq = memory_bytes(f)
+    free = np.maximum(usable_bytes(memory_gb) - weights - workspace, 0.0)
+    safe = np.where(per_seq > 0, per_seq, 1.0)
+    return np.where(per_seq > 0, np.floor(free / safe) * f["dp"], np.inf)
+
+
+def queue_note(fit: float, context: float, peak: bool) -> str:
+    """The caveat of an offline job with more requests than the KV cache holds at once."""
+    at = "each reaching" if peak else "at a mean context of"
+    return (
+        f"at most {fit:g} sequences fit in the KV cache at once ({at} {context:.0f} "
+        "tokens): the job's other requests queue"
+    )
+
+
+def offline_kv_limit(
+    f: dict[str, np.ndarray],
+    memory_gb: np.ndarray,
+    offline: np.ndarray,
+    equal_lengths: np.ndarray,
+) -> np.ndarray:
+    """Offline jobs decode no more sequences together than the KV cache holds; the rest queue.
+
+    The engine admits a request only when its KV cache fits (vLLM's scheduler). With equal
+    output lengths the sequences of a batch grow together to ``I + O`` tokens, so that is
+    the context that must fit; with varying lengths (a steady stream at the cap) the mean
+    context ``I + O/2``, as in serving. Lowers ``f["batch"]`` in place for the ``offline``
+    rows whose batch does not fit (leaving rows where not even one sequence fits to the fit
+    rule) and returns each row's :func:`queue_note` (empty where nothing changed).
+    """
+    notes = np.full(len(offline), "", dtype=object)
+    if not np.any(offline):
+        return notes
+    out_len = np.asarray(f["output_tokens"], dtype=float)
+    # ``I + O/2`` of memory_bytes at twice the output length is the peak context I + O.
+    peak = {**f, "output_tokens": np.where(equal_lengths, 2.0 * out_len, out_len)}
+    fit = kv_capacity(peak, memory_gb)
+    limited = offline & (fit >= 1) & (fit < f["batch"])
+    context = f["input_tokens"] + np.where(equal_lengths, 1.0, 0.5) * out_len
+    for i in np.flatnonzero(limited):
+        notes[i] = queue_note(fit[i], context[i], bool(equal_lengths[i]))
+    f["batch"] = np.where(limited, fit, f["batch"])
+    return notes
+
+
 def fit_verdict(
     *,
     weights: float,

@@ -17,6 +17,11 @@ end-of-sequence with a constant probability per token, and those still running a
 stop there: the stopping rate is the one that makes the mean ``O`` (``M = O``: all run to the
 cap). Pipeline parallelism without micro-batching runs one stage at a time: steps take
 ``pp`` times one stage's time and each GPU idles the rest.
+
+A job of more requests than decode together (the engine's ``max_num_seqs``, or what the KV
+cache holds) runs in phases (:func:`_combine`): waves of requests started together when all
+lengths are equal, else steady-state serving at the cap followed by the drain of the last
+batch.
 """
 
 from __future__ import annotations
@@ -84,15 +89,21 @@ def decode_segments(
 
 
 def predict_offline(
-    f: dict[str, np.ndarray], c: Coefficients, max_output_tokens: np.ndarray
+    f: dict[str, np.ndarray],
+    c: Coefficients,
+    max_output_tokens: np.ndarray,
+    requests: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """:func:`~mlenergy.estimate.physics.predict` for offline jobs (see the module docstring).
 
     Args:
-        f: Feature arrays; ``batch`` is the job's number of requests, ``output_tokens``
+        f: Feature arrays; ``batch`` is the number of requests decoding together (the job's
+            requests, or the engine's concurrency cap when the job has more), ``output_tokens``
             their mean output length.
         c: Coefficients.
         max_output_tokens: Generation cap per row (tokens; NaN: none).
+        requests: Requests of the job per row (default: ``batch``). More requests than
+            ``batch`` run in phases (:func:`_combine`).
 
     Returns:
         The keys of :func:`~mlenergy.estimate.physics.predict` for the whole job:
@@ -100,8 +111,88 @@ def predict_offline(
         the prefill time spread per decode step (as in serving), plus ``job_duration_s`` and
         ``prefill_duration_s`` (wall time of the job and of its prefill, seconds).
     """
-    n_rows = len(f["batch"])
     serving = predict(f, c)
+    together = _drain(f, c, max_output_tokens, serving)
+    if requests is None:
+        return together
+    jobs, width, out_len = np.asarray(requests, float), f["batch"], f["output_tokens"]
+    # Equal lengths (no cap, or the cap is the mean): the batch runs in waves of ``width``
+    # requests started together, the last wave holding the rest.
+    waves = np.floor(jobs / width + 1e-9)
+    rest = jobs - waves * width
+    f_rest = {**f, "batch": np.maximum(rest, 1e-6)}
+    last = _drain(f_rest, c, max_output_tokens, predict(f_rest, c))
+    in_waves = _combine(together, [_job(together, waves), _job(last, (rest > 1e-6) * 1.0)])
+    # Varying lengths: a waiting request starts whenever a sequence ends.
+    queued = np.maximum(jobs - width, 0.0) * out_len
+    in_queue = _combine(together, [_served(serving, queued), _job(together, np.ones_like(jobs))])
+    equal = np.isnan(max_output_tokens) | (max_output_tokens <= out_len)
+    return {k: np.where(equal, in_waves[k], in_queue[k]) for k in in_queue}
+
+
+MIXED_KEYS = (
+    "energy_per_token_j",
+    "energy_prefill_j",
+    "energy_decode_j",
+    "step_s",
+    "t_prefill_s",
+    *BREAKDOWN,
+)
+"""Per-token figures of a job of several phases, mixed by the phases' output tokens."""
+
+Phase = tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]
+"""One phase of a job: output tokens, wall time, prefill time (s) and its per-token figures."""
+
+
+def _job(job: dict[str, np.ndarray], times: np.ndarray) -> Phase:
+    """``times`` runs of a job of requests started together (:func:`_drain`)."""
+    tokens = job["throughput_tokens_per_s"] * job["job_duration_s"] * times
+    return tokens, job["job_duration_s"] * times, job["prefill_duration_s"] * times, job
+
+
+def _served(serving: dict[str, np.ndarray], tokens: np.ndarray) -> Phase:
+    """Steady-state serving (:func:`~mlenergy.estimate.physics.predict`) of ``tokens``."""
+    t = tokens / serving["throughput_tokens_per_s"]
+    return tokens, t, serving["t_prefill_s"] * t / serving["step_s"], serving
+
+
+def _combine(base: dict[str, np.ndarray], phases: list[Phase]) -> dict[str, np.ndarray]:
+    """One job out of phases run one after the other (keys of :func:`_drain`).
+
+    An offline job of more requests than decode together (beyond ``max_num_seqs`` or the
+    KV cache) runs in phases: with equal output lengths, waves of requests started together
+    (the last holding the rest); with varying lengths, steady-state serving at the cap (a
+    waiting request starts whenever a sequence ends, chunked prefill included) for the
+    requests beyond the last ones, which then drain as a job started together (their
+    staggered starts are not modelled, so the drain keeps more sequences together than it
+    would).
+    """
+    tokens = sum(p[0] for p in phases)
+    t_total = sum(p[1] for p in phases)
+    out = dict(base)
+    for name in MIXED_KEYS:
+        out[name] = sum(p[3][name] * p[0] for p in phases) / tokens
+    out["throughput_tokens_per_s"] = tokens / t_total
+    out["avg_power_w"] = out["energy_per_token_j"] * tokens / t_total
+    out["job_duration_s"] = t_total
+    out["prefill_duration_s"] = sum(p[2] for p in phases)
+    active = [p for p in phases if p[3] is not base]
+    for p in active:
+        out["power_limit_infeasible"] = out["power_limit_infeasible"] | (
+            p[3]["power_limit_infeasible"] & (p[0] > 0)
+        )
+        out["min_clock_power_w"] = np.maximum(out["min_clock_power_w"], p[3]["min_clock_power_w"])
+    return out
+
+
+def _drain(
+    f: dict[str, np.ndarray],
+    c: Coefficients,
+    max_output_tokens: np.ndarray,
+    serving: dict[str, np.ndarray],
+) -> dict[str, np.ndarray]:
+    """The offline job of ``batch`` requests started together (the module docstring)."""
+    n_rows = len(f["batch"])
     alive, steps, position = decode_segments(f["output_tokens"], max_output_tokens)
     k = alive.shape[1]
     seg = {name: np.repeat(v, k) for name, v in f.items()}
@@ -160,6 +251,7 @@ def predict_modes(
     c: Coefficients,
     offline: np.ndarray,
     max_output_tokens: np.ndarray,
+    requests: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """Serving rows through :func:`predict`, offline rows through :func:`predict_offline`.
 
@@ -168,11 +260,14 @@ def predict_modes(
         c: Coefficients.
         offline: Which rows are offline jobs.
         max_output_tokens: Generation cap per row (NaN: none; serving rows ignore it).
+        requests: Requests of each offline job (default: ``batch``; more queue).
     """
     out = predict(f, c)
     idx = np.flatnonzero(offline)
     if len(idx):
-        sub = predict_offline({k: v[idx] for k, v in f.items()}, c, max_output_tokens[idx])
+        jobs = None if requests is None else np.asarray(requests, float)[idx]
+        sub_f = {k: v[idx] for k, v in f.items()}
+        sub = predict_offline(sub_f, c, max_output_tokens[idx], jobs)
         for key, arr in sub.items():
             if key in out:
                 merged = out[key].copy()

@@ -7,15 +7,23 @@ rule is in :mod:`~mlenergy.estimate.memory`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+import numpy as np
 
 from mlenergy.errors import UserError
 from mlenergy.estimate.catalog import GpuSpec, resolve_gpu
 from mlenergy.estimate.checks import check_workload
 from mlenergy.estimate.configs import resolve_model_config
 from mlenergy.estimate.features import feature_row
-from mlenergy.estimate.memory import fit_verdict, memory_bytes, memory_row, usable_bytes
+from mlenergy.estimate.memory import (
+    fit_verdict,
+    memory_bytes,
+    memory_row,
+    offline_kv_limit,
+    usable_bytes,
+)
 from mlenergy.estimate.profile import ModelProfile, build_profile, normalise_precision
 from mlenergy.estimate.serving import ServingSetup
 from mlenergy.models.architecture import ArchitectureSpec
@@ -151,6 +159,44 @@ def prepare_config(
         warnings += [warning] if warning else []
     feat = feature_row(prof, gpu_spec, workload)
     return Prepared(spec, prof, gpu_spec, feat, memory, tuple(warnings))
+
+
+def offline_setup(
+    model: str,
+    gpu: str | GpuSpec,
+    workload: ServingSetup,
+    precision: str | None = None,
+    configs_dir: str | Path | None = None,
+    equal_lengths: bool = True,
+) -> tuple[ServingSetup, str]:
+    """An offline job's setup with no more sequences together than the KV cache holds.
+
+    The engine admits a waiting request only when its KV cache fits (vLLM's scheduler), so
+    a job of more requests than fit at once runs as many as fit and queues the rest (as
+    beyond ``max_num_seqs``: :mod:`~mlenergy.estimate.offline`). With ``equal_lengths``
+    (no generation cap above the mean) a batch's sequences grow together to ``I + O``
+    tokens, which must fit (:func:`~mlenergy.estimate.memory.offline_kv_limit`).
+
+    Returns:
+        The setup (its ``batch_size`` the sequences decoding together) and a note (empty
+        when every sequence fits at once, or when not even one does: the memory check of
+        :func:`prepare_config` then reports why).
+
+    Raises:
+        UserError: Invalid input (as :func:`prepare_config`).
+    """
+    resolved = resolve_model_config(model, configs_dir)
+    spec = resolved.spec
+    prec = weight_precision(resolved.fp8, precision, spec.quant_method)
+    gpu_spec = resolve_gpu(gpu)
+    check_workload(workload, spec, gpu_spec)
+    prof = _profile(spec, prec)
+    f = {**feature_row(prof, gpu_spec, workload), **memory_row(spec, prof)}
+    f["seqs"] = workload.batch_size if workload.max_num_seqs is None else workload.max_num_seqs
+    arrays = {k: np.atleast_1d(np.asarray(v, dtype=float)) for k, v in f.items()}
+    one = np.array([True])
+    note = offline_kv_limit(arrays, np.array([gpu_spec.memory_gb]), one, one & equal_lengths)[0]
+    return replace(workload, batch_size=float(arrays["batch"][0])), note
 
 
 def prepare(

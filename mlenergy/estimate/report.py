@@ -55,7 +55,9 @@ def format_estimate(e: Estimate) -> str:
 
 def _offline_words(e: Estimate) -> str:
     cap = f", cap {e.max_output_tokens:g} tokens" if e.max_output_tokens else ""
-    return f", offline job of {e.batch_size:g} requests{cap}"
+    limit = e.max_num_seqs
+    queue = f", {limit:g} at a time" if limit is not None and limit < e.batch_size else ""
+    return f", offline job of {e.batch_size:g} requests{queue}{cap}"
 
 
 def format_training(est: TrainingEstimate, model: str) -> str:

@@ -67,6 +67,7 @@ def to_run_record(est: Estimate, configs_dir: str | Path | None = None) -> RunRe
         data_parallel=est.data_parallel,
         pipeline_parallel=est.pipeline_parallel,
         avg_output_tokens=est.output_tokens,
+        max_num_seqs=None if est.max_num_seqs is None else round(est.max_num_seqs),
     )
     hardware = Hardware(
         accelerator_model=gpu.name,

@@ -127,3 +127,106 @@ def test_a_saved_offline_estimate_says_so(configs_dir):
     assert request.duration_s == pytest.approx(job.request_duration_s)
     assert request.throughput_tokens_per_s == pytest.approx(job.throughput_tokens_per_s)
     assert "mode" not in to_run_record(estimate(**KW, configs_dir=configs_dir), configs_dir).tags
+    queued = estimate(**KW, mode="offline", max_num_seqs=64, configs_dir=configs_dir)
+    rec = to_run_record(queued, configs_dir)
+    assert rec.workload.max_num_seqs == 64 and rec.workload.num_requests == 256
+
+
+def test_requests_beyond_max_num_seqs_queue_at_the_cap(configs_dir):
+    at_cap = estimate(**{**KW, "batch_size": 64}, mode="offline", configs_dir=configs_dir)
+    serving = estimate(**{**KW, "batch_size": 64}, configs_dir=configs_dir)
+    queued = estimate(**KW, mode="offline", max_num_seqs=64, configs_dir=configs_dir)
+    long_queue = estimate(
+        **{**KW, "batch_size": 6400}, mode="offline", max_num_seqs=64, configs_dir=configs_dir
+    )
+    # 256 requests, 64 at a time: no faster than 64 together, and no faster than serving.
+    assert queued.throughput_tokens_per_s < 1.01 * max(
+        at_cap.throughput_tokens_per_s, serving.throughput_tokens_per_s
+    )
+    assert queued.request_duration_s == pytest.approx(
+        256 * 256 / queued.throughput_tokens_per_s, rel=1e-6
+    )
+    # Equal lengths: waves of 64 started together, each costing what one such job costs.
+    assert long_queue.throughput_tokens_per_s == pytest.approx(
+        at_cap.throughput_tokens_per_s, rel=1e-6
+    )
+    assert long_queue.avg_power_w == pytest.approx(at_cap.avg_power_w, rel=1e-6)
+    assert long_queue.request_duration_s == pytest.approx(100 * at_cap.request_duration_s)
+    assert long_queue.batch_size == 6400
+    # A last, part-filled wave decodes as long as a full one with fewer sequences.
+    one_more = estimate(
+        **{**KW, "batch_size": 6401}, mode="offline", max_num_seqs=64, configs_dir=configs_dir
+    )
+    lone = estimate(**{**KW, "batch_size": 1}, mode="offline", configs_dir=configs_dir)
+    assert one_more.request_duration_s == pytest.approx(
+        long_queue.request_duration_s + lone.request_duration_s, rel=1e-6
+    )
+    # Varying lengths (a cap above the mean): a waiting request starts whenever a sequence
+    # ends, so a long queue is steady-state serving at the cap; the drain fades out.
+    varied = dict(mode="offline", max_output_tokens=1024, configs_dir=configs_dir)
+    flowing = estimate(**{**KW, "batch_size": 64000}, max_num_seqs=64, **varied)
+    assert flowing.throughput_tokens_per_s == pytest.approx(
+        serving.throughput_tokens_per_s, rel=0.01
+    )
+    assert flowing.avg_power_w == pytest.approx(serving.avg_power_w, rel=0.01)
+    # Only the sequences decoding together need KV cache: 64 of them.
+    kv = long_queue.memory_gb_per_gpu["kv_cache"]
+    assert kv == pytest.approx(at_cap.memory_gb_per_gpu["kv_cache"], rel=1e-6)
+
+
+def test_a_job_larger_than_the_kv_cache_runs_what_fits_and_queues_the_rest(configs_dir):
+    big = {**KW, "batch_size": 6400}
+    with pytest.raises(UserError, match="does not fit"):
+        estimate(**big, configs_dir=configs_dir)  # serving: the batch itself must fit
+    job = estimate(**big, mode="offline", configs_dir=configs_dir)
+    assert "sequences fit in the KV cache at once" in job.warning
+    fit = int(job.warning.split("at most ")[1].split()[0])
+    assert 256 < fit < 6400
+    mem = job.memory_gb_per_gpu
+    assert mem["total"] <= mem["usable"]
+    at_fit = estimate(**big, mode="offline", max_num_seqs=fit, configs_dir=configs_dir)
+    assert job.throughput_tokens_per_s == pytest.approx(at_fit.throughput_tokens_per_s, rel=1e-6)
+    row = estimate_frame(pd.DataFrame([dict(big, mode="offline")]), configs_dir=configs_dir)
+    assert row.loc[0, "error"] == ""
+    assert row.loc[0, "warning"] == job.warning
+    assert row.loc[0, "throughput_tokens_per_s"] == pytest.approx(
+        job.throughput_tokens_per_s, rel=1e-6
+    )
+
+
+def test_batch_rows_queue_offline_jobs_only(configs_dir):
+    rows = pd.DataFrame(
+        [
+            dict(KW, batch_size=1024, max_num_seqs=128, mode="offline"),
+            dict(KW, batch_size=1024, max_num_seqs=128, mode=""),
+        ]
+    )
+    out = estimate_frame(rows, configs_dir=configs_dir)
+    single = estimate(
+        **{**KW, "batch_size": 1024}, mode="offline", max_num_seqs=128, configs_dir=configs_dir
+    )
+    assert out.loc[0, "error"] == ""
+    assert out.loc[0, "throughput_tokens_per_s"] == pytest.approx(
+        single.throughput_tokens_per_s, rel=1e-6
+    )
+    assert out.loc[0, "avg_power_w"] == pytest.approx(single.avg_power_w, rel=1e-6)
+    assert "exceeds max_num_seqs" in out.loc[1, "error"]
+
+
+@pytest.mark.parametrize("cap", [0, 2.5, -3])
+def test_a_bad_concurrency_cap_of_an_offline_job_names_the_field(configs_dir, cap):
+    with pytest.raises(UserError, match="max_num_seqs"):
+        estimate(**KW, mode="offline", max_num_seqs=cap, configs_dir=configs_dir)
+
+
+def test_equal_lengths_must_fit_at_their_full_context(configs_dir):
+    big = {**KW, "batch_size": 6400}
+    equal = estimate(**big, mode="offline", configs_dir=configs_dir)
+    varied = estimate(**big, mode="offline", max_output_tokens=1024, configs_dir=configs_dir)
+    assert "each reaching 768 tokens" in equal.warning  # 512 in + 256 out
+    assert "at a mean context of 640 tokens" in varied.warning
+
+    def fit(warning: str) -> int:
+        return int(warning.split("at most ")[1].split()[0])
+
+    assert fit(varied.warning) / fit(equal.warning) == pytest.approx(768 / 640, rel=0.01)
