@@ -46,6 +46,17 @@ def run(profile, microbatches: int, solver: str, unit: float, p_blocking: float)
     return time.perf_counter() - start, trace
 
 
+def repeated_share(profile, microbatches: int, unit: float, p_blocking: float) -> str:
+    """Share of feasible-flow augmentations repeated from the previous cut (a second run)."""
+    pdag = build_pipeline_dag(profile, microbatches, p_blocking, unit)
+    solver = FastPhillipsDessouky(pdag.dag)
+    for _ in solver.steps():
+        pass
+    rec = solver.feasible_record
+    total = rec.repeated + rec.searched
+    return f"{rec.repeated / total:.0%} of {total} feasible-flow augmentations repeated"
+
+
 def check_cuts(profile, microbatches: int, unit: float, p_blocking: float) -> str:
     """Run the project's solver asking lowtime's Rust code for every cut too; count mismatches."""
     pdag = build_pipeline_dag(profile, microbatches, p_blocking, unit)
@@ -83,6 +94,7 @@ def main() -> None:
     ap.add_argument("--profile", default="gpt3-175b_a40.csv")
     ap.add_argument("--lowtime-max", type=int, default=24)
     ap.add_argument("--check-max", type=int, default=24)
+    ap.add_argument("--shares", action="store_true", help="also count repeated augmentations")
     args = ap.parse_args()
     profile = load_profile(args.profile)
     opts = {len(v) for v in profile.options.values()}
@@ -93,6 +105,8 @@ def main() -> None:
     for mb in (int(x) for x in args.microbatches.split(",")):
         t_fast, fast = run(profile, mb, "fast", args.time_unit, args.p_blocking)
         line = f"8 x {mb:3d}: {len(fast):6d} steps, ours {t_fast:8.1f} s"
+        if args.shares:
+            line += " (" + repeated_share(profile, mb, args.time_unit, args.p_blocking) + ")"
         if mb <= args.lowtime_max:
             t_low, low = run(profile, mb, "lowtime", args.time_unit, args.p_blocking)
             line += f", lowtime {t_low:8.1f} s ({t_low / t_fast:.1f}x), "

@@ -10,7 +10,10 @@ it exactly; what it saves is search work:
 * the super source's neighbours are read from its row as the search reaches them instead of
   being queued one by one;
 * a search is not run from scratch: the previous search is edited where its augmentation
-  changed it and continued from the first expansion it changed (:func:`_edit_search`).
+  changed it and continued from the first expansion it changed (:func:`_edit_search`);
+* a pass on capacities that differ from a recorded pass's in a few arcs repeats the recorded
+  augmentations up to the first one those arcs can affect (:func:`unchanged_prefix`,
+  :func:`replay`) and searches only from there.
 
 Arcs come in pairs (``rev[a]`` is ``a``'s reverse) in a CSR table whose rows are sorted by head
 index, the order the crate's ``BTreeMap`` visits them.
@@ -25,7 +28,7 @@ from numba import njit
 F64_MAX = 1.7976931348623157e308
 
 # Search state pointers (``st``) and expansion-log columns (``log``).
-_STEPS, _NFOUND, _HEAD, _TAIL, _NEXT_SRC, _BREAK, _NPTR = 0, 1, 2, 3, 4, 5, 6
+_STEPS, _NFOUND, _HEAD, _TAIL, _NEXT_SRC, _BREAK, _AUG, _NPTR = 0, 1, 2, 3, 4, 5, 6, 7
 _NODE, _SRC, _LHEAD, _LTAIL, _LFOUND, _NLOG = 0, 1, 2, 3, 4, 5
 
 
@@ -62,7 +65,7 @@ def live_rows(row_start, live):
 
 
 @njit(cache=True)
-def edmonds_karp(starts, arcs, arc_head, rev, residual, flow, source, sink, first_arc):
+def edmonds_karp(starts, arcs, arc_head, rev, residual, flow, source, sink, first_arc, rec):
     """``pathfinding::edmonds_karp`` (sparse capacities) in place on ``residual`` and ``flow``.
 
     Each search is the crate's breadth-first search from ``source``: neighbours in row order,
@@ -89,6 +92,8 @@ def edmonds_karp(starts, arcs, arc_head, rev, residual, flow, source, sink, firs
         source: Source node.
         sink: Sink node.
         first_arc: Arc from the super source to each node, or empty.
+        rec: A :class:`PassRecord`'s arrays (``PassRecord.arrays``): the augmentations are
+            appended to it, numbered on from those it holds.
     """
     n = len(starts) - 1
     st = np.zeros(_NPTR, np.int64)
@@ -103,6 +108,8 @@ def edmonds_karp(starts, arcs, arc_head, rev, residual, flow, source, sink, firs
     log = np.empty((2 * n + 2, _NLOG), np.int64)  # per expansion: node (-1: undone) and state
     step_of = np.full(n, -1, np.int64)
     dele = np.empty(n + 1, np.int64)
+    touch, use, off, rec_arcs, count_rec = rec
+    st[_AUG] = count_rec[1]
     src_hi = starts[source + 1]
     st[_NEXT_SRC] = starts[source]
     if len(first_arc) == 0:
@@ -111,7 +118,7 @@ def edmonds_karp(starts, arcs, arc_head, rev, residual, flow, source, sink, firs
         st[_TAIL] = 1
         st[_NEXT_SRC] = src_hi
     while _search(
-        st, parent, queue, found, queue_pos, found_pos, log, step_of,
+        st, parent, queue, found, queue_pos, found_pos, log, step_of, touch,
         starts, arcs, arc_head, residual, source, sink, first_arc, src_hi,
     ):  # fmt: skip
         count = 0
@@ -125,6 +132,8 @@ def edmonds_karp(starts, arcs, arc_head, rev, residual, flow, source, sink, firs
             r = residual[path[i]]
             c = c if c < r else r
         _augment(rev, arc_head, residual, flow, parent, c, source, sink)
+        _record(st[_AUG], path, count, use, off, rec_arcs, count_rec)
+        st[_AUG] += 1
         _edit_search(
             st, parent, queue, found, queue_pos, found_pos, log, step_of, path, count, dele,
             starts, arcs, arc_head, rev, residual, source, sink, len(first_arc) > 0, src_hi,
@@ -133,11 +142,12 @@ def edmonds_karp(starts, arcs, arc_head, rev, residual, flow, source, sink, firs
 
 @njit(cache=True)
 def _search(
-    st, parent, queue, found, queue_pos, found_pos, log, step_of,
+    st, parent, queue, found, queue_pos, found_pos, log, step_of, touch,
     starts, arcs, arc_head, residual, source, sink, first_arc, src_hi,
 ):  # fmt: skip
     """Continue the breadth-first search from ``st``; True where it reached ``sink``."""
     lazy = len(first_arc) > 0
+    aug = st[_AUG]
     steps, n_found, head_q, tail_q, next_src = st[0], st[1], st[2], st[3], st[4]
     while True:
         pos = next_src
@@ -169,6 +179,8 @@ def _search(
         log[steps, _LTAIL] = tail_q
         step_of[node] = steps
         steps += 1
+        if touch[node] > aug:
+            touch[node] = aug
         for k in range(starts[node], starts[node + 1]):
             a = arcs[k]
             if not residual[a] > 0.0:
@@ -294,3 +306,88 @@ def _logged(node, step_of, log, steps):
     """Whether ``node`` was expanded in the first ``steps`` expansions of the log."""
     i = step_of[node]
     return 0 <= i < steps and log[i, 0] == node
+
+
+@njit(cache=True)
+def _record(index, path, count, use, off, rec_arcs, count_rec):
+    """Append augmentation ``index`` (its path arcs, sink first) to the pass record."""
+    for i in range(count):
+        if use[path[i]] > index:
+            use[path[i]] = index
+    count_rec[1] = index + 1
+    count_rec[3] += 1
+    if count_rec[0] < 0:
+        return
+    start = off[index]
+    if index + 1 >= len(off) or start + count > len(rec_arcs):
+        count_rec[0] = -1  # out of room: the record stops here and is not reused
+        return
+    rec_arcs[start : start + count] = path[:count]
+    off[index + 1] = start + count
+    count_rec[0] = index + 1
+
+
+@njit(cache=True)
+def replay(rec, upto, arc_head, rev, residual, flow):
+    """Apply the first ``upto`` recorded augmentations, exactly as the search applied them.
+
+    Each path's capacity is folded again from the source over the current residuals (the same
+    floats, where the record still holds) and pushed as :func:`_augment` pushes it. The record's
+    later entries are dropped, and its first-use and first-expansion marks from ``upto`` on.
+    """
+    touch, use, off, rec_arcs, count_rec = rec
+    for i in range(upto):
+        lo = off[i]
+        hi = off[i + 1]
+        c = F64_MAX
+        for k in range(hi - 1, lo - 1, -1):
+            r = residual[rec_arcs[k]]
+            c = c if c < r else r
+        for k in range(lo, hi):
+            a = rec_arcs[k]
+            b = rev[a]
+            direct = flow[a] + c
+            flow[a] = direct
+            flow[b] = -direct
+            residual[a] = residual[a] + (-c)
+            residual[b] = residual[b] + c
+    never = np.iinfo(np.int64).max
+    for v in range(len(touch)):
+        if touch[v] >= upto:
+            touch[v] = never
+    for a in range(len(use)):
+        if use[a] >= upto:
+            use[a] = never
+    count_rec[0] = upto
+    count_rec[1] = upto
+    count_rec[2] += upto
+
+
+@njit(cache=True)
+def unchanged_prefix(rec, old_cap, new_cap, arc_head, rev, source):
+    """How many recorded augmentations the pass on ``new_cap`` repeats (its first searches).
+
+    The two passes differ only in the arcs whose capacity differs. Before an arc is used by a
+    path its residual is its capacity, so one whose capacity changed but stays positive changes
+    nothing before its first use; one that gained or lost all capacity changes every search
+    that expands its tail (each scans it), from the first that did. An arc from the super
+    source that gained or lost capacity changes every search (each reads the source's row).
+    """
+    touch, use, _off, _rec_arcs, count_rec = rec
+    upto = count_rec[0]
+    if upto < 0:
+        return 0
+    for a in range(len(old_cap)):
+        if old_cap[a] == new_cap[a]:
+            continue
+        if (old_cap[a] > 0.0) != (new_cap[a] > 0.0):
+            tail = arc_head[rev[a]]
+            if tail == source:
+                return 0
+            if touch[tail] < upto:
+                upto = touch[tail]
+        if use[a] < upto:
+            upto = use[a]
+        if use[rev[a]] < upto:
+            upto = use[rev[a]]
+    return upto

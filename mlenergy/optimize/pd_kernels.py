@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from mlenergy.optimize.edmonds_karp import edmonds_karp, live_rows
+from mlenergy.optimize.edmonds_karp import edmonds_karp, live_rows, replay, unchanged_prefix
 
 #: lowtime's float tolerance (``lowtime.solver.FP_ERROR``).
 FP_ERROR = 1e-6
@@ -97,6 +97,9 @@ def lowtime_min_cut(
     sink,
     fp_error,
     s_mask,
+    rec1,
+    last_cap,
+    rec2,
 ):
     """The minimum cut lowtime finds on the critical edges with flow bounds ``lb`` and ``ub``.
 
@@ -117,6 +120,9 @@ def lowtime_min_cut(
         sink: Sink node.
         fp_error: lowtime's tolerance.
         s_mask: Output: True for the nodes on the source side.
+        rec1: Record of the previous cut's feasible-flow pass (``PassRecord.arrays``), updated.
+        last_cap: That pass's arc capacities, updated.
+        rec2: Scratch record for the second pass.
 
     Returns:
         :data:`CUT_OK`, or :data:`CUT_ASK_LOWTIME` where the Rust code would do something the
@@ -154,7 +160,12 @@ def lowtime_min_cut(
     live[back_arc] = True
     live[rev[back_arc]] = True
     starts, arcs = live_rows(row_start, live)
-    edmonds_karp(starts, arcs, arc_head, rev, residual, flow, s_prime, t_prime, src_arc)
+    # The previous cut's feasible-flow pass is repeated up to the first augmentation this
+    # pass's capacities can change, and only the rest is searched for.
+    upto = unchanged_prefix(rec1, last_cap, residual, arc_head, rev, s_prime)
+    last_cap[:] = residual
+    replay(rec1, upto, arc_head, rev, residual, flow)
+    edmonds_karp(starts, arcs, arc_head, rev, residual, flow, s_prime, t_prime, src_arc, rec1)
     for u in range(num_nodes):
         f_in = flow[src_arc[u]] if flow[src_arc[u]] > 0.0 else 0.0
         f_out = flow[snk_arc[u]] if flow[snk_arc[u]] > 0.0 else 0.0
@@ -187,7 +198,8 @@ def lowtime_min_cut(
             live[edge_arc[e]] = True
             live[rev[edge_arc[e]]] = True
     starts, arcs = live_rows(row_start, live)
-    edmonds_karp(starts, arcs, arc_head, rev, residual, flow, source, sink, src_arc[:0])
+    replay(rec2, 0, arc_head, rev, residual, flow)
+    edmonds_karp(starts, arcs, arc_head, rev, residual, flow, source, sink, src_arc[:0], rec2)
     for e in range(len(tail)):
         if critical[e]:
             a = edge_arc[e]

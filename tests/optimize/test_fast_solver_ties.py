@@ -92,7 +92,7 @@ def test_min_cut_input_equals_lowtimes_annotation_at_every_step():
 def test_the_ports_maximum_flow_is_the_crates_on_a_small_network():
     """Two paths of capacity 1 and 2 and a cross arc: the flow the crate's order finds."""
     from mlenergy.optimize.edmonds_karp import edmonds_karp, live_rows
-    from mlenergy.optimize.fast_solver import ArcTable
+    from mlenergy.optimize.fast_solver import ArcTable, PassRecord
 
     tail = np.array([0, 0, 1, 2, 1], dtype=np.int64)
     head = np.array([1, 2, 3, 3, 2], dtype=np.int64)
@@ -104,7 +104,46 @@ def test_the_ports_maximum_flow_is_the_crates_on_a_small_network():
     live = residual > 0
     live[arcs.rev[live]] = True
     starts, rows = live_rows(arcs.row_start, live)
-    edmonds_karp(starts, rows, arcs.arc_head, arcs.rev, residual, flow, 0, 3, np.empty(0, np.int64))
+    rec = PassRecord(6, len(arcs.arc_head), 8)
+    edmonds_karp(
+        starts, rows, arcs.arc_head, arcs.rev, residual, flow, 0, 3, np.empty(0, np.int64),
+        rec.arrays,
+    )  # fmt: skip
     edge_flow = flow[arcs.edge_arc]
     # 0-1-3 (1), 0-2-3 (1), then 0-1-2-3 (1): the breadth-first order of ascending heads.
     assert edge_flow.tolist() == [2.0, 1.0, 1.0, 2.0, 1.0]
+    assert rec.searched == 3 and rec.counts[0] == 3  # the three paths, recorded
+
+
+@pytest.mark.skipif(reference_dir() is None, reason="no reference data")
+def test_feasible_flow_repeats_the_previous_cuts_augmentations_with_the_same_cuts():
+    pdag = build_pipeline_dag(load_perseus_profile("gpt3-175b"), 3, 70.38, 0.001)
+    solver = FastPhillipsDessouky(pdag.dag, check_cuts=True)
+    steps = sum(1 for _ in solver.steps())
+    rec = solver.feasible_record
+    assert steps > 50 and solver.cut_mismatches == 0
+    assert rec.repeated > rec.searched > 0  # most augmentations repeat from cut to cut
+
+
+def test_unchanged_prefix_rules():
+    """Equal capacities repeat everything; a changed source arc repeats nothing."""
+    from mlenergy.optimize.edmonds_karp import replay, unchanged_prefix
+    from mlenergy.optimize.fast_solver import ArcTable, PassRecord
+
+    tail = np.array([0, 0, 1, 2], dtype=np.int64)
+    head = np.array([1, 2, 3, 3], dtype=np.int64)
+    arcs = ArcTable(4, tail, head, 0, 3)
+    rec = PassRecord(6, len(arcs.arc_head), 8)
+    rec.counts[:2] = 3  # three augmentations recorded, none of them using any arc
+    cap = np.zeros(len(arcs.arc_head))
+    cap[arcs.edge_arc] = [1.0, 2.0, 1.0, 2.0]
+    assert unchanged_prefix(rec.arrays, cap, cap.copy(), arcs.arc_head, arcs.rev, 4) == 3
+    changed = cap.copy()
+    changed[arcs.src_arc[2]] = 1.0  # node 2 becomes a neighbour of the super source
+    assert unchanged_prefix(rec.arrays, cap, changed, arcs.arc_head, arcs.rev, 4) == 0
+    rec.first_used[arcs.edge_arc[1]] = 1  # the second augmentation used edge 0 -> 2
+    bigger = cap.copy()
+    bigger[arcs.edge_arc[1]] = 5.0  # still positive: matters from its first use on
+    assert unchanged_prefix(rec.arrays, cap, bigger, arcs.arc_head, arcs.rev, 4) == 1
+    replay(rec.arrays, 1, arcs.arc_head, arcs.rev, cap, np.zeros_like(cap))
+    assert rec.counts[0] == rec.counts[1] == 1
