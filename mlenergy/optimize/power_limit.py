@@ -163,13 +163,33 @@ def choose_power_limit(
     """
     selector = zeus_selector(objective, eta, max_slowdown, world_size)
     chosen = selector.select(measurements)
-    by_limit = {m.power_limit: m for m in measurements}
-    pick, top = by_limit[chosen], by_limit[max(by_limit)]
     return {
         "power_limit_w": chosen,
         "objective": objective,
         "eta": eta if objective == "zeus-cost" else None,
         "max_slowdown": max_slowdown if objective == "max-slowdown" else None,
+        **limit_summary(chosen, measurements, selector, energy_source),
+    }
+
+
+def limit_summary(
+    chosen: int, measurements: list[PowerLimitMeasurement], selector: Any, energy_source: str
+) -> dict[str, Any]:
+    """The chosen limit's time and energy against the highest limit's, and every measurement.
+
+    Args:
+        chosen: The limit the selector picked (W).
+        measurements: Zeus's measurements, one per profiled limit.
+        selector: The Zeus selector that picked it.
+        energy_source: Label of the figures.
+
+    Returns:
+        ``selector``, ``time_s``, ``energy_j``, the highest limit's figures, the energy saving
+        and slowdown against it, ``energy_source`` and every measurement, highest limit first.
+    """
+    by_limit = {m.power_limit: m for m in measurements}
+    pick, top = by_limit[chosen], by_limit[max(by_limit)]
+    return {
         "selector": f"zeus.optimizer.power_limit.{type(selector).__name__}",
         "time_s": pick.time,
         "energy_j": pick.energy,

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 from zeus.optimizer.power_limit import Done, GlobalPowerLimitOptimizer, HFGlobalPowerLimitOptimizer
 
 from mlenergy.errors import UserError
-from mlenergy.optimize.power_limit import zeus_selector
+from mlenergy.optimize.power_limit import limit_summary, zeus_selector
 
 if TYPE_CHECKING:
     from mlenergy.measure import EnergyMeter
@@ -80,6 +80,32 @@ class MeterMonitor:
         )
 
 
+def _zeus_optimizer_args(
+    meter: EnergyMeter,
+    objective: str,
+    eta: float,
+    max_slowdown: float,
+    wait_steps: int,
+    warmup_steps: int,
+    profile_steps: int,
+    pl_step_w: int,
+    profile_path: str | Path | None,
+) -> dict[str, Any]:
+    """Keyword arguments of Zeus's power-limit optimizers: the meter's monitor, Zeus's selector."""
+    monitor = MeterMonitor(meter)
+    return {
+        "monitor": monitor,
+        "optimum_selector": zeus_selector(
+            objective, eta, max_slowdown, world_size=len(monitor.gpu_indices)
+        ),
+        "wait_steps": wait_steps,
+        "warmup_steps": warmup_steps,
+        "profile_steps": profile_steps,
+        "pl_step": pl_step_w,
+        "profile_path": profile_path,
+    }
+
+
 def power_limit_optimizer(
     meter: EnergyMeter,
     objective: str = "zeus-cost",
@@ -95,16 +121,18 @@ def power_limit_optimizer(
 
     Call ``on_step_begin()`` (and ``on_step_end()``) around every training step.
     """
-    monitor = MeterMonitor(meter)
-    selector = zeus_selector(objective, eta, max_slowdown, world_size=len(monitor.gpu_indices))
     return GlobalPowerLimitOptimizer(
-        monitor,  # type: ignore[arg-type]
-        optimum_selector=selector,
-        wait_steps=wait_steps,
-        warmup_steps=warmup_steps,
-        profile_steps=profile_steps,
-        pl_step=pl_step_w,
-        profile_path=profile_path,
+        **_zeus_optimizer_args(
+            meter,
+            objective,
+            eta,
+            max_slowdown,
+            wait_steps,
+            warmup_steps,
+            profile_steps,
+            pl_step_w,
+            profile_path,
+        )
     )
 
 
@@ -153,16 +181,18 @@ def hf_power_limit_callback(
     Same arguments as :func:`power_limit_optimizer`; pass it in ``Trainer(callbacks=[...])``.
     Its ``.optimizer`` is the Zeus optimizer :func:`power_limit_outcome` reads.
     """
-    monitor = MeterMonitor(meter)
-    selector = zeus_selector(objective, eta, max_slowdown, world_size=len(monitor.gpu_indices))
     return MeteredPowerLimitCallback(
-        monitor,  # type: ignore[arg-type]
-        optimum_selector=selector,
-        wait_steps=wait_steps,
-        warmup_steps=warmup_steps,
-        profile_steps=profile_steps,
-        pl_step=pl_step_w,
-        profile_path=profile_path,
+        **_zeus_optimizer_args(
+            meter,
+            objective,
+            eta,
+            max_slowdown,
+            wait_steps,
+            warmup_steps,
+            profile_steps,
+            pl_step_w,
+            profile_path,
+        )
     )
 
 
@@ -200,23 +230,9 @@ def power_limit_outcome(
             "at least 1 + warmup + profile steps",
         )
     chosen = state.optimal_power_limit // 1000
-    by_limit = {m.power_limit: m for m in optimizer.measurements}
-    pick, top = by_limit[chosen], by_limit[max(by_limit)]
     choice = {
         "power_limit_w": chosen,
-        "selector": f"zeus.optimizer.power_limit.{type(optimizer.optimum_selector).__name__}",
-        "time_s": pick.time,
-        "energy_j": pick.energy,
-        "max_power_limit_w": top.power_limit,
-        "max_limit_time_s": top.time,
-        "max_limit_energy_j": top.energy,
-        "energy_saving_fraction": (top.energy - pick.energy) / top.energy,
-        "slowdown": pick.time / top.time,
-        "energy_source": energy_source,
-        "measurements": [
-            {"power_limit_w": m.power_limit, "time_s": m.time, "energy_j": m.energy}
-            for m in sorted(optimizer.measurements, key=lambda m: -m.power_limit)
-        ],
+        **limit_summary(chosen, optimizer.measurements, optimizer.optimum_selector, energy_source),
     }
     return PowerLimitOutcome(chosen, choice)
 
