@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from lowtime.solver import PhillipsDessouky
@@ -35,6 +35,7 @@ class PlanTrace:
         energy_j: Summed instruction energy of plan ``i`` (J).
         busy_s: Summed instruction time of plan ``i`` over all stages (s).
         solve_s: Wall time of the solver (s).
+        solver: The solver that ran (its counters), for the ``fast`` solver.
     """
 
     pdag: PipelineDag
@@ -42,6 +43,7 @@ class PlanTrace:
     energy_j: list[float] = field(default_factory=list)
     busy_s: list[float] = field(default_factory=list)
     solve_s: float = 0.0
+    solver: Any = None
     _first: np.ndarray | None = None
     _diffs: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
     _last: np.ndarray | None = None
@@ -94,7 +96,11 @@ def solve_frontier(pdag: PipelineDag, solver: Solver = "fast") -> PlanTrace:
     start = time.perf_counter()
     first = pdag.knobs()
     trace.record(round(makespan_s(pdag, first, quantised=True)), first)
-    steps = _lowtime_steps(pdag) if solver == "lowtime" else FastPhillipsDessouky(pdag.dag).steps()
+    if solver == "lowtime":
+        steps = _lowtime_steps(pdag)
+    else:
+        trace.solver = FastPhillipsDessouky(pdag.dag)
+        steps = trace.solver.steps()
     for quant_time in steps:
         trace.record(quant_time, pdag.knobs())
     trace.solve_s = time.perf_counter() - start

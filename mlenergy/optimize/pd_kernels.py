@@ -122,7 +122,7 @@ def lowtime_min_cut(
         s_mask: Output: True for the nodes on the source side.
         rec1: Record of the previous cut's feasible-flow pass (``PassRecord.arrays``), updated.
         last_cap: That pass's arc capacities, updated.
-        rec2: Scratch record for the second pass.
+        rec2: Scratch record for the maximum flow on the residual graph (not reused).
 
     Returns:
         :data:`CUT_OK`, or :data:`CUT_ASK_LOWTIME` where the Rust code would do something the
