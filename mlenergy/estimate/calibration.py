@@ -179,13 +179,37 @@ LEGACY_COEFFICIENTS = ("legacy_slowdown", "legacy_moe_layer_s")
 """Coefficients of the 2024 engine: only rows measured with it identify them."""
 
 
-def unidentified(feat: dict[str, np.ndarray]) -> set[str]:
+def unidentified(feat: dict[str, np.ndarray], start: Coefficients | None = None) -> set[str]:
     """Coefficients that no row of ``feat`` can move; the fit keeps their start values.
 
-    Without 2024-engine rows the legacy coefficients change no prediction: left free they
-    only slow the optimiser down (the Cauchy loss makes the flat directions crawl).
+    A coefficient is unidentified when setting it to either end of its :data:`BOUNDS` changes
+    no prediction (throughput, power or median step) of any row: its feature is zero on every
+    row, as the 2024-engine coefficients are without 2024-engine rows, the 2024 MoE cost
+    without a 2024 MoE run, or the Mamba prefill cost without a hybrid. Left free such a
+    coefficient is not merely useless: the bounded trust-region solver moves variables with
+    a zero gradient away from their bounds, so it drifts (a cross-validation fold without
+    Mixtral once left the 2024 MoE cost at ten times its fitted value) and slows the fit.
+
+    Args:
+        feat: Feature arrays of the rows to fit (see :func:`featurise`).
+        start: The fit's starting coefficients (default: the code defaults).
     """
-    return set(LEGACY_COEFFICIENTS) if not np.any(feat["legacy"] > 0) else set()
+    if not len(feat["legacy"]):
+        return set(BOUNDS)
+    base = start or Coefficients()
+    keys = ("throughput_tokens_per_s", "avg_power_w", "median_step_s")
+    ref = predict(feat, base)
+    out: set[str] = set()
+    for name, (lo, hi) in BOUNDS.items():
+        moved = False
+        for value in (lo, hi):
+            got = predict(feat, base.replace(**{name: value}))
+            if any(not np.allclose(got[k], ref[k], rtol=1e-12, atol=0.0) for k in keys):
+                moved = True
+                break
+        if not moved:
+            out.add(name)
+    return out
 
 
 def fit(
@@ -218,7 +242,7 @@ def fit(
     from scipy.optimize import least_squares
 
     base = start or Coefficients()
-    names = [n for n in BOUNDS if n not in unidentified(feat)]
+    names = [n for n in BOUNDS if n not in unidentified(feat, base)]
     lo = np.log([BOUNDS[n][0] for n in names])
     hi = np.log([BOUNDS[n][1] for n in names])
     x0 = np.clip(np.log([getattr(base, n) for n in names]), lo + 1e-9, hi - 1e-9)

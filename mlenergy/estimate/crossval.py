@@ -24,12 +24,46 @@ from mlenergy.estimate.physics import predict
 from mlenergy.estimate.task_defaults import has_value
 
 TARGETS = {
-    "energy_median": 10.0,
-    "energy_p90": 30.0,
-    "throughput_median": 15.0,
-    "power_median": 10.0,
+    "energy_median": 8.0,
+    "energy_p90": 25.0,
+    "throughput_median": 10.0,
+    "power_median": 8.0,
 }
-"""Accuracy targets (percent) on models left out of the fit."""
+"""Accuracy targets (percent, absolute error) of the overall figures on models left out."""
+
+SIGNED_TARGET = 5.0
+"""Largest signed median error (percent) of throughput and of power on every GPU and on
+dense and MoE models alike: a bias beyond it is a bias, whatever the absolute figures."""
+
+HELD_OUT_GPU_TARGET = 12.0
+"""Largest energy-per-token median error (percent) on a GPU left out of the fit entirely
+(``--hold-out gpu``)."""
+
+
+@dataclass(frozen=True)
+class TargetCheck:
+    """One accuracy target and how the cross-validation fares against it.
+
+    Attributes:
+        name: What is checked, e.g. ``energy_median`` or ``throughput_signed[gpu=B200]``.
+        value: The figure, in percent (signed for a bias check).
+        limit: The target, in percent: ``|value| <= limit`` for a bias, ``value <= limit``
+            for an absolute error.
+        met: Whether the figure meets the target.
+    """
+
+    name: str
+    value: float
+    limit: float
+    met: bool
+
+    def describe(self) -> str:
+        """``name value (target): yes|NO`` for reports."""
+        if "signed" in self.name:
+            figure, bound = f"{self.value:+.1f}%", f"within +/-{self.limit:g}"
+        else:
+            figure, bound = f"{self.value:.1f}%", f"<= {self.limit:g}"
+        return f"{self.name} {figure} ({bound}): {'yes' if self.met else 'NO'}"
 
 
 def architecture_group(config_id: str, configs_dir: str | Path | None = None) -> str:
@@ -139,6 +173,41 @@ class CrossValidation:
         """Whether the overall figures meet :data:`TARGETS`."""
         s = self.summary().iloc[0]
         return {k: bool(s[k] <= v) for k, v in TARGETS.items()}
+
+    def target_checks(self, held_out_gpu: bool = False) -> list[TargetCheck]:
+        """Every accuracy target the figures are held to, each with its figure.
+
+        The overall absolute errors against :data:`TARGETS`; the signed median errors of
+        throughput and power on every GPU and on dense and MoE models against
+        :data:`SIGNED_TARGET`; with ``held_out_gpu`` (folds that hold out a GPU) the energy
+        median of every GPU against :data:`HELD_OUT_GPU_TARGET`.
+
+        Args:
+            held_out_gpu: The folds held out whole GPUs (``group_by="gpu"``).
+        """
+        s = self.summary().iloc[0]
+        checks = [TargetCheck(k, float(s[k]), v, bool(s[k] <= v)) for k, v in TARGETS.items()]
+        groups = [("gpu", g) for g in sorted(self.rows["gpu"].unique())]
+        groups += [("kind", k) for k in ("dense", "moe") if (self.rows["kind"] == k).any()]
+        for col, key in groups:
+            part = self.summary(col).loc[key]
+            for half in ("throughput_signed", "power_signed"):
+                v = float(part[half])
+                checks.append(
+                    TargetCheck(f"{half}[{col}={key}]", v, SIGNED_TARGET, abs(v) <= SIGNED_TARGET)
+                )
+        if held_out_gpu:
+            for gpu, row in self.summary("gpu").iterrows():
+                v = float(row["energy_median"])
+                checks.append(
+                    TargetCheck(
+                        f"energy_median[held-out gpu={gpu}]",
+                        v,
+                        HELD_OUT_GPU_TARGET,
+                        v <= HELD_OUT_GPU_TARGET,
+                    )
+                )
+        return checks
 
 
 def _ape(pred: np.ndarray, meas: np.ndarray) -> np.ndarray:
@@ -312,7 +381,9 @@ GROUP_ALIASES = {"model": "model_group", "architecture": "kind", "dense-moe": "k
 
 
 def validation_tables(cv: CrossValidation, group_by: list[str] | None = None) -> dict:
-    """The tables ``validate`` reports: overall, by GPU, by kind, both, by the host-bound rule.
+    """The tables ``validate`` reports: overall, by GPU, kind, both, family, engine, rule.
+
+    The host-bound rule's table puts the matched configurations beside the others.
 
     Args:
         cv: The cross-validation.
@@ -327,6 +398,8 @@ def validation_tables(cv: CrossValidation, group_by: list[str] | None = None) ->
     """
     tables = {"overall": cv.summary(), "gpu": cv.summary("gpu"), "kind": cv.summary("kind")}
     tables["gpu x kind"] = cv.summary(["gpu", "kind"])
+    if "family" in cv.rows:
+        tables["family"] = cv.summary("family")
     if "engine" in cv.rows:
         tables["engine"] = cv.summary("engine")
     by_rule = cv.summary("host_bound")

@@ -148,6 +148,13 @@ def test_validate_json(capsys, configs_dir):
         "throughput_median",
         "power_median",
     }
+    assert {"overall", "gpu", "kind", "family"} <= set(data)
+    names = {c["name"] for c in data["target_checks"]}
+    assert "throughput_signed[gpu=B200]" in names and "power_signed[kind=moe]" in names
+    assert not any("held-out" in n for n in names)
+    for c in data["target_checks"]:
+        figure = abs(c["value"]) if "signed" in c["name"] else c["value"]
+        assert c["met"] == (figure <= c["limit"])
 
 
 def test_save_as_record(tmp_path, capsys, configs_dir):
