@@ -8,7 +8,7 @@ as ``<org>__<name>.json``, else as a variant with the same text architecture; a 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -35,6 +35,22 @@ VARIANT_TOKENS = TUNE_TOKENS | {"bf16", "fp16", "vl", "meta"}
 weight-dtype tags of a bf16/fp16 checkpoint, ``VL`` (a vision-language wrapper around the
 same language model) and the brand prefix of ``Meta-Llama-3.1`` (renamed ``Llama-3.1``)."""
 FP8_SUFFIX = "-FP8"
+BF16_ATTENTION_FP8_ORGS = frozenset({"meta-llama"})
+"""Organisations whose ``-FP8`` checkpoints quantise only the feed-forward layers.
+
+Meta's fp8 checkpoints (fbgemm row-wise fp8) leave every self-attention projection in BF16:
+the Llama 3 report (section 6.2, FP8 quantization) says the self-attention parameters are
+not quantised, and the checkpoints' ``quantization_config.modules_to_not_convert`` lists
+them. Qwen's and DeepSeek's fp8 checkpoints quantise every linear layer (128 x 128 blocks).
+A config that carries its own ``quantization_config`` says so itself
+(:attr:`~mlenergy.models.architecture.ArchitectureSpec.bf16_attention`)."""
+EPILOGUE_SCALED_FP8_ORGS = frozenset({"meta-llama", "redhatai", "neuralmagic", "nvidia"})
+"""Organisations whose ``-FP8`` checkpoints scale weights per tensor or per output channel.
+
+Meta's fbgemm fp8 is row-wise; Red Hat's (Neural Magic's) llm-compressor and NVIDIA's
+ModelOpt checkpoints scale per channel or per tensor. The matmul applies such scales once,
+in its epilogue. An ``-FP8`` id of any other organisation is taken as block-scaled (128 x
+128, applied in the main loop), as Qwen's and DeepSeek's are."""
 
 
 @dataclass(frozen=True)
@@ -105,7 +121,9 @@ def resolve_model_config(model: str, configs_dir: str | Path | None = None) -> R
         model: A path to a ``config.json`` (or a folder holding one), or a model id resolved
             under ``configs_dir`` by :func:`config_candidates`: ``<org>__<name>.json``, else a
             variant with the same text architecture. A trailing ``-FP8`` selects the base
-            model's config with FP8 weights.
+            model's config with FP8 weights (self-attention in BF16 for the organisations of
+            :data:`BF16_ATTENTION_FP8_ORGS`, scales per channel for those of
+            :data:`EPILOGUE_SCALED_FP8_ORGS`).
         configs_dir: Folder of ``<org>__<name>.json`` configs (default: the reference's).
 
     Raises:
@@ -144,7 +162,13 @@ def resolve_model_config(model: str, configs_dir: str | Path | None = None) -> R
     if path.name.lower() != exact.lower():
         why = "the id has no organisation" if same_name else "variant with the same architecture"
         note = f"config {path.name} used for {base} ({why})"
-    return ResolvedModel(_load_config(str(path.resolve())), fp8, path, note)
+    spec = _load_config(str(path.resolve()))
+    org = base.partition("/")[0].lower() if "/" in base else ""
+    if fp8 and org in BF16_ATTENTION_FP8_ORGS:
+        spec = replace(spec, bf16_attention=True)
+    if fp8 and org in EPILOGUE_SCALED_FP8_ORGS:
+        spec = replace(spec, epilogue_scaled=True)
+    return ResolvedModel(spec, fp8, path, note)
 
 
 def resolve_model(

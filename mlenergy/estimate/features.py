@@ -12,13 +12,18 @@ from mlenergy.estimate.serving import ServingSetup
 
 def feature_row(prof: ModelProfile, gpu: GpuSpec, w: ServingSetup) -> dict[str, float]:
     """Feature values (see :data:`~mlenergy.estimate.physics.FEATURES`) of one configuration."""
+    # Per-tensor or per-channel fp8 scales are applied in the matmul epilogue on GPUs with
+    # fp8 tensor cores: nothing is dequantised while the weights stream. Without them
+    # (Ampere) vLLM's weight-only kernels dequantise every weight to BF16.
+    dequantised = 0.0 if prof.epilogue_scaled and gpu.native("fp8") else 1.0
     return {
         "common_bytes": prof.common_bytes,
         "expert_bytes": prof.expert_bytes,
         "n_moe_layers": prof.n_moe_layers,
         "num_experts": prof.num_experts,
         "experts_per_token": prof.experts_per_token,
-        "dense_flops": prof.dense_flops_per_token,
+        "dense_flops": prof.dense_flops_per_token - prof.bf16_flops_per_token,
+        "bf16_flops": prof.bf16_flops_per_token,
         "expert_flops": prof.expert_flops_per_token,
         "kv_full": prof.kv_full_bytes_per_token,
         "kv_window": prof.kv_window_bytes_per_token,
@@ -27,10 +32,10 @@ def feature_row(prof: ModelProfile, gpu: GpuSpec, w: ServingSetup) -> dict[str, 
         "attn_window": prof.attn_window_flops,
         "ssm_bytes": prof.ssm_state_bytes,
         "ssm_flops": prof.ssm_flops_per_token,
-        "quant_common": prof.quant_common_elems,
-        "quant_expert": prof.quant_expert_elems,
-        "quant_common_bytes": prof.quant_common_bytes,
-        "quant_expert_bytes": prof.quant_expert_bytes,
+        "quant_common": prof.quant_common_elems * dequantised,
+        "quant_expert": prof.quant_expert_elems * dequantised,
+        "quant_common_bytes": prof.quant_common_bytes * dequantised,
+        "quant_expert_bytes": prof.quant_expert_bytes * dequantised,
         "num_kv_heads": prof.num_kv_heads,
         "latent_kv": float(prof.latent_kv),
         "num_layers": prof.num_layers,
@@ -44,6 +49,7 @@ def feature_row(prof: ModelProfile, gpu: GpuSpec, w: ServingSetup) -> dict[str, 
         ),
         "bandwidth": gpu.memory_bandwidth_tb_s * 1e12,
         "peak_dense": gpu.peak_tflops(prof.precision) * 1e12,
+        "peak_bf16": gpu.bf16_tflops * 1e12,
         "peak_expert": gpu.peak_tflops(prof.expert_precision) * 1e12,
         "spec_clock": gpu.clock_at_spec_mhz,
         "max_clock": gpu.max_sm_clock_mhz,

@@ -61,7 +61,8 @@ FEATURES = (
     "n_moe_layers",
     "num_experts",
     "experts_per_token",
-    "dense_flops",
+    "dense_flops",  # matmul FLOPs per token at the dense precision's rate
+    "bf16_flops",  # matmul FLOPs per token whose weights stay BF16 (LM head, kept attention)
     "expert_flops",
     "kv_full",
     "kv_window",
@@ -84,6 +85,7 @@ FEATURES = (
     # gpu
     "bandwidth",  # bytes/s
     "peak_dense",  # FLOP/s at the spec clock
+    "peak_bf16",  # BF16 tensor FLOP/s at the spec clock (BF16 weights, attention on the cache)
     "peak_expert",
     "spec_clock",
     "max_clock",
@@ -196,6 +198,7 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     kv_bytes = br * (f["kv_full"] * ctx + f["kv_window"] * ctx_w) / kv_shard
     ssm_bytes = 2.0 * br * f["ssm_bytes"] / a
     attn = br * (f["attn_full"] * ctx + f["attn_window"] * ctx_w) / kv_shard
+    # Attention multiplies queries by the BF16 KV cache: BF16 tensor rate whatever the weights.
     t_c_attn = attn / (f["peak_dense"] * rate)
     w_common = f["common_bytes"] / a
 
@@ -247,11 +250,16 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
         # ``eta_prefill`` in a mixed step, where they share taller GEMMs with the prompt rows.
         t_c_dense = (br * (f["dense_flops"] + f["ssm_flops"]) / a + c.dequant_flops * q_elems) / (
             f["peak_dense"] * rate_mm
-        )
+        ) + br * f["bf16_flops"] / a / (f["peak_bf16"] * rate_mm)
         t_c_exp = t_moe * f["expert_flops"] / ep_shards / (f["peak_expert"] * rate_mm)
         # Prompt tokens: dense part on the replica's GPUs, experts over the EP shards.
-        t_p_dense = (extra_tok * (f["dense_flops"] + f["ssm_flops"]) + extra_attn) / a
-        t_p_dense = t_p_dense / (f["peak_dense"] * rate_pf)
+        t_p_dense = extra_tok * (f["dense_flops"] + f["ssm_flops"]) / (f["peak_dense"] * rate_pf)
+        t_p_dense = (
+            t_p_dense
+            + (extra_tok * f["bf16_flops"]) / (f["peak_bf16"] * rate_pf)
+            + extra_attn / (f["peak_dense"] * rate_pf)
+        )
+        t_p_dense = t_p_dense / a
         t_p_exp = extra_exp * f["expert_flops"] / ep_shards / (f["peak_expert"] * rate_pf)
         # Dense matmuls, routed-expert matmuls and attention are separate kernels run one
         # after the other: each is bound by its own bytes or FLOPs (a roofline per group).

@@ -84,7 +84,7 @@ def weight_precision(fp8_id: bool, precision: str | None, stored: str | None = N
 
     Empty (or ``auto``) ``precision``: fp8 for a ``-FP8`` id or a checkpoint whose
     ``quantization_config`` says ``quant_method: fp8`` (DeepSeek-V3/R1 ship fp8 weights, and
-    vLLM serves them so),
+    vLLM serves them so) or ``fbgemm_fp8`` (Meta's fp8 checkpoints),
     else bfloat16 (gpt-oss style ``mxfp4`` checkpoints are handled by the profile).
     A ``-FP8`` id means fp8 weights: its precision must be empty or ``fp8``.
 
@@ -106,7 +106,7 @@ def weight_precision(fp8_id: bool, precision: str | None, stored: str | None = N
                 "Omit --precision or give fp8 for a -FP8 model (or drop the -FP8 suffix)",
             )
         return "fp8"
-    if not p and stored == "fp8":
+    if not p and stored in ("fp8", "fbgemm_fp8"):
         return "fp8"
     return normalise_precision(p or None)
 

@@ -77,6 +77,12 @@ class ModelProfile:
         num_experts: Routed experts per MoE layer (1 for dense).
         experts_per_token: Routed experts per token (0 for dense).
         dense_flops_per_token: Matmul FLOPs per token outside routed experts (LM head included).
+        bf16_flops_per_token: The part of ``dense_flops_per_token`` whose weights stay BF16
+            while ``precision`` is another format (the LM head; self-attention in checkpoints
+            that keep it BF16); 0 when ``precision`` is not quantised.
+        epilogue_scaled: The fp8 weights carry per-tensor or per-channel scales, which the
+            matmul applies in its epilogue (no dequantising work while the weights stream on
+            GPUs with fp8 tensor cores); False for block scales.
         expert_flops_per_token: Matmul FLOPs per token inside routed experts.
         kv_full_bytes_per_token: KV bytes per context token over full-attention layers.
         kv_window_bytes_per_token: KV bytes per context token over windowed layers.
@@ -131,6 +137,8 @@ class ModelProfile:
     kind: str
     expert_intermediate: int = 0
     n_mamba_layers: int = 0
+    bf16_flops_per_token: float = 0.0
+    epilogue_scaled: bool = False
 
     @property
     def weight_bytes(self) -> float:
@@ -146,7 +154,8 @@ class ModelProfile:
 def build_profile(spec: ArchitectureSpec, precision: str | None = "bfloat16") -> ModelProfile:
     """Compute the :class:`ModelProfile` of ``spec`` with weights in ``precision``.
 
-    Norms, routers, embeddings and the LM head stay in BF16 (as serving engines keep them).
+    Norms, routers, embeddings and the LM head stay in BF16 (as serving engines keep them),
+    and so does self-attention where the checkpoint keeps it (``spec.bf16_attention``).
     gpt-oss style checkpoints (``quant_method: mxfp4``) keep attention in BF16 and routed
     experts in MXFP4 whatever ``precision`` says, unless ``precision`` is nvfp4.
 
@@ -166,7 +175,11 @@ def build_profile(spec: ArchitectureSpec, precision: str | None = "bfloat16") ->
     bd, be, b16 = PRECISION_BYTES[dense_prec], PRECISION_BYTES[expert_prec], 2.0
 
     linear_common = counts.attention + counts.dense_mlp + counts.shared_experts
-    common_bytes = linear_common * bd + counts.norms * b16 + counts.lm_head * b16
+    # Linear weights outside the routed experts kept in BF16 while the rest is quantised:
+    # self-attention in checkpoints that leave it out (Meta's fp8), else none.
+    kept_bf16 = counts.attention if dense_prec in QUANTISED and spec.bf16_attention else 0
+    linear_quant = linear_common - kept_bf16
+    common_bytes = linear_quant * bd + kept_bf16 * b16 + counts.norms * b16 + counts.lm_head * b16
     if spec.tie_embeddings:
         common_bytes += counts.embedding * b16  # the tied table is read as the LM head
     embedding_bytes = 0.0 if spec.tie_embeddings else counts.embedding * b16
@@ -176,6 +189,8 @@ def build_profile(spec: ArchitectureSpec, precision: str | None = "bfloat16") ->
         expert_one = mlp_params(h, inter, spec.mlp_gated, spec.expert_bias)
     lm_head = counts.lm_head or counts.embedding
     dense_flops = 2.0 * (linear_common + lm_head)
+    # Matmuls whose weights stay BF16 run at the BF16 tensor rate whatever the rest uses.
+    bf16_flops = 2.0 * kept_bf16
     expert_flops = 2.0 * counts.active_routed_experts
 
     kv_full = kv_win = attn_full = attn_win = 0.0
@@ -212,6 +227,8 @@ def build_profile(spec: ArchitectureSpec, precision: str | None = "bfloat16") ->
         num_experts=spec.num_experts or 1,
         experts_per_token=spec.experts_per_token or 0,
         dense_flops_per_token=dense_flops,
+        bf16_flops_per_token=bf16_flops,
+        epilogue_scaled=bool(spec.epilogue_scaled and "fp8" in (dense_prec, expert_prec)),
         expert_flops_per_token=expert_flops,
         kv_full_bytes_per_token=kv_full,
         kv_window_bytes_per_token=kv_win,
@@ -220,9 +237,9 @@ def build_profile(spec: ArchitectureSpec, precision: str | None = "bfloat16") ->
         attn_window_flops=attn_win,
         ssm_state_bytes=ssm_bytes,
         ssm_flops_per_token=ssm_flops,
-        quant_common_elems=float(linear_common if dense_prec in QUANTISED else 0),
+        quant_common_elems=float(linear_quant if dense_prec in QUANTISED else 0),
         quant_expert_elems=float(expert_one if expert_prec in QUANTISED else 0),
-        quant_common_bytes=float(linear_common * bd if dense_prec in QUANTISED else 0),
+        quant_common_bytes=float(linear_quant * bd if dense_prec in QUANTISED else 0),
         quant_expert_bytes=float(expert_one * be if expert_prec in QUANTISED else 0),
         num_kv_heads=spec.num_kv_heads,
         latent_kv=any(layer.mixer == "mla" for layer in spec.layers),

