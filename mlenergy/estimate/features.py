@@ -10,12 +10,31 @@ from mlenergy.estimate.profile import ModelProfile
 from mlenergy.estimate.serving import ServingSetup
 
 
+def dequantising(precision: str, gpu: GpuSpec, epilogue_scaled: bool) -> float:
+    """1.0 when streaming weights of ``precision`` keeps the ALUs applying scales, else 0.0.
+
+    Block-scaled fp8 (128 x 128 scales) is rescaled in the matmul's main loop. Per-tensor or
+    per-channel fp8 scales (``epilogue_scaled``) are applied once, in the epilogue, on GPUs
+    with fp8 tensor cores. MXFP4 and NVFP4 carry the block scales that Blackwell's tensor
+    cores apply inside the multiply. Without tensor cores for the format (fp8 on Ampere,
+    FP4 before Blackwell) vLLM's weight-only kernels dequantise every weight to BF16.
+
+    Args:
+        precision: Weight precision of the matmuls.
+        gpu: The GPU.
+        epilogue_scaled: The checkpoint's fp8 scales are per tensor or per channel.
+    """
+    if not gpu.native(precision):
+        return 1.0
+    if precision in ("mxfp4", "nvfp4"):
+        return 0.0
+    return 0.0 if precision == "fp8" and epilogue_scaled else 1.0
+
+
 def feature_row(prof: ModelProfile, gpu: GpuSpec, w: ServingSetup) -> dict[str, float]:
     """Feature values (see :data:`~mlenergy.estimate.physics.FEATURES`) of one configuration."""
-    # Per-tensor or per-channel fp8 scales are applied in the matmul epilogue on GPUs with
-    # fp8 tensor cores: nothing is dequantised while the weights stream. Without them
-    # (Ampere) vLLM's weight-only kernels dequantise every weight to BF16.
-    dequantised = 0.0 if prof.epilogue_scaled and gpu.native("fp8") else 1.0
+    deq_common = dequantising(prof.precision, gpu, prof.epilogue_scaled)
+    deq_expert = dequantising(prof.expert_precision, gpu, prof.epilogue_scaled)
     return {
         "common_bytes": prof.common_bytes,
         "expert_bytes": prof.expert_bytes,
@@ -32,10 +51,10 @@ def feature_row(prof: ModelProfile, gpu: GpuSpec, w: ServingSetup) -> dict[str, 
         "attn_window": prof.attn_window_flops,
         "ssm_bytes": prof.ssm_state_bytes,
         "ssm_flops": prof.ssm_flops_per_token,
-        "quant_common": prof.quant_common_elems * dequantised,
-        "quant_expert": prof.quant_expert_elems * dequantised,
-        "quant_common_bytes": prof.quant_common_bytes * dequantised,
-        "quant_expert_bytes": prof.quant_expert_bytes * dequantised,
+        "quant_common": prof.quant_common_elems * deq_common,
+        "quant_expert": prof.quant_expert_elems * deq_expert,
+        "quant_common_bytes": prof.quant_common_bytes * deq_common,
+        "quant_expert_bytes": prof.quant_expert_bytes * deq_expert,
         "num_kv_heads": prof.num_kv_heads,
         "latent_kv": float(prof.latent_kv),
         "num_layers": prof.num_layers,

@@ -118,3 +118,30 @@ def test_a_config_file_with_fbgemm_fp8_is_served_as_fp8(tmp_path, tiny_config_di
     path.write_text(json.dumps(_fbgemm(tiny_config_dict)))
     est = estimate(str(path), "H100", 8, output_tokens=128, input_tokens=256)
     assert est.precision == "fp8"
+
+
+@pytest.mark.parametrize(
+    ("precision", "gpu", "epilogue", "expected"),
+    [
+        ("fp8", "H100", False, 1.0),  # block scales: rescaled in the main loop
+        ("fp8", "H100", True, 0.0),  # channel scales: the epilogue applies them
+        ("fp8", "A100", True, 1.0),  # no fp8 tensor cores: weight-only dequantising kernels
+        ("mxfp4", "B200", False, 0.0),  # Blackwell's tensor cores apply MX block scales
+        ("mxfp4", "H100", False, 1.0),  # emulated before Blackwell
+        ("nvfp4", "B200", False, 0.0),
+    ],
+)
+def test_which_weights_keep_the_alus_dequantising(precision, gpu, epilogue, expected):
+    from mlenergy.estimate.features import dequantising
+
+    assert dequantising(precision, resolve_gpu(gpu), epilogue) == expected
+
+
+def test_mxfp4_experts_draw_no_dequantising_power_on_b200(configs_dir):
+    from mlenergy.estimate.configs import resolve_model_config
+
+    spec = resolve_model_config("openai/gpt-oss-120b", configs_dir).spec
+    prof = build_profile(spec, None)
+    assert prof.expert_precision == "mxfp4" and prof.quant_expert_bytes > 0
+    assert feature_row(prof, resolve_gpu("B200"), SETUP)["quant_expert_bytes"] == 0.0
+    assert feature_row(prof, resolve_gpu("H100"), SETUP)["quant_expert_bytes"] > 0
