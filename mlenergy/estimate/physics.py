@@ -62,7 +62,7 @@ FEATURES = (
     "num_experts",
     "experts_per_token",
     "dense_flops",  # matmul FLOPs per token at the dense precision's rate
-    "bf16_flops",  # matmul FLOPs per token whose weights stay BF16 (LM head, kept attention)
+    "bf16_flops",  # matmul FLOPs per token of self-attention a quantised checkpoint keeps BF16
     "expert_flops",
     "kv_full",
     "kv_window",
@@ -85,7 +85,7 @@ FEATURES = (
     # gpu
     "bandwidth",  # bytes/s
     "peak_dense",  # FLOP/s at the spec clock
-    "peak_bf16",  # BF16 tensor FLOP/s at the spec clock (BF16 weights, attention on the cache)
+    "peak_bf16",  # BF16 tensor FLOP/s at the spec clock (the rate of ``bf16_flops``)
     "peak_expert",
     "spec_clock",
     "max_clock",
@@ -198,7 +198,6 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     kv_bytes = br * (f["kv_full"] * ctx + f["kv_window"] * ctx_w) / kv_shard
     ssm_bytes = 2.0 * br * f["ssm_bytes"] / a
     attn = br * (f["attn_full"] * ctx + f["attn_window"] * ctx_w) / kv_shard
-    # Attention multiplies queries by the BF16 KV cache: BF16 tensor rate whatever the weights.
     t_c_attn = attn / (f["peak_dense"] * rate)
     w_common = f["common_bytes"] / a
 
@@ -253,12 +252,9 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
         ) + br * f["bf16_flops"] / a / (f["peak_bf16"] * rate_mm)
         t_c_exp = t_moe * f["expert_flops"] / ep_shards / (f["peak_expert"] * rate_mm)
         # Prompt tokens: dense part on the replica's GPUs, experts over the EP shards.
-        t_p_dense = extra_tok * (f["dense_flops"] + f["ssm_flops"]) / (f["peak_dense"] * rate_pf)
-        t_p_dense = (
-            t_p_dense
-            + (extra_tok * f["bf16_flops"]) / (f["peak_bf16"] * rate_pf)
-            + extra_attn / (f["peak_dense"] * rate_pf)
-        )
+        t_p_dense = (extra_tok * (f["dense_flops"] + f["ssm_flops"]) + extra_attn) / (
+            f["peak_dense"] * rate_pf
+        ) + extra_tok * f["bf16_flops"] / (f["peak_bf16"] * rate_pf)
         t_p_dense = t_p_dense / a
         t_p_exp = extra_exp * f["expert_flops"] / ep_shards / (f["peak_expert"] * rate_pf)
         # Dense matmuls, routed-expert matmuls and attention are separate kernels run one

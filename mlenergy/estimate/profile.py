@@ -77,9 +77,10 @@ class ModelProfile:
         num_experts: Routed experts per MoE layer (1 for dense).
         experts_per_token: Routed experts per token (0 for dense).
         dense_flops_per_token: Matmul FLOPs per token outside routed experts (LM head included).
-        bf16_flops_per_token: The part of ``dense_flops_per_token`` whose weights stay BF16
-            while ``precision`` is another format (the LM head; self-attention in checkpoints
-            that keep it BF16); 0 when ``precision`` is not quantised.
+        bf16_flops_per_token: The part of ``dense_flops_per_token`` in self-attention that a
+            quantised checkpoint keeps in BF16 (run at the BF16 tensor rate); 0 otherwise.
+            The LM head, BF16 too, is counted at the dense precision's rate (the BF16 rate
+            for it and for attention on the KV cache scored worse: docs/estimator-tried.md).
         epilogue_scaled: The fp8 weights carry per-tensor or per-channel scales, which the
             matmul applies in its epilogue (no dequantising work while the weights stream on
             GPUs with fp8 tensor cores); False for block scales.
