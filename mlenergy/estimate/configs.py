@@ -51,6 +51,10 @@ Meta's fbgemm fp8 is row-wise; Red Hat's (Neural Magic's) llm-compressor and NVI
 ModelOpt checkpoints scale per channel or per tensor. The matmul applies such scales once,
 in its epilogue. An ``-FP8`` id of any other organisation is taken as block-scaled (128 x
 128, applied in the main loop), as Qwen's and DeepSeek's are."""
+BLOCK_SCALED_FP8_ORGS = frozenset({"qwen", "deepseek-ai"})
+"""Organisations whose ``-FP8`` checkpoints are known to be 128 x 128 block-scaled fp8 with
+every linear layer quantised; an ``-FP8`` id of an organisation in none of these lists is
+estimated the same way, with a warning."""
 
 
 @dataclass(frozen=True)
@@ -168,6 +172,14 @@ def resolve_model_config(model: str, configs_dir: str | Path | None = None) -> R
         spec = replace(spec, bf16_attention=True)
     if fp8 and org in EPILOGUE_SCALED_FP8_ORGS:
         spec = replace(spec, epilogue_scaled=True)
+    known = EPILOGUE_SCALED_FP8_ORGS | BLOCK_SCALED_FP8_ORGS
+    if fp8 and org not in known:
+        guess = (
+            f"the fp8 format of {text} is not known: taken as 128 x 128 block-scaled with every "
+            "linear layer in fp8 (pass the checkpoint's config.json to use its "
+            "quantization_config)"
+        )
+        note = f"{note}; {guess}" if note else guess
     return ResolvedModel(spec, fp8, path, note)
 
 

@@ -45,9 +45,10 @@ def test_variant_ids_resolve(variant_dir, model, file, fp8):
     r = resolve_model_config(model, variant_dir)
     assert r.path.name == file and r.fp8 is fp8
     exact = model.removesuffix("-FP8").replace("/", "__") + ".json"
-    assert (r.note == "") == (exact.lower() == file.lower())
-    if r.note:
-        assert file in r.note
+    variant_note = f"config {file} used for" in r.note
+    assert variant_note == (exact.lower() != file.lower())
+    # An fp8 id of an organisation whose fp8 format is not known says so too.
+    assert ("fp8 format" in r.note) == fp8
 
 
 @pytest.mark.parametrize("model", ["acme/Foo-8B-Instruct-2507", "other/Foo-7B-Instruct-2507"])

@@ -145,3 +145,23 @@ def test_mxfp4_experts_draw_no_dequantising_power_on_b200(configs_dir):
     assert prof.expert_precision == "mxfp4" and prof.quant_expert_bytes > 0
     assert feature_row(prof, resolve_gpu("B200"), SETUP)["quant_expert_bytes"] == 0.0
     assert feature_row(prof, resolve_gpu("H100"), SETUP)["quant_expert_bytes"] > 0
+
+
+def test_an_fp8_id_of_an_unknown_organisation_is_estimated_with_a_warning(
+    tmp_path, tiny_config_dict, configs_dir
+):
+    (tmp_path / "acme__Tiny-7B.json").write_text(json.dumps(tiny_config_dict))
+    est = estimate("acme/Tiny-7B-FP8", "H100", 8, output_tokens=128, configs_dir=tmp_path)
+    assert est.precision == "fp8" and "block-scaled" in est.warning
+    assert "acme/Tiny-7B-FP8" in est.warning
+    # Known organisations say nothing.
+    qwen = estimate(
+        "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8",
+        "H100",
+        8,
+        output_tokens=128,
+        num_gpus=4,
+        tensor_parallel=4,
+        configs_dir=configs_dir,
+    )
+    assert "fp8 format" not in qwen.warning
