@@ -168,10 +168,12 @@ def resolve_model_config(model: str, configs_dir: str | Path | None = None) -> R
         note = f"config {path.name} used for {base} ({why})"
     spec = _load_config(str(path.resolve()))
     org = base.partition("/")[0].lower() if "/" in base else ""
-    if fp8 and org in BF16_ATTENTION_FP8_ORGS:
-        spec = replace(spec, bf16_attention=True)
-    if fp8 and org in EPILOGUE_SCALED_FP8_ORGS:
-        spec = replace(spec, epilogue_scaled=True)
+    if fp8:
+        spec = replace(
+            spec,
+            bf16_attention=spec.bf16_attention or org in BF16_ATTENTION_FP8_ORGS,
+            epilogue_scaled=spec.epilogue_scaled or org in EPILOGUE_SCALED_FP8_ORGS,
+        )
     known = EPILOGUE_SCALED_FP8_ORGS | BLOCK_SCALED_FP8_ORGS
     if fp8 and org not in known:
         guess = (

@@ -15,7 +15,7 @@ import numpy as np
 from mlenergy.errors import UserError
 from mlenergy.estimate.catalog import GpuSpec, resolve_gpu
 from mlenergy.estimate.checks import check_workload
-from mlenergy.estimate.configs import resolve_model_config
+from mlenergy.estimate.configs import ResolvedModel, resolve_model_config
 from mlenergy.estimate.features import feature_row
 from mlenergy.estimate.memory import (
     fit_verdict,
@@ -133,6 +133,26 @@ class Prepared:
     warnings: tuple[str, ...]
 
 
+def _resolve_checked(
+    model: str,
+    gpu: str | GpuSpec,
+    workload: ServingSetup,
+    precision: str | None,
+    configs_dir: str | Path | None,
+) -> tuple[ResolvedModel, ModelProfile, GpuSpec]:
+    """Resolve the model and GPU, check the workload and profile the weights.
+
+    Raises:
+        UserError: Any invalid input, naming the field.
+    """
+    resolved = resolve_model_config(model, configs_dir)
+    spec = resolved.spec
+    prec = weight_precision(resolved.fp8, precision, spec.quant_method)
+    gpu_spec = resolve_gpu(gpu)
+    check_workload(workload, spec, gpu_spec)
+    return resolved, _profile(spec, prec), gpu_spec
+
+
 def prepare_config(
     model: str,
     gpu: str | GpuSpec,
@@ -146,12 +166,8 @@ def prepare_config(
     Raises:
         UserError: Any invalid input, naming the field, or a configuration that does not fit.
     """
-    resolved = resolve_model_config(model, configs_dir)
+    resolved, prof, gpu_spec = _resolve_checked(model, gpu, workload, precision, configs_dir)
     spec = resolved.spec
-    prec = weight_precision(resolved.fp8, precision, spec.quant_method)
-    gpu_spec = resolve_gpu(gpu)
-    check_workload(workload, spec, gpu_spec)
-    prof = _profile(spec, prec)
     warnings = [resolved.note] if resolved.note else []
     memory: dict[str, float] = {}
     if check_fit:
@@ -185,12 +201,8 @@ def offline_setup(
     Raises:
         UserError: Invalid input (as :func:`prepare_config`).
     """
-    resolved = resolve_model_config(model, configs_dir)
+    resolved, prof, gpu_spec = _resolve_checked(model, gpu, workload, precision, configs_dir)
     spec = resolved.spec
-    prec = weight_precision(resolved.fp8, precision, spec.quant_method)
-    gpu_spec = resolve_gpu(gpu)
-    check_workload(workload, spec, gpu_spec)
-    prof = _profile(spec, prec)
     f = {**feature_row(prof, gpu_spec, workload), **memory_row(spec, prof)}
     f["seqs"] = workload.batch_size if workload.max_num_seqs is None else workload.max_num_seqs
     arrays = {k: np.atleast_1d(np.asarray(v, dtype=float)) for k, v in f.items()}
