@@ -32,19 +32,28 @@ _STEPS, _NFOUND, _HEAD, _TAIL, _NEXT_SRC, _BREAK, _AUG, _NPTR = 0, 1, 2, 3, 4, 5
 _NODE, _SRC, _LHEAD, _LTAIL, _LFOUND, _NLOG = 0, 1, 2, 3, 4, 5
 
 
+@njit(cache=True, inline="always")
+def _push(a, rev, residual, flow, c):
+    """Push ``c`` along arc ``a`` and take it back along its reverse.
+
+    The crate's ``add_flow`` on one arc, with its float operations in its order.
+    """
+    b = rev[a]
+    direct = flow[a] + c
+    flow[a] = direct
+    flow[b] = -direct
+    residual[a] = residual[a] + (-c)
+    residual[b] = residual[b] + c
+
+
 @njit(cache=True)
 def _augment(rev, arc_head, residual, flow, parent, c, source, sink):
     """Push ``c`` along the parent arcs from ``source`` to ``sink`` (the crate's ``add_flow``)."""
     v = sink
     while v != source:
         a = parent[v]
-        b = rev[a]
-        direct = flow[a] + c
-        flow[a] = direct
-        flow[b] = -direct
-        residual[a] = residual[a] + (-c)
-        residual[b] = residual[b] + c
-        v = arc_head[b]
+        _push(a, rev, residual, flow, c)
+        v = arc_head[rev[a]]
 
 
 @njit(cache=True)
@@ -344,13 +353,7 @@ def replay(rec, upto, arc_head, rev, residual, flow):
             r = residual[rec_arcs[k]]
             c = c if c < r else r
         for k in range(lo, hi):
-            a = rec_arcs[k]
-            b = rev[a]
-            direct = flow[a] + c
-            flow[a] = direct
-            flow[b] = -direct
-            residual[a] = residual[a] + (-c)
-            residual[b] = residual[b] + c
+            _push(rec_arcs[k], rev, residual, flow, c)
     never = np.iinfo(np.int64).max
     for v in range(len(touch)):
         if touch[v] >= upto:
