@@ -81,6 +81,34 @@ class TrainingEstimate:
         """Plain-dict form."""
         return asdict(self)
 
+    @classmethod
+    def from_step(
+        cls,
+        *,
+        batch_size: int,
+        seq_len: int,
+        step_s: float,
+        energy_j: float,
+        **fields: Any,
+    ) -> TrainingEstimate:
+        """An estimate from one step's duration (s) and energy (J, all GPUs).
+
+        Energy per token, throughput and average power follow from them and the step's
+        ``batch_size x seq_len`` tokens; ``fields`` are the other attributes.
+        """
+        tokens = batch_size * seq_len
+        return cls(
+            batch_size=int(batch_size),
+            seq_len=int(seq_len),
+            step_duration_s=step_s,
+            energy_per_step_j=energy_j,
+            energy_per_token_j=energy_j / tokens,
+            throughput_tokens_per_s=tokens / step_s,
+            avg_power_w=energy_j / step_s,
+            energy_source=energy_source(),
+            **fields,
+        )
+
 
 def estimate_training(
     model: str,
@@ -214,23 +242,19 @@ def estimate_training(
     energy = power_gpu * n * t_step
     peak = g.peak_tflops(prec) * 1e12
     mfu = flops_gpu / (t_step * peak)
-    return TrainingEstimate(
+    return TrainingEstimate.from_step(
+        batch_size=batch_size,
+        seq_len=seq_len,
+        step_s=t_step,
+        energy_j=energy,
         model=str(model),
         gpu=g.name,
         num_gpus=n,
         tensor_parallel=tensor_parallel,
         data_parallel=dp,
         precision=prec,
-        batch_size=int(batch_size),
-        seq_len=int(seq_len),
-        step_duration_s=t_step,
-        energy_per_step_j=energy,
-        energy_per_token_j=energy / tokens,
-        throughput_tokens_per_s=tokens / t_step,
-        avg_power_w=power_gpu * n,
         mfu=mfu,
         memory_gb_per_gpu=mem_gb,
-        energy_source=energy_source(),
     )
 
 
@@ -270,24 +294,19 @@ def _pipelined_estimate(
         microbatches=microbatches,
         clock_mhz=clock_mhz,
     )
-    tokens = batch_size * seq_len
-    return TrainingEstimate(
+    return TrainingEstimate.from_step(
+        batch_size=batch_size,
+        seq_len=seq_len,
+        step_s=step.step_s,
+        energy_j=step.energy_j,
         model=model,
         gpu=g.name,
         num_gpus=n,
         tensor_parallel=tp,
         data_parallel=dp,
         precision=prec,
-        batch_size=int(batch_size),
-        seq_len=int(seq_len),
-        step_duration_s=step.step_s,
-        energy_per_step_j=step.energy_j,
-        energy_per_token_j=step.energy_j / tokens,
-        throughput_tokens_per_s=tokens / step.step_s,
-        avg_power_w=step.energy_j / step.step_s,
         mfu=step.flops_per_gpu_s / (g.peak_tflops(prec) * 1e12),
         memory_gb_per_gpu=max(s.memory_gb_per_gpu for s in step.stages),
-        energy_source=energy_source(),
         pipeline_parallel=pp,
         microbatches=step.microbatches,
         microbatch_size=step.microbatch_size,
