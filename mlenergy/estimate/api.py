@@ -27,7 +27,7 @@ from mlenergy.estimate.offline import predict_offline
 from mlenergy.estimate.physics import predict
 from mlenergy.estimate.prepare import offline_setup, prepare_config
 from mlenergy.estimate.serving import ServingSetup
-from mlenergy.estimate.task_defaults import has_value, input_tokens_for
+from mlenergy.estimate.task_defaults import has_value, input_tokens_for, visual_tokens_for
 
 
 def estimator_version() -> str:
@@ -174,7 +174,9 @@ def estimate(
         batch_size: Average number of sequences decoding together (all replicas).
         output_tokens: Mean output length (tokens).
         input_tokens: Mean prompt length (tokens); default: the task's.
-        task: Workload label used for the default prompt length.
+        task: Workload label: it gives the default prompt length, and a multimodal task
+            (``image-chat``, ``video-chat``) makes the prompt visual tokens, each costing
+            the engine host time before its prefill.
         precision: Weight precision (bfloat16, float16, fp8, mxfp4, nvfp4); default bfloat16.
         num_gpus: GPUs used; default and required value: ``tp * pp * dp``, or ``ep`` when
             experts span more GPUs (see :func:`~mlenergy.estimate.checks.expected_num_gpus`).
@@ -220,6 +222,7 @@ def estimate(
     w = ServingSetup(
         batch_size=together,
         input_tokens=input_tokens_for(task, input_tokens),
+        visual_tokens=visual_tokens_for(task, input_tokens),
         output_tokens=output_tokens,
         num_gpus=n,
         tensor_parallel=tensor_parallel,

@@ -53,7 +53,11 @@ from mlenergy.estimate.physics import FEATURES
 from mlenergy.estimate.prepare import weight_precision
 from mlenergy.estimate.profile import build_profile
 from mlenergy.estimate.serving import ServingSetup
-from mlenergy.estimate.task_defaults import TASK_INPUT_TOKENS, task_input_tokens
+from mlenergy.estimate.task_defaults import (
+    TASK_INPUT_TOKENS,
+    is_multimodal,
+    task_input_tokens,
+)
 
 INPUT_COLUMNS = (
     "model",
@@ -234,6 +238,7 @@ def estimate_frame(
     task_codes, task_names = pd.factorize(tasks)
     task_len = np.array([table[t] for t in task_names], dtype=float)
     in_tok = np.where(np.isnan(in_tok), task_len[task_codes], in_tok)
+    visual = np.array([is_multimodal(t) for t in task_names], dtype=bool)[task_codes]
     engines, engine_err, engine_notes = _row_engines(df, tasks)
     flag(engine_err != "", engine_err)
 
@@ -321,6 +326,7 @@ def estimate_frame(
             "pp": pp,
             "batch": batch,
             "input_tokens": in_tok,
+            "visual_tokens": np.where(visual, in_tok, 0.0),
             "output_tokens": out_tok,
         }
         for name, arr in fill.items():

@@ -31,7 +31,12 @@ from mlenergy.estimate.host_bound import MIN_HOST_BOUND_ROWS, host_bound_mask
 from mlenergy.estimate.physics import predict
 from mlenergy.estimate.prepare import prepare
 from mlenergy.estimate.serving import ServingSetup
-from mlenergy.estimate.task_defaults import TASK_INPUT_TOKENS, has_value, input_tokens_for
+from mlenergy.estimate.task_defaults import (
+    TASK_INPUT_TOKENS,
+    has_value,
+    input_tokens_for,
+    visual_tokens_for,
+)
 
 # (name, lower bound, upper bound) of fitted coefficients; fitted in log space.
 BOUNDS: dict[str, tuple[float, float]] = {
@@ -55,6 +60,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "p_quant": (1e-3, 3.0),
     "prefill_layer_s": (1e-7, 2e-3),
     "mamba_prefill_s": (1e-7, 5e-3),
+    "visual_token_s": (1e-9, 2e-4),
     "legacy_moe_layer_s": (1e-7, 1e-3),
     "fp8_moe_layer_s": (1e-7, 1e-3),
     "seq_busy": (1e-3, 1.0),
@@ -121,6 +127,7 @@ def prepare_row(rec: dict, configs_dir: str | Path | None = None) -> dict[str, f
     w = ServingSetup(
         batch_size=float(rec["batch_size"]),
         input_tokens=input_tokens_for(rec.get("task"), rec.get("input_tokens")),
+        visual_tokens=visual_tokens_for(rec.get("task"), rec.get("input_tokens")),
         output_tokens=float(rec["output_tokens"]),
         num_gpus=int(rec["num_gpus"]),
         tensor_parallel=int(rec["tensor_parallel"]),

@@ -80,6 +80,10 @@ class Coefficients:
             in seconds at the spec clock (vLLM 0.11's chunked-scan prefill path of Mamba2
             hybrids: conv1d, chunk cumsum/state/scan and state passing), counted as compute
             time for power.
+        visual_token_s: Host time per visual prompt token (images, video) in seconds, paid
+            by the step that prefills the prompt with the GPUs waiting: the engine's intake
+            of the prompt's pixel tensors (the reference multimodal runs spend 50-150 ms per
+            request beyond their prefill work, on H100 and B200 alike).
         collective_s: Latency per collective (all-reduce or all-to-all) per log2 step of its
             participants, in seconds.
         all_to_all_s: Latency per expert-parallel dispatch or combine, in seconds.
@@ -137,6 +141,7 @@ class Coefficients:
     seq_busy: float = 0.5
     prefill_layer_s: float = 1e-4
     mamba_prefill_s: float = 1e-4
+    visual_token_s: float = 2e-5
     collective_s: float = 5e-6
     all_to_all_s: float = 3e-5
     eta_link: float = 0.5
@@ -179,6 +184,7 @@ class Coefficients:
         "p_quant",
         "prefill_layer_s",
         "mamba_prefill_s",
+        "visual_token_s",
         "legacy_moe_layer_s",
         "fp8_moe_layer_s",
         "seq_busy",

@@ -25,9 +25,9 @@ from mlenergy.estimate.reference import (
     leaderboard_folder,
     read_reference,
 )
+from mlenergy.estimate.task_defaults import MULTIMODAL_TASKS
 from mlenergy.records import Phase, PhaseResult, RunRecord
 
-MULTIMODAL_TASKS = ("image-chat", "video-chat")
 SOURCE_OF_SUBMITTER = {V3_SUBMITTER: "v3", V2_SUBMITTER: "v2"}
 """The ``source`` column: ``v3``/``v2`` for the reference tables, ``store`` for the rest."""
 

@@ -26,7 +26,10 @@ batched tokens per step needs) is a *mixed* step, the rest decode-only. Per GPU 
   ``eta_prefill`` of the peak, and the step pays a per-layer cost ``c_prefill_layer * L`` (a
   mixed batch runs outside the captured CUDA graphs); the mean step is
   ``(1 - q) decode + q mixed`` (a mixed step of a Mamba hybrid also pays
-  ``c_mamba_prefill * L_mamba`` of compute-busy GPU time, its chunked-scan prefill path) and
+  ``c_mamba_prefill * L_mamba`` of compute-busy GPU time, its chunked-scan prefill path; a
+  step carrying multimodal prompts also waits ``c_visual * V`` per prompt of ``V`` visual
+  tokens, host time in which the GPUs idle: the engine takes in the prompt's pixel
+  tensors) and
   the median inter-token latency the decode step while fewer
   than half the steps are mixed (:func:`median_step`). With data-parallel attention plus
   expert parallelism the replicas run in lockstep, so the prompts of all replicas stall every
@@ -101,6 +104,7 @@ FEATURES = (
     "pp",
     "batch",
     "input_tokens",
+    "visual_tokens",  # prompt tokens of a prompt that come from images or video
     "output_tokens",
     "legacy",
     "clock",  # requested SM clock in MHz, NaN = max
@@ -288,6 +292,9 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     # A step that carries prompt tokens runs a mixed batch beyond the captured CUDA-graph
     # sizes (kernels launched one by one): a fixed host cost per layer.
     host_mix = (fixed + c.seq_s * br + c.prefill_layer_s * layers_per_stage) * slow
+    # Multimodal prompts: the engine takes in each prompt's pixel tensors before the step
+    # that prefills it (host time per visual token, with the GPUs waiting).
+    host_mix = host_mix + c.visual_token_s * m * f["visual_tokens"]
     t_mix = host_mix + g1 + comm1 + t_mamba
     t_step = (1.0 - q) * t_dec + q * t_mix
     t_pf = t_step - t_dec

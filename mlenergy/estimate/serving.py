@@ -13,6 +13,8 @@ class ServingSetup:
         batch_size: Average number of sequences decoding together (all replicas).
         input_tokens: Mean prompt length in tokens.
         output_tokens: Mean output length in tokens.
+        visual_tokens: Mean prompt tokens per request that come from images or video (0 for
+            text prompts).
         num_gpus: GPUs used.
         tensor_parallel: Tensor-parallel degree.
         expert_parallel: Expert-parallel degree (>1: experts sharded over all GPUs).
@@ -30,6 +32,7 @@ class ServingSetup:
     batch_size: float
     input_tokens: float
     output_tokens: float
+    visual_tokens: float = 0.0
     num_gpus: int = 1
     tensor_parallel: int = 1
     expert_parallel: int = 1

@@ -45,3 +45,23 @@ def input_tokens_for(task: str | None, input_tokens: float | str | None) -> floa
     if has_value(input_tokens):
         return positive("input_tokens", input_tokens)
     return task_input_tokens(task)
+
+
+MULTIMODAL_TASKS = ("image-chat", "video-chat")
+"""Tasks whose prompts carry images or video."""
+
+
+def is_multimodal(task: str | None) -> bool:
+    """True for a task whose prompts carry images or video (:data:`MULTIMODAL_TASKS`)."""
+    return canonical_task(task) in MULTIMODAL_TASKS
+
+
+def visual_tokens_for(task: str | None, input_tokens: float | str | None) -> float:
+    """Prompt tokens per request that come from images or video (tokens).
+
+    A multimodal task's prompt is taken as visual tokens throughout (its text is a few dozen
+    tokens against a thousand or more from the image or clip); any other task has none.
+    """
+    if not is_multimodal(task):
+        return 0.0
+    return input_tokens_for(task, input_tokens)

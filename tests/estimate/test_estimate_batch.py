@@ -137,6 +137,27 @@ def test_batch_matches_single_estimates(configs_dir):
         assert got.warning == single.warning
 
 
+def test_batch_counts_visual_tokens_as_single_estimates(configs_dir):
+    kw = dict(batch_size=64, output_tokens=400, num_gpus=2, tensor_parallel=2)
+    tasks = ["video-chat", "image-chat", "lm-arena-chat"]
+    df = pd.DataFrame(
+        {"model": "Qwen/Qwen3-VL-32B-Instruct", "gpu": "H100", "task": tasks}
+        | {k: [v] * 3 for k, v in kw.items()}
+    )
+    res = estimate_frame(df, configs_dir)
+    thr = []
+    for task, got in zip(tasks, res.itertuples(index=False), strict=True):
+        single = estimate(
+            "Qwen/Qwen3-VL-32B-Instruct", "H100", task=task, configs_dir=configs_dir, **kw
+        )
+        assert got.throughput_tokens_per_s == pytest.approx(
+            single.throughput_tokens_per_s, rel=1e-9
+        )
+        assert got.avg_power_w == pytest.approx(single.avg_power_w, rel=1e-9)
+        thr.append(got.throughput_tokens_per_s)
+    assert thr[0] < thr[1] < thr[2]
+
+
 def test_batch_vectorised_scale(configs_dir):
     df = pd.DataFrame([ROWS[0]] * 2000, columns=INPUT_COLUMNS)
     df["batch_size"] = np.linspace(1, 256, len(df))

@@ -10,6 +10,7 @@ import pytest
 from mlenergy.errors import UserError
 from mlenergy.estimate import estimate
 from mlenergy.estimate.catalog import catalog_names, resolve_gpu
+from mlenergy.estimate.coefficients import default_coefficients
 from mlenergy.models.architecture import ArchitectureSpec
 
 LLAMA8 = "meta-llama/Llama-3.1-8B-Instruct"
@@ -390,3 +391,20 @@ def test_hybrid_profile_counts_mamba_layers_and_bf16_state(configs_dir):
     state = 128 * 80 * 128  # heads x head dim x state size
     conv = (128 * 80 + 2 * 8 * 128) * (4 - 1)  # x, B, C channels over kernel - 1 taps
     assert prof.ssm_state_bytes == pytest.approx(27 * (state + conv) * 2.0)
+
+
+def test_visual_prompt_tokens_stall_the_engine(configs_dir):
+    """An image prompt costs host time per visual token, with the GPU waiting (less power)."""
+    vl = "Qwen/Qwen3-VL-8B-Instruct"
+    kw = dict(batch_size=64, input_tokens=1200, output_tokens=400)
+    text = estimate(vl, "H100", task="lm-arena-chat", **kw)
+    image = estimate(vl, "H100", task="image-chat", **kw)
+    assert image.throughput_tokens_per_s < text.throughput_tokens_per_s
+    assert image.avg_power_w < text.avg_power_w
+    # The share of the time the engine stalls, per request served, is the fitted host time
+    # of one prompt's 1200 visual tokens.
+    stall_share = 1.0 - image.throughput_tokens_per_s / text.throughput_tokens_per_s
+    requests_per_s = image.throughput_tokens_per_s / 400
+    expected_s = default_coefficients().visual_token_s * 1200
+    assert expected_s > 1e-3
+    assert stall_share / requests_per_s == pytest.approx(expected_s, rel=1e-6)
