@@ -65,7 +65,11 @@ def estimate_cmd(
     input_tokens: Annotated[float | None, typer.Option(help="Mean prompt tokens.")] = None,
     output_tokens: Annotated[float | None, typer.Option(help="Mean output tokens.")] = None,
     task: Annotated[
-        str | None, typer.Option(help="Task label (default prompt length and engine).")
+        str | None,
+        typer.Option(
+            help="Task label (default prompt length and engine; image-chat and video-chat "
+            "prompts are visual tokens)."
+        ),
     ] = None,
     engine: Annotated[
         str | None,
