@@ -391,6 +391,7 @@ def validate_cmd(
         payload["targets_percent"] = TARGETS
         payload["meets_targets"] = cv.meets_targets()
         payload["target_checks"] = [asdict(c) for c in checks]
+        payload["energy_tail"] = asdict(cv.energy_tail())
         typer.echo(json.dumps(payload, indent=1))
         return
     typer.echo(
@@ -405,6 +406,7 @@ def validate_cmd(
     typer.echo(f"\ntargets: {len(checks) - missed} of {len(checks)} met (all rows, in %)")
     for c in checks:
         typer.echo(f"  {c.describe()}")
+    typer.echo(f"\n{cv.energy_tail().describe()}")
 
 
 @app.command("engines")

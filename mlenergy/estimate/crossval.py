@@ -66,6 +66,32 @@ class TargetCheck:
         return f"{self.name} {figure} ({bound}): {'yes' if self.met else 'NO'}"
 
 
+@dataclass(frozen=True)
+class EnergyTail:
+    """The rows behind the energy p90: how many are over its target and which kinds.
+
+    Attributes:
+        threshold: The p90 target, in percent.
+        over: Rows whose energy per token is off by more than ``threshold``.
+        allowed: The most rows a p90 within ``threshold`` allows (a tenth of all rows).
+        stalled: Of ``over``, rows whose runs stalled beyond what the inputs say: matched
+            by the host-bound rule, or data-parallel attention with expert parallelism.
+    """
+
+    threshold: float
+    over: int
+    allowed: int
+    stalled: int
+
+    def describe(self) -> str:
+        """One line for reports."""
+        return (
+            f"energy tail: {self.over} rows over {self.threshold:g}% (a p90 of "
+            f"{self.threshold:g}% allows {self.allowed}); {self.stalled} of them host-bound or "
+            "data-parallel attention with expert parallelism"
+        )
+
+
 def architecture_group(config_id: str, configs_dir: str | Path | None = None) -> str:
     """A key shared by models with the same text architecture (variants, FP8, VL twins)."""
     try:
@@ -173,6 +199,22 @@ class CrossValidation:
         """Whether the overall figures meet :data:`TARGETS`."""
         s = self.summary().iloc[0]
         return {k: bool(s[k] <= v) for k, v in TARGETS.items()}
+
+    def energy_tail(self) -> EnergyTail:
+        """How many rows the energy p90 target leaves out, and how many of them stalled."""
+        r = self.rows
+        over = r["ape_energy"].to_numpy(float) > TARGETS["energy_p90"]
+        stalled = r["host_bound"].to_numpy(bool)
+        if "data_parallel" in r and "expert_parallel" in r:
+            dp = pd.to_numeric(r["data_parallel"], errors="coerce").fillna(1).to_numpy()
+            ep = pd.to_numeric(r["expert_parallel"], errors="coerce").fillna(1).to_numpy()
+            stalled = stalled | ((dp > 1) & (ep > 1))
+        return EnergyTail(
+            threshold=TARGETS["energy_p90"],
+            over=int(over.sum()),
+            allowed=int(len(r) // 10),
+            stalled=int((over & stalled).sum()),
+        )
 
     def target_checks(self, held_out_gpu: bool = False) -> list[TargetCheck]:
         """Every accuracy target the figures are held to, each with its figure.

@@ -155,6 +155,8 @@ def test_validate_json(capsys, configs_dir):
     for c in data["target_checks"]:
         figure = abs(c["value"]) if "signed" in c["name"] else c["value"]
         assert c["met"] == (figure <= c["limit"])
+    tail = data["energy_tail"]
+    assert 0 <= tail["stalled"] <= tail["over"] and tail["allowed"] > 0
 
 
 def test_save_as_record(tmp_path, capsys, configs_dir):

@@ -62,6 +62,20 @@ def test_held_out_gpu_checks_each_gpu_energy_median():
     assert not held.met and held.limit == HELD_OUT_GPU_TARGET
 
 
+def test_energy_tail_counts_rows_over_the_p90_target_and_the_stalled_among_them():
+    rows = pd.concat(
+        [_rows("H100", "dense", 16, 5.0, 1.0, 1.0), _rows("B200", "moe", 4, 40.0, 1.0, 1.0)],
+        ignore_index=True,
+    )
+    rows["host_bound"] = [False] * 16 + [True, False, False, False]
+    rows["data_parallel"] = [1] * 16 + [1, 4, 4, 1]
+    rows["expert_parallel"] = [1] * 16 + [1, 4, 1, 1]
+    tail = CrossValidation(rows, 2).energy_tail()
+    assert (tail.over, tail.allowed, tail.stalled) == (4, 2, 2)
+    assert tail.threshold == TARGETS["energy_p90"]
+    assert "4 rows over 25%" in tail.describe() and "allows 2" in tail.describe()
+
+
 @pytest.mark.skipif(reference_dir() is None, reason="../shared/reference not found")
 def test_coefficients_no_row_moves_are_left_out_of_the_fit():
     from mlenergy.estimate.calibration import featurise, unidentified
