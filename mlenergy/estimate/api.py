@@ -219,10 +219,11 @@ def estimate(
     note = engine_note(engine, task, engine_name)
     n = _num_gpus(num_gpus, tensor_parallel, expert_parallel, data_parallel, pipeline_parallel)
     together = offline_concurrency(mode_name, batch_size, max_num_seqs)
+    prompt_tokens = input_tokens_for(task, input_tokens)
     w = ServingSetup(
         batch_size=together,
-        input_tokens=input_tokens_for(task, input_tokens),
-        visual_tokens=visual_tokens_for(task, input_tokens),
+        input_tokens=prompt_tokens,
+        visual_tokens=visual_tokens_for(task, prompt_tokens),
         output_tokens=output_tokens,
         num_gpus=n,
         tensor_parallel=tensor_parallel,

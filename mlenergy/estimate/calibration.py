@@ -124,10 +124,11 @@ def prepare_row(rec: dict, configs_dir: str | Path | None = None) -> dict[str, f
         UserError: The row cannot be estimated (no config, a layout the estimator refuses);
             the message names why.
     """
+    prompt_tokens = input_tokens_for(rec.get("task"), rec.get("input_tokens"))
     w = ServingSetup(
         batch_size=float(rec["batch_size"]),
-        input_tokens=input_tokens_for(rec.get("task"), rec.get("input_tokens")),
-        visual_tokens=visual_tokens_for(rec.get("task"), rec.get("input_tokens")),
+        input_tokens=prompt_tokens,
+        visual_tokens=visual_tokens_for(rec.get("task"), prompt_tokens),
         output_tokens=float(rec["output_tokens"]),
         num_gpus=int(rec["num_gpus"]),
         tensor_parallel=int(rec["tensor_parallel"]),

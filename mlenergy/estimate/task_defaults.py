@@ -56,12 +56,14 @@ def is_multimodal(task: str | None) -> bool:
     return canonical_task(task) in MULTIMODAL_TASKS
 
 
-def visual_tokens_for(task: str | None, input_tokens: float | str | None) -> float:
+def visual_tokens_for(task: str | None, prompt_tokens: float) -> float:
     """Prompt tokens per request that come from images or video (tokens).
 
     A multimodal task's prompt is taken as visual tokens throughout (its text is a few dozen
     tokens against a thousand or more from the image or clip); any other task has none.
+
+    Args:
+        task: Workload label.
+        prompt_tokens: The prompt length already resolved (:func:`input_tokens_for`).
     """
-    if not is_multimodal(task):
-        return 0.0
-    return input_tokens_for(task, input_tokens)
+    return prompt_tokens if is_multimodal(task) else 0.0
