@@ -204,11 +204,10 @@ class CrossValidation:
         """How many rows the energy p90 target leaves out, and how many of them stalled."""
         r = self.rows
         over = r["ape_energy"].to_numpy(float) > TARGETS["energy_p90"]
-        stalled = r["host_bound"].to_numpy(bool)
-        if "data_parallel" in r and "expert_parallel" in r:
-            dp = pd.to_numeric(r["data_parallel"], errors="coerce").fillna(1).to_numpy()
-            ep = pd.to_numeric(r["expert_parallel"], errors="coerce").fillna(1).to_numpy()
-            stalled = stalled | ((dp > 1) & (ep > 1))
+        lockstep = (r["data_parallel"].to_numpy(float) > 1) & (
+            r["expert_parallel"].to_numpy(float) > 1
+        )
+        stalled = r["host_bound"].to_numpy(bool) | lockstep
         return EnergyTail(
             threshold=TARGETS["energy_p90"],
             over=int(over.sum()),
