@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import asdict, dataclass, field
@@ -30,8 +31,12 @@ from mlenergy.estimate.serving import ServingSetup
 from mlenergy.estimate.task_defaults import has_value, input_tokens_for, visual_tokens_for
 
 
+@functools.cache
 def estimator_version() -> str:
-    """Version of the installed ``mlenergy-lab`` distribution (``0+unknown`` if not installed)."""
+    """Version of the installed ``mlenergy-lab`` distribution (``0+unknown`` if not installed).
+
+    Read once per process: the package metadata lookup costs more than an estimate.
+    """
     from importlib.metadata import PackageNotFoundError, version
 
     try:
