@@ -92,7 +92,8 @@ class Coefficients:
             (1: uniform routing; lower: skewed, fewer distinct experts hit). Not fitted: the
             reference data prefer uniform routing.
         moe_min_cols: Fewest output columns (all hit experts of a GPU together) at which a
-            grouped expert GEMM streams at full bandwidth; fewer take as long as this many.
+            grouped expert GEMM streams at full bandwidth; fewer take about as long as this
+            many (a soft maximum with exponent ``overlap_p``: the floor sets in gradually).
         dequant_flops: Work to dequantise one scaled low-precision weight element, in
             tensor-core FLOP equivalents. Not fitted (0): the reference data cannot separate
             it from other costs and a value fitted on FP8 did not transfer to MXFP4.

@@ -20,7 +20,9 @@ batched tokens per step needs) is a *mixed* step, the rest decode-only. Per GPU 
   experts are fp8 on a GPU with fp8 tensor cores, with achievable fractions of datasheet
   bandwidth and FLOP/s, fixed launch costs and per-collective latencies fitted on
   measurements (:mod:`mlenergy.estimate.calibration`); with expert parallelism the expert
-  roofline reads the experts of the busiest GPU (:func:`_max_shard_hits`); in a mixed step
+  roofline reads the experts of the busiest GPU (:func:`_max_shard_hits`), and a GPU's
+  grouped expert GEMM with fewer output columns than ``moe_min_cols`` streams about as
+  slowly as one of that many (the same soft maximum joins the two); in a mixed step
   the prompt tokens join the same rooflines (they share the weight reads), their FLOPs and the
   matmuls of the decode rows they ride with (one taller GEMM: decode plus prompt rows) run at
   ``eta_prefill`` of the peak, and the step pays a per-layer cost ``c_prefill_layer * L`` (a
@@ -235,14 +237,16 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
             # Grouped expert GEMMs (no split-K) give each thread block a slice of output
             # columns and the whole reduction length K: a matrix with few output columns on a
             # GPU (big experts, one or two hit per shard) fills too few blocks to stream at
-            # full bandwidth, so it takes as long as one of ``moe_min_cols`` columns.
+            # full bandwidth, so it takes as long as one of ``moe_min_cols`` columns. The
+            # last wave of blocks fills the GPU partly, so the floor sets in gradually: the
+            # same soft maximum as the rooflines (``overlap_p``) joins the two.
             h, it = f["hidden_size"], f["expert_inter"]
             ts = np.where(ep_on, 1.0, a)  # tensor-parallel split of each expert
             hits_gpu = np.where(ep_on, hl, hit)
             b_el = f["expert_bytes"] / np.maximum(3.0 * h * it, 1.0)
             wm = c.moe_min_cols
-            gu = h * np.maximum(hits_gpu * 2.0 * it / ts, wm)
-            dn = it / ts * np.maximum(hits_gpu * h, wm)
+            gu = h * _soft_max(hits_gpu * 2.0 * it / ts, wm, p)
+            dn = it / ts * _soft_max(hits_gpu * h, wm, p)
             w_exp_max = np.where(it > 0, f["n_moe_layers"] * b_el * (gu + dn), w_exp_max)
         q_elems = f["quant_common"] / a + f["n_moe_layers"] * f["quant_expert"] * hit / ep_shards
         q_bytes = (

@@ -116,7 +116,8 @@ def test_fitted_names_are_the_bounded_ones():
 
 def test_narrow_expert_gemms_stream_below_bandwidth(configs_dir):
     """Few output columns per GPU (big experts, top-1, expert parallel) hit the column floor;
-    many small experts (Qwen3-30B-A3B) do not."""
+    many small experts (Qwen3-30B-A3B, all their columns well above it) barely feel its soft
+    edge."""
     coef = default_coefficients()
     off = coef.replace(moe_min_cols=0.0)
     kw = dict(batch_size=8, input_tokens=256, output_tokens=256)
@@ -129,4 +130,4 @@ def test_narrow_expert_gemms_stream_below_bandwidth(configs_dir):
     qwen = "Qwen/Qwen3-30B-A3B-Instruct-2507"
     a = estimate(qwen, "H100", coefficients=coef, **kw)
     b = estimate(qwen, "H100", coefficients=off, **kw)
-    assert a.itl_s == pytest.approx(b.itl_s, rel=1e-9)
+    assert b.itl_s < a.itl_s < 1.02 * b.itl_s
