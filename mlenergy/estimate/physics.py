@@ -237,7 +237,7 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
             # Grouped expert GEMMs (no split-K) give each thread block a slice of output
             # columns and the whole reduction length K: a matrix with few output columns on a
             # GPU (big experts, one or two hit per shard) fills too few blocks to stream at
-            # full bandwidth, so it takes as long as one of ``moe_min_cols`` columns. The
+            # full bandwidth, so it takes about as long as one of ``moe_min_cols`` columns. The
             # last wave of blocks fills the GPU partly, so the floor sets in gradually: the
             # same soft maximum as the rooflines (``overlap_p``) joins the two.
             h, it = f["hidden_size"], f["expert_inter"]
