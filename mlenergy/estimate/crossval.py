@@ -20,7 +20,7 @@ from mlenergy.estimate.calibration import featurise, fit, fit_weights, host_boun
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients, interval_class
 from mlenergy.estimate.configs import resolve_model
 from mlenergy.estimate.measurements import model_group
-from mlenergy.estimate.physics import predict
+from mlenergy.estimate.physics import lockstep_replicas, predict
 from mlenergy.estimate.task_defaults import has_value
 
 TARGETS = {
@@ -204,8 +204,8 @@ class CrossValidation:
         """How many rows the energy p90 target leaves out, and how many of them stalled."""
         r = self.rows
         over = r["ape_energy"].to_numpy(float) > TARGETS["energy_p90"]
-        lockstep = (r["data_parallel"].to_numpy(float) > 1) & (
-            r["expert_parallel"].to_numpy(float) > 1
+        lockstep = lockstep_replicas(
+            r["expert_parallel"].to_numpy(float), r["data_parallel"].to_numpy(float)
         )
         stalled = r["host_bound"].to_numpy(bool) | lockstep
         return EnergyTail(

@@ -114,6 +114,19 @@ FEATURES = (
 )
 
 
+def lockstep_replicas(ep: np.ndarray, dp: np.ndarray) -> np.ndarray:
+    """Whether the replicas run in lockstep: data-parallel attention with expert parallelism.
+
+    They run every MoE layer as one all-to-all group, so a prompt on any replica stalls all
+    of them.
+
+    Args:
+        ep: Expert-parallel degree per row.
+        dp: Data-parallel replicas per row.
+    """
+    return (np.asarray(ep) > 1) & (np.asarray(dp) > 1)
+
+
 def effective_bandwidth(bandwidth_b_s: float | np.ndarray, c: Coefficients) -> float | np.ndarray:
     """Achieved memory bandwidth in bytes/s for streaming weights and KV cache.
 
@@ -211,7 +224,7 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     # parallelism the replicas run every MoE layer in lockstep (one all-to-all group), so a
     # prompt on any replica stalls all of them: their prefills serialise.
     i = f["input_tokens"]
-    lockstep = ep_on & (dp > 1)
+    lockstep = lockstep_replicas(f["ep"], dp)
     pf_seqs = np.where(lockstep, f["batch"], br)
     n_pf = pf_seqs / np.maximum(f["output_tokens"], 1.0)  # prompts per step (stalling group)
     # Fraction of steps that carry prompt tokens: Poisson arrivals, at least as many steps as
