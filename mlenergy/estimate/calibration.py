@@ -57,6 +57,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "p_mem": (0.01, 1.5),
     "legacy_slowdown": (1.0, 10.0),
     "mem_ceiling": (3e12, 1e15),
+    "moe_ceiling": (1e12, 1e15),
     "p_quant": (1e-3, 3.0),
     "prefill_layer_s": (1e-7, 2e-3),
     "mamba_prefill_s": (1e-7, 5e-3),
@@ -72,11 +73,12 @@ PRIORS: dict[str, tuple[float, float]] = {"eta_mem": (1.0, 1.0)}
 
 They only settle directions the data leave flat. With measurements from a single GPU the
 achieved fraction of datasheet bandwidth (``eta_mem``) and the GPU-independent streaming
-ceiling (``mem_ceiling``) are not separable (one datasheet bandwidth gives one effective
-bandwidth), and the split the optimiser stops at decided how the fit transferred to another
-GPU. The prior picks the split that the two-GPU data choose anyway (``eta_mem`` = 1: the
-losses of latency-bound decode kernels sit in the ceiling, not in a fraction of the pin
-rate); against the hundreds of data residuals it is too weak to move an identified value."""
+ceiling (``mem_ceiling``, and ``moe_ceiling`` for the routed experts) are not separable (one
+datasheet bandwidth gives one effective bandwidth), and the split the optimiser stops at
+decided how the fit transferred to another GPU. The prior picks the split that the two-GPU
+data choose anyway (``eta_mem`` = 1: the losses of latency-bound decode kernels sit in the
+ceilings, not in a fraction of the pin rate); against the hundreds of data residuals it is
+too weak to move an identified value."""
 
 HOST_BOUND_WEIGHT = 0.1
 """Fit weight of rows matched by the host-bound rule (relative to 1)."""

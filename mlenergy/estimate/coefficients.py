@@ -54,6 +54,9 @@ class Coefficients:
             ``eta_mem`` times the datasheet bandwidth (effective bandwidth
             ``1 / (1 / (eta_mem BW) + 1 / mem_ceiling)``): faster memories are harder to
             saturate with latency-bound decode kernels.
+        moe_ceiling: The same ceiling (bytes/s) for the routed experts' weights: a grouped
+            expert GEMM streams one small matrix per expert hit on the GPU, which reaches
+            less of the memory system than one large dense matrix.
         eta_comp: Achieved fraction of datasheet tensor FLOP/s in the matmuls of a
             decode-only step (and in decode attention).
         eta_prefill: Achieved fraction of datasheet tensor FLOP/s in prefill, and in every
@@ -130,6 +133,7 @@ class Coefficients:
 
     eta_mem: float = 0.9
     mem_ceiling: float = 1e13
+    moe_ceiling: float = 1e13
     eta_comp: float = 0.5
     eta_prefill: float = 0.7
     overlap_p: float = 3.0
@@ -182,6 +186,7 @@ class Coefficients:
         "p_mem",
         "legacy_slowdown",
         "mem_ceiling",
+        "moe_ceiling",
         "p_quant",
         "prefill_layer_s",
         "mamba_prefill_s",

@@ -11,7 +11,8 @@ batched tokens per step needs) is a *mixed* step, the rest decode-only. Per GPU 
   ``E (1 - (1 - k/E)^T)`` per MoE layer), the KV cache of every sequence at its mean context
   ``I + O/2`` (windowed layers capped at the window; MLA latent cache replicated across TP),
   and the recurrent state of Mamba layers, at an effective bandwidth
-  ``1 / (1 / (eta_mem BW) + 1 / mem_ceiling)``;
+  ``1 / (1 / (eta_mem BW) + 1 / mem_ceiling)``; the routed experts' grouped GEMMs stream at
+  the same form with a ceiling of their own, ``moe_ceiling``;
 * compute: matmul FLOPs (2 per active weight per token; experts at their own precision),
   attention FLOPs growing with the context, prefill FLOPs of the new requests;
 * time: ``c_step + c_layer * L + c_moe * L_moe + c_seq * B/dp + t_gpu + t_comm`` where
@@ -127,18 +128,23 @@ def lockstep_replicas(ep: np.ndarray, dp: np.ndarray) -> np.ndarray:
     return (np.asarray(ep) > 1) & (np.asarray(dp) > 1)
 
 
-def effective_bandwidth(bandwidth_b_s: float | np.ndarray, c: Coefficients) -> float | np.ndarray:
+def effective_bandwidth(
+    bandwidth_b_s: float | np.ndarray, c: Coefficients, ceiling_b_s: float | None = None
+) -> float | np.ndarray:
     """Achieved memory bandwidth in bytes/s for streaming weights and KV cache.
 
-    ``eta_mem`` times the datasheet figure in series with the GPU-independent streaming
-    ceiling ``mem_ceiling``: ``1 / (1 / (eta_mem BW) + 1 / mem_ceiling)``. Latency-bound loads
-    do not speed up with the memory, so faster HBM is harder to saturate.
+    ``eta_mem`` times the datasheet figure in series with a GPU-independent streaming
+    ceiling: ``1 / (1 / (eta_mem BW) + 1 / ceiling)``. Latency-bound loads do not speed up
+    with the memory, so faster HBM is harder to saturate.
 
     Args:
         bandwidth_b_s: Datasheet memory bandwidth in bytes/s (scalar or array).
         c: Coefficients (``eta_mem``, ``mem_ceiling``).
+        ceiling_b_s: The ceiling in bytes/s (default ``c.mem_ceiling``, the dense weights',
+            KV cache's and state's; the routed experts stream under ``c.moe_ceiling``).
     """
-    return 1.0 / (1.0 / (c.eta_mem * bandwidth_b_s) + 1.0 / c.mem_ceiling)
+    ceiling = c.mem_ceiling if ceiling_b_s is None else ceiling_b_s
+    return 1.0 / (1.0 / (c.eta_mem * bandwidth_b_s) + 1.0 / ceiling)
 
 
 def _soft_max(x: np.ndarray, y: np.ndarray, p: float) -> np.ndarray:
@@ -199,6 +205,9 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     ctx_w = np.minimum(ctx, np.where(f["window"] > 0, f["window"], ctx))
     kv_shard = np.where(f["latent_kv"] > 0, 1.0, np.minimum(tp_eff, f["num_kv_heads"])) * pp
     bw = effective_bandwidth(f["bandwidth"], c)
+    # A grouped expert GEMM streams many separate small weight matrices (one per expert hit
+    # on the GPU) instead of one large one: a ceiling of its own.
+    bw_exp = effective_bandwidth(f["bandwidth"], c, c.moe_ceiling)
     speed = clock / f["spec_clock"]
     rate = c.eta_comp * speed
     rate_pf = c.eta_prefill * speed
@@ -262,9 +271,10 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
             dn = it / ts * _soft_max(hits_gpu * h, wm, p)
             w_exp_max = np.where(it > 0, f["n_moe_layers"] * b_el * (gu + dn), w_exp_max)
         q_elems = f["quant_common"] / a + f["n_moe_layers"] * f["quant_expert"] * hit / ep_shards
-        q_bytes = (
-            f["quant_common_bytes"] / a
-            + f["n_moe_layers"] * f["quant_expert_bytes"] * hit / ep_shards
+        # Time to stream the stored bytes of scaled low-precision weights (s).
+        t_quant = (
+            f["quant_common_bytes"] / a / bw
+            + f["n_moe_layers"] * f["quant_expert_bytes"] * hit / ep_shards / bw_exp
         )
         # The decode rows' matmuls run at ``rate_mm``: ``eta_comp`` in a decode-only step,
         # ``eta_prefill`` in a mixed step, where they share taller GEMMs with the prompt rows.
@@ -282,7 +292,7 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
         # after the other: each is bound by its own bytes or FLOPs (a roofline per group).
         t_gpu = (
             _soft_max(w_common / bw, t_c_dense + t_p_dense, p)
-            + _soft_max(w_exp_max / bw, t_c_exp + t_p_exp, p)
+            + _soft_max(w_exp_max / bw_exp, t_c_exp + t_p_exp, p)
             + _soft_max((kv_bytes + ssm_bytes) / bw, t_c_attn, p)
             + t_fp8
         )
@@ -294,9 +304,9 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
             n_ar * act_ar * 2.0 * (tp_eff - 1) / tp_eff + n_a2a * act_a2a * k * (ep_shards - 1) / n
         )
         t_comm = lat + comm_bytes / (c.eta_link * f["link"])
-        t_mem = (w_common + w_exp + kv_bytes + ssm_bytes) / bw + t_fp8
+        t_mem = (w_common + kv_bytes + ssm_bytes) / bw + w_exp / bw_exp + t_fp8
         t_comp = t_c_dense + t_c_exp + t_c_attn
-        return t_gpu, t_comm, t_mem, t_comp, t_p_dense + t_p_exp, q_bytes, w_common + w_exp
+        return t_gpu, t_comm, t_mem, t_comp, t_p_dense + t_p_exp, t_quant, w_common + w_exp
 
     zero = np.zeros_like(br)
     g0, comm0, mem0, comp0, _, qe0, wb0 = step(zero, zero, zero, rate)
@@ -322,7 +332,7 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     t_mem = avg(mem0, mem1)
     t_comp = avg(comp0, comp1)
     t_comm = avg(comm0, comm1)
-    q_bytes = avg(qe0, qe1)
+    t_quant = avg(qe0, qe1)
     w_bytes = avg(wb0, wb1)
 
     idle = np.where(np.isnan(f["idle"]), c.idle_frac * f["tdp"], f["idle"])
@@ -340,7 +350,7 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     # Dequantising scaled low-precision weights keeps the SM ALUs busy while they stream.
     # (per byte streamed: the dequantising kernels work through the stored bytes, so an
     # MXFP4 weight, half the bytes of an fp8 one, keeps them busy half as long).
-    u_quant = np.clip(q_bytes / bw / t_step, 0.0, 1.0)
+    u_quant = np.clip(t_quant / t_step, 0.0, 1.0)
     dyn_base = span * c.p_base * r
     volt = c.voltage_floor + (1.0 - c.voltage_floor) * r
     dyn_comp = span * c.p_comp * u_comp * r * volt * volt

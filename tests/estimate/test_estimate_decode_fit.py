@@ -44,6 +44,7 @@ def test_faster_memory_helps_less_than_its_ratio(configs_dir):
     assert 1.1 < speedup < 4.8 / 3.35
     c = default_coefficients()
     assert 1e12 < c.mem_ceiling < 1e15
+    assert 1e12 < c.moe_ceiling < 1e15
 
 
 def test_quantised_weights_draw_dequantisation_power(configs_dir):

@@ -63,6 +63,19 @@ def test_moe_reads_only_hit_experts(configs_dir):
     assert small.itl_s < dense.itl_s
 
 
+def test_routed_experts_stream_under_their_own_ceiling(configs_dir):
+    """``moe_ceiling`` sets how fast the routed experts stream; dense weights keep theirs."""
+    c = default_coefficients()
+    slow = c.replace(moe_ceiling=c.moe_ceiling / 10)
+    kw = dict(batch_size=16, input_tokens=256, output_tokens=256)
+    moe = "Qwen/Qwen3-30B-A3B-Instruct-2507"
+    base, capped = (estimate(moe, "H100", coefficients=x, **kw) for x in (c, slow))
+    assert capped.itl_s > 1.3 * base.itl_s
+    dense = [estimate("Qwen/Qwen3-32B", "H100", coefficients=x, **kw) for x in (c, slow)]
+    assert dense[1].itl_s == pytest.approx(dense[0].itl_s, rel=1e-12)
+    assert dense[1].avg_power_w == pytest.approx(dense[0].avg_power_w, rel=1e-12)
+
+
 def test_every_reference_config_estimates(configs_dir):
     for path in sorted(configs_dir.glob("*.json")):
         cfg = json.loads(path.read_text())
