@@ -63,6 +63,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "mamba_prefill_s": (1e-7, 5e-3),
     "visual_token_s": (1e-9, 2e-4),
     "legacy_moe_layer_s": (1e-7, 1e-3),
+    "legacy_worker_s": (1e-7, 5e-2),
     "fp8_moe_layer_s": (1e-7, 1e-3),
     "seq_busy": (1e-3, 1.0),
     "moe_min_cols": (64.0, 1e5),
@@ -185,7 +186,7 @@ def itl_targets(df: pd.DataFrame) -> np.ndarray | None:
     return itl if np.isfinite(itl).any() else None
 
 
-LEGACY_COEFFICIENTS = ("legacy_slowdown", "legacy_moe_layer_s")
+LEGACY_COEFFICIENTS = ("legacy_slowdown", "legacy_moe_layer_s", "legacy_worker_s")
 """Coefficients of the 2024 engine: only rows measured with it identify them."""
 
 

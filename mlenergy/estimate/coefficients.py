@@ -70,6 +70,10 @@ class Coefficients:
             data (vLLM 0.5.4), in seconds before ``legacy_slowdown``: its MoE layers were far
             costlier than today's, so they get their own term instead of inflating
             ``moe_layer_s`` for the current engine.
+        legacy_worker_s: Host time per step for each GPU of a replica beyond the first, in the
+            older engine of the v2 data (seconds; not scaled by ``legacy_slowdown``): its
+            driver process hands every step's inputs to the other workers before the GPUs
+            start, while they wait. Today's engine fits no such cost.
         fp8_moe_layer_s: Extra cost per MoE layer per step when the routed experts are fp8
             (block-scaled checkpoints take another grouped-GEMM path: activations quantised
             per token group, scales applied per block), in seconds; counted as busy time.
@@ -141,6 +145,7 @@ class Coefficients:
     layer_s: float = 4e-5
     moe_layer_s: float = 6e-5
     legacy_moe_layer_s: float = 1e-4
+    legacy_worker_s: float = 1e-4
     fp8_moe_layer_s: float = 1e-4
     seq_s: float = 3.5e-5
     seq_busy: float = 0.5
@@ -192,6 +197,7 @@ class Coefficients:
         "mamba_prefill_s",
         "visual_token_s",
         "legacy_moe_layer_s",
+        "legacy_worker_s",
         "fp8_moe_layer_s",
         "seq_busy",
         "moe_min_cols",

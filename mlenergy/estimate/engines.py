@@ -2,12 +2,13 @@
 
 The same model on the same GPU serves at very different speeds under different serving
 setups: the 2024 ML.ENERGY leaderboard's server (vLLM 0.5.4 behind its API server) spends
-several times more host time per step than the 2026 one (vLLM 0.11.1), and its MoE layers
-were far slower (``legacy_slowdown`` and ``legacy_moe_layer_s`` in
-:class:`~mlenergy.estimate.coefficients.Coefficients`). The engine profile is therefore an
-input of an estimate, like the GPU. Each profile is named for the setup it models, not for a
-vLLM version: the same vLLM release run offline, or behind another front end, is another
-setup (:data:`PROFILES` says what each includes; ``mlenergy estimate engines`` lists them).
+several times more host time per step than the 2026 one (vLLM 0.11.1), more again for each
+extra GPU, and its MoE layers were far slower (``legacy_slowdown``, ``legacy_worker_s`` and
+``legacy_moe_layer_s`` in :class:`~mlenergy.estimate.coefficients.Coefficients`). The engine
+profile is therefore an input of an estimate, like the GPU. Each profile is named for the
+setup it models, not for a vLLM version: the same vLLM release run offline, or behind
+another front end, is another setup (:data:`PROFILES` says what each includes;
+``mlenergy estimate engines`` lists them).
 
 When no profile is given, the task decides: the leaderboard's tasks were each measured with
 one setup, so a row labelled with a task of the 2024 campaign (``sharegpt-chat``, ``code``, or
@@ -68,8 +69,10 @@ PROFILES: tuple[EngineProfile, ...] = (
             "server on H100, requests arriving continuously (steady state)"
         ),
         includes=(
-            "the v3 profile's costs with every host cost multiplied by legacy_slowdown and "
-            "an extra cost per MoE layer (legacy_moe_layer_s), fitted on the 2024 H100 runs; "
+            "the v3 profile's costs with every host cost multiplied by legacy_slowdown, "
+            "a host cost per step for each GPU of a replica beyond the first "
+            "(legacy_worker_s) and an extra cost per MoE layer (legacy_moe_layer_s), fitted "
+            "on the 2024 H100 runs; "
             "not vLLM 0.5 in general: its host costs are those of that server, and an offline "
             "vLLM 0.5 job can run several times faster"
         ),

@@ -36,8 +36,8 @@ batched tokens per step needs) is a *mixed* step, the rest decode-only. Per GPU 
   the median inter-token latency the decode step while fewer
   than half the steps are mixed (:func:`median_step`). With data-parallel attention plus
   expert parallelism the replicas run in lockstep, so the prompts of all replicas stall every
-  one of them. The 2024 engine of the v2 data pays more per MoE layer and a slowdown factor
-  on all host costs;
+  one of them. The 2024 engine of the v2 data pays more per MoE layer, a slowdown factor
+  on all host costs and a host cost per step for each GPU of the replica beyond the first;
 * power per GPU: ``idle + (TDP - idle) * (a0 r + a_c u_comp r v(r)^2 + a_m u_busy +
   a_q u_quant)`` capped at the power limit, where ``u`` are busy fractions (``u_busy``:
   memory traffic, the fp8 expert path, collectives and the GPU share of the per-sequence
@@ -310,7 +310,10 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
 
     zero = np.zeros_like(br)
     g0, comm0, mem0, comp0, _, qe0, wb0 = step(zero, zero, zero, rate)
-    t_dec = (fixed + c.seq_s * br) * slow + g0 + comm0
+    # The 2024 engine's driver process hands every step's inputs to each other worker of the
+    # replica before the GPUs start (host time, GPUs waiting).
+    t_workers = f["legacy"] * c.legacy_worker_s * (a - 1.0)
+    t_dec = (fixed + c.seq_s * br) * slow + t_workers + g0 + comm0
     g1, comm1, mem1, comp1, pfc1, qe1, wb1 = step(pf_tok, m * pf_attn, pf_tok, rate_pf)
     # Mamba hybrids: the prompt's chunked-scan prefill path (conv1d, chunk cumsum, chunk
     # state, state passing, chunk scan) costs GPU time per Mamba layer far beyond its FLOPs;
@@ -318,7 +321,7 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     t_mamba = c.mamba_prefill_s * f["n_mamba_layers"] / pp / speed
     # A step that carries prompt tokens runs a mixed batch beyond the captured CUDA-graph
     # sizes (kernels launched one by one): a fixed host cost per layer.
-    host_mix = (fixed + c.seq_s * br + c.prefill_layer_s * layers_per_stage) * slow
+    host_mix = (fixed + c.seq_s * br + c.prefill_layer_s * layers_per_stage) * slow + t_workers
     # Multimodal prompts: the engine takes in each prompt's pixel tensors before the step
     # that prefills it (host time per visual token, with the GPUs waiting).
     host_mix = host_mix + c.visual_token_s * m * f["visual_tokens"]

@@ -302,6 +302,20 @@ def test_legacy_moe_cost_only_on_the_old_engine():
     assert more[1] - base[1] == pytest.approx(48 * c.legacy_moe_layer_s * slow, rel=1e-6)
 
 
+@pytest.mark.parametrize("tp", [1, 2, 4])
+def test_old_engine_pays_per_step_for_each_other_worker(configs_dir, tp):
+    """The 2024 engine's driver hands every step's inputs to the replica's other workers."""
+    c = default_coefficients()
+    more = c.replace(legacy_worker_s=2 * c.legacy_worker_s)
+    kw = dict(batch_size=8, input_tokens=256, output_tokens=512, tensor_parallel=tp)
+    for engine, workers in (("leaderboard-v2-server", tp - 1), ("leaderboard-v3-server", 0)):
+        base, slower = (
+            estimate(LLAMA8, "H100", engine=engine, coefficients=x, **kw) for x in (c, more)
+        )
+        assert slower.itl_s - base.itl_s == pytest.approx(workers * c.legacy_worker_s, abs=1e-9)
+    assert c.legacy_worker_s > 1e-3
+
+
 def test_expert_parallel_layer_waits_for_the_busiest_shard():
     """Few experts hit: the busiest GPU reads more than the mean; all hit: no imbalance."""
     import numpy as np

@@ -97,4 +97,5 @@ def test_coefficients_no_row_moves_are_left_out_of_the_fit():
     assert unidentified({k: np.asarray(v)[v3] for k, v in feat.items()}) == {
         "legacy_slowdown",
         "legacy_moe_layer_s",
+        "legacy_worker_s",
     }
