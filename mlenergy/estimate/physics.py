@@ -309,12 +309,12 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
         return t_gpu, t_comm, t_mem, t_comp, t_p_dense + t_p_exp, t_quant, w_common + w_exp
 
     zero = np.zeros_like(br)
-    g0, comm0, mem0, comp0, _, qe0, wb0 = step(zero, zero, zero, rate)
+    g0, comm0, mem0, comp0, _, tq0, wb0 = step(zero, zero, zero, rate)
     # The 2024 engine's driver process hands every step's inputs to each other worker of the
     # replica before the GPUs start (host time, GPUs waiting).
     t_workers = f["legacy"] * c.legacy_worker_s * (a - 1.0)
     t_dec = (fixed + c.seq_s * br) * slow + t_workers + g0 + comm0
-    g1, comm1, mem1, comp1, pfc1, qe1, wb1 = step(pf_tok, m * pf_attn, pf_tok, rate_pf)
+    g1, comm1, mem1, comp1, pfc1, tq1, wb1 = step(pf_tok, m * pf_attn, pf_tok, rate_pf)
     # Mamba hybrids: the prompt's chunked-scan prefill path (conv1d, chunk cumsum, chunk
     # state, state passing, chunk scan) costs GPU time per Mamba layer far beyond its FLOPs;
     # it keeps the SMs busy (compute power) and slows with the SM clock.
@@ -335,7 +335,7 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     t_mem = avg(mem0, mem1)
     t_comp = avg(comp0, comp1)
     t_comm = avg(comm0, comm1)
-    t_quant = avg(qe0, qe1)
+    t_quant = avg(tq0, tq1)
     w_bytes = avg(wb0, wb1)
 
     idle = np.where(np.isnan(f["idle"]), c.idle_frac * f["tdp"], f["idle"])
