@@ -313,7 +313,8 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     # The 2024 engine's driver process hands every step's inputs to each other worker of the
     # replica before the GPUs start (host time, GPUs waiting).
     t_workers = f["legacy"] * c.legacy_worker_s * (a - 1.0)
-    t_dec = (fixed + c.seq_s * br) * slow + t_workers + g0 + comm0
+    host_dec = (fixed + c.seq_s * br) * slow + t_workers
+    t_dec = host_dec + g0 + comm0
     g1, comm1, mem1, comp1, pfc1, tq1, wb1 = step(pf_tok, m * pf_attn, pf_tok, rate_pf)
     # Mamba hybrids: the prompt's chunked-scan prefill path (conv1d, chunk cumsum, chunk
     # state, state passing, chunk scan) costs GPU time per Mamba layer far beyond its FLOPs;
@@ -321,7 +322,7 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     t_mamba = c.mamba_prefill_s * f["n_mamba_layers"] / pp / speed
     # A step that carries prompt tokens runs a mixed batch beyond the captured CUDA-graph
     # sizes (kernels launched one by one): a fixed host cost per layer.
-    host_mix = (fixed + c.seq_s * br + c.prefill_layer_s * layers_per_stage) * slow + t_workers
+    host_mix = host_dec + c.prefill_layer_s * layers_per_stage * slow
     # Multimodal prompts: the engine takes in each prompt's pixel tensors before the step
     # that prefills it (host time per visual token, with the GPUs waiting).
     host_mix = host_mix + c.visual_token_s * m * f["visual_tokens"]
