@@ -65,6 +65,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "legacy_moe_layer_s": (1e-7, 1e-3),
     "legacy_worker_s": (1e-7, 5e-2),
     "fp8_moe_layer_s": (1e-7, 1e-3),
+    "moe_tile_s": (1e-7, 1e-3),
     "seq_busy": (1e-3, 1.0),
     "moe_min_cols": (64.0, 1e5),
 }

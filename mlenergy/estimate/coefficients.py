@@ -77,6 +77,10 @@ class Coefficients:
         fp8_moe_layer_s: Extra cost per MoE layer per step when the routed experts are fp8
             (block-scaled checkpoints take another grouped-GEMM path: activations quantised
             per token group, scales applied per block), in seconds; counted as busy time.
+        moe_tile_s: Extra cost per MoE layer per step when expert parallelism shards
+            unquantised experts and the step's tokens exceed the experts a GPU holds (vLLM's
+            untuned fused-MoE kernel switches from 16-row to 64-row tiles), in seconds;
+            counted as busy time.
         seq_s: Cost per sequence per step in seconds (current engine).
         seq_busy: Share of ``seq_s`` that keeps the GPU busy (per-sequence sampling,
             logits and attention-metadata kernels), drawing ``p_mem`` power; the rest, and
@@ -147,6 +151,7 @@ class Coefficients:
     legacy_moe_layer_s: float = 1e-4
     legacy_worker_s: float = 1e-4
     fp8_moe_layer_s: float = 1e-4
+    moe_tile_s: float = 5e-5
     seq_s: float = 3.5e-5
     seq_busy: float = 0.5
     prefill_layer_s: float = 1e-4
@@ -199,6 +204,7 @@ class Coefficients:
         "legacy_moe_layer_s",
         "legacy_worker_s",
         "fp8_moe_layer_s",
+        "moe_tile_s",
         "seq_busy",
         "moe_min_cols",
     )

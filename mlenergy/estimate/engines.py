@@ -56,7 +56,8 @@ PROFILES: tuple[EngineProfile, ...] = (
         includes=(
             "chunked prefill with 8192 batched tokens per step, CUDA graphs, async "
             "scheduling; per-step, per-layer, per-MoE-layer and per-sequence host costs and "
-            "the API server's front-end work as fitted on the v3 H100 and B200 runs"
+            "the API server's front-end work as fitted on the v3 H100 and B200 runs; the "
+            "Triton fused-MoE kernel's untuned default tiles for expert-parallel BF16 experts"
         ),
         legacy=False,
         aliases=("vllm-0.11", "vllm-0.11.1", "vllm", "current", "v3"),

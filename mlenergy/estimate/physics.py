@@ -15,29 +15,29 @@ batched tokens per step needs) is a *mixed* step, the rest decode-only. Per GPU 
   the same form with a ceiling of their own, ``moe_ceiling``;
 * compute: matmul FLOPs (2 per active weight per token; experts at their own precision),
   attention FLOPs growing with the context, prefill FLOPs of the new requests;
-* time: ``c_step + c_layer * L + c_moe * L_moe + c_seq * B/dp + t_gpu + t_comm`` where
-  ``t_gpu`` sums one soft roofline ``(t_bytes^p + t_flops^p)^(1/p)`` per kernel group (dense
-  matmuls, routed-expert matmuls, attention/state) plus ``c_fp8_moe * L_moe`` when the
-  experts are fp8 on a GPU with fp8 tensor cores, with achievable fractions of datasheet
-  bandwidth and FLOP/s, fixed launch costs and per-collective latencies fitted on
-  measurements (:mod:`mlenergy.estimate.calibration`); with expert parallelism the expert
-  roofline reads the experts of the busiest GPU (:func:`_max_shard_hits`), and a GPU's
-  grouped expert GEMM with fewer output columns than ``moe_min_cols`` streams about as
-  slowly as one of that many (the same soft maximum joins the two); in a mixed step
-  the prompt tokens join the same rooflines (they share the weight reads), their FLOPs and the
-  matmuls of the decode rows they ride with (one taller GEMM: decode plus prompt rows) run at
-  ``eta_prefill`` of the peak, and the step pays a per-layer cost ``c_prefill_layer * L`` (a
-  mixed batch runs outside the captured CUDA graphs); the mean step is
-  ``(1 - q) decode + q mixed`` (a mixed step of a Mamba hybrid also pays
-  ``c_mamba_prefill * L_mamba`` of compute-busy GPU time, its chunked-scan prefill path; a
+* time: ``c_step + c_layer * L + c_moe * L_moe + c_seq * B/dp + t_gpu + t_comm`` where ``t_gpu``
+  sums one soft roofline ``(t_bytes^p + t_flops^p)^(1/p)`` per kernel group (dense matmuls,
+  routed-expert matmuls, attention/state) plus ``c_fp8_moe * L_moe`` when the experts are fp8 on
+  a GPU with fp8 tensor cores (and ``c_tile * L_moe`` when expert parallelism shards unquantised
+  experts and the step's tokens exceed the experts a GPU holds: the untuned fused-MoE kernel's
+  larger default tile, :func:`_tile_switch`), with achievable fractions of datasheet bandwidth
+  and FLOP/s, fixed launch costs and per-collective latencies fitted on measurements
+  (:mod:`mlenergy.estimate.calibration`); with expert parallelism the expert roofline reads the
+  experts of the busiest GPU (:func:`_max_shard_hits`), and a GPU's grouped expert GEMM with
+  fewer output columns than ``moe_min_cols`` streams about as slowly as one of that many (the
+  same soft maximum joins the two); in a mixed step the prompt tokens join the same rooflines
+  (they share the weight reads), their FLOPs and the matmuls of the decode rows they ride with
+  (one taller GEMM: decode plus prompt rows) run at ``eta_prefill`` of the peak, and the step
+  pays a per-layer cost ``c_prefill_layer * L`` (a mixed batch runs outside the captured CUDA
+  graphs); the mean step is ``(1 - q) decode + q mixed`` (a mixed step of a Mamba hybrid also
+  pays ``c_mamba_prefill * L_mamba`` of compute-busy GPU time, its chunked-scan prefill path; a
   step carrying multimodal prompts also waits ``c_visual * V`` per prompt of ``V`` visual
-  tokens, host time in which the GPUs idle: the engine takes in the prompt's pixel
-  tensors) and
-  the median inter-token latency the decode step while fewer
-  than half the steps are mixed (:func:`median_step`). With data-parallel attention plus
-  expert parallelism the replicas run in lockstep, so the prompts of all replicas stall every
-  one of them. The 2024 engine of the v2 data pays more per MoE layer, a slowdown factor
-  on all host costs and a host cost per step for each GPU of the replica beyond the first;
+  tokens, host time in which the GPUs idle: the engine takes in the prompt's pixel tensors) and
+  the median inter-token latency the decode step while fewer than half the steps are mixed
+  (:func:`median_step`). With data-parallel attention plus expert parallelism the replicas run
+  in lockstep, so the prompts of all replicas stall every one of them. The 2024 engine of the v2
+  data pays more per MoE layer, a slowdown factor on all host costs and a host cost per step for
+  each GPU of the replica beyond the first;
 * power per GPU: ``idle + (TDP - idle) * (a0 r + a_c u_comp r v(r)^2 + a_m u_busy +
   a_q u_quant)`` capped at the power limit, where ``u`` are busy fractions (``u_busy``:
   memory traffic, the fp8 expert path, collectives and the GPU share of the per-sequence
@@ -87,6 +87,7 @@ FEATURES = (
     "hidden_size",
     "expert_inter",  # intermediate width of one routed expert (0 for dense)
     "n_mamba_layers",  # Mamba (SSM) layers of a hybrid (0 otherwise)
+    "bf16_experts",  # 1.0 when the routed experts are unquantised (BF16/FP16)
     "fp8_experts",  # 1.0 when the routed experts are fp8 on a GPU with fp8 tensor cores
     # gpu
     "bandwidth",  # bytes/s
@@ -159,6 +160,22 @@ _MAX_NORMAL = np.array([0.0, 0.5642, 1.0294, 1.4236, 1.7660, 2.0697, 2.3371, 2.5
 """Expected maximum of ``2**i`` independent standard normal draws (i = 0..7)."""
 
 
+TILE_SWITCH_WIDTH = 0.1
+"""Width (natural log of tokens over local experts) of the switch in :func:`_tile_switch`."""
+
+
+def _tile_switch(tokens_per_local_expert: np.ndarray) -> np.ndarray:
+    """Share of steps on the large default fused-MoE tile (0 below, 1 above one token per expert).
+
+    vLLM's default Triton fused-MoE configuration uses 16-row tiles while the step's tokens
+    ``M`` are at most the GPU's experts ``E`` and 64-row tiles beyond; the logistic switch,
+    centred at ``M / E = sqrt(2)`` (between the batch sizes either side of the threshold),
+    keeps the fit smooth.
+    """
+    x = np.log(np.maximum(tokens_per_local_expert, 1e-9)) - 0.5 * np.log(2.0)
+    return 1.0 / (1.0 + np.exp(-x / TILE_SWITCH_WIDTH))
+
+
 def _max_shard_hits(
     hit: np.ndarray, e: np.ndarray, shards: np.ndarray, ep_on: np.ndarray
 ) -> np.ndarray:
@@ -223,6 +240,8 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     fixed = c.step_s + c.layer_s * layers_per_stage + moe_s * f["n_moe_layers"] / pp
     # fp8 experts: another grouped-GEMM path with its own per-layer cost (GPU busy time).
     t_fp8 = f["fp8_experts"] * c.fp8_moe_layer_s * f["n_moe_layers"] / pp
+    tile_on = f["bf16_experts"] * ep_on * (1.0 - f["legacy"])
+    e_local = np.maximum(e / ep_shards, 1.0)
     kv_bytes = br * (f["kv_full"] * ctx + f["kv_window"] * ctx_w) / kv_shard
     ssm_bytes = 2.0 * br * f["ssm_bytes"] / a
     attn = br * (f["attn_full"] * ctx + f["attn_window"] * ctx_w) / kv_shard
@@ -290,11 +309,16 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
         t_p_exp = extra_exp * f["expert_flops"] / ep_shards / (f["peak_expert"] * rate_pf)
         # Dense matmuls, routed-expert matmuls and attention are separate kernels run one
         # after the other: each is bound by its own bytes or FLOPs (a roofline per group).
+        # Untuned expert-parallel shards of unquantised experts: the Triton fused-MoE
+        # kernel's default tile grows (16 to 64 rows) once the step's tokens exceed the
+        # experts the GPU holds, a fixed cost per MoE layer (GPU busy time).
+        t_tile = tile_on * c.moe_tile_s * _tile_switch(tm / e_local) * f["n_moe_layers"] / pp
         t_gpu = (
             _soft_max(w_common / bw, t_c_dense + t_p_dense, p)
             + _soft_max(w_exp_max / bw_exp, t_c_exp + t_p_exp, p)
             + _soft_max((kv_bytes + ssm_bytes) / bw, t_c_attn, p)
             + t_fp8
+            + t_tile
         )
         # Prompt tokens join the tensor-parallel all-reduces; the expert-parallel exchange
         # of a replica's prompt is not charged (with one replica every GPU holds the tokens).
@@ -304,7 +328,7 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
             n_ar * act_ar * 2.0 * (tp_eff - 1) / tp_eff + n_a2a * act_a2a * k * (ep_shards - 1) / n
         )
         t_comm = lat + comm_bytes / (c.eta_link * f["link"])
-        t_mem = (w_common + kv_bytes + ssm_bytes) / bw + w_exp / bw_exp + t_fp8
+        t_mem = (w_common + kv_bytes + ssm_bytes) / bw + w_exp / bw_exp + t_fp8 + t_tile
         t_comp = t_c_dense + t_c_exp + t_c_attn
         return t_gpu, t_comm, t_mem, t_comp, t_p_dense + t_p_exp, t_quant, w_common + w_exp
 

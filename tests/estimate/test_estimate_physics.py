@@ -76,6 +76,33 @@ def test_routed_experts_stream_under_their_own_ceiling(configs_dir):
     assert dense[1].avg_power_w == pytest.approx(dense[0].avg_power_w, rel=1e-12)
 
 
+def test_untuned_expert_shards_switch_tile_past_one_token_per_local_expert(configs_dir):
+    """``moe_tile_s`` costs a BF16 expert-parallel step only past ``M > E / ep`` tokens."""
+    c = default_coefficients()
+    off = c.replace(moe_tile_s=1e-7)
+    moe = "Qwen/Qwen3-235B-A22B-Instruct-2507"  # 128 experts: 16 per GPU at EP8
+    kw = dict(input_tokens=256, output_tokens=1000, expert_parallel=8)
+
+    def extra(batch: int, **more) -> float:
+        on_, off_ = (
+            estimate(moe, "B200", batch_size=batch, coefficients=x, **kw, **more).itl_s
+            for x in (c, off)
+        )
+        return on_ - off_
+
+    n_moe = 94
+    assert extra(8) < 0.05 * c.moe_tile_s * n_moe  # 0.5 tokens per local expert: small tile
+    assert extra(64) == pytest.approx(c.moe_tile_s * n_moe, rel=0.05)  # 4 per expert: large
+    # Without expert parallelism (tuned tensor-parallel shapes) and for fp8 experts (the
+    # block-scaled path, its own cost) the term is absent.
+    tp = dict(input_tokens=256, output_tokens=1000, tensor_parallel=8)
+    a, b = (estimate(moe, "B200", batch_size=64, coefficients=x, **tp).itl_s for x in (c, off))
+    assert a == pytest.approx(b, rel=1e-12)
+    fp8 = "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8"
+    a, b = (estimate(fp8, "B200", batch_size=64, coefficients=x, **kw).itl_s for x in (c, off))
+    assert a == pytest.approx(b, rel=1e-12)
+
+
 def test_every_reference_config_estimates(configs_dir):
     for path in sorted(configs_dir.glob("*.json")):
         cfg = json.loads(path.read_text())
