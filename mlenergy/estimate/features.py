@@ -6,7 +6,7 @@ import numpy as np
 
 from mlenergy.estimate.catalog import GpuSpec
 from mlenergy.estimate.physics import FEATURES
-from mlenergy.estimate.profile import ModelProfile
+from mlenergy.estimate.profile import QUANTISED, ModelProfile
 from mlenergy.estimate.serving import ServingSetup
 
 
@@ -66,10 +66,10 @@ def feature_row(prof: ModelProfile, gpu: GpuSpec, w: ServingSetup) -> dict[str, 
         "fp8_experts": float(
             prof.expert_precision == "fp8" and prof.n_moe_layers > 0 and gpu.native("fp8")
         ),
-        # Unquantised (BF16/FP16) routed experts: vLLM's Triton fused-MoE kernel picks its
-        # tile from the tokens per step against the experts a GPU holds (see physics.py).
-        "bf16_experts": float(
-            prof.expert_precision in ("bfloat16", "float16") and prof.n_moe_layers > 0
+        # Unquantised routed experts: vLLM's Triton fused-MoE kernel picks its tile from the
+        # tokens per step against the experts a GPU holds (see physics.py).
+        "unquantised_experts": float(
+            prof.expert_precision not in QUANTISED and prof.n_moe_layers > 0
         ),
         "bandwidth": gpu.memory_bandwidth_tb_s * 1e12,
         "peak_dense": gpu.peak_tflops(prof.precision) * 1e12,

@@ -87,7 +87,7 @@ FEATURES = (
     "hidden_size",
     "expert_inter",  # intermediate width of one routed expert (0 for dense)
     "n_mamba_layers",  # Mamba (SSM) layers of a hybrid (0 otherwise)
-    "bf16_experts",  # 1.0 when the routed experts are unquantised (BF16/FP16)
+    "unquantised_experts",  # 1.0 when the routed experts carry no block scales (BF16, FP16)
     "fp8_experts",  # 1.0 when the routed experts are fp8 on a GPU with fp8 tensor cores
     # gpu
     "bandwidth",  # bytes/s
@@ -240,7 +240,7 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     fixed = c.step_s + c.layer_s * layers_per_stage + moe_s * f["n_moe_layers"] / pp
     # fp8 experts: another grouped-GEMM path with its own per-layer cost (GPU busy time).
     t_fp8 = f["fp8_experts"] * c.fp8_moe_layer_s * f["n_moe_layers"] / pp
-    tile_on = f["bf16_experts"] * ep_on * (1.0 - f["legacy"])
+    tile_on = f["unquantised_experts"] * ep_on * (1.0 - f["legacy"])
     e_local = np.maximum(e / ep_shards, 1.0)
     kv_bytes = br * (f["kv_full"] * ctx + f["kv_window"] * ctx_w) / kv_shard
     ssm_bytes = 2.0 * br * f["ssm_bytes"] / a
