@@ -87,7 +87,7 @@ FEATURES = (
     "hidden_size",
     "expert_inter",  # intermediate width of one routed expert (0 for dense)
     "n_mamba_layers",  # Mamba (SSM) layers of a hybrid (0 otherwise)
-    "unquantised_experts",  # 1.0 when the routed experts carry no block scales (BF16, FP16)
+    "unquantised_experts",  # 1.0 when the routed experts are not quantised (profile.QUANTISED)
     "fp8_experts",  # 1.0 when the routed experts are fp8 on a GPU with fp8 tensor cores
     # gpu
     "bandwidth",  # bytes/s
