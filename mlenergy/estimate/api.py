@@ -221,7 +221,7 @@ def estimate(
     coef = coefficients or default_coefficients()
     mode_name, cap = check_mode(mode, max_output_tokens, output_tokens)
     engine_name = resolve_engine(engine, task)
-    note = engine_note(engine, task, engine_name)
+    note = engine_note(engine, task, engine_name, mode_name)
     n = _num_gpus(num_gpus, tensor_parallel, expert_parallel, data_parallel, pipeline_parallel)
     together = offline_concurrency(mode_name, batch_size, max_num_seqs)
     prompt_tokens = input_tokens_for(task, input_tokens)

@@ -239,7 +239,8 @@ def estimate_frame(
     task_len = np.array([table[t] for t in task_names], dtype=float)
     in_tok = np.where(np.isnan(in_tok), task_len[task_codes], in_tok)
     visual = np.array([is_multimodal(t) for t in task_names], dtype=bool)[task_codes]
-    engines, engine_err, engine_notes = _row_engines(df, tasks)
+    offline, max_out = _row_modes(df, out_tok, flag)
+    engines, engine_err, engine_notes = _row_engines(df, tasks, offline)
     flag(engine_err != "", engine_err)
 
     for col in ("num_gpus", *_INT_DEFAULTS, "batch_size", "input_tokens", "output_tokens"):
@@ -254,7 +255,6 @@ def estimate_frame(
         ~np.isnan(cap) & ((cap < 1) | (cap != np.round(cap))),
         "max_num_seqs must be a whole number >= 1",
     )
-    offline, max_out = _row_modes(df, out_tok, flag)
     flag(
         ~offline & ~np.isnan(cap) & (batch > cap * BATCH_CAP_TOLERANCE),
         "batch_size exceeds max_num_seqs (the engine's concurrency cap)",
@@ -342,7 +342,7 @@ def estimate_frame(
         _memory_fit(feat, key_info, codes, in_given, good, err, warn)
         for i in np.flatnonzero(queue_notes != ""):
             warn[i] = _join_notes(warn[i], queue_notes[i])
-        for i in np.flatnonzero(engine_notes != ""):  # engine taken from the task
+        for i in np.flatnonzero(engine_notes != ""):  # the engine profile's caveat
             warn[i] = _join_notes(engine_notes[i], warn[i])
         good &= err == ""
         for c in np.flatnonzero(np.array(key_note, dtype=object) != ""):  # variant config used
@@ -383,25 +383,29 @@ def estimate_frame(
     return result
 
 
-def _row_engines(df: pd.DataFrame, tasks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per row: engine, error of a bad engine name, note of an engine taken from the task.
+def _row_engines(
+    df: pd.DataFrame, tasks: np.ndarray, offline: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row: engine, error of a bad engine name, and the engine's caveat.
 
     The engine is the ``engine`` column, else the task's; errors and notes are ``""`` when
-    none. Each distinct (engine, task) pair is resolved once.
+    none (:func:`~mlenergy.estimate.engines.engine_note` says which profiles carry a note).
+    Each distinct (engine, task, mode) triple is resolved once.
     """
     given = df[ENGINE_COLUMN].fillna("").astype(str) if ENGINE_COLUMN in df else ""
-    keys = pd.DataFrame({"engine": given, "task": tasks})
-    codes, uniques = pd.factorize(keys["engine"] + "\x00" + keys["task"])
+    modes = np.where(offline, "offline", "serving")
+    keys = pd.DataFrame({"engine": given, "task": tasks, "mode": modes})
+    codes, uniques = pd.factorize(keys["engine"] + "\x00" + keys["task"] + "\x00" + keys["mode"])
     names, errors, notes = [], [], []
     for key in uniques:
-        engine, task = key.split("\x00", 1)
+        engine, task, mode = key.split("\x00")
         try:
             name, error = resolve_engine(engine, task), ""
         except UserError as exc:
             name, error = CURRENT_ENGINE, exc.message
         names.append(name)
         errors.append(error)
-        notes.append("" if error else engine_note(engine, task, name))
+        notes.append("" if error else engine_note(engine, task, name, mode))
     return tuple(np.array(v, dtype=object)[codes] for v in (names, errors, notes))
 
 

@@ -153,17 +153,38 @@ def engine_software(engine: str) -> str:
     return BY_NAME[engine].software
 
 
-def engine_note(engine: str | None, task: str | None, resolved: str) -> str:
-    """The caveat of an estimate whose profile came from its task (one line), else ``""``.
+def engine_note(engine: str | None, task: str | None, resolved: str, mode: str = "serving") -> str:
+    """The caveat of an estimate's engine profile (one line), else ``""``.
+
+    Two cases carry one: a profile taken from the task (the task was measured with a setup
+    other than the default), and a profile given by a vLLM version alias (``vllm-0.5``),
+    which names a leaderboard's server setup, not every job run with that vLLM release.
 
     Args:
         engine: The profile as given (blank: taken from the task).
         task: Workload label.
         resolved: What :func:`resolve_engine` returned for them.
+        mode: ``serving`` or ``offline`` (an offline job has no API server in front).
     """
-    if (engine or "").strip().lower() not in _BLANK or resolved == CURRENT_ENGINE:
+    key = (engine or "").strip().lower()
+    if key in _BLANK:
+        if resolved == CURRENT_ENGINE:
+            return ""
+        return (
+            f"engine {resolved} (the setup task '{canonical_task(task)}' was measured with); "
+            "give an engine to override"
+        )
+    if not key.startswith("vllm"):
         return ""
+    profile = BY_NAME[resolved]
+    release = profile.software.removeprefix("vllm ").strip()
+    offline = (
+        "; an offline job has no API server in front, so it can run faster than this "
+        "estimate"
+        if mode == "offline"
+        else ""
+    )
     return (
-        f"engine {resolved} (the setup task '{canonical_task(task)}' was measured with); "
-        "give an engine to override"
+        f"engine '{engine.strip()}' is read as {resolved}: {profile.setup.split(':')[0]} "
+        f"and its host costs, not any job run with vLLM {release}{offline}"
     )

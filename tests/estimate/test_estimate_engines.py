@@ -47,7 +47,10 @@ def test_legacy_engine_is_slower_single_path(tiny_config):
     assert new.engine == CURRENT_ENGINE and old.engine == LEGACY_ENGINE
     assert by_task.engine == LEGACY_ENGINE
     assert "engine leaderboard-v2-server (the setup task 'sharegpt-chat'" in by_task.warning
-    assert old.warning == ""
+    assert old.warning.startswith("engine 'vllm-0.5' is read as leaderboard-v2-server")
+    assert "not any job run with vLLM 0.5.4" in old.warning
+    named = estimate(str(tiny_config), "H100", engine=LEGACY_ENGINE, **kw)
+    assert named.warning == ""  # the profile's own name needs no caveat
     assert old.throughput_tokens_per_s < 0.8 * new.throughput_tokens_per_s
     assert by_task.throughput_tokens_per_s == pytest.approx(old.throughput_tokens_per_s)
 
@@ -67,11 +70,34 @@ def test_batch_engine_column(tiny_config):
     out = estimate_frame(rows)
     assert list(out["error"][:3]) == ["", "", ""]
     assert out["warning"][1].startswith("engine leaderboard-v2-server (the setup task 'code'")
-    assert not out["warning"][2].startswith("engine")
+    assert out["warning"][2].startswith("engine 'vllm-0.11' is read as leaderboard-v3-server")
     assert "unknown engine 'sglang'" in out["error"][3]
     thr = out["throughput_tokens_per_s"].to_numpy()
     assert thr[1] < 0.8 * thr[0]
     assert thr[2] == pytest.approx(thr[0])
+
+
+def test_version_alias_warns_that_an_offline_job_can_run_faster(tiny_config):
+    kw = dict(batch_size=64, input_tokens=256, output_tokens=256)
+    job = estimate(str(tiny_config), "H100", engine="vllm-0.5", mode="offline", **kw)
+    assert "an offline job has no API server in front" in job.warning
+    served = estimate(str(tiny_config), "H100", engine="vllm-0.5", **kw)
+    assert "offline" not in served.warning
+    rows = pd.DataFrame(
+        {
+            "model": [str(tiny_config)] * 2,
+            "gpu": ["H100"] * 2,
+            "engine": ["vllm-0.5.4", "vllm-0.5.4"],
+            "mode": ["offline", "serving"],
+            "batch_size": ["64"] * 2,
+            "output_tokens": ["256"] * 2,
+        }
+    )
+    out = estimate_frame(rows)
+    assert list(out["error"]) == ["", ""]
+    assert "an offline job has no API server in front" in out["warning"][0]
+    assert "offline" not in out["warning"][1]
+    assert out["warning"][1].startswith("engine 'vllm-0.5.4' is read as leaderboard-v2-server")
 
 
 def test_batch_v2_rows_match_calibration_features(configs_dir):
