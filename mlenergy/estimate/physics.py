@@ -35,7 +35,10 @@ batched tokens per step needs) is a *mixed* step, the rest decode-only. Per GPU 
   tokens, host time in which the GPUs idle: the engine takes in the prompt's pixel tensors) and
   the median inter-token latency the decode step while fewer than half the steps are mixed
   (:func:`median_step`). With data-parallel attention plus expert parallelism the replicas run
-  in lockstep, so the prompts of all replicas stall every one of them. The 2024 engine of the v2
+  in lockstep, so the prompts of all replicas stall every one of them: each replica pads its
+  step to the busiest one's tokens and every MoE layer all-gathers the padded steps of all
+  replicas (vLLM's data-parallel padding and all-gather dispatch), so a prompt's tokens pass
+  through the experts, and over the links, once per replica. The 2024 engine of the v2
   data pays more per MoE layer, a slowdown factor on all host costs and a host cost per step for
   each GPU of the replica beyond the first;
 * power per GPU: ``idle + (TDP - idle) * (a0 r + a_c u_comp r v(r)^2 + a_m u_busy +
@@ -322,10 +325,14 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
         )
         # Prompt tokens join the tensor-parallel all-reduces; the expert-parallel exchange
         # of a replica's prompt is not charged (with one replica every GPU holds the tokens).
+        # Replicas in lockstep instead all-gather every replica's step, padded to the
+        # busiest one's tokens (prompt included), into each MoE layer and reduce-scatter it
+        # back: each GPU receives ``dp - 1`` replicas' tokens per direction.
         act_ar = (br + extra_tok) * f["hidden_size"] * 2.0
-        act_a2a = br * f["hidden_size"] * 2.0
+        act_a2a = np.where(lockstep, br + extra_tok, br) * f["hidden_size"] * 2.0
+        a2a_share = np.where(lockstep, dp - 1.0, k * (ep_shards - 1) / n)
         comm_bytes = (
-            n_ar * act_ar * 2.0 * (tp_eff - 1) / tp_eff + n_a2a * act_a2a * k * (ep_shards - 1) / n
+            n_ar * act_ar * 2.0 * (tp_eff - 1) / tp_eff + n_a2a * act_a2a * a2a_share
         )
         t_comm = lat + comm_bytes / (c.eta_link * f["link"])
         t_mem = (w_common + kv_bytes + ssm_bytes) / bw + w_exp / bw_exp + t_fp8 + t_tile
@@ -339,7 +346,11 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     t_workers = f["legacy"] * c.legacy_worker_s * (a - 1.0)
     host_dec = (fixed + c.seq_s * br) * slow + t_workers
     t_dec = host_dec + g0 + comm0
-    g1, comm1, mem1, comp1, pfc1, tq1, wb1 = step(pf_tok, m * pf_attn, pf_tok, rate_pf)
+    # Replicas in lockstep pad their step to the busiest one's tokens (vLLM's data-parallel
+    # padding), and the MoE layers take the padded steps of all ``dp`` replicas: a prompt's
+    # tokens pass through the experts once per replica.
+    pf_exp = np.where(lockstep, dp * pf_tok, pf_tok)
+    g1, comm1, mem1, comp1, pfc1, tq1, wb1 = step(pf_tok, m * pf_attn, pf_exp, rate_pf)
     # Mamba hybrids: the prompt's chunked-scan prefill path (conv1d, chunk cumsum, chunk
     # state, state passing, chunk scan) costs GPU time per Mamba layer far beyond its FLOPs;
     # it keeps the SMs busy (compute power) and slows with the SM clock.

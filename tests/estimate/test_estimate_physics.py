@@ -260,6 +260,30 @@ def test_data_parallel_attention_with_experts_runs_in_lockstep(configs_dir):
     assert _stall_s(lockstep) > 3 * _stall_s(alone)
 
 
+def test_lockstep_prompts_cost_more_per_prompt_with_more_replicas(configs_dir):
+    """vLLM pads replicas in lockstep to the busiest one's step and all-gathers every padded
+    step into each MoE layer: a prompt's tokens pass through the experts and over the links
+    once per replica, so its stall grows with the replicas (without the padding, its expert
+    work would be shared over more GPUs and its stall would shrink)."""
+    moe = "Qwen/Qwen3-30B-A3B-Instruct-2507"
+    per_prompt_ms = []
+    for dp in (2, 4, 8):
+        e = estimate(
+            moe,
+            "H100",
+            batch_size=32 * dp,  # the same 32 sequences per replica
+            input_tokens=2000,
+            output_tokens=256,
+            num_gpus=dp,
+            data_parallel=dp,
+            expert_parallel=dp,
+        )
+        prompts_per_step = e.batch_size / e.output_tokens
+        per_prompt_ms.append(1e3 * _stall_s(e) / prompts_per_step)
+    assert per_prompt_ms[0] < per_prompt_ms[1] < per_prompt_ms[2]
+    assert per_prompt_ms[2] > 2 * per_prompt_ms[0]
+
+
 def test_fp8_experts_pay_their_own_moe_path(configs_dir):
     """fp8 experts add a per-MoE-layer cost; fp8 dense weights and bf16 experts do not."""
     from mlenergy.estimate.coefficients import default_coefficients
