@@ -179,8 +179,7 @@ def engine_note(engine: str | None, task: str | None, resolved: str, mode: str =
     profile = BY_NAME[resolved]
     release = profile.software.removeprefix("vllm ").strip()
     offline = (
-        "; an offline job has no API server in front, so it can run faster than this "
-        "estimate"
+        "; an offline job has no API server in front, so it can run faster than this estimate"
         if mode == "offline"
         else ""
     )

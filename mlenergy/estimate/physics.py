@@ -331,9 +331,7 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
         act_ar = (br + extra_tok) * f["hidden_size"] * 2.0
         act_a2a = np.where(lockstep, br + extra_tok, br) * f["hidden_size"] * 2.0
         a2a_share = np.where(lockstep, dp - 1.0, k * (ep_shards - 1) / n)
-        comm_bytes = (
-            n_ar * act_ar * 2.0 * (tp_eff - 1) / tp_eff + n_a2a * act_a2a * a2a_share
-        )
+        comm_bytes = n_ar * act_ar * 2.0 * (tp_eff - 1) / tp_eff + n_a2a * act_a2a * a2a_share
         t_comm = lat + comm_bytes / (c.eta_link * f["link"])
         t_mem = (w_common + kv_bytes + ssm_bytes) / bw + w_exp / bw_exp + t_fp8 + t_tile
         t_comp = t_c_dense + t_c_exp + t_c_attn
