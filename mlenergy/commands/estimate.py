@@ -424,6 +424,10 @@ def engines_cmd(as_json: Annotated[bool, typer.Option("--json", help="Print JSON
         typer.echo(f"{p.name}{default}: {p.setup}")
         typer.echo(f"  includes: {p.includes}")
         typer.echo(f"  software: {p.software}; also accepted as: {', '.join(p.aliases)}")
+    typer.echo(
+        "A vLLM version alias names a leaderboard's server setup, not every job run with that "
+        "release: an estimate given one says so in its warning."
+    )
 
 
 @app.command("compare")
