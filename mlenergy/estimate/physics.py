@@ -256,6 +256,9 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     # prompt on any replica stalls all of them: their prefills serialise.
     i = f["input_tokens"]
     lockstep = lockstep_replicas(f["ep"], dp)
+    # Share of a GPU's exchanged tokens that cross its links, per MoE layer and direction:
+    # the tokens' other experts with one replica, the other replicas' steps in lockstep.
+    a2a_share = np.where(lockstep, dp - 1.0, k * (ep_shards - 1) / n)
     pf_seqs = np.where(lockstep, f["batch"], br)
     n_pf = pf_seqs / np.maximum(f["output_tokens"], 1.0)  # prompts per step (stalling group)
     # Fraction of steps that carry prompt tokens: Poisson arrivals, at least as many steps as
@@ -330,7 +333,6 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
         # back: each GPU receives ``dp - 1`` replicas' tokens per direction.
         act_ar = (br + extra_tok) * f["hidden_size"] * 2.0
         act_a2a = np.where(lockstep, br + extra_tok, br) * f["hidden_size"] * 2.0
-        a2a_share = np.where(lockstep, dp - 1.0, k * (ep_shards - 1) / n)
         comm_bytes = n_ar * act_ar * 2.0 * (tp_eff - 1) / tp_eff + n_a2a * act_a2a * a2a_share
         t_comm = lat + comm_bytes / (c.eta_link * f["link"])
         t_mem = (w_common + kv_bytes + ssm_bytes) / bw + w_exp / bw_exp + t_fp8 + t_tile
