@@ -152,6 +152,7 @@ def test_engines_command_lists_what_each_profile_includes(capsys):
     out = capsys.readouterr().out
     assert "leaderboard-v3-server (default):" in out and "vLLM 0.11.1" in out
     assert "not vLLM 0.5 in general" in out
+    assert "top-p 0.95 at temperature 0.8" in out  # the v3 campaign's sampling, a per-seq cost
     assert "an estimate given one says so in its warning" in out
     assert main(["estimate", "engines", "--json"]) == 0
     names = [p["name"] for p in json.loads(capsys.readouterr().out)]
