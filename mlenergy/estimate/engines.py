@@ -56,8 +56,8 @@ PROFILES: tuple[EngineProfile, ...] = (
         includes=(
             "chunked prefill with 8192 batched tokens per step, CUDA graphs, async "
             "scheduling; requests sampled with top-p 0.95 at temperature 0.8 (the "
-            "campaign's client default), so every sequence's logits are sorted over the "
-            "vocabulary each step, a cost a greedy job does not pay; per-step, per-layer, "
+            "campaign's client default), so the sampler works through every sequence's "
+            "whole vocabulary each step, a cost a greedy job does not pay; per-step, per-layer, "
             "per-MoE-layer and per-sequence host costs and "
             "the API server's front-end work as fitted on the v3 H100 and B200 runs; the "
             "Triton fused-MoE kernel's untuned default tiles for expert-parallel BF16 experts"
