@@ -100,7 +100,8 @@ def estimate_cmd(
     max_num_seqs: Annotated[
         int | None,
         typer.Option(
-            help="The engine's concurrency cap (all replicas); offline: more requests queue."
+            help="The engine's concurrency cap (all replicas); offline: more requests queue "
+            "(default: vLLM's offline default on the GPU, 1024 or 256 per replica)."
         ),
     ] = None,
     sm_clock: Annotated[float | None, typer.Option(help="Locked SM clock (MHz).")] = None,

@@ -241,16 +241,19 @@ def estimate(
         input_tokens_given=has_value(input_tokens),
         legacy_engine=is_legacy(engine_name),
     )
-    queue_note = ""
+    queue_notes: list[str] = []
+    scheduler = None
     if mode_name == "offline":
         equal = cap is None or cap <= output_tokens
-        w, queue_note = offline_setup(model, gpu, w, precision, configs_dir, equal)
+        w, queue_notes, scheduler = offline_setup(model, gpu, w, precision, configs_dir, equal)
     prep = prepare_config(model, gpu, w, precision, configs_dir)
     spec, prof, gpu_spec = prep.spec, prep.prof, prep.gpu
     feats = stack([prep.features])
-    if mode_name == "offline":
+    if scheduler is not None:
         caps, jobs = np.array([np.nan if cap is None else cap]), np.array([float(batch_size)])
-        pred = predict_offline(feats, coef, caps, jobs)
+        budget = np.array([scheduler.max_num_batched_tokens])
+        chunked = np.array([scheduler.chunked_prefill])
+        pred = predict_offline(feats, coef, caps, jobs, budget, chunked)
     else:
         pred = predict(feats, coef)
     out = {k: float(v[0]) for k, v in pred.items()}
@@ -260,12 +263,13 @@ def estimate(
     lo, hi = interval_factors(coef, gpu_spec.name, host, spec.kind)
     warnings = [note] if note else []
     warnings += prep.warnings
-    warnings += [queue_note] if queue_note else []
+    warnings += queue_notes
     if host:
         warnings.append(host_bound_note(coef.host_bound_rule))  # type: ignore[arg-type]
     e = out["energy_per_token_j"]
     itl = out["step_s"]
-    prefill_s = out["t_prefill_s"] * w.output_tokens  # prefill share of a request's lifetime
+    # Serving: the prefill share of a request's lifetime; offline: the job's prefill steps.
+    prefill_s = out.get("prefill_duration_s", out["t_prefill_s"] * w.output_tokens)
     return Estimate(
         model=str(model),
         gpu=gpu_spec.name,

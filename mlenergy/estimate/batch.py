@@ -49,6 +49,7 @@ from mlenergy.estimate.memory import (
     usable_bytes,
 )
 from mlenergy.estimate.offline import predict_modes
+from mlenergy.estimate.offline_scheduler import default_cap_note, row_schedulers
 from mlenergy.estimate.physics import FEATURES
 from mlenergy.estimate.prepare import weight_precision
 from mlenergy.estimate.profile import build_profile
@@ -259,9 +260,15 @@ def estimate_frame(
         ~offline & ~np.isnan(cap) & (batch > cap * BATCH_CAP_TOLERANCE),
         "batch_size exceeds max_num_seqs (the engine's concurrency cap)",
     )
-    # An offline job's requests beyond max_num_seqs queue: that many decode together.
+    # An offline job's requests beyond max_num_seqs queue: that many decode together; with
+    # none given, as many as vLLM's offline scheduler takes on the row's GPU by default.
     jobs = batch
-    batch = np.where(offline & (cap >= 1) & (batch > cap), cap, batch)
+    legacy = np.array([is_legacy(e) for e in engines], dtype=bool)
+    budget, per_replica, chunked = row_schedulers(gpu_specs, codes, legacy)
+    replicas = np.where(dp >= 1, dp, 1.0)
+    together = np.where(np.isnan(cap), per_replica * replicas, cap)
+    defaulted = offline & np.isnan(cap) & (batch > together)
+    batch = np.where(offline & (together >= 1) & (batch > together), together, batch)
     for col, arr in (
         ("num_gpus", ngpu),
         ("tensor_parallel", tp),
@@ -340,6 +347,9 @@ def estimate_frame(
         queue_notes = offline_kv_limit(feat, mem_gb, offline & good, equal)
         feat["seqs"] = np.where(good & np.isnan(cap), feat["batch"], feat["seqs"])
         _memory_fit(feat, key_info, codes, in_given, good, err, warn)
+        for i in np.flatnonzero(defaulted):
+            note = default_cap_note(jobs[i], together[i], key_info[codes[i]][3], int(replicas[i]))
+            warn[i] = _join_notes(warn[i], note)
         for i in np.flatnonzero(queue_notes != ""):
             warn[i] = _join_notes(warn[i], queue_notes[i])
         for i in np.flatnonzero(engine_notes != ""):  # the engine profile's caveat
@@ -348,7 +358,9 @@ def estimate_frame(
         for c in np.flatnonzero(np.array(key_note, dtype=object) != ""):  # variant config used
             rows = np.flatnonzero(codes == c)
             warn[rows] = [_join_notes(key_note[c], w) for w in warn[rows]]
-        pred = predict_modes(feat, coef, offline & good, max_out, np.where(good, jobs, 1.0))
+        pred = predict_modes(
+            feat, coef, offline & good, max_out, np.where(good, jobs, 1.0), budget, chunked
+        )
         for i in np.flatnonzero(good & pred["power_limit_infeasible"]):
             err[i] = power_limit_message(
                 float(limit[i]),

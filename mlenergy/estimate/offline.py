@@ -5,11 +5,17 @@ the estimate's ``batch_size``): their prompts are prefilled, then the sequences 
 together and each leaves when it ends, so the batch shrinks over time. The steady-state
 serving model (:mod:`~mlenergy.estimate.physics`) is evaluated on the phases of such a job:
 
-* **prefill**: the ``N`` prompts cost what ``N`` prompts cost in steady-state serving at
-  batch ``N`` (their compute, and the weight reads they share with decode steps);
+* **prefill**: each replica's scheduler fills its steps with chunks of the prompts, up to
+  its token budget per step (``max_num_batched_tokens``:
+  :mod:`~mlenergy.estimate.offline_scheduler`), until every prompt is in. Each such step is
+  a mixed step of the physical model carrying one chunk, so the prefill is bound by the
+  prompts' FLOPs at the prefill rate. With chunked prefill the sequences whose prompts are
+  done decode in the same steps (:func:`ride_tokens`); the 2024 engine's sequences wait;
 * **decode**: the job's decode steps are cut into :data:`SEGMENTS` segments of equal length;
   each is a decode-only step (no prompts arriving) at the number of sequences still alive
-  and their mean context (prompt plus tokens generated so far).
+  and their mean context (prompt plus tokens generated so far), less the tokens decoded
+  during the prefill (the same steps, each with fewer sequences: the last prompts in still
+  need all their steps).
 
 Output lengths: with only the mean output length ``O`` given, every sequence generates
 ``O`` tokens. With a generation cap ``M`` (``max_output_tokens`` >= ``O``), sequences stop at
@@ -29,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from mlenergy.estimate.coefficients import Coefficients
-from mlenergy.estimate.physics import predict
+from mlenergy.estimate.physics import PREFILL_TOKEN_BUDGET, predict
 
 SEGMENTS = 16
 """Decode segments per job (each evaluated at its own batch and context)."""
@@ -93,6 +99,8 @@ def predict_offline(
     c: Coefficients,
     max_output_tokens: np.ndarray,
     requests: np.ndarray | None = None,
+    budget: np.ndarray | None = None,
+    chunked: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """:func:`~mlenergy.estimate.physics.predict` for offline jobs (see the module docstring).
 
@@ -104,6 +112,10 @@ def predict_offline(
         max_output_tokens: Generation cap per row (tokens; NaN: none).
         requests: Requests of the job per row (default: ``batch``). More requests than
             ``batch`` run in phases (:func:`_combine`).
+        budget: Tokens one step of a replica may carry (``max_num_batched_tokens``; default
+            :data:`~mlenergy.estimate.physics.PREFILL_TOKEN_BUDGET`; see
+            :mod:`~mlenergy.estimate.offline_scheduler`).
+        chunked: Whether prompt chunks share steps with decoding sequences (default: yes).
 
     Returns:
         The keys of :func:`~mlenergy.estimate.physics.predict` for the whole job:
@@ -111,8 +123,10 @@ def predict_offline(
         the prefill time spread per decode step (as in serving), plus ``job_duration_s`` and
         ``prefill_duration_s`` (wall time of the job and of its prefill, seconds).
     """
-    serving = predict(f, c)
-    together = _drain(f, c, max_output_tokens, serving)
+    n_rows = len(f["batch"])
+    budget = np.full(n_rows, PREFILL_TOKEN_BUDGET) if budget is None else budget
+    chunked = np.ones(n_rows, dtype=bool) if chunked is None else chunked
+    together = _drain(f, c, max_output_tokens, budget, chunked)
     if requests is None:
         return together
     jobs, width, out_len = np.asarray(requests, float), f["batch"], f["output_tokens"]
@@ -121,10 +135,11 @@ def predict_offline(
     waves = np.floor(jobs / width + 1e-9)
     rest = jobs - waves * width
     f_rest = {**f, "batch": np.maximum(rest, 1e-6)}
-    last = _drain(f_rest, c, max_output_tokens, predict(f_rest, c))
+    last = _drain(f_rest, c, max_output_tokens, budget, chunked)
     in_waves = _combine(together, [_job(together, waves), _job(last, (rest > 1e-6) * 1.0)])
     # Varying lengths: a waiting request starts whenever a sequence ends.
     queued = np.maximum(jobs - width, 0.0) * out_len
+    serving = predict(f, c)
     in_queue = _combine(together, [_served(serving, queued), _job(together, np.ones_like(jobs))])
     equal = np.isnan(max_output_tokens) | (max_output_tokens <= out_len)
     return {k: np.where(equal, in_waves[k], in_queue[k]) for k in in_queue}
@@ -185,64 +200,139 @@ def _combine(base: dict[str, np.ndarray], phases: list[Phase]) -> dict[str, np.n
     return out
 
 
+def ride_tokens(
+    prefill_steps: np.ndarray, output_tokens: np.ndarray, max_output_tokens: np.ndarray
+) -> np.ndarray:
+    """Mean tokens a sequence decodes while the job's prompts are still being prefilled.
+
+    The prompts finish evenly over the ``S`` prefill steps, so a sequence's prompt finishes
+    ``u`` steps before the last one with ``u`` uniform on ``[0, S]``, and it decodes
+    ``min(u, L)`` tokens in them (``L``: its output length). Equal lengths ``L = O`` give
+    ``S / 2`` (``S <= O``) or ``O - O^2 / (2 S)``; lengths stopping at a constant rate
+    ``lam`` per token, capped at ``M`` (:func:`stop_rate`), the mean of
+    ``(1 - exp(-lam min(u, M))) / lam``.
+
+    Args:
+        prefill_steps: Steps ``S`` of the prefill phase (>= 1).
+        output_tokens: Mean output length ``O`` (tokens).
+        max_output_tokens: Generation cap ``M`` (tokens; NaN: every sequence generates ``O``).
+    """
+    s = np.asarray(prefill_steps, float)
+    o = np.asarray(output_tokens, float)
+    capped = ~np.isnan(max_output_tokens)
+    m = np.where(capped, max_output_tokens, o)
+    lam = np.where(capped, stop_rate(o, m), 0.0)
+    length = np.where(capped, m, o)  # the length every sequence reaches when lam = 0
+    equal = np.where(s <= length, 0.5 * s, length - length * length / (2.0 * s))
+    safe = np.where(lam > 0, lam, 1.0)
+    a = np.minimum(s, m)
+    grow = a / safe + np.expm1(-safe * a) / (safe * safe)  # integral of G over [0, a]
+    flat = np.maximum(s - m, 0.0) * -np.expm1(-safe * m) / safe
+    return np.where(lam > 0, (grow + flat) / s, equal)
+
+
+def _prefill_phase(
+    f: dict[str, np.ndarray],
+    c: Coefficients,
+    max_output_tokens: np.ndarray,
+    budget: np.ndarray,
+    chunked: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """The steps that prefill a job's prompts, all started together.
+
+    Each replica's scheduler fills its steps with prompt chunks of up to ``budget`` tokens
+    (``max_num_batched_tokens``) until every prompt is in; with chunked prefill the
+    sequences whose prompts are done decode in the same steps (:func:`ride_tokens`),
+    without it they wait. Each step is a mixed step of the physical model at that chunk.
+
+    Returns:
+        ``(steps, ride, step)``: prefill steps per replica, the mean tokens each sequence
+        decodes during them, and :func:`~mlenergy.estimate.physics.predict` of one step.
+    """
+    jobs, i, dp = f["batch"], f["input_tokens"], f["dp"]
+    per_replica = jobs * i / dp
+    budget = np.asarray(budget, float)
+    chunk = np.maximum(np.minimum(budget, per_replica), 1.0)
+    rows = np.zeros_like(chunk)
+    for _ in range(2):  # the decoding sequences take one token each of the step's budget
+        chunk = np.maximum(np.minimum(np.maximum(budget - rows, 0.5 * budget), per_replica), 1.0)
+        steps = np.maximum(per_replica / chunk, 1.0)
+        ride = np.where(chunked, ride_tokens(steps, f["output_tokens"], max_output_tokens), 0.0)
+        rows = jobs / dp * ride / steps
+    step_f = {
+        **f,
+        "batch": np.maximum(jobs * ride / steps, 1e-6),  # sequences decoding beside the chunk
+        "context": i + ride,
+        "prefill_chunk": chunk,
+    }
+    return steps, ride, predict(step_f, c)
+
+
+def _watts(pred: dict[str, np.ndarray], key: str) -> np.ndarray:
+    """A per-token energy of :func:`~mlenergy.estimate.physics.predict` as power (W, all GPUs)."""
+    return pred[key] * pred["throughput_tokens_per_s"]
+
+
 def _drain(
     f: dict[str, np.ndarray],
     c: Coefficients,
     max_output_tokens: np.ndarray,
-    serving: dict[str, np.ndarray],
+    budget: np.ndarray,
+    chunked: np.ndarray,
 ) -> dict[str, np.ndarray]:
     """The offline job of ``batch`` requests started together (the module docstring)."""
     n_rows = len(f["batch"])
-    alive, steps, position = decode_segments(f["output_tokens"], max_output_tokens)
-    k = alive.shape[1]
-    seg = {name: np.repeat(v, k) for name, v in f.items()}
-    seg["batch"] = np.maximum(np.repeat(f["batch"], k) * alive.ravel(), 1e-6)
-    seg["output_tokens"] = np.full(n_rows * k, _NO_PROMPTS)
-    seg["context"] = np.repeat(f["input_tokens"], k) + position.ravel()
-    dec = {name: v.reshape(n_rows, k) for name, v in predict(seg, c).items()}
     pp = f["pp"]
     jobs, out_len = f["batch"], f["output_tokens"]
     tokens = jobs * out_len
-    # Prefill: the job's prompts cost what they cost in steady-state serving.
-    t_pf = serving["t_prefill_s"] * out_len * pp
-    share_pf = np.clip(serving["energy_prefill_j"] / serving["energy_per_token_j"], 0.0, 1.0)
-    idle_w = serving["energy_static_j"] * serving["throughput_tokens_per_s"]  # all GPUs
-    e_pf = serving["energy_prefill_j"] * tokens + idle_w * t_pf * (1.0 - 1.0 / pp)
-    # Decode: each segment's steps at its batch; a pipeline without micro-batching runs one
-    # stage at a time, so a step takes pp stages and each GPU idles the rest.
+    # Prefill: chunks of the prompts, with the sequences already prefilled decoding beside
+    # them; a pipeline without micro-batching runs one stage at a time, so a step takes pp
+    # stages and each GPU idles the rest.
+    pf_steps, ride, pf = _prefill_phase(f, c, max_output_tokens, budget, chunked)
+    t_pf = pf_steps * pf["step_s"] * pp
+    idle_pf = _watts(pf, "energy_static_j")
+    e_pf = (pf["avg_power_w"] - idle_pf) * t_pf / pp + idle_pf * t_pf
+    share_pf = np.clip(pf["energy_prefill_j"] / pf["energy_per_token_j"], 0.0, 1.0)
+    # Decode: each segment's steps at the sequences still alive, less the tokens they
+    # decoded during the prefill (the same steps, fewer sequences in each).
+    left = np.clip(1.0 - ride / np.maximum(out_len, 1e-9), 0.0, 1.0)
+    alive, steps, position = decode_segments(out_len, max_output_tokens)
+    alive = alive * left[:, None]
+    k = alive.shape[1]
+    seg = {name: np.repeat(v, k) for name, v in f.items()}
+    seg["batch"] = np.maximum(np.repeat(jobs, k) * alive.ravel(), 1e-6)
+    seg["output_tokens"] = np.full(n_rows * k, _NO_PROMPTS)
+    seg["context"] = np.repeat(f["input_tokens"], k) + position.ravel()
+    dec = {name: v.reshape(n_rows, k) for name, v in predict(seg, c).items()}
     t_seg = steps * dec["step_s"] * pp[:, None]
-    idle_seg = dec["energy_static_j"] * dec["throughput_tokens_per_s"]
+    idle_seg = _watts(dec, "energy_static_j")
     e_seg = (dec["avg_power_w"] - idle_seg) * t_seg / pp[:, None] + idle_seg * t_seg
     t_total = t_pf + t_seg.sum(axis=1)
     e_total = e_pf + e_seg.sum(axis=1)
-    seg_tokens = jobs[:, None] * alive * steps
-    energy = e_total / tokens
     out = {
         "throughput_tokens_per_s": tokens / t_total,
         "avg_power_w": e_total / t_total,
-        "energy_per_token_j": energy,
+        "energy_per_token_j": e_total / tokens,
         "step_s": t_seg.sum(axis=1) / np.maximum(steps.sum(axis=1), 1e-12),
         "clock_mhz": dec["clock_mhz"][:, 0],
-        "energy_prefill_j": e_pf / tokens,
-        "energy_decode_j": e_seg.sum(axis=1) / tokens,
+        "energy_prefill_j": e_pf * share_pf / tokens,
+        "energy_decode_j": (e_pf * (1.0 - share_pf) + e_seg.sum(axis=1)) / tokens,
         "t_prefill_s": t_pf / out_len,
         "job_duration_s": t_total,
         "prefill_duration_s": t_pf,
-        "power_limit_infeasible": serving["power_limit_infeasible"]
+        "power_limit_infeasible": pf["power_limit_infeasible"]
         | dec["power_limit_infeasible"].any(axis=1),
         "min_clock_power_w": np.maximum(
-            serving["min_clock_power_w"], dec["min_clock_power_w"].max(axis=1)
+            pf["min_clock_power_w"], dec["min_clock_power_w"].max(axis=1)
         ),
     }
-    # Breakdown: the prefill share split as in serving, the decode share as its segments'.
+    # Breakdown: each phase's power by kind over its time; a stage's dynamic power only while
+    # it runs (1/pp of the time), the static (idle) power of every GPU throughout.
     for name in BREAKDOWN:
-        per_tok = (
-            serving[name] * share_pf * tokens + (dec[name] * seg_tokens).sum(axis=1)
-        ) / tokens
-        out[name] = per_tok
-    # The idle GPUs of a pipeline without micro-batching: static energy.
-    extra_idle = (idle_w * t_pf + (idle_seg * t_seg).sum(axis=1)) * (1.0 - 1.0 / pp) / tokens
-    out["energy_static_j"] = out["energy_static_j"] + extra_idle
+        share = 1.0 if name == "energy_static_j" else 1.0 / pp
+        e_phase = _watts(pf, name) * t_pf * share
+        e_dec = (_watts(dec, name) * t_seg * np.asarray(share)[..., None]).sum(axis=1)
+        out[name] = (e_phase + e_dec) / tokens
     return out
 
 
@@ -252,6 +342,8 @@ def predict_modes(
     offline: np.ndarray,
     max_output_tokens: np.ndarray,
     requests: np.ndarray | None = None,
+    budget: np.ndarray | None = None,
+    chunked: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """Serving rows through :func:`predict`, offline rows through :func:`predict_offline`.
 
@@ -261,13 +353,22 @@ def predict_modes(
         offline: Which rows are offline jobs.
         max_output_tokens: Generation cap per row (NaN: none; serving rows ignore it).
         requests: Requests of each offline job (default: ``batch``; more queue).
+        budget: Tokens per step of each offline row's replicas (see :func:`predict_offline`).
+        chunked: Whether each offline row's prompt chunks share steps with decoding.
     """
     out = predict(f, c)
     idx = np.flatnonzero(offline)
     if len(idx):
         jobs = None if requests is None else np.asarray(requests, float)[idx]
         sub_f = {k: v[idx] for k, v in f.items()}
-        sub = predict_offline(sub_f, c, max_output_tokens[idx], jobs)
+        sub = predict_offline(
+            sub_f,
+            c,
+            max_output_tokens[idx],
+            jobs,
+            None if budget is None else np.asarray(budget, float)[idx],
+            None if chunked is None else np.asarray(chunked, bool)[idx],
+        )
         for key, arr in sub.items():
             if key in out:
                 merged = out[key].copy()

@@ -265,6 +265,11 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     # the per-step token budget (max_num_batched_tokens) needs.
     q = np.clip(np.maximum(-np.expm1(-n_pf), n_pf * i / PREFILL_TOKEN_BUDGET), 1e-12, 1.0)
     m = n_pf / q  # prompts in a step that has any
+    if "prefill_chunk" in f:
+        # The prefill steps of an offline job (offline.py): every step carries a chunk of
+        # ``prefill_chunk`` prompt tokens per replica, whatever decodes beside it.
+        q = np.ones_like(br)
+        m = f["prefill_chunk"] / np.maximum(i, 1.0)
     i_w = np.minimum(i, np.where(f["window"] > 0, f["window"], i))
     pf_attn = 0.5 * i * (f["attn_full"] * i + f["attn_window"] * i_w)
     pf_tok = m * i  # prompt tokens of that step
@@ -363,7 +368,10 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     host_mix = host_mix + c.visual_token_s * m * f["visual_tokens"]
     t_mix = host_mix + g1 + comm1 + t_mamba
     t_step = (1.0 - q) * t_dec + q * t_mix
-    t_pf = t_step - t_dec
+    # Prefill time: what the steps carrying prompts take beyond decode-only steps. At large
+    # batches a mixed step can be the shorter (its decode rows share the taller GEMM): then
+    # the prompts cost no time of their own, never a negative one.
+    t_pf = np.maximum(t_step - t_dec, 0.0)
 
     def avg(x0: np.ndarray, x1: np.ndarray) -> np.ndarray:
         return (1.0 - q) * x0 + q * x1

@@ -24,6 +24,11 @@ from mlenergy.estimate.memory import (
     offline_kv_limit,
     usable_bytes,
 )
+from mlenergy.estimate.offline_scheduler import (
+    OfflineScheduler,
+    default_cap_note,
+    offline_scheduler,
+)
 from mlenergy.estimate.profile import ModelProfile, build_profile, normalise_precision
 from mlenergy.estimate.serving import ServingSetup
 from mlenergy.models.architecture import ArchitectureSpec
@@ -184,31 +189,42 @@ def offline_setup(
     precision: str | None = None,
     configs_dir: str | Path | None = None,
     equal_lengths: bool = True,
-) -> tuple[ServingSetup, str]:
-    """An offline job's setup with no more sequences together than the KV cache holds.
+) -> tuple[ServingSetup, list[str], OfflineScheduler]:
+    """An offline job's setup: no more sequences together than the engine and its memory take.
 
-    The engine admits a waiting request only when its KV cache fits (vLLM's scheduler), so
-    a job of more requests than fit at once runs as many as fit and queues the rest (as
-    beyond ``max_num_seqs``: :mod:`~mlenergy.estimate.offline`). With ``equal_lengths``
-    (no generation cap above the mean) a batch's sequences grow together to ``I + O``
-    tokens, which must fit (:func:`~mlenergy.estimate.memory.offline_kv_limit`).
+    With no ``max_num_seqs`` given, vLLM's offline scheduler takes as many sequences at a
+    time as its default on the GPU allows (:mod:`~mlenergy.estimate.offline_scheduler`), and
+    the rest queue. The engine also admits a waiting request only when its KV cache fits
+    (vLLM's scheduler), so a job of more requests than fit at once runs as many as fit and
+    queues the rest (as beyond ``max_num_seqs``: :mod:`~mlenergy.estimate.offline`). With
+    ``equal_lengths`` (no generation cap above the mean) a batch's sequences grow together to
+    ``I + O`` tokens, which must fit (:func:`~mlenergy.estimate.memory.offline_kv_limit`).
 
     Returns:
-        The setup (its ``batch_size`` the sequences decoding together) and a note (empty
-        when every sequence fits at once, or when not even one does: the memory check of
-        :func:`prepare_config` then reports why).
+        The setup (its ``batch_size`` the sequences decoding together), notes on what
+        limited it (none when every request runs at once, or when not even one fits: the
+        memory check of :func:`prepare_config` then reports why), and the scheduler limits.
 
     Raises:
         UserError: Invalid input (as :func:`prepare_config`).
     """
     resolved, prof, gpu_spec = _resolve_checked(model, gpu, workload, precision, configs_dir)
     spec = resolved.spec
+    scheduler = offline_scheduler(gpu_spec, workload.legacy_engine)
+    notes = []
+    if workload.max_num_seqs is None:
+        cap = scheduler.max_num_seqs * workload.data_parallel
+        if workload.batch_size > cap:
+            replicas = workload.data_parallel
+            notes.append(default_cap_note(workload.batch_size, cap, gpu_spec.name, replicas))
+            workload = replace(workload, batch_size=cap)
     f = {**feature_row(prof, gpu_spec, workload), **memory_row(spec, prof)}
     f["seqs"] = workload.batch_size if workload.max_num_seqs is None else workload.max_num_seqs
     arrays = {k: np.atleast_1d(np.asarray(v, dtype=float)) for k, v in f.items()}
     one = np.array([True])
     note = offline_kv_limit(arrays, np.array([gpu_spec.memory_gb]), one, one & equal_lengths)[0]
-    return replace(workload, batch_size=float(arrays["batch"][0])), note
+    notes += [note] if note else []
+    return replace(workload, batch_size=float(arrays["batch"][0])), notes, scheduler
 
 
 def prepare(
