@@ -200,14 +200,29 @@ class CrossValidation:
         s = self.summary().iloc[0]
         return {k: bool(s[k] <= v) for k, v in TARGETS.items()}
 
+    def stalled(self) -> np.ndarray:
+        """Rows whose runs stalled beyond what their inputs say (a boolean mask).
+
+        They match the host-bound rule, or run data-parallel attention with expert
+        parallelism (:func:`~mlenergy.estimate.physics.lockstep_replicas`), whose measured
+        steps carry host stalls the physics does not model.
+        """
+        r = self.rows
+        lockstep = lockstep_replicas(
+            r["expert_parallel"].to_numpy(float), r["data_parallel"].to_numpy(float)
+        )
+        return r["host_bound"].to_numpy(bool) | lockstep
+
+    def without_stalled(self) -> CrossValidation:
+        """The same out-of-fold predictions on the rows that did not stall (:meth:`stalled`)."""
+        keep = ~self.stalled()
+        return CrossValidation(rows=self.rows[keep].reset_index(drop=True), folds=self.folds)
+
     def energy_tail(self) -> EnergyTail:
         """How many rows the energy p90 target leaves out, and how many of them stalled."""
         r = self.rows
         over = r["ape_energy"].to_numpy(float) > TARGETS["energy_p90"]
-        lockstep = lockstep_replicas(
-            r["expert_parallel"].to_numpy(float), r["data_parallel"].to_numpy(float)
-        )
-        stalled = r["host_bound"].to_numpy(bool) | lockstep
+        stalled = self.stalled()
         return EnergyTail(
             threshold=TARGETS["energy_p90"],
             over=int(over.sum()),

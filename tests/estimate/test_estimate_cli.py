@@ -157,6 +157,8 @@ def test_validate_json(capsys, configs_dir):
         assert c["met"] == (figure <= c["limit"])
     tail = data["energy_tail"]
     assert 0 <= tail["stalled"] <= tail["over"] and tail["allowed"] > 0
+    clean = {c["name"] for c in data["target_checks_without_stalled"]}
+    assert clean == names
 
 
 def test_save_as_record(tmp_path, capsys, configs_dir):

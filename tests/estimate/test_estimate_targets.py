@@ -76,6 +76,24 @@ def test_energy_tail_counts_rows_over_the_p90_target_and_the_stalled_among_them(
     assert "4 rows over 25%" in tail.describe() and "allows 2" in tail.describe()
 
 
+def test_targets_without_the_stalled_rows_drop_exactly_those_rows():
+    rows = pd.concat(
+        [_rows("H100", "dense", 16, 5.0, 1.0, 1.0), _rows("B200", "moe", 4, 40.0, 80.0, 50.0)],
+        ignore_index=True,
+    )
+    rows["host_bound"] = [False] * 16 + [True, True, False, False]
+    rows["data_parallel"] = [1] * 18 + [4, 1]
+    rows["expert_parallel"] = [1] * 18 + [4, 1]
+    cv = CrossValidation(rows, 2)
+    assert cv.stalled().tolist() == [False] * 16 + [True, True, True, False]
+    clean = cv.without_stalled()
+    assert len(clean.rows) == 17 and clean.folds == 2
+    checks = {c.name: c for c in clean.target_checks()}
+    # One unstalled B200 row far off still counts: the B200 bias is its own.
+    assert not checks["throughput_signed[gpu=B200]"].met
+    assert checks["energy_median"].value == pytest.approx(5.0)
+
+
 @pytest.mark.skipif(reference_dir() is None, reason="../shared/reference not found")
 def test_coefficients_no_row_moves_are_left_out_of_the_fit():
     from mlenergy.estimate.calibration import featurise, unidentified
