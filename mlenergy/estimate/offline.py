@@ -252,8 +252,7 @@ def _prefill_phase(
     jobs, i, dp = f["batch"], f["input_tokens"], f["dp"]
     per_replica = jobs * i / dp
     budget = np.asarray(budget, float)
-    chunk = np.maximum(np.minimum(budget, per_replica), 1.0)
-    rows = np.zeros_like(chunk)
+    rows = np.zeros_like(per_replica)
     for _ in range(2):  # the decoding sequences take one token each of the step's budget
         chunk = np.maximum(np.minimum(np.maximum(budget - rows, 0.5 * budget), per_replica), 1.0)
         steps = np.maximum(per_replica / chunk, 1.0)
@@ -329,9 +328,9 @@ def _drain(
     # Breakdown: each phase's power by kind over its time; a stage's dynamic power only while
     # it runs (1/pp of the time), the static (idle) power of every GPU throughout.
     for name in BREAKDOWN:
-        share = 1.0 if name == "energy_static_j" else 1.0 / pp
+        share = np.ones_like(pp) if name == "energy_static_j" else 1.0 / pp
         e_phase = _watts(pf, name) * t_pf * share
-        e_dec = (_watts(dec, name) * t_seg * np.asarray(share)[..., None]).sum(axis=1)
+        e_dec = (_watts(dec, name) * t_seg * share[:, None]).sum(axis=1)
         out[name] = (e_phase + e_dec) / tokens
     return out
 

@@ -17,7 +17,7 @@ estimator does not know; they are modelled at the same token budget as the curre
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -43,19 +43,24 @@ class OfflineScheduler:
     chunked_prefill: bool
 
 
+LARGE_GPU_DEFAULTS = OfflineScheduler(16384.0, 1024.0, chunked_prefill=True)
+"""vLLM's offline defaults on a GPU of at least :data:`LARGE_GPU_GIB` that is not an A100."""
+SMALL_GPU_DEFAULTS = OfflineScheduler(8192.0, 256.0, chunked_prefill=True)
+"""vLLM's offline defaults on every other GPU."""
+
+
 def offline_scheduler(gpu: GpuSpec, legacy: bool = False) -> OfflineScheduler:
     """The limits vLLM's offline ``LLM`` class picks on ``gpu`` when none are set.
 
     Args:
         gpu: The GPU the job runs on (its memory in GiB and its name decide).
-        legacy: The 2024 engine profile (vLLM 0.5.4).
+        legacy: The 2024 engine profile (vLLM 0.5.4): 256 sequences, no chunked prefill.
     """
     large = gpu.memory_gb >= LARGE_GPU_GIB and "a100" not in gpu.name.lower()
+    limits = LARGE_GPU_DEFAULTS if large else SMALL_GPU_DEFAULTS
     if legacy:
-        return OfflineScheduler(16384.0 if large else 8192.0, 256.0, chunked_prefill=False)
-    if large:
-        return OfflineScheduler(16384.0, 1024.0, chunked_prefill=True)
-    return OfflineScheduler(8192.0, 256.0, chunked_prefill=True)
+        return replace(limits, max_num_seqs=256.0, chunked_prefill=False)
+    return limits
 
 
 def default_cap_note(requests: float, cap: float, gpu_name: str, replicas: int) -> str:
@@ -91,9 +96,8 @@ def row_schedulers(
     """
     pair = np.asarray(codes, dtype=np.int64) * 2 + np.asarray(legacy, dtype=bool)
     uniq, inv = np.unique(pair, return_inverse=True)
-    small = OfflineScheduler(8192.0, 256.0, chunked_prefill=True)
     found = [
-        small if gpus[u // 2] is None else offline_scheduler(gpus[u // 2], bool(u % 2))
+        SMALL_GPU_DEFAULTS if gpus[u // 2] is None else offline_scheduler(gpus[u // 2], bool(u % 2))
         for u in uniq
     ]
     budget = np.array([s.max_num_batched_tokens for s in found], dtype=float)[inv]
