@@ -23,7 +23,7 @@ import pandas as pd
 
 from mlenergy.estimate import estimate
 from mlenergy.estimate.batch import estimate_frame
-from mlenergy.estimate.locate import default_configs_dir
+from mlenergy.reference import default_configs_dir
 
 FALLBACK = {
     "model_type": "llama",

@@ -1,7 +1,7 @@
 """Frontier time of the pipeline planner: lowtime's solver as shipped versus the project's.
 
 Both run on the same 1F1B DAG built from a measured profile (GPT-3 175B on A40, 8 stages,
-~60 clocks per instruction, Perseus; read from ``../shared/reference/perseus-profiles/``), and
+~60 clocks per instruction, Perseus; shipped as ``perseus:gpt3-175b-a40``), and
 the script checks that they visit the same plans (quantised time and clock of every op at
 every step). lowtime is skipped above ``--lowtime-max`` microbatches (minutes per size). Up to
 ``--check-max`` microbatches the project's solver is run a second time asking lowtime's Rust
@@ -18,24 +18,11 @@ import argparse
 import time
 
 import numpy as np
-import pandas as pd
 
-from mlenergy.estimate.reference import reference_dir
 from mlenergy.optimize.fast_solver import FastPhillipsDessouky
 from mlenergy.optimize.frontier import build_frontier, solve_frontier
 from mlenergy.optimize.pipeline_dag import build_pipeline_dag
-from mlenergy.optimize.profile import profile_from_table
-
-
-def load_profile(name: str):
-    """The reference profile in the planner's columns."""
-    root = reference_dir()
-    if root is None:
-        raise SystemExit("reference data not found (../shared/reference)")
-    df = pd.read_csv(root / "perseus-profiles" / name).rename(
-        columns={"frequency": "frequency_mhz", "time": "time_s", "energy": "energy_j"}
-    )
-    return profile_from_table(df.to_dict("records"), f"measured:perseus-{name}")
+from mlenergy.optimize.reference_profiles import load_perseus_profile
 
 
 def run(profile, microbatches: int, solver: str, unit: float, p_blocking: float):
@@ -87,12 +74,12 @@ def main() -> None:
     ap.add_argument("--microbatches", default="12,24,48,96")
     ap.add_argument("--time-unit", type=float, default=0.001)
     ap.add_argument("--p-blocking", type=float, default=70.38)
-    ap.add_argument("--profile", default="gpt3-175b_a40.csv")
+    ap.add_argument("--profile", default="gpt3-175b-a40")
     ap.add_argument("--lowtime-max", type=int, default=24)
     ap.add_argument("--check-max", type=int, default=24)
     ap.add_argument("--shares", action="store_true", help="also count repeated augmentations")
     args = ap.parse_args()
-    profile = load_profile(args.profile)
+    profile = load_perseus_profile(args.profile)
     opts = {len(v) for v in profile.options.values()}
     print(
         f"profile {args.profile}: {profile.num_stages} stages, {min(opts)}-{max(opts)} clocks "

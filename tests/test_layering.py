@@ -19,6 +19,7 @@ LAYER = {
     "errors": 0,
     "progress": 0,
     "records": 1,
+    "reference": 1,
     "measure": 2,
     "models": 2,
     "store": 2,

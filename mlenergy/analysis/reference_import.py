@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mlenergy.estimate.locate import reference_dir as default_reference_dir
 from mlenergy.estimate.reference import read_reference
+from mlenergy.reference import reference_dir as default_reference_dir
 from mlenergy.store import RunStore
 
 __all__ = ["default_reference_dir", "import_reference", "read_reference"]

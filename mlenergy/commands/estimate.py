@@ -312,8 +312,8 @@ def calibrate_cmd(
             f"--folds must be >= 2 (or 0: keep the current interval), got {folds}",
             "Give 2 or more cross-validation folds",
         )
-    from mlenergy.estimate.locate import configs_next_to
     from mlenergy.estimate.refit import calibrate_all
+    from mlenergy.reference import configs_next_to
     from mlenergy.store import RunStore
 
     runs = None
@@ -367,8 +367,8 @@ def validate_cmd(
     from mlenergy.estimate.coefficients import default_coefficients
     from mlenergy.estimate.crossval import HOLD_OUT, TARGETS, cross_validate, validation_tables
     from mlenergy.estimate.host_bound import host_bound_label
-    from mlenergy.estimate.locate import configs_next_to
     from mlenergy.estimate.measurements import load_reference
+    from mlenergy.reference import configs_next_to
 
     if hold_out not in HOLD_OUT:
         raise UserError(f"unknown --hold-out '{hold_out}'", f"Use one of {', '.join(HOLD_OUT)}")

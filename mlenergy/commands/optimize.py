@@ -22,17 +22,20 @@ optimize_app = typer.Typer(
 
 
 def _pipeline_profile(
-    profile: Path | None,
+    profile: str | None,
     from_estimate: bool,
     estimate_args: dict,
     profile_out: Path | None,
 ):
     from mlenergy.optimize.profile import read_profile_csv
+    from mlenergy.optimize.reference_profiles import is_perseus_name, load_perseus_profile
 
     if from_estimate == (profile is not None):
         raise UserError("give exactly one of --profile and --from-estimate", "Pass one of them")
     if profile is not None:
-        return read_profile_csv(profile)
+        if is_perseus_name(profile):
+            return load_perseus_profile(profile)
+        return read_profile_csv(Path(profile))
     from mlenergy.optimize.estimated_profile import estimated_pipeline_profile
 
     missing = [k for k in ("model", "gpu") if not estimate_args.get(k)]
@@ -47,12 +50,18 @@ def _pipeline_profile(
 def pipeline(
     microbatches: Annotated[int, typer.Option(help="Microbatches per iteration.")],
     profile: Annotated[
-        Path | None,
-        typer.Option(help="Profile CSV: stage,instruction,frequency_mhz,time_s,energy_j."),
+        str | None,
+        typer.Option(
+            help="Profile CSV (stage,instruction,frequency_mhz,time_s,energy_j) or a shipped "
+            "profile: perseus:gpt3-175b-a40, perseus:bloom-176b-a40."
+        ),
     ] = None,
     p_blocking: Annotated[
         float | None,
-        typer.Option(help="Power of a GPU blocked on communication or idle (W)."),
+        typer.Option(
+            help="Power of a GPU blocked on communication or idle (W); default for the "
+            "shipped Perseus profiles: the paper's A40 figure, 70.38."
+        ),
     ] = None,
     time_unit: Annotated[float, typer.Option(help="Time step of the frontier (s).")] = 0.001,
     schedule: Annotated[str, typer.Option(help="Pipeline schedule.")] = "1f1b",
@@ -102,6 +111,7 @@ def pipeline(
         write_pipeline_outputs,
     )
     from mlenergy.optimize.profile import write_profile_csv
+    from mlenergy.optimize.reference_profiles import PERSEUS_A40_BLOCKING_W, is_perseus_name
 
     if solver not in ("fast", "lowtime"):
         raise UserError(f"--solver {solver!r} is not fast or lowtime", "Use fast or lowtime")
@@ -126,6 +136,8 @@ def pipeline(
         "data_parallel": data_parallel,
     }
     prof = _pipeline_profile(profile, from_estimate, estimate_args, profile_out)
+    if p_blocking is None and profile is not None and is_perseus_name(profile):
+        p_blocking = PERSEUS_A40_BLOCKING_W
     if p_blocking is None:
         if not from_estimate:
             raise UserError("--p-blocking is required with --profile", "Pass the power in W")

@@ -13,8 +13,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from mlenergy.errors import UserError
-from mlenergy.estimate.locate import default_configs_dir
 from mlenergy.models.architecture import ArchitectureSpec
+from mlenergy.reference import default_configs_dir
 
 
 @lru_cache(maxsize=512)
@@ -146,11 +146,6 @@ def resolve_model_config(model: str, configs_dir: str | Path | None = None) -> R
     fp8 = text.upper().endswith(FP8_SUFFIX)
     base = text[: -len(FP8_SUFFIX)] if fp8 else text
     folder = Path(configs_dir) if configs_dir else default_configs_dir()
-    if folder is None:
-        raise UserError(
-            f"model '{text}' is an id but no configs folder is known",
-            "Pass --configs-dir or a path to a config.json",
-        )
     exact = base.replace("/", "__") + ".json"
     found = config_candidates(base, folder) if folder.is_dir() else []
     if not found:

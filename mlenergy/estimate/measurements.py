@@ -178,7 +178,7 @@ def load_reference(
 
     Args:
         root: The reference folder (or its ``mlenergy-leaderboard`` subfolder); default
-            :func:`~mlenergy.estimate.locate.reference_dir`.
+            :func:`~mlenergy.reference.reference_dir`.
         include_v2: Also load the 2024 v2 tables (older engine, flagged ``legacy``).
         text_only: Drop multimodal tasks (``image-chat``, ``video-chat``).
 

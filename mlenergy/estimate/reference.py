@@ -1,8 +1,8 @@
 """The one reader of the ML.ENERGY reference measurements: every row becomes a ``RunRecord``.
 
 The files (``mlenergy-leaderboard/v3_llm.csv``, ``v2_chat_h100.csv``, ``v2_code_h100.csv``
-under the shared reference folder, see :mod:`~mlenergy.estimate.locate`) are read at run time
-and never copied into the repository. They were measured by ML.ENERGY with Zeus on NVML
+of the reference data shipped with mlenergy, see :mod:`mlenergy.reference`) are read at run
+time. They were measured by ML.ENERGY with Zeus on NVML
 energy counters while vLLM served the model, so every record says
 ``energy_source="measured:zeus-nvml"``, names vLLM's version in ``Software.engine`` and
 carries ``SubmissionInfo(submitter="ML.ENERGY Leaderboard v3")`` (``v2`` for the older files).
@@ -33,7 +33,6 @@ from pathlib import Path
 
 from mlenergy.errors import UserError
 from mlenergy.estimate.configs import resolve_model_config
-from mlenergy.estimate.locate import REFERENCE_ENV, reference_dir
 from mlenergy.models.info import model_info_from_config
 from mlenergy.records import (
     Hardware,
@@ -48,8 +47,9 @@ from mlenergy.records import (
     canonical_json,
     sha256_hex,
 )
+from mlenergy.reference import REFERENCE_ENV, reference_dir
 
-__all__ = ["REFERENCE_ENV", "read_reference", "reference_dir"]
+__all__ = ["read_reference"]
 
 ENERGY_SOURCE = "measured:zeus-nvml"
 V3_FILE = "v3_llm.csv"
@@ -198,6 +198,7 @@ def _record(row: _Row, model: ModelInfo, *, source: str, v2: bool, tags: dict[st
         data_parallel=row.dp,
         pipeline_parallel=row.pp,
         avg_output_tokens=row.output_len,
+        method="serving-steady-state",
     )
     return RunRecord(
         run_id="ref" + sha256_hex(row.key)[:29],
@@ -316,22 +317,18 @@ def leaderboard_folder(root: str | Path | None = None) -> Path:
 
     Args:
         root: The shared reference folder or its leaderboard subfolder (default:
-            :func:`~mlenergy.estimate.locate.reference_dir`).
+            :func:`~mlenergy.reference.reference_dir`).
 
     Raises:
         UserError: No reference folder, or no leaderboard table in it.
     """
     base = Path(root) if root is not None else reference_dir()
-    if base is None:
-        raise UserError(
-            "the shared reference folder was not found",
-            f"pass --reference DIR (the shared reference folder) or set ${REFERENCE_ENV}",
-        )
     board = base if (base / V3_FILE).is_file() else base / "mlenergy-leaderboard"
     if not any((board / name).is_file() for name in (V3_FILE, *V2_FILES)):
         raise UserError(
             f"no ML.ENERGY reference tables ({V3_FILE}, {', '.join(V2_FILES)}) in {board}",
-            f"pass --reference DIR (the shared reference folder) or set ${REFERENCE_ENV}",
+            f"pass --reference DIR (a folder laid out like the shipped reference) or unset "
+            f"${REFERENCE_ENV}",
         )
     return board
 
@@ -342,7 +339,7 @@ def read_reference(root: str | Path | None = None, include_v2: bool = True) -> l
     Args:
         root: The shared reference folder (holding ``mlenergy-leaderboard/`` and
             ``model-configs/``) or its leaderboard subfolder; default
-            :func:`~mlenergy.estimate.locate.reference_dir`.
+            :func:`~mlenergy.reference.reference_dir`.
         include_v2: Also read the 2024 v2 tables (engine ``vllm 0.5.4``).
 
     Raises:

@@ -34,7 +34,7 @@ def calibrate_all(
     :func:`~mlenergy.estimate.calibration.interval_quantiles`.
 
     Args:
-        reference: Reference folder (default :func:`~mlenergy.estimate.locate.reference_dir`).
+        reference: Reference folder (default :func:`~mlenergy.reference.reference_dir`).
         store_runs: A store's run records (``RunStore.runs()``); its own measured GPU
             serving runs are added to the fit (none: skipped; imported reference runs are
             not counted twice).

@@ -299,12 +299,12 @@ def model_info(
         UserError: No config and no parameter count (says where to put the config).
     """
     from mlenergy.estimate.configs import resolve_model_config
-    from mlenergy.estimate.locate import default_configs_dir
     from mlenergy.estimate.reference import published_model_info
     from mlenergy.models.info import model_info_from_config
+    from mlenergy.reference import default_configs_dir
 
     folder = configs_dir if configs_dir is not None else default_configs_dir()
-    if folder is not None:
+    if folder.is_dir():
         try:
             found = resolve_model_config(model_id, folder).path
             config = json.loads(found.read_text(encoding="utf-8"))

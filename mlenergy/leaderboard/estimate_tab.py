@@ -38,7 +38,7 @@ def estimator_choices() -> dict[str, list[str]]:
 
     models: list[str] = []
     try:
-        from mlenergy.estimate.locate import default_configs_dir
+        from mlenergy.reference import default_configs_dir
 
         folder = default_configs_dir()
         if folder is not None and folder.is_dir():

@@ -3,6 +3,8 @@
 The profile CSV has exactly the columns ``stage,instruction,frequency_mhz,time_s,energy_j``: one
 row per pipeline stage x instruction (``forward`` | ``backward``) x SM clock, giving the time (s)
 and energy (J) of one microbatch on one GPU of that stage. Stages are numbered ``0..S-1``.
+The Perseus artifact's names for the last three (``frequency,time,energy``, same units) are read
+too, so its profiles load as published.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from pathlib import Path
 from mlenergy.errors import UserError
 
 PROFILE_COLUMNS = ("stage", "instruction", "frequency_mhz", "time_s", "energy_j")
+PERSEUS_COLUMNS = {"frequency": "frequency_mhz", "time": "time_s", "energy": "energy_j"}
+"""The Perseus artifact's column names and the profile columns they mean (same units)."""
 INSTRUCTIONS = ("forward", "backward")
 
 
@@ -154,6 +158,13 @@ def read_profile_csv(path: str | Path) -> PipelineProfile:
         raise UserError(f"cannot read profile {p}: {exc.strerror}", "Check the path") from None
     reader = csv.DictReader(text.splitlines())
     header = [h.strip() for h in (reader.fieldnames or [])]
+    header = [PERSEUS_COLUMNS.get(h, h) for h in header]
+    repeated = sorted({h for h in header if header.count(h) > 1})
+    if repeated:
+        raise UserError(
+            f"{p}: column(s) {', '.join(repeated)} given twice (under either name)",
+            f"The profile columns are {','.join(PROFILE_COLUMNS)}",
+        )
     unknown = [h for h in header if h not in PROFILE_COLUMNS]
     if unknown:
         raise UserError(

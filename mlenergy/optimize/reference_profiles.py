@@ -1,51 +1,61 @@
-"""The measured Perseus pipeline profiles of the reference data, in the planner's columns.
+"""The measured Perseus pipeline profiles shipped with mlenergy, by name.
 
-``../shared/reference/perseus-profiles/`` holds GPT-3 175B and Bloom 176B split into 8 stages
+The reference's ``perseus-profiles/`` holds GPT-3 175B and Bloom 176B split into 8 stages
 (tensor parallel 8) measured on A40 GPUs at 60 SM clocks (Perseus, SOSP 2024; columns
-``stage,instruction,frequency,time,energy``). The blocking power measured there is 70.38 W.
+``stage,instruction,frequency,time,energy``, read as shipped by
+:func:`~mlenergy.optimize.profile.read_profile_csv`). The blocking power measured there is
+70.38 W. On the command line a profile is named ``perseus:<name>``.
 """
 
 from __future__ import annotations
 
-import csv
+from dataclasses import replace
 from pathlib import Path
 
 from mlenergy.errors import UserError
-from mlenergy.estimate.reference import reference_dir
-from mlenergy.optimize.profile import PipelineProfile, profile_from_table
+from mlenergy.optimize.profile import PipelineProfile, read_profile_csv
+from mlenergy.reference import reference_dir
 
 PERSEUS_A40_BLOCKING_W = 70.38
 """Blocking (communication-wait) power of an A40 measured in the Perseus paper (W)."""
-PERSEUS_PROFILES = {"gpt3-175b": "gpt3-175b_a40.csv", "bloom-176b": "bloom-176b_a40.csv"}
+PERSEUS_PROFILES = {
+    "gpt3-175b-a40": "gpt3-175b_a40.csv",
+    "bloom-176b-a40": "bloom-176b_a40.csv",
+}
+"""Shipped profile names and their files."""
+PREFIX = "perseus:"
+"""How a shipped profile is named where a profile file is expected."""
 
 
 def load_perseus_profile(
-    name: str = "gpt3-175b", reference: str | Path | None = None
+    name: str = "gpt3-175b-a40", reference: str | Path | None = None
 ) -> PipelineProfile:
-    """Read one reference profile (``gpt3-175b`` or ``bloom-176b``).
+    """Read one shipped profile (``gpt3-175b-a40`` or ``bloom-176b-a40``).
+
+    Args:
+        name: The profile's name, with or without the ``perseus:`` prefix.
+        reference: A reference folder (default: the shipped one, or
+            ``$MLENERGY_REFERENCE_DIR``).
 
     Raises:
-        UserError: Unknown name or no reference data.
+        UserError: Unknown name, or the reference folder lacks the file.
     """
-    if name not in PERSEUS_PROFILES:
+    key = name.removeprefix(PREFIX)
+    if key not in PERSEUS_PROFILES:
         raise UserError(
-            f"no reference profile {name!r}", f"Use one of {', '.join(PERSEUS_PROFILES)}"
+            f"no shipped profile {name!r}",
+            f"Use one of {', '.join(PREFIX + n for n in PERSEUS_PROFILES)}",
         )
     root = Path(reference) if reference is not None else reference_dir()
-    path = root / "perseus-profiles" / PERSEUS_PROFILES[name] if root is not None else None
-    if path is None or not path.is_file():
+    path = root / "perseus-profiles" / PERSEUS_PROFILES[key]
+    if not path.is_file():
         raise UserError(
-            "reference Perseus profiles not found", "Point --reference at shared/reference"
+            f"no Perseus profile {PERSEUS_PROFILES[key]} in {root / 'perseus-profiles'}",
+            "Point --reference at a folder laid out like the shipped reference",
         )
-    with path.open(encoding="utf-8") as fh:
-        rows = [
-            {
-                "stage": r["stage"],
-                "instruction": r["instruction"],
-                "frequency_mhz": r["frequency"],
-                "time_s": r["time"],
-                "energy_j": r["energy"],
-            }
-            for r in csv.DictReader(fh)
-        ]
-    return profile_from_table(rows, f"measured:perseus-{name}-a40")
+    return replace(read_profile_csv(path), energy_source=f"measured:perseus-{key}")
+
+
+def is_perseus_name(text: str) -> bool:
+    """Whether a ``--profile`` value names a shipped profile (``perseus:...``)."""
+    return text.startswith(PREFIX)

@@ -275,17 +275,14 @@ def published_quality_path(reference_dir: str | Path) -> Path:
 
 
 def default_published_quality_path() -> Path | None:
-    """The shared reference's file (``$MLENERGY_REFERENCE_DIR``, else ``../shared/reference``).
+    """The reference's file (shipped with mlenergy, or ``$MLENERGY_REFERENCE_DIR``'s).
 
     Returns:
-        The path, or ``None`` when the reference folder or the file is missing.
+        The path, or ``None`` when ``$MLENERGY_REFERENCE_DIR`` names a folder without it.
     """
-    from mlenergy.estimate.reference import reference_dir
+    from mlenergy.reference import reference_dir
 
-    ref = reference_dir()
-    if ref is None:
-        return None
-    path = published_quality_path(ref)
+    path = published_quality_path(reference_dir())
     return path if path.is_file() else None
 
 

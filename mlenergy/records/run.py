@@ -55,6 +55,10 @@ class Workload(FrozenModel):
         seq_len: Training sequence length in tokens (training only).
         avg_output_tokens: Mean generated tokens per sequence when it is a measured or
             predicted mean (serving data); ``output_tokens`` is then its rounding.
+        method: How the inference was run and measured: ``static-batch`` (fixed batches of
+            ``generate``, phases measured apart) or ``serving-steady-state`` (a serving engine
+            under load, energy over the steady-state window, as ML.ENERGY measures);
+            ``None`` when the record does not say (training, estimates, older records).
     """
 
     kind: Literal["inference", "training"]
@@ -74,6 +78,7 @@ class Workload(FrozenModel):
     steps: PosInt | None = None
     seq_len: PosInt | None = None
     avg_output_tokens: float | None = Field(default=None, gt=0)
+    method: Literal["static-batch", "serving-steady-state"] | None = None
 
     @model_validator(mode="after")
     def _kind_consistent(self) -> Workload:

@@ -112,12 +112,12 @@ class MeasuredStudyResult:
         )
 
 
-def _reference_dir(reference: str | Path | None) -> Path | None:
+def _reference_dir(reference: str | Path | None) -> Path:
     if reference is not None:
         return Path(reference)
-    from mlenergy.analysis.reference_import import default_reference_dir
+    from mlenergy.reference import reference_dir
 
-    return default_reference_dir()
+    return reference_dir()
 
 
 def _check_inputs(itl_limit_ms: float, quality_path: Path, benchmark: str, scores: list) -> None:
@@ -193,11 +193,6 @@ def run_measured_study(
     """
     t0 = time.perf_counter()
     ref = _reference_dir(reference)
-    if quality_file is None and ref is None:
-        raise UserError(
-            "the shared reference folder was not found",
-            "pass --reference DIR or set $MLENERGY_REFERENCE_DIR",
-        )
     qpath = Path(quality_file) if quality_file is not None else published_quality_path(ref)
     scores = read_published_quality(qpath)
     _check_inputs(itl_limit_ms, qpath, benchmark, scores)

@@ -262,10 +262,6 @@ def test_reload_shows_new_runs_and_choices(page, server):
 
 
 def test_quality_plot_shows_published_scores_on_reference_data(page, server):
-    from mlenergy.quality.published import default_published_quality_path
-
-    if default_published_quality_path() is None:
-        pytest.skip("the reference published-quality.csv is missing ($MLENERGY_REFERENCE_DIR)")
     key = "published:GPQA-Diamond"
     _pick(page, "f-task", "gpqa")
     _pick(page, "f-quality", key)
@@ -289,10 +285,6 @@ def test_quality_plot_shows_published_scores_on_reference_data(page, server):
 
 
 def test_power_budget_view_best_configuration_per_model(page):
-    from mlenergy.analysis.reference_import import default_reference_dir
-
-    if default_reference_dir() is None:
-        pytest.skip("the reference measurements are missing ($MLENERGY_REFERENCE_DIR)")
     page.get_by_role("tab", name="Power budget").click()
     page.wait_for_selector("#power-table tbody tr td", timeout=60_000)
     note = page.locator("#pw-note").inner_text()

@@ -6,16 +6,13 @@ import pytest
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from mlenergy.estimate.locate import reference_dir
+from mlenergy.reference import reference_dir
 
 REF = reference_dir()
-needs_reference = pytest.mark.skipif(REF is None, reason="../shared/reference not found")
 
 
 @pytest.fixture
 def configs_dir():
-    if REF is None:
-        pytest.skip("../shared/reference not found")
     return REF / "model-configs"
 
 

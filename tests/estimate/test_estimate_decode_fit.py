@@ -10,7 +10,6 @@ from mlenergy.estimate import estimate
 from mlenergy.estimate.calibration import HOST_BOUND_WEIGHT, fit, fit_weights, host_bound
 from mlenergy.estimate.coefficients import default_coefficients
 from mlenergy.estimate.features import stack
-from mlenergy.estimate.locate import reference_dir
 from mlenergy.estimate.measurements import load_reference
 from mlenergy.estimate.physics import predict
 from mlenergy.estimate.prepare import prepare
@@ -91,7 +90,6 @@ def test_fit_accepts_partial_latency_targets(configs_dir):
 
 
 @pytest.mark.slow  # over ~20 s on 2 shared cores; left out by `make test-fast`
-@pytest.mark.skipif(reference_dir() is None, reason="../shared/reference not found")
 def test_cv_reports_latency_error_where_measured():
     from mlenergy.estimate.crossval import cross_validate
 
@@ -134,7 +132,6 @@ def test_narrow_expert_gemms_stream_below_bandwidth(configs_dir):
     assert b.itl_s < a.itl_s < 1.02 * b.itl_s
 
 
-@pytest.mark.skipif(reference_dir() is None, reason="../shared/reference not found")
 def test_column_floor_has_a_gradient_without_llama4():
     """The floor sets in gradually, so the fit can learn it from MoE models other than
     Llama-4 (the only one whose expert GEMMs sit far below it): at the code default,

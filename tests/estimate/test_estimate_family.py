@@ -50,11 +50,8 @@ def test_an_unknown_hold_out_is_named():
 
 @pytest.mark.slow
 def test_a_held_out_family_is_predicted_by_a_fit_on_the_others():
-    from mlenergy.estimate.locate import reference_dir
     from mlenergy.estimate.measurements import load_reference
 
-    if reference_dir() is None:
-        pytest.skip("../shared/reference not found")
     df = load_reference(include_v2=False)
     df = df[df["model_id"].str.contains("Qwen3-8B|Llama-3.1-8B|gemma-3")]
     cv = cross_validate(df, group_by="family")

@@ -12,7 +12,6 @@ from mlenergy.estimate.crossval import (
     TARGETS,
     CrossValidation,
 )
-from mlenergy.estimate.locate import reference_dir
 
 
 def _rows(gpu: str, kind: str, n: int, energy: float, thr: float, power: float) -> pd.DataFrame:
@@ -94,7 +93,6 @@ def test_targets_without_the_stalled_rows_drop_exactly_those_rows():
     assert checks["energy_median"].value == pytest.approx(5.0)
 
 
-@pytest.mark.skipif(reference_dir() is None, reason="../shared/reference not found")
 def test_coefficients_no_row_moves_are_left_out_of_the_fit():
     from mlenergy.estimate.calibration import featurise, unidentified
     from mlenergy.estimate.measurements import load_reference

@@ -7,15 +7,12 @@ import pytest
 
 from mlenergy.estimate.coefficients import default_coefficients
 from mlenergy.estimate.crossval import architecture_group, cross_validate, in_sample
-from mlenergy.estimate.locate import reference_dir
 from mlenergy.estimate.measurements import (
     config_id_for,
     load_reference,
     measurements_from_records,
     model_group,
 )
-
-pytestmark = pytest.mark.skipif(reference_dir() is None, reason="../shared/reference not found")
 
 
 def test_reference_loads_tidy():

@@ -6,12 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from mlenergy.estimate.locate import reference_dir
-
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "03_estimator.ipynb"
 
 
-@pytest.mark.skipif(reference_dir() is None, reason="../shared/reference not found")
 def test_notebook_03_runs(tmp_path):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")

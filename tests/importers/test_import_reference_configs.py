@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
 from importer_fixtures import HARNESS_CONFIGS, LM_EVAL_REAL, RUN_DENSE, RUN_MOE
 
-from mlenergy.estimate.locate import default_configs_dir
 from mlenergy.importers.lmeval_results import read_results
 from mlenergy.importers.mlenergy_benchmark import HarnessOptions, read_run
-
-pytestmark = pytest.mark.skipif(default_configs_dir() is None, reason="reference not found")
 
 
 def test_energy_and_quality_of_one_model_share_its_reference_fingerprint():

@@ -16,6 +16,8 @@ PACKAGE_DATA = (
     "mlenergy/estimate/coefficients.json",
     "mlenergy/estimate/gpu_catalog.json",
 )
+REFERENCE = "mlenergy/reference/"
+"""The shipped reference data: every file under it must be in the wheel (checked below)."""
 
 
 def _tracked_data_files() -> list[str]:
@@ -24,7 +26,11 @@ def _tracked_data_files() -> list[str]:
     )
     if out.returncode != 0:
         pytest.skip("not a git checkout")
-    return [f for f in out.stdout.split() if not f.endswith((".py", ".md"))]
+    return [
+        f
+        for f in out.stdout.split()
+        if not f.endswith((".py", ".md")) and not f.startswith(REFERENCE)
+    ]
 
 
 def test_every_non_python_file_of_the_package_is_known_package_data():
@@ -47,4 +53,6 @@ def test_the_wheel_holds_every_module_and_the_package_data(tmp_path):
     modules = {str(p.relative_to(src)) for p in (src / "mlenergy").rglob("*.py")}
     assert modules <= names, sorted(modules - names)[:10]
     assert set(PACKAGE_DATA) <= names, sorted(set(PACKAGE_DATA) - names)
+    reference = {str(p.relative_to(src)) for p in (src / REFERENCE).rglob("*") if p.is_file()}
+    assert reference <= names, sorted(reference - names)[:10]
     assert not any(n.startswith("mlenergy/__init__") for n in names)  # stays a namespace package

@@ -137,11 +137,6 @@ def test_reload_sees_new_runs(served):
 @pytest.mark.skipif(not estimator_available(), reason="the estimator is not installed")
 def test_estimate(served):
     client, _ = served
-    pytest.importorskip("mlenergy.estimate.locate")
-    from mlenergy.estimate.locate import default_configs_dir
-
-    if default_configs_dir() is None:
-        pytest.skip("no reference model configs")
     est = client.predict(
         model="meta-llama/Llama-3.1-8B-Instruct", gpu="H100-SXM5-80GB", batch_size=64,
         input_tokens=512, output_tokens=256, precision="bfloat16", api_name="/estimate",

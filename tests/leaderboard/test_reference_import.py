@@ -8,15 +8,11 @@ from pathlib import Path
 import pytest
 
 from mlenergy.cli import main
-from mlenergy.estimate.locate import reference_dir
 from mlenergy.estimate.reference import read_reference
+from mlenergy.reference import reference_dir
 from mlenergy.store import RunStore
 
 REF = reference_dir()
-needs_ref = pytest.mark.skipif(
-    REF is None or not (REF / "mlenergy-leaderboard").is_dir(),
-    reason="shared reference data (../shared/reference or $MLENERGY_REFERENCE_DIR) is not present",
-)
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +20,6 @@ def records():
     return read_reference(REF)
 
 
-@needs_ref
 def test_every_row_becomes_a_truthfully_labelled_record(records):
     folder = REF / "mlenergy-leaderboard"
     rows = sum(1 for f in folder.glob("*.csv") for _ in csv.DictReader(f.open()))
@@ -37,7 +32,6 @@ def test_every_row_becomes_a_truthfully_labelled_record(records):
         assert rec.tags["input_tokens"] == "unknown"
 
 
-@needs_ref
 def test_v3_figures_match_the_csv(records):
     with (REF / "mlenergy-leaderboard" / "v3_llm.csv").open() as fh:
         first = next(csv.DictReader(fh))
@@ -51,7 +45,6 @@ def test_v3_figures_match_the_csv(records):
     assert rec.software.engine == "vllm 0.11.1"
 
 
-@needs_ref
 def test_one_vocabulary_and_the_published_mean_lengths(records):
     tasks = {r.workload.task for r in records if r.software.engine == "vllm 0.5.4"}
     assert tasks == {"sharegpt-chat", "code"}  # the estimator's labels of the 2024 tasks
@@ -63,7 +56,6 @@ def test_one_vocabulary_and_the_published_mean_lengths(records):
     assert w.output_tokens == max(1, round(float(first["avg_output_len"])))
 
 
-@needs_ref
 def test_the_calibration_frame_is_read_from_the_records(records):
     from mlenergy.estimate.measurements import load_reference, measurements_from_records
 
@@ -76,7 +68,6 @@ def test_the_calibration_frame_is_read_from_the_records(records):
     assert set(frame.loc[frame["legacy"], "source"]) == {"v2"}
 
 
-@needs_ref
 def test_params_come_from_configs(records):
     by_id = {r.model.model_id: r.model for r in records}
     qwen = by_id["Qwen/Qwen3-30B-A3B-Instruct-2507"]
@@ -88,7 +79,6 @@ def test_params_come_from_configs(records):
     assert fp8.config_fingerprint == by_id["Qwen/Qwen3-235B-A22B-Instruct-2507"].config_fingerprint
 
 
-@needs_ref
 def test_cli_import_is_idempotent(tmp_path, capsys):
     args = ["leaderboard", "import-reference", "--reference", str(REF), "--data-dir", str(tmp_path)]
     assert main(args) == 0

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from mlenergy.estimate.reference import reference_dir
 from mlenergy.models.architecture import ArchitectureSpec, count_parameters
+from mlenergy.reference import reference_dir
 
 TIGHT = 0.004
 
@@ -97,7 +97,6 @@ PUBLISHED: dict[str, tuple[float, float | None, float, float, str]] = {
 }
 
 _REF = reference_dir()
-pytestmark = pytest.mark.skipif(_REF is None, reason="../shared/reference not found")
 
 
 def _configs() -> list[Path]:

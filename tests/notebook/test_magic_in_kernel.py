@@ -84,10 +84,6 @@ def test_measured_window_cannot_be_read_inside_its_block(tmp_path):
 
 
 def test_estimate_shows_as_a_field_table(tmp_path):
-    from mlenergy.estimate.reference import reference_dir
-
-    if reference_dir() is None:
-        pytest.skip("shared reference folder not found (model configs)")
     cells = _execute(
         [
             "%load_ext mlenergy.notebook",

@@ -84,11 +84,9 @@ def test_dense_vs_moe_notebook_executes(tmp_path):
 
 
 def test_dense_vs_moe_measured_notebook_executes(tmp_path):
-    from mlenergy.estimate.reference import reference_dir
+    from mlenergy.reference import reference_dir
 
     ref = reference_dir()
-    if ref is None:
-        pytest.skip("shared reference folder not found")
     nb = _run(
         "05_dense_vs_moe_measured.ipynb",
         {

@@ -10,10 +10,10 @@ import pytest
 from optimize_cases import run_cli
 
 from mlenergy.errors import UserError
-from mlenergy.estimate.reference import reference_dir
 from mlenergy.estimate.training import estimate_pipeline_stages, split_layers
 from mlenergy.optimize.estimated_profile import estimated_pipeline_profile
 from mlenergy.optimize.profile import read_profile_csv
+from mlenergy.reference import reference_dir
 
 GPT3 = {
     "model_type": "gpt2",
@@ -65,7 +65,6 @@ def _shape(time_s: np.ndarray, energy_j: np.ndarray) -> dict[str, float]:
     }
 
 
-@pytest.mark.skipif(reference_dir() is None, reason="no reference data")
 def test_energy_versus_clock_has_the_measured_u_shape(gpt3):
     measured = pd.read_csv(reference_dir() / "perseus-profiles" / "gpt3-175b_a40.csv")
     prof = estimated_pipeline_profile(gpt3, "A40", 8, 8, data_parallel=8)

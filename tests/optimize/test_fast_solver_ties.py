@@ -7,7 +7,6 @@ import pytest
 from lowtime.graph_utils import aoa_to_critical_dag, aon_dag_to_aoa_dag
 from optimize_cases import UNIT
 
-from mlenergy.estimate.reference import reference_dir
 from mlenergy.optimize import fast_solver
 from mlenergy.optimize.fast_solver import FastPhillipsDessouky
 from mlenergy.optimize.frontier import solve_frontier
@@ -75,9 +74,8 @@ def test_a_cut_the_port_cannot_vouch_for_is_asked_of_lowtime(monkeypatch):
     assert solver.lowtime_calls == solver.cut_calls > 0
 
 
-@pytest.mark.skipif(reference_dir() is None, reason="no reference data")
 def test_min_cut_input_equals_lowtimes_annotation_at_every_step():
-    pdag = build_pipeline_dag(load_perseus_profile("bloom-176b"), 2, 70.38, 0.01)
+    pdag = build_pipeline_dag(load_perseus_profile("bloom-176b-a40"), 2, 70.38, 0.01)
     solver = fast_solver.FastPhillipsDessouky(pdag.dag, check_cuts=True)
     aoa = aon_dag_to_aoa_dag(pdag.dag)
     checked = 0
@@ -115,9 +113,8 @@ def test_the_ports_maximum_flow_is_the_crates_on_a_small_network():
     assert rec.searched == 3 and rec.counts[0] == 3  # the three paths, recorded
 
 
-@pytest.mark.skipif(reference_dir() is None, reason="no reference data")
 def test_feasible_flow_repeats_the_previous_cuts_augmentations_with_the_same_cuts():
-    pdag = build_pipeline_dag(load_perseus_profile("gpt3-175b"), 3, 70.38, 0.001)
+    pdag = build_pipeline_dag(load_perseus_profile("gpt3-175b-a40"), 3, 70.38, 0.001)
     solver = FastPhillipsDessouky(pdag.dag, check_cuts=True)
     steps = sum(1 for _ in solver.steps())
     rec = solver.feasible_record

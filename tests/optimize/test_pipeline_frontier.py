@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 from optimize_cases import UNIT, convex_profile, exhaustive_frontier, random_profile
 
-from mlenergy.estimate.reference import reference_dir
 from mlenergy.optimize.frontier import build_frontier, solve_frontier
 from mlenergy.optimize.pipeline_dag import build_pipeline_dag, makespan_s
 from mlenergy.optimize.plan import choose_plan
@@ -59,9 +58,8 @@ def test_plan_never_longer_than_asked_and_saves_against_max_clock(slowdown):
         assert plan.saving_j > 0
 
 
-@pytest.mark.skipif(reference_dir() is None, reason="no reference data")
 def test_fast_solver_visits_lowtimes_plans_on_a_measured_profile():
-    profile = load_perseus_profile("bloom-176b")
+    profile = load_perseus_profile("bloom-176b-a40")
     runs = [
         solve_frontier(build_pipeline_dag(profile, 2, 70.38, 0.01), s) for s in ("lowtime", "fast")
     ]

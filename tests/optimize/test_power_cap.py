@@ -12,12 +12,11 @@ import pytest
 from optimize_cases import run_cli
 
 from mlenergy.errors import UserError
-from mlenergy.estimate.reference import reference_dir
 from mlenergy.optimize.candidates import CANDIDATE_COLUMNS
 from mlenergy.optimize.power_cap import BEST_KEYS, plan_power_cap
+from mlenergy.reference import reference_dir
 
 MODEL = "Qwen/Qwen3-30B-A3B-Instruct-2507"
-needs_reference = pytest.mark.skipif(reference_dir() is None, reason="no reference data")
 
 
 def synthetic_candidates(seed: int, n: int = 40) -> pd.DataFrame:
@@ -100,7 +99,6 @@ def test_budget_below_one_replica_is_a_user_error():
         plan_power_cap(100, "m", "t", 1000, candidates=df)
 
 
-@needs_reference
 def test_cli_json_keys_and_measured_source(tmp_path):
     res = run_cli(
         [
@@ -142,7 +140,6 @@ def test_cli_json_keys_and_measured_source(tmp_path):
     assert out["runners_up"] and "energy_cost_per_million_tokens" in out
 
 
-@needs_reference
 def test_estimated_sources_plot_and_labels(tmp_path):
     png = tmp_path / "cap.png"
     res = run_cli(
@@ -191,7 +188,6 @@ def test_estimated_sources_plot_and_labels(tmp_path):
         (["--power-limits", "700:400:50", "--sources", "all"], "--power-limits"),
     ],
 )
-@needs_reference
 def test_power_cap_bad_input(tmp_path, args, needle):
     base = {
         "--budget-w": "100000",
@@ -210,7 +206,6 @@ def test_power_cap_bad_input(tmp_path, args, needle):
     assert not (tmp_path / "x.png").exists()
 
 
-@needs_reference
 def test_best_per_model_one_row_each(tmp_path):
     from mlenergy.optimize.power_cap import best_per_model
 
@@ -221,7 +216,6 @@ def test_best_per_model_one_row_each(tmp_path):
     assert list(table["site_tokens_per_s"]) == sorted(table["site_tokens_per_s"], reverse=True)
 
 
-@needs_reference
 def test_store_seeded_with_the_reference_counts_each_measurement_once(tmp_path):
     from mlenergy.analysis.reference_import import import_reference
     from mlenergy.optimize.power_cap import gather_candidates

@@ -12,8 +12,8 @@ from measured_fixture import QUALITY_ROWS, model, stored_quality, write_quality
 
 from mlenergy.cli import main
 from mlenergy.errors import UserError
-from mlenergy.estimate.reference import reference_dir
 from mlenergy.quality.published import match_score, read_published_quality
+from mlenergy.reference import reference_dir
 from mlenergy.store import RunStore
 from mlenergy.studies.measured import SUMMARY_COLUMNS, energy_per_correct
 from mlenergy.studies.measured_study import run_measured_study
@@ -221,8 +221,6 @@ def test_nothing_to_compute_exits_2(measured_store, quality_file, tmp_path, caps
 
 def test_reference_imported_on_the_fly_into_an_empty_store(tmp_path):
     ref = reference_dir()
-    if ref is None:
-        pytest.skip("shared reference folder not found")
     result = run_measured_study(
         tmp_path / "data", ref, report_dir=tmp_path / "rep", progress=False, gpu="B200"
     )
@@ -234,9 +232,9 @@ def test_reference_imported_on_the_fly_into_an_empty_store(tmp_path):
     assert (gpqa["quality_source"].str.startswith("published:")).all()
 
 
-def test_study_without_quality_file_or_reference(tmp_path, monkeypatch, measured_store):
-    monkeypatch.setattr("mlenergy.analysis.reference_import.default_reference_dir", lambda: None)
-    with pytest.raises(UserError, match="reference folder was not found"):
+def test_study_with_a_reference_variable_naming_no_folder(tmp_path, monkeypatch, measured_store):
+    monkeypatch.setenv("MLENERGY_REFERENCE_DIR", str(tmp_path / "absent"))
+    with pytest.raises(UserError, match=r"MLENERGY_REFERENCE_DIR is .* not a folder"):
         run_measured_study(measured_store, report_dir=tmp_path / "rep", progress=False)
 
 

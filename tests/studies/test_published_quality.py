@@ -6,7 +6,6 @@ import pytest
 from measured_fixture import QUALITY_HEADER, QUALITY_ROWS, write_quality
 
 from mlenergy.errors import UserError
-from mlenergy.estimate.reference import reference_dir
 from mlenergy.quality.published import (
     COLUMNS,
     match_score,
@@ -15,6 +14,7 @@ from mlenergy.quality.published import (
     setting_mode,
     unmatched_model_ids,
 )
+from mlenergy.reference import reference_dir
 
 
 def test_reads_rows_with_labels_and_modes(quality_file):
@@ -97,13 +97,10 @@ def test_missing_column_and_missing_file(tmp_path):
 
 
 def test_the_shared_reference_file_validates():
-    ref = reference_dir()
-    if ref is None:
-        pytest.skip("shared reference folder not found")
     from mlenergy.quality.published import default_published_quality_path
 
     assert default_published_quality_path() is not None
-    scores = read_published_quality(ref / "published-quality.csv")
+    scores = read_published_quality(reference_dir() / "published-quality.csv")
     assert len(scores) > 100
     qwen = match_score(scores, "Qwen/Qwen3-32B", "GPQA-Diamond", mean_output_tokens=7000)
     assert qwen.score.mode == "thinking"

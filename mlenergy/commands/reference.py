@@ -1,0 +1,46 @@
+"""``mlenergy reference``: list the reference data that ships with mlenergy, with its sources."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+
+def reference(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """List the shipped reference data: each file, its source, licence and date."""
+    import json
+    from dataclasses import asdict
+
+    from mlenergy.reference import reference_dir, shipped_files, sources
+
+    root = reference_dir()
+    rows = sources()
+    files = [str(p) for p in shipped_files(root)]
+    counts = {
+        s.path: sum(f.startswith(s.path) if s.path.endswith("/") else f == s.path for f in files)
+        for s in rows
+    }
+    if as_json:
+        out = {
+            "folder": str(root),
+            "entries": [asdict(s) | {"files": counts[s.path]} for s in rows],
+        }
+        typer.echo(json.dumps(out, indent=2))
+        return
+    typer.echo(f"reference data: {root}")
+    for s in rows:
+        n = counts[s.path]
+        where = f"{s.path} ({n} files)" if s.path.endswith("/") else s.path
+        if n == 0:
+            where += " (missing here)"
+        typer.echo(f"\n{where}\n  {s.what}\n  source: {s.source}\n  licence: {s.licence}")
+        typer.echo(f"  date: {s.date}; changes: {s.changes}")
+    typer.echo(f"\nsources and notes: {root / 'SOURCES.md'}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``reference`` command to the root app."""
+    app.command("reference")(reference)
