@@ -72,7 +72,12 @@ def sha256_hex(text: str) -> str:
 
 
 class Interval(FrozenModel):
-    """A two-sided interval, e.g. a 95% confidence interval, in the unit of its owner field."""
+    """A two-sided interval, e.g. a 95% confidence interval, in the unit of its owner field.
+
+    Attributes:
+        low: Lower end.
+        high: Upper end (not below ``low``).
+    """
 
     low: float = Field(allow_inf_nan=False)
     high: float = Field(allow_inf_nan=False)
@@ -88,6 +93,13 @@ class RepeatStats(FrozenModel):
     """A quantity measured over several repeats: values, mean, spread and 95% CI of the mean.
 
     The unit is that of the field that holds it (e.g. ``energy_j_repeats`` is in joules).
+
+    Attributes:
+        n: Number of repeats.
+        values: The value of each repeat, in the order measured.
+        mean: Their mean.
+        std: Their sample standard deviation.
+        ci95: Student-t 95% confidence interval of the mean (``None`` for one repeat).
     """
 
     n: PosInt
