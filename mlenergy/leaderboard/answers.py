@@ -29,6 +29,7 @@ TABLE_FRAME_COLUMNS = (
     *(c.name for c in lb.COLUMNS),
     *plots.PLOT_COLUMNS,
     *("_group", "_search", "quality_link", "arch_kind", "source_kind", "dtype", "task"),
+    *("source_class", "apart", "method", "layer"),
 )
 """The columns table pages, CSV files and plots read: a page copies only these."""
 
@@ -51,10 +52,19 @@ def table_result(ctx: AppContext, quality_key: str | None, q: lb.TableQuery) -> 
 
 
 def table_status(ctx: AppContext, res: lb.TableResult) -> str:
-    """The line above the table: rows, page, and how to seed an empty store."""
+    """The line above the table: rows, page, where the rows come from."""
     status = f"{res.total} rows · page {res.page} of {res.pages}"
-    if ctx.data.runs.empty:
-        status += " · the store is empty: run `mlenergy leaderboard import-reference`"
+    runs = ctx.data.runs
+    layers = runs["layer"] if "layer" in runs.columns else pd.Series(dtype=object)
+    n_ref, n_store = int((layers == "reference").sum()), int((layers != "reference").sum())
+    if n_ref:
+        status += f" · {n_ref} ML.ENERGY reference runs (shipped, read-only)"
+    if n_store:
+        status += f" · {n_store} runs from the store"
+    elif not runs.empty:
+        status += " · your runs (`mlenergy bench`) and approved submissions join them"
+    else:
+        status += " · the store is empty: measure a run with `mlenergy bench`"
     return status
 
 
@@ -126,6 +136,14 @@ def plot_figure(ctx: AppContext, kind: str, quality_key: str | None, q: lb.Table
         return fig
 
     return ctx.data.memo(("plot", kind, quality_key or None, q), _draw)
+
+
+def top_models(ctx: AppContext, n: int) -> list[str]:
+    """The models of the first ``n`` rows of the opening view (detail and compare open on them)."""
+    view = ctx.view(None)
+    q = lb.TableQuery(task=view.default_task, source_kinds=lb.DEFAULT_SOURCES)
+    rows = table_result(ctx, view.quality_for(view.default_task), q).page_rows
+    return list(dict.fromkeys(rows["model_id"]))[:n]
 
 
 def model_rows(ctx: AppContext, model_id: str, quality_key: str | None) -> pd.DataFrame:

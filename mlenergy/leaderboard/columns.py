@@ -84,6 +84,12 @@ COLUMNS: tuple[Column, ...] = (
         "n_configs", "Configs", "Configurations of this model x hardware that were compared", "int"
     ),
     Column("source_kind", "Source", "measured / modelled / estimated / emulated / reference"),
+    Column(
+        "method",
+        "Method",
+        "How the run was measured: serving-steady-state (an engine serving requests, its "
+        "steady-state window) or static-batch (fixed batches)",
+    ),
     Column("energy_source", "Energy source", "Exact label of where the energy figure came from"),
     Column("submitter", "Submitter", "Who submitted the run (empty for local runs)"),
     Column("run_id", "Run id", "Unique id of the run (open it in Model detail)"),

@@ -38,7 +38,7 @@ COLUMN_CHOICES = [(c.label, c.name) for c in lb.COLUMNS if c.name != "model_id"]
 
 
 def _page(ctx: AppContext, page: int, columns, quality_key: str | None, values: tuple):
-    q = widget_query(values, ctx.limits, page)
+    q = widget_query(values, ctx, page)
     return answers.table_page(ctx, quality_key, q, tuple(columns or ()))
 
 
@@ -46,7 +46,7 @@ def build_table_tab(ctx: AppContext, bar: FilterBar) -> TableTab:
     """Lay out the Leaderboard tab and wire the table to the filter bar."""
     csv_dir = Path(tempfile.mkdtemp(prefix="mlenergy-lb-csv-"))
     all_columns = [name for _, name in COLUMN_CHOICES]
-    first = _page(ctx, 1, all_columns, ctx.default_quality, tuple(w.value for w in bar.filters))
+    first = _page(ctx, 1, all_columns, bar.quality.value, tuple(w.value for w in bar.filters))
     with gr.Tab("Leaderboard", id="tab-table"):
         with gr.Accordion("Columns", open=False, elem_id="lb-columns-box"):
             columns = gr.CheckboxGroup(
@@ -76,7 +76,7 @@ def build_table_tab(ctx: AppContext, bar: FilterBar) -> TableTab:
         return _page(ctx, int(p or 1) + 1, cols, quality_key, values)
 
     def csv_file(quality_key, *values):
-        text = answers.table_csv(ctx, quality_key, widget_query(values, ctx.limits))
+        text = answers.table_csv(ctx, quality_key, widget_query(values, ctx))
         out = csv_dir / f"leaderboard-{uuid.uuid4().hex[:8]}.csv"
         out.write_text(text, encoding="utf-8")
         return gr.update(value=str(out), visible=True)
