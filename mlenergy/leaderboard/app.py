@@ -147,7 +147,7 @@ def launch(demo: gr.Blocks, host: str = "127.0.0.1", port: int = 7860, block: bo
         css=css(),
         theme=gr.themes.Soft(),
         prevent_thread_lock=not block,
-        show_error=True,
+        show_error=False,  # an unexpected error's text (paths, internals) never reaches clients
         quiet=True,
         footer_links=[],
         ssr_mode=False,

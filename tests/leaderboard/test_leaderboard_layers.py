@@ -171,3 +171,47 @@ def test_import_reference_is_a_no_op_with_a_note(tmp_path, capsys):
     assert rc == 0
     assert "always shows the ML.ENERGY reference" in capsys.readouterr().out
     assert not (tmp_path / "results").exists()
+
+
+def test_rows_apart_render_under_a_note(ctx):
+    from mlenergy.leaderboard.html import APART_NOTE, render_table
+
+    q = lb.TableQuery(source_kinds=("measured-gpu", "modelled"), best_only=False, page_size=2000)
+    html = render_table(lb.query_table(ctx.frame(None), q).page_rows)
+    assert html.count('class="lb-apart-head"') == 1 and APART_NOTE in html
+    assert html.index("lb-apart-head") < html.index('class="lb-apart"')
+    default = render_table(
+        lb.query_table(ctx.frame(None), lb.TableQuery(source_kinds=lb.DEFAULT_SOURCES)).page_rows
+    )
+    assert "lb-apart" not in default
+
+
+@pytest.mark.parametrize(
+    "values,expected",
+    [
+        ([0.04, 0.3], ["0.05", "0.1", "0.2"]),
+        ([0.02, 0.09], ["0.02", "0.05", "0.1"]),
+        ([450, 2000], ["500", "1,000", "2,000"]),
+        ([1e-5, 10.0], ["1e-05", "0.0001", "0.001", "0.01", "0.1", "1", "10"]),
+    ],
+)
+def test_log_ticks_carry_full_values(values, expected):
+    from mlenergy.leaderboard.plots import log_ticks
+
+    vals, text = log_ticks(values)
+    assert text == expected
+    assert all(
+        float(t.replace(",", "")) == pytest.approx(v) for t, v in zip(text, vals, strict=True)
+    )
+
+
+def test_scatter_log_axis_has_labelled_ticks(ctx):
+    from mlenergy.leaderboard import plots
+
+    rows = ctx.frame(None)
+    fig = plots.energy_vs_latency(rows[rows["task"] == "lm-arena-chat"])
+    assert fig.layout.yaxis.type == "log"
+    assert all(
+        not t.isdigit() or t in {"1", "2", "5", "10", "20", "50"} for t in fig.layout.yaxis.ticktext
+    )
+    assert any("." in t for t in fig.layout.yaxis.ticktext)
