@@ -23,8 +23,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from mlenergy.leaderboard import query as lb
 from mlenergy.leaderboard.data import LeaderboardData, store_runs_frame
-from mlenergy.leaderboard.reference_layer import reference_layer
 from mlenergy.leaderboard.html import render_table
+from mlenergy.leaderboard.reference_layer import reference_layer
 from mlenergy.store import RunStore
 from mlenergy.testing.server import (
     CHROMIUM,
