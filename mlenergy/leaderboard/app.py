@@ -28,7 +28,7 @@ from mlenergy.leaderboard.page_cache import PageCache
 from mlenergy.leaderboard.plots_tab import build_plots_tab
 from mlenergy.leaderboard.power_tab import build_power_tab
 from mlenergy.leaderboard.submit_tab import build_submit_tab
-from mlenergy.leaderboard.table_tab import PRIVATE, TableTab, build_table_tab
+from mlenergy.leaderboard.table_tab import PRIVATE, TableTab, build_table_tab, footprint_of
 
 CONCURRENCY = 16
 """Events of the page served at once (the API's read-only endpoints have no limit)."""
@@ -63,12 +63,16 @@ def _wire_reload(ctx: AppContext, bar, table: TableTab, models: list) -> None:
     from mlenergy.leaderboard import answers
     from mlenergy.leaderboard.filters import FILTERS, view_outputs, view_updates, widget_query
 
-    def reload_view(columns, quality_key, *values):
+    n = len(table.footprint)
+
+    def reload_view(columns, *rest):
+        settings, quality_key, values = rest[:n], rest[n], rest[n + 1 :]
         ctx.reload()
         named = dict(zip(FILTERS, values, strict=True))
         view = ctx.view(named.get("sources"))
         q = widget_query(values, ctx)
-        page = answers.table_page(ctx, quality_key, q, tuple(columns or ()))
+        fp, line = footprint_of(settings)
+        page = (*answers.table_page(ctx, quality_key, q, tuple(columns or ()), fp), line)
         pickers = view_updates(
             view, named["task"], quality_key, named["hardware"], named["precisions"],
             named["gpus"],
@@ -77,10 +81,11 @@ def _wire_reload(ctx: AppContext, bar, table: TableTab, models: list) -> None:
         lists = [gr.update(choices=ctx.choices["model_id"]) for _ in models]
         return (*page, *pickers, sources, *lists)
 
-    outputs = [table.grid, table.status, table.page, *view_outputs(bar), bar.sources, *models]
+    outputs = [table.grid, table.status, table.page, table.footprint_line]
+    outputs += [*view_outputs(bar), bar.sources, *models]
     table.reload_button.click(
         reload_view,
-        [table.columns, *bar.inputs],
+        [table.columns, *table.footprint, *bar.inputs],
         outputs,
         concurrency_limit=1,
         api_visibility=PRIVATE,

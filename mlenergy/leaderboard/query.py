@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from mlenergy.leaderboard.arch import ARCH_KINDS, architecture_kinds
-from mlenergy.leaderboard.columns import COLUMNS, DEFAULT_SORT, SORTABLE
+from mlenergy.leaderboard.columns import COLUMNS, DEFAULT_SORT, SORTABLE, with_footprint
 
 __all__ = [
     "COLUMNS",
@@ -488,7 +488,7 @@ def slider_limit(value: float, cap: float = math.inf) -> float:
 
 def export_columns(rows: pd.DataFrame) -> pd.DataFrame:
     """Return the shown columns of ``rows``, in display order, with their labels as headers."""
-    cols = [c for c in COLUMNS if c.name in rows.columns]
+    cols = [c for c in with_footprint(COLUMNS) if c.name in rows.columns]
     out = rows[[c.name for c in cols]].copy()
     out.columns = [f"{c.label}" for c in cols]
     return out
