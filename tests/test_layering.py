@@ -17,7 +17,6 @@ PKG = ROOT / "mlenergy"
 # Lower number = lower layer. A module may import its own package and any lower layer.
 LAYER = {
     "errors": 0,
-    "footprint": 1,
     "progress": 0,
     "records": 1,
     "reference": 1,
