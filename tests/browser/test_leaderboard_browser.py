@@ -262,7 +262,7 @@ def test_reload_shows_new_runs_and_choices(page, server):
                 energy_source="measured:zeus-nvml",
                 index=5000,
             )
-        ]  # fmt: skip
+        ]
     )
     page.locator("#f-search textarea, #f-search input").first.fill("late/arrival")
     page.wait_for_function(f"() => ({STATUS_JS})().startsWith('0 rows')")
