@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import gradio as gr
@@ -215,3 +216,23 @@ def test_scatter_log_axis_has_labelled_ticks(ctx):
         not t.isdigit() or t in {"1", "2", "5", "10", "20", "50"} for t in fig.layout.yaxis.ticktext
     )
     assert any("." in t for t in fig.layout.yaxis.ticktext)
+
+
+def test_the_app_starts_over_stored_runs_of_1e308_joules_and_1e17_seconds(tmp_path):
+    from mlenergy.leaderboard.app import build_app
+
+    run = synthetic_run(synthetic_model("evil/x", 1.0, False), energy_source="measured:zeus-nvml")
+    phase = run.phases[0]
+    huge = phase.model_copy(update={"energy_j": 1e308, "energy_per_token_j": 1e308 / phase.tokens})
+    slow = phase.model_copy(update={"duration_s": 1e17, "itl_p50_s": 1e17})
+    RunStore(tmp_path).append(
+        [
+            run.model_copy(update={"run_id": "huge-energy", "phases": (huge,)}),
+            run.model_copy(update={"run_id": "slow-run", "phases": (slow,)}),
+        ]
+    )
+    demo = build_app(tmp_path)
+    by_id = {getattr(b, "elem_id", None): b for b in demo.blocks.values()}
+    assert by_id["f-itl"].maximum == lb.ITL_CAP_MS
+    assert by_id["f-budget"].maximum == lb.ENERGY_CAP_J
+    json.dumps(demo.get_config_file(), allow_nan=False)  # what the page receives
