@@ -76,8 +76,8 @@ def load_published(path: str | Path | None = None) -> list[PublishedScore]:
     """Read the published scores the app attaches.
 
     Args:
-        path: A published-quality CSV; ``None`` reads the shared reference's file
-            (``$MLENERGY_REFERENCE_DIR``, else ``../shared/reference``) when present.
+        path: A published-quality CSV; ``None`` reads the reference's file (shipped with
+            mlenergy, or ``$MLENERGY_REFERENCE_DIR``'s) when present.
 
     Returns:
         The scores; empty when no path is given and no reference file exists.
