@@ -75,7 +75,12 @@ def build_table_tab(ctx: AppContext, bar: FilterBar) -> TableTab:
             columns = gr.CheckboxGroup(
                 COLUMN_CHOICES, value=all_columns, show_label=False, elem_id="lb-columns"
             )
-        with gr.Row(elem_id="lb-footprint"):
+        with (
+            gr.Accordion(
+                "Carbon and cost (region, PUE, price per kWh)", open=False, elem_id="fp-box"
+            ),
+            gr.Row(elem_id="lb-footprint"),
+        ):
             region = gr.Dropdown(
                 ["", *region_choices()],
                 value=DEFAULT_FOOTPRINT[0],
@@ -83,10 +88,20 @@ def build_table_tab(ctx: AppContext, bar: FilterBar) -> TableTab:
                 info="Yearly average of the shipped table",
                 elem_id="fp-region",
             )
-            intensity = gr.Number(None, label="or gCO2e per kWh", minimum=0, elem_id="fp-intensity")
+            intensity = gr.Number(
+                None,
+                label="or gCO2e per kWh",
+                info="0: the region's",
+                minimum=0,
+                elem_id="fp-intensity",
+            )
             pue = gr.Number(DEFAULT_FOOTPRINT[2], label="PUE", minimum=1, elem_id="fp-pue")
             price = gr.Number(
-                None, label="Price per kWh (your currency)", minimum=0, elem_id="fp-price"
+                None,
+                label="Price per kWh (your currency)",
+                info="0: no cost column",
+                minimum=0,
+                elem_id="fp-price",
             )
         footprint_line = gr.Markdown(first[3], elem_id="fp-line")
         status = gr.Markdown(first[1], elem_id="lb-status")

@@ -78,6 +78,7 @@ def test_detail_and_compare_open_on_the_top_rows(page):
 
 def test_carbon_and_cost_columns_follow_the_selector(page):
     assert page.locator('#lb-table th[data-col="carbon_g_per_1k_tokens"]').count() == 0
+    page.locator("#fp-box").get_by_text("Carbon and cost").first.click()
     box = page.locator("#fp-intensity input")
     box.fill("400")
     box.press("Enter")
