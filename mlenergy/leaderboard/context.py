@@ -126,8 +126,7 @@ class AppContext:
             lb.slider_limit(choices["max_itl_ms"], lb.ITL_CAP_MS),
             lb.slider_limit(choices["max_energy_per_token_j"], lb.ENERGY_CAP_J),
         )
-        models = set(choices["model_id"])
-        keys = [k for k in self.data.quality_keys() if self.data.scores_any(k, models)]
+        keys = self.data.quality_keys_for(set(choices["model_id"]))
         return ViewChoices(sources, choices, limits, keys)
 
     @property

@@ -195,14 +195,27 @@ class LeaderboardData:
             return stored
         return [*stored, *published_keys(self.published, self.runs["model_id"].unique())]
 
-    def scores_any(self, quality_key: str, model_ids: set[str]) -> bool:
-        """Whether quality figure ``quality_key`` gives a value to a run of ``model_ids``."""
+    def quality_keys_for(self, model_ids: set[str]) -> list[str]:
+        """The quality figures (in :meth:`quality_keys` order) that score a run of ``model_ids``.
 
-        def _check() -> bool:
-            frame = self.frame(quality_key)
-            return bool(frame.loc[frame["model_id"].isin(model_ids), "quality"].notna().any())
+        A published benchmark counts when it scores one of the models; a stored figure when it
+        links to a run of one of them (see :func:`~mlenergy.leaderboard.views.attach_quality`).
+        """
 
-        return self.memo(("scores-any", quality_key, frozenset(model_ids)), _check)
+        def _keys() -> list[str]:
+            published = set(published_keys(self.published, model_ids)) if self.published else set()
+            out = []
+            for key in self.quality_keys():
+                if is_published_key(key):
+                    if key in published:
+                        out.append(key)
+                    continue
+                frame = self.frame(key)
+                if frame.loc[frame["model_id"].isin(model_ids), "quality"].notna().any():
+                    out.append(key)
+            return out
+
+        return self.memo(("quality-keys-for", frozenset(model_ids)), _keys)
 
     def frame(self, quality_key: str | None = None) -> pd.DataFrame:
         """Prepared runs with quality figure ``quality_key`` attached (cached per key).
