@@ -165,6 +165,8 @@ def _scatter(
 ) -> go.Figure:
     """A scatter of ``y`` against ``x`` by hardware and energy source, with its frontier.
 
+    Rows flagged ``apart`` (not measured on GPUs) are hollow markers, named so in the legend.
+
     ``extra_hover`` adds ``(label, column)`` lines to each point's hover text.
     """
     points = _limit(df.dropna(subset=[x, y]))
@@ -181,17 +183,19 @@ def _scatter(
         + "<extra>",
     )
     for (hw, kind), group in points.groupby(["hardware", "source_kind"], sort=True):
+        apart = "apart" in group.columns and bool(group["apart"].iloc[0])
+        symbol = SYMBOLS.get(str(kind), "circle") + ("-open" if apart else "")
         fig.add_trace(
             go.Scatter(
                 x=group[x],
                 y=group[y],
                 mode="markers",
-                name=_safe(f"{hw} · {kind}"),
+                name=_safe(f"{hw} · {kind}" + (" (not measured on GPUs)" if apart else "")),
                 marker={
                     "size": 8,
                     "opacity": 0.75,
                     "color": palette[hw],
-                    "symbol": SYMBOLS.get(str(kind), "circle"),
+                    "symbol": symbol,
                 },
                 customdata=_custom(group, extra),
                 hovertemplate=f"{x_title}: %{{x:.4g}}<br>{y_title}: %{{y:.4g}}<br>" + hover,

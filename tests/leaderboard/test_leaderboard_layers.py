@@ -236,3 +236,14 @@ def test_the_app_starts_over_stored_runs_of_1e308_joules_and_1e17_seconds(tmp_pa
     assert by_id["f-itl"].maximum == lb.ITL_CAP_MS
     assert by_id["f-budget"].maximum == lb.ENERGY_CAP_J
     json.dumps(demo.get_config_file(), allow_nan=False)  # what the page receives
+
+
+def test_rows_apart_are_hollow_markers_in_the_plots(ctx):
+    from mlenergy.leaderboard import plots
+
+    rows = ctx.frame(None)
+    fig = plots.energy_vs_latency(rows[lb.source_mask(rows, ("measured-gpu", "modelled"))])
+    apart = [t for t in fig.data if "not measured on GPUs" in (t.name or "")]
+    measured = [t for t in fig.data if t.name and "measured" in t.name and t not in apart]
+    assert apart and all(t.marker.symbol.endswith("-open") for t in apart)
+    assert all(not str(t.marker.symbol).endswith("-open") for t in measured if t.mode == "markers")
