@@ -51,7 +51,7 @@ def served(tmp_path_factory):
     published = tmp_path_factory.mktemp("api-published") / "published-quality.csv"
     published.write_text(PUBLISHED, encoding="utf-8")
     log = tmp_path_factory.mktemp("api-log") / "server.log"
-    args = ("--published-quality", str(published))
+    args = ("--published-quality", str(published), "--no-reference")
     try:
         with serve_leaderboard(data_dir, log_path=log, extra_args=args) as url:
             yield gradio_client.Client(url, verbose=False), data_dir
