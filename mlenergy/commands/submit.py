@@ -15,16 +15,17 @@ submissions_app = typer.Typer(
 
 
 def _queue(data_dir: Path | None):
-    from mlenergy.estimate.catalog import catalog_tdp_w
     from mlenergy.store.submissions import SubmissionQueue
 
-    return SubmissionQueue(resolve_data_dir(data_dir), tdp_lookup=catalog_tdp_w)
+    # Physical limits come from the GPU catalog (plus the GPUs a maintainer admits), never
+    # from the record: the queue's default lookup.
+    return SubmissionQueue(resolve_data_dir(data_dir))
 
 
 def submit(
     bundle: Annotated[
-        Path, typer.Argument(help="Result bundle: Submission JSON or JSONL records.")
-    ],
+        Path | None, typer.Argument(help="Result bundle: Submission JSON or JSONL records.")
+    ] = None,
     submitter: Annotated[
         str | None,
         typer.Option(
@@ -41,11 +42,24 @@ def submit(
         ),
     ] = None,
     data_dir: DataDirOption = None,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="List the named checks a bundle must pass.")
+    ] = False,
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="With --explain: as a Markdown table.")
+    ] = False,
 ) -> None:
     """Validate a result bundle and queue it for approval (every problem is listed)."""
     from mlenergy.errors import UserError
     from mlenergy.store.validation import terminal_text
 
+    if explain:
+        from mlenergy.store.checks import explain as explain_checks
+
+        typer.echo(explain_checks(markdown=markdown))
+        return
+    if bundle is None:
+        raise UserError("no bundle given", "pass the path of a results file (or --explain)")
     if not bundle.is_file():
         raise UserError(f"bundle {bundle} does not exist", "pass the path of a results file")
     entry = _queue(data_dir).submit(

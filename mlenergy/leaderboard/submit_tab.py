@@ -12,7 +12,6 @@ from pathlib import Path
 import gradio as gr
 
 from mlenergy.errors import UserError, ValidationFailed
-from mlenergy.estimate.catalog import catalog_tdp_w
 from mlenergy.leaderboard.html import render_problems
 
 
@@ -37,7 +36,7 @@ def submit_bundle(
         return render_problems(["no file was uploaded"], "Nothing to validate"), False
     from mlenergy.store.submissions import SubmissionQueue
 
-    queue = SubmissionQueue(data_dir, tdp_lookup=catalog_tdp_w)
+    queue = SubmissionQueue(data_dir)  # limits from the GPU catalog, never the record
     try:
         declared = [t.strip() for t in (new_tasks or "").split(",") if t.strip()]
         entry = queue.submit(

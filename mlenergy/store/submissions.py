@@ -29,6 +29,7 @@ from pydantic import Field, ValidationError
 from mlenergy.errors import StoreError, UserError, ValidationFailed
 from mlenergy.records import FrozenModel, QualityResult, RunRecord, Submission, SubmissionInfo
 from mlenergy.store import segments as seg
+from mlenergy.store.gpus import gpu_lookup
 from mlenergy.store.locking import locked_folders
 from mlenergy.store.rules import KNOWN_TASKS, measurement_key
 from mlenergy.store.store import AppendResult, RunStore
@@ -86,8 +87,10 @@ class SubmissionQueue:
 
     Args:
         data_dir: The data folder (``data_dir/submissions`` and ``data_dir/results``).
-        tdp_lookup: Accelerator name -> TDP in watts for the physics checks (the CLI passes
-            the estimator's GPU catalog); records may carry ``accelerator_tdp_w`` instead.
+        tdp_lookup: Accelerator name -> catalog facts (or TDP in watts) for the physics
+            checks; ``None`` (the default): the GPU catalog plus the GPUs a maintainer admits
+            in ``submissions/gpus.json`` (:func:`mlenergy.store.gpus.gpu_lookup`). A record's
+            own ``accelerator_tdp_w`` never sets a limit.
         lock_timeout_s: How long to wait for another process changing the queue, in seconds.
     """
 
@@ -215,7 +218,7 @@ class SubmissionQueue:
         return validate_bundle(
             data,
             submitter=submitter,
-            tdp_lookup=self.tdp_lookup,
+            tdp_lookup=self.tdp_lookup or gpu_lookup(self.root),
             known_hashes=known,
             known_run_ids=stored_ids,
             max_bytes=MAX_BUNDLE_BYTES,

@@ -44,6 +44,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from mlenergy.records import QualityResult, RunRecord, Submission
+from mlenergy.store.checks import tag
 from mlenergy.store.rules import (
     ENERGY_REL_TOL,
     KNOWN_TASKS,
@@ -408,7 +409,7 @@ def validate_bundle(
         return ValidationReport(False, problems)
     parsed = parse_bundle(raw, submitter, new_tasks)
     problems.extend(parsed.problems)
-    problems.extend(declared_task_problems(parsed.new_tasks))
+    problems.extend(tag("task-known", p) for p in declared_task_problems(parsed.new_tasks))
     hashes, duplicates = _duplicate_problems(parsed.records, known_hashes, known_run_ids or {})
     problems.extend(duplicates)
     problems.extend(_measurement_problems(parsed.records, known_measurements or {}))
@@ -416,10 +417,10 @@ def validate_bundle(
     for where, rec in parsed.records:
         fp = rec.model.config_fingerprint
         bad_id = model_id_problem(where, rec.model.model_id, fp)
-        problems.extend([bad_id] if bad_id else [])
+        problems.extend([tag("model-id", bad_id)] if bad_id else [])
         if isinstance(rec, RunRecord):
             bad_task = task_problem(where, rec.workload.task, known_tasks, parsed.new_tasks)
-            problems.extend([bad_task] if bad_task else [])
+            problems.extend([tag("task-known", bad_task)] if bad_task else [])
             problems.extend(check_run(rec, where, tdp_lookup))
     # Records that failed their schema still get the rules their readable values allow.
     for where, obj in parsed.raw_runs:
@@ -446,15 +447,25 @@ def _duplicate_problems(
         hashes.append(h)
         rid = rec.run_id if isinstance(rec, RunRecord) else rec.quality_id
         if h in seen:
-            problems.append(f"{where}: duplicates {seen[h]} (same content hash {h[:12]})")
+            problems.append(
+                tag("no-duplicate", f"{where}: duplicates {seen[h]} (same content hash {h[:12]})")
+            )
         elif h in known:
             problems.append(
-                f"{where}: duplicate of a record already stored or pending (content hash {h[:12]})"
+                tag(
+                    "no-duplicate",
+                    f"{where}: duplicate of a record already stored or pending "
+                    f"(content hash {h[:12]})",
+                )
             )
         elif rid in seen_ids:
-            problems.append(f"{where}: id {rid!r} is also used by {seen_ids[rid]}")
+            problems.append(
+                tag("run-id-unique", f"{where}: id {rid!r} is also used by {seen_ids[rid]}")
+            )
         elif isinstance(rec, RunRecord) and rid in stored_ids and stored_ids[rid] != h:
-            problems.append(f"{where}.run_id: {rid!r} is already used by a stored run")
+            problems.append(
+                tag("run-id-unique", f"{where}.run_id: {rid!r} is already used by a stored run")
+            )
         seen.setdefault(h, where)
         seen_ids.setdefault(rid, where)
     return hashes, problems
@@ -485,13 +496,20 @@ def _measurement_problems(
         if key in seen:
             other, other_model = seen[key]
             problems.append(
-                f"{where}: same measurement as {other} (identical phase figures) under model "
-                f"id {model!r} (there {other_model!r}): one measurement is submitted once"
+                tag(
+                    "no-near-duplicate",
+                    f"{where}: same measurement as {other} (identical phase figures) under "
+                    f"model id {model!r} (there {other_model!r}): one measurement is "
+                    "submitted once",
+                )
             )
         elif key in known:
             problems.append(
-                f"{where}: same measurement (identical phase figures) as {known[key]}, now "
-                f"under model id {model!r}: one measurement is submitted once"
+                tag(
+                    "no-near-duplicate",
+                    f"{where}: same measurement (identical phase figures) as {known[key]}, now "
+                    f"under model id {model!r}: one measurement is submitted once",
+                )
             )
         seen.setdefault(key, (where, model))
     return problems
