@@ -70,6 +70,11 @@ def submit(
         f"queued {entry.submission_id}: {len(sub.runs)} run(s), {len(sub.quality)} quality "
         f"result(s) from {terminal_text(sub.submitter)}; awaiting approval"
     )
+    for run_id, reasons in entry.unverified_runs().items():
+        typer.echo(
+            f"note: run {run_id} will be shown as unverified ({'; '.join(reasons)}) "
+            "[measured-provenance]"
+        )
 
 
 @submissions_app.command("list")

@@ -49,11 +49,17 @@ def submit_bundle(
     except UserError as exc:
         return render_problems([exc.message], "Rejected: nothing was queued"), False
     sid = html.escape(entry.submission_id)
+    notes = "".join(
+        f"<li>run <code>{html.escape(rid)}</code> will be shown as unverified: "
+        f"{html.escape('; '.join(reasons))}</li>"
+        for rid, reasons in entry.unverified_runs().items()
+    )
     return (
         f'<div class="lb-ok"><strong>Queued for review.</strong> Submission <code>{sid}</code> '
         f"({len(entry.submission.runs)} run(s) from {html.escape(entry.submission.submitter)}) "
         f"waits in <code>submissions/pending/</code>; a maintainer approves it with "
-        f"<code>mlenergy submissions approve {sid}</code>.</div>",
+        f"<code>mlenergy submissions approve {sid}</code>."
+        f"{f'<ul class=lb-unverified>{notes}</ul>' if notes else ''}</div>",
         True,
     )
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Collection, Mapping
 from typing import Any
 
@@ -49,17 +50,103 @@ TdpLookup = GpuLookup
 """Maps an accelerator name to its catalog facts (or only its TDP in watts; ``None``: unknown)."""
 
 
-def source_problems(where: str, facts: RunFacts) -> list[str]:
-    """No energy figure may come from emulated test devices."""
-    return [
-        tag("no-emulated-source", f"{where}.{label}: {value!r} comes from emulated test devices")
-        for label, value in (
-            ("energy_source", facts.energy_source),
-            ("idle.energy_source", facts.idle_energy_source),
-            ("power_timeline.energy_source", facts.timeline_energy_source),
+RESERVED_SOURCE_PREFIXES = ("reference:", "emulated:")
+"""Energy-source labels no submitter may use: the maintainers' reference imports, test devices."""
+RESERVED_SUBMITTERS = ("ML.ENERGY Leaderboard v3", "ML.ENERGY Leaderboard v2")
+"""Submitter names of the shipped reference data."""
+_RESERVED_NAME_STEMS = ("mlenergy", "emulated", "reference")
+"""A submitter whose name, folded, starts with one of these is reserved."""
+TIMELINE_COVERAGE = 0.95
+"""A measured run's power timeline must span this fraction of its longest phase at least."""
+
+
+def fold_name(name: str) -> str:
+    """``name`` compatibility-normalised, case-folded, letters and digits only."""
+    text = unicodedata.normalize("NFKC", name).casefold()
+    return "".join(ch for ch in text if ch.isalnum())
+
+
+def reserved_submitter_problem(where: str, name: object) -> str | None:
+    """Why ``name`` cannot be a submitter (the reference data's, mlenergy's own), else ``None``."""
+    if not isinstance(name, str):
+        return None
+    folded = fold_name(name)
+    reserved = {fold_name(r) for r in RESERVED_SUBMITTERS}
+    if folded in reserved or folded.startswith(_RESERVED_NAME_STEMS):
+        return tag(
+            "no-reserved-submitter",
+            f"{where}: submitter {name[:80]!r} is reserved (the reference data and mlenergy's "
+            "own labels use it); submit under your own name",
         )
-        if value is not None and value.startswith("emulated:")
-    ]
+    return None
+
+
+def source_problems(where: str, facts: RunFacts) -> list[str]:
+    """No energy figure from emulated test devices or labelled as reference data."""
+    problems = []
+    for label, value in (
+        ("energy_source", facts.energy_source),
+        ("idle.energy_source", facts.idle_energy_source),
+        ("power_timeline.energy_source", facts.timeline_energy_source),
+    ):
+        if value is None:
+            continue
+        if value.startswith("emulated:"):
+            problems.append(
+                tag(
+                    "no-emulated-source",
+                    f"{where}.{label}: {value[:80]!r} comes from emulated test devices",
+                )
+            )
+        elif value.startswith(RESERVED_SOURCE_PREFIXES):
+            problems.append(
+                tag(
+                    "no-reserved-source",
+                    f"{where}.{label}: {value[:80]!r} is reserved for the maintainers' reference "
+                    "imports; label what you measured (measured:zeus-nvml, ...)",
+                )
+            )
+    for label, value in (
+        ("hardware.accelerator_model", facts.accelerator_model),
+        ("hardware.cpu_model", facts.cpu_model),
+    ):
+        if value is not None and "emulated" in value.casefold():
+            problems.append(
+                tag("no-emulated-source", f"{where}.{label}: {value[:80]!r} is an emulated device")
+            )
+    return problems
+
+
+def unverified_reasons(facts: RunFacts) -> list[str]:
+    """What a measured run lacks of the provenance a real run records (empty: verified).
+
+    A run whose energy is not ``measured:*`` has nothing to verify here (its label says
+    what it is). A measured run names its devices and driver, the Zeus version, the
+    measured GPU indices, and carries a measured power timeline spanning its longest phase.
+    """
+    if not (facts.energy_source or "").startswith("measured:"):
+        return []
+    reasons = []
+    count = facts.accelerator_count or 0
+    if count > 0:
+        if not facts.accelerator_model or not facts.driver_version:
+            reasons.append("no device name or driver version")
+        if facts.gpu_indices != count:
+            reasons.append(f"scope names {facts.gpu_indices} measured GPU(s) of {count}")
+    elif not facts.cpu_model or facts.cpu_packages == 0:
+        reasons.append("no measured CPU package named")
+    if not facts.zeus:
+        reasons.append("no Zeus version")
+    source = facts.timeline_energy_source or ""
+    span = facts.timeline_span_s
+    longest = max((p.duration_s or 0.0 for p in facts.phases), default=0.0)
+    if span is None or not source.startswith("measured:"):
+        reasons.append("no measured power timeline")
+    elif span[1] - span[0] < TIMELINE_COVERAGE * longest:
+        reasons.append(
+            f"power timeline spans {span[1] - span[0]:.3g} s of the {longest:.3g} s phase window"
+        )
+    return reasons
 
 
 def provenance_problems(where: str, facts: RunFacts) -> list[str]:

@@ -29,9 +29,10 @@ from pydantic import Field, ValidationError
 from mlenergy.errors import StoreError, UserError, ValidationFailed
 from mlenergy.records import FrozenModel, QualityResult, RunRecord, Submission, SubmissionInfo
 from mlenergy.store import segments as seg
+from mlenergy.store.facts import facts_from_record
 from mlenergy.store.gpus import gpu_lookup
 from mlenergy.store.locking import locked_folders
-from mlenergy.store.rules import KNOWN_TASKS, measurement_key
+from mlenergy.store.rules import KNOWN_TASKS, measurement_key, unverified_reasons
 from mlenergy.store.store import AppendResult, RunStore
 from mlenergy.store.tables import flatten_run
 from mlenergy.store.validation import (
@@ -71,15 +72,39 @@ class QueuedSubmission(FrozenModel):
     reason: str | None = None
 
     def approved_records(self, approved_at: datetime) -> list[RunRecord | QualityResult]:
-        """The runs and quality results with :class:`SubmissionInfo` filled in, for the store."""
+        """The runs and quality results with :class:`SubmissionInfo` filled in, for the store.
+
+        A measured run lacking the provenance a real run records carries the reasons in
+        ``SubmissionInfo.unverified`` (the leaderboard shows it as unverified).
+        """
         info = SubmissionInfo(
             submission_id=self.submission_id,
             submitter=self.submission.submitter,
             submitted_at=self.submitted_at,
             approved_at=approved_at,
         )
-        bundle = [*self.submission.runs, *self.submission.quality]
-        return [r.model_copy(update={"submission": info}) for r in bundle]
+        out: list[RunRecord | QualityResult] = []
+        for rec in [*self.submission.runs, *self.submission.quality]:
+            reasons = (
+                tuple(unverified_reasons(facts_from_record(rec)))
+                if isinstance(rec, RunRecord)
+                else ()
+            )
+            out.append(
+                rec.model_copy(
+                    update={"submission": info.model_copy(update={"unverified": reasons})}
+                )
+            )
+        return out
+
+    def unverified_runs(self) -> dict[str, list[str]]:
+        """``run_id -> reasons`` of the runs that will be shown as unverified."""
+        out = {}
+        for run in self.submission.runs:
+            reasons = unverified_reasons(facts_from_record(run))
+            if reasons:
+                out[run.run_id] = reasons
+        return out
 
 
 class SubmissionQueue:

@@ -45,6 +45,7 @@ from pydantic import ValidationError
 
 from mlenergy.records import QualityResult, RunRecord, Submission
 from mlenergy.store.checks import tag
+from mlenergy.store.facts import facts_from_record
 from mlenergy.store.rules import (
     ENERGY_REL_TOL,
     KNOWN_TASKS,
@@ -57,7 +58,9 @@ from mlenergy.store.rules import (
     declared_task_problems,
     measurement_key,
     model_id_problem,
+    reserved_submitter_problem,
     task_problem,
+    unverified_reasons,
 )
 from mlenergy.store.tables import flatten_run
 
@@ -94,12 +97,16 @@ class ValidationReport:
         submission: The parsed bundle (``None`` when it could not be parsed at all; it may be
             set although ``ok`` is False).
         content_hashes: Content hashes of the bundle's parsed records, in bundle order.
+        unverified: ``where: reasons`` of measured runs that lack the provenance a real run
+            records; they are queued all the same and shown as unverified
+            (check ``measured-provenance``).
     """
 
     ok: bool
     problems: list[str] = field(default_factory=list)
     submission: Submission | None = None
     content_hashes: tuple[str, ...] = ()
+    unverified: tuple[str, ...] = ()
 
 
 def escape_text(text: object) -> str:
@@ -413,6 +420,8 @@ def validate_bundle(
     hashes, duplicates = _duplicate_problems(parsed.records, known_hashes, known_run_ids or {})
     problems.extend(duplicates)
     problems.extend(_measurement_problems(parsed.records, known_measurements or {}))
+    problems.extend(_reserved_name_problems(parsed, submitter))
+    unverified: list[str] = []
     # Every record that parsed is checked, even when others failed.
     for where, rec in parsed.records:
         fp = rec.model.config_fingerprint
@@ -422,13 +431,34 @@ def validate_bundle(
             bad_task = task_problem(where, rec.workload.task, known_tasks, parsed.new_tasks)
             problems.extend([tag("task-known", bad_task)] if bad_task else [])
             problems.extend(check_run(rec, where, tdp_lookup))
+            reasons = unverified_reasons(facts_from_record(rec))
+            if reasons:
+                unverified.append(f"{where}: {'; '.join(reasons)}")
     # Records that failed their schema still get the rules their readable values allow.
     for where, obj in parsed.raw_runs:
         problems.extend(check_raw_run(obj, where, tdp_lookup))
     if len(problems) > MAX_PROBLEMS:
         extra = len(problems) - MAX_PROBLEMS
         problems = [*problems[:MAX_PROBLEMS], f"... and {extra} more problem(s)"]
-    return ValidationReport(not problems, problems, parsed.submission, tuple(hashes))
+    return ValidationReport(
+        not problems, problems, parsed.submission, tuple(hashes), tuple(unverified)
+    )
+
+
+def _reserved_name_problems(parsed: ParsedBundle, submitter: str | None) -> list[str]:
+    """Reserved submitter names: the bundle's, the caller's, and any a record carries."""
+    names: list[tuple[str, object]] = [("bundle.submitter", submitter)]
+    if parsed.submission is not None:
+        names.append(("bundle.submitter", parsed.submission.submitter))
+    for where, rec in parsed.records:
+        if rec.submission is not None:
+            names.append((f"{where}.submission.submitter", rec.submission.submitter))
+    problems = []
+    for where, name in names:
+        problem = reserved_submitter_problem(where, name)
+        if problem and problem not in problems:
+            problems.append(problem)
+    return problems
 
 
 def _duplicate_problems(
