@@ -92,9 +92,9 @@ def export(
 
 @runs_app.command("check")
 def check(data_dir: DataDirOption = None) -> None:
-    """Read every store file fully; name any damaged one (exit code 2)."""
+    """Read every store file and record fully; name any damaged one (exit code 2)."""
     store = _store(data_dir)
-    n = store.check()
+    n = store.check(records=True)
     typer.echo(f"ok: {n} record(s) in {store.results_dir}")
 
 

@@ -14,6 +14,14 @@ submissions_app = typer.Typer(
 )
 
 
+def _say_notices(queue) -> None:
+    """Print the queue's warnings (quarantined files) to stderr, one line each."""
+    from mlenergy.store.validation import terminal_text
+
+    for notice in queue.notices:
+        typer.echo(f"warning: {terminal_text(notice, 400)}", err=True)
+
+
 def _queue(data_dir: Path | None):
     from mlenergy.store.submissions import SubmissionQueue
 
@@ -62,9 +70,11 @@ def submit(
         raise UserError("no bundle given", "pass the path of a results file (or --explain)")
     if not bundle.is_file():
         raise UserError(f"bundle {bundle} does not exist", "pass the path of a results file")
-    entry = _queue(data_dir).submit(
-        bundle, submitter=submitter, new_tasks=new_task or ()
-    )  # the CLI lists the problems of a ValidationFailed, one per line
+    queue = _queue(data_dir)
+    try:  # the CLI lists the problems of a ValidationFailed, one per line
+        entry = queue.submit(bundle, submitter=submitter, new_tasks=new_task or ())
+    finally:
+        _say_notices(queue)
     sub = entry.submission
     typer.echo(
         f"queued {entry.submission_id}: {len(sub.runs)} run(s), {len(sub.quality)} quality "
@@ -88,7 +98,9 @@ def list_submissions(
 
     if status not in ("pending", "approved", "rejected", "all"):
         raise UserError(f"unknown status {status!r}", "use pending, approved, rejected or all")
-    entries = _queue(data_dir).list(None if status == "all" else status)  # type: ignore[arg-type]
+    queue = _queue(data_dir)
+    entries = queue.list(None if status == "all" else status)  # type: ignore[arg-type]
+    _say_notices(queue)
     if not entries:
         typer.echo(f"no {status if status != 'all' else ''} submissions".replace("  ", " "))
         return
@@ -111,7 +123,11 @@ def approve(
     data_dir: DataDirOption = None,
 ) -> None:
     """Add a pending submission's runs to the results (with submitter and provenance)."""
-    res = _queue(data_dir).approve(submission_id)
+    queue = _queue(data_dir)
+    try:
+        res = queue.approve(submission_id)
+    finally:
+        _say_notices(queue)
     typer.echo(
         f"approved {submission_id}: {res.added} record(s) added, {res.duplicates} duplicate(s)"
     )
@@ -124,7 +140,11 @@ def reject(
     data_dir: DataDirOption = None,
 ) -> None:
     """Move a pending submission to rejected/, with the reason."""
-    _queue(data_dir).reject(submission_id, why)
+    queue = _queue(data_dir)
+    try:
+        queue.reject(submission_id, why)
+    finally:
+        _say_notices(queue)
     typer.echo(f"rejected {submission_id}")
 
 

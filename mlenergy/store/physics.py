@@ -10,7 +10,7 @@ the names printed after each problem.
 from __future__ import annotations
 
 from mlenergy.store.checks import tag
-from mlenergy.store.facts import PhaseFacts, RunFacts
+from mlenergy.store.facts import PRESENT, PhaseFacts, RunFacts
 from mlenergy.store.gpus import GpuFacts, GpuLookup, as_facts
 
 POWER_CEILING_FACTOR = 1.2
@@ -65,6 +65,8 @@ def catalog_gpu(
 ) -> tuple[GpuFacts | None, list[str]]:
     """The catalog entry of the run's accelerator, and the problems of naming it."""
     name = facts.accelerator_model or ""
+    if not name or name == PRESENT:  # missing or not text: the schema error names it
+        return None, []
     found = None
     if lookup is not None and name:
         try:

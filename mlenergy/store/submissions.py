@@ -16,6 +16,7 @@ between is finished by approving again. A rejected bundle writes nothing at all.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import uuid
 from collections.abc import Collection, Iterator
@@ -26,7 +27,7 @@ from typing import Literal
 import pandas as pd
 from pydantic import Field, ValidationError
 
-from mlenergy.errors import StoreError, UserError, ValidationFailed
+from mlenergy.errors import StoreError, UserError, ValidationFailed, first_line
 from mlenergy.records import FrozenModel, QualityResult, RunRecord, Submission, SubmissionInfo
 from mlenergy.store import segments as seg
 from mlenergy.store.facts import facts_from_record
@@ -46,6 +47,8 @@ Status = Literal["pending", "approved", "rejected"]
 _STATES: tuple[Status, ...] = ("pending", "approved", "rejected")
 _ID_PATTERN = r"^[0-9A-Za-z][0-9A-Za-z_\-]{5,63}$"
 _ID_RE = re.compile(_ID_PATTERN)
+QUARANTINE = "quarantine"
+"""Folder under ``submissions/`` where unreadable queue files are set aside."""
 
 
 class QueuedSubmission(FrozenModel):
@@ -107,6 +110,15 @@ class QueuedSubmission(FrozenModel):
         return out
 
 
+def _cause(exc: BaseException) -> str:
+    """Why a queue file could not be read, in one line (the first schema error's field)."""
+    if isinstance(exc, ValidationError) and exc.error_count():
+        err = exc.errors(include_url=False, include_input=False, include_context=False)[0]
+        loc = ".".join(str(part) for part in err["loc"])
+        return f"{loc}: {err['msg']}" if loc else str(err["msg"])
+    return first_line(exc, 200)
+
+
 class SubmissionQueue:
     """Intake of community result bundles into the store at ``data_dir``.
 
@@ -131,6 +143,8 @@ class SubmissionQueue:
         self.store = RunStore(self.data_dir)
         self.tdp_lookup = tdp_lookup
         self.lock_timeout_s = lock_timeout_s
+        self.notices: list[str] = []
+        """Warnings for the user (a queue file moved to quarantine), one line each."""
 
     # ------------------------------------------------------------------ reading
 
@@ -146,6 +160,40 @@ class SubmissionQueue:
                 f"move it out of {path.parent} (or restore it from a backup), then retry",
             ) from exc
 
+    def _load_or_quarantine(self, path: Path) -> QueuedSubmission | None:
+        """Load a queue file; an unreadable one is moved to ``quarantine/`` (``None``).
+
+        One damaged upload must not block the queue: it is set aside with the reason, and a
+        notice (:attr:`notices`) says where it went.
+        """
+        try:
+            return self._load(path)
+        except StoreError as exc:
+            cause = _cause(exc.__cause__) if exc.__cause__ else exc.problem
+            self._quarantine(path, cause)
+            return None
+
+    def _quarantine(self, path: Path, cause: str) -> None:
+        folder = self.root / QUARANTINE
+        dest = folder / f"{path.parent.name}-{path.name}"
+        where = f"{path.parent.name}/{path.name}"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            seg.write_bytes_atomic(dest.with_suffix(".reason.txt"), f"{where}: {cause}\n".encode())
+            os.replace(path, dest)
+        except FileNotFoundError:
+            return  # another process set it aside first
+        except OSError as exc:
+            self.notices.append(
+                f"submission file {where} is unreadable ({cause[:200]}) and could not be moved "
+                f"to {QUARANTINE}/ ({exc.strerror or exc}); it is skipped"
+            )
+            return
+        self.notices.append(
+            f"submission file {where} is unreadable ({cause[:200]}); moved to "
+            f"{QUARANTINE}/{dest.name}, the rest of the queue goes on"
+        )
+
     def list(self, status: Status | None = "pending") -> list[QueuedSubmission]:
         """Return queued submissions (``status=None``: all), oldest first."""
         out: list[QueuedSubmission] = []
@@ -157,7 +205,9 @@ class SubmissionQueue:
             for path in sorted(folder.glob("*.json")):
                 if state == "pending" and path.stem in decided:
                     continue  # a decision was recorded; only the cleanup was interrupted
-                out.append(self._load(path))
+                entry = self._load_or_quarantine(path)
+                if entry is not None:
+                    out.append(entry)
         return sorted(out, key=lambda q: (q.submitted_at, q.submission_id))
 
     def _decided_ids(self) -> set[str]:
