@@ -6,6 +6,7 @@ this module only turns their answers into escaped HTML for the app.
 
 from __future__ import annotations
 
+import contextlib
 import html
 from pathlib import Path
 
@@ -13,6 +14,9 @@ import gradio as gr
 
 from mlenergy.errors import UserError, ValidationFailed
 from mlenergy.leaderboard.html import render_problems
+
+SUBMIT_CONCURRENCY = 2
+"""Bundles validated at once; further clicks wait in Gradio's queue (bounded memory and CPU)."""
 
 
 def submit_bundle(
@@ -88,8 +92,29 @@ def build_submit_tab(data_dir: Path) -> None:
         button = gr.Button("Validate and queue", variant="primary", elem_id="submit-run")
         result = gr.HTML(elem_id="submit-result")
     button.click(
-        lambda path, who, tasks: submit_bundle(path, data_dir, who, tasks)[0],
+        lambda path, who, tasks: handle_upload(path, data_dir, who, tasks),
         [upload, submitter, new_tasks],
-        result,
+        [result, upload],
         api_visibility="private",
+        concurrency_limit=SUBMIT_CONCURRENCY,
+        concurrency_id="submit",
     )
+
+
+def handle_upload(
+    path: str | Path | None, data_dir: str | Path, submitter: str | None, new_tasks: str | None
+) -> tuple[str, None]:
+    """The Submit button: validate and queue, then delete the uploaded copy.
+
+    The upload is Gradio's temporary copy of the user's file: once handled (queued, or
+    refused with its problems) it is deleted, so uploads do not pile up on the server.
+
+    Returns:
+        ``(html, None)``: the answer, and ``None`` to clear the file box.
+    """
+    try:
+        return submit_bundle(path, data_dir, submitter, new_tasks)[0], None
+    finally:
+        if path:
+            with contextlib.suppress(OSError):
+                Path(path).unlink(missing_ok=True)
