@@ -93,8 +93,8 @@ CHECKS: tuple[Check, ...] = (
     Check(
         "no-reserved-source",
         "provenance",
-        "No energy figure is labelled reference:* or estimated:* (those come from the "
-        "maintainers' imports and the estimator, never from submitters).",
+        "No energy figure is labelled reference:* (the maintainers' imports of published "
+        "data), nor names an emulated device.",
     ),
     Check(
         "no-reserved-submitter",
@@ -122,9 +122,10 @@ CHECKS: tuple[Check, ...] = (
     Check(
         "no-near-duplicate",
         "duplicates",
-        "No run with the same model, hardware and workload as a stored, pending or bundled run "
-        "whose figures are all within 0.1% of it (including identical figures under another "
-        "model id).",
+        "No run nearly duplicating a stored, pending or bundled run: the same workload shape "
+        "(kind, batch, input and output lengths) with every figure (each phase's duration, "
+        "energy, tokens and power, the median ITL) within 0.1%, whatever model id or "
+        "hardware name it carries.",
     ),
 )
 """Every check, in the order ``--explain`` lists them."""

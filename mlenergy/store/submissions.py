@@ -33,6 +33,7 @@ from mlenergy.store import segments as seg
 from mlenergy.store.facts import facts_from_record
 from mlenergy.store.gpus import gpu_lookup
 from mlenergy.store.locking import locked_folders
+from mlenergy.store.near_duplicates import NearDuplicateIndex
 from mlenergy.store.rules import KNOWN_TASKS, measurement_key, unverified_reasons
 from mlenergy.store.store import AppendResult, RunStore
 from mlenergy.store.tables import flatten_run
@@ -271,6 +272,22 @@ class SubmissionQueue:
                     out.setdefault(key, f"{where} (model {run.model.model_id!r})")
         return out
 
+    def known_runs(self, runs: pd.DataFrame | None = None) -> NearDuplicateIndex:
+        """Stored and pending runs, indexed for the near-duplicate rule.
+
+        Args:
+            runs: The store's ``runs_frame()`` when already read.
+        """
+        index = NearDuplicateIndex()
+        runs = self.store.runs_frame() if runs is None else runs
+        for row in runs.to_dict("records"):
+            index.add(row, f"stored run {row['run_id']} (model {row['model_id']!r})")
+        for entry in self.list("pending"):
+            for run in entry.submission.runs:
+                where = f"run {run.run_id} of pending submission {entry.submission_id}"
+                index.add(flatten_run(run), f"{where} (model {run.model.model_id!r})")
+        return index
+
     def validate(
         self,
         data: bytes | str | Path,
@@ -300,6 +317,7 @@ class SubmissionQueue:
             known_tasks=self.known_tasks(runs),
             new_tasks=new_tasks,
             known_measurements=self.known_measurements(runs),
+            known_runs=self.known_runs(runs),
         )
 
     # ------------------------------------------------------------------ changing

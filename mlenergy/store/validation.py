@@ -35,6 +35,7 @@ from mlenergy.store.bundle import (
 )
 from mlenergy.store.checks import tag
 from mlenergy.store.facts import facts_from_record
+from mlenergy.store.near_duplicates import NEAR_DUPLICATE_REL_TOL, NearDuplicateIndex
 from mlenergy.store.rules import (
     ENERGY_REL_TOL,
     KNOWN_TASKS,
@@ -120,6 +121,7 @@ def validate_bundle(
     known_tasks: Collection[str] = KNOWN_TASKS,
     new_tasks: Collection[str] = (),
     known_measurements: Mapping[str, str] | None = None,
+    known_runs: NearDuplicateIndex | None = None,
 ) -> ValidationReport:
     """Validate a result bundle against every rule and report all problems at once.
 
@@ -139,6 +141,8 @@ def validate_bundle(
         new_tasks: Task labels the submitter declares new (merged with the bundle's own).
         known_measurements: :func:`~mlenergy.store.rules.measurement_key` of runs already
             stored or pending -> a description of that run (e.g. its id and model id).
+        known_runs: Stored and pending runs for the near-duplicate rule (figures within
+            0.1%).
 
     Returns:
         The report; ``ok`` is True only when ``problems`` is empty.
@@ -151,7 +155,7 @@ def validate_bundle(
     problems.extend(tag("task-known", p) for p in declared_task_problems(parsed.new_tasks))
     hashes, duplicates = _duplicate_problems(parsed.records, known_hashes, known_run_ids or {})
     problems.extend(duplicates)
-    problems.extend(_measurement_problems(parsed.records, known_measurements or {}))
+    problems.extend(_measurement_problems(parsed.records, known_measurements or {}, known_runs))
     problems.extend(_reserved_name_problems(parsed, submitter))
     unverified: list[str] = []
     # Every record that parsed is checked, even when others failed.
@@ -234,13 +238,17 @@ def _duplicate_problems(
 
 
 def _measurement_problems(
-    records: list[tuple[str, RunRecord | QualityResult]], known: Mapping[str, str]
+    records: list[tuple[str, RunRecord | QualityResult]],
+    known: Mapping[str, str],
+    known_runs: NearDuplicateIndex | None = None,
 ) -> list[str]:
-    """Runs carrying a measurement (identical figures) already in the bundle, store or queue.
+    """Runs carrying a measurement already in the bundle, store or queue.
 
     Exact duplicates (same content hash) are reported by :func:`_duplicate_problems`; this
-    catches the same figures under another model id, run id or timestamp.
+    catches the same figures under another model id, run id or timestamp, and figures all
+    within 0.1% of another run's (:mod:`mlenergy.store.near_duplicates`).
     """
+    bundle_runs = NearDuplicateIndex()
     problems: list[str] = []
     seen: dict[str, tuple[str, str]] = {}
     hashes: set[str] = set()
@@ -251,10 +259,13 @@ def _measurement_problems(
         if h in hashes:
             continue  # an exact duplicate, already reported
         hashes.add(h)
-        key = measurement_key(flatten_run(rec, content_hash=h))
+        flat = flatten_run(rec, content_hash=h)
+        key = measurement_key(flat)
         if key is None:
             continue
         model = _short(rec.model.model_id)
+        near = bundle_runs.find(flat) or (known_runs.find(flat) if known_runs else None)
+        bundle_runs.add(flat, f"{where} (model {model!r})")
         if key in seen:
             other, other_model = seen[key]
             problems.append(
@@ -271,6 +282,14 @@ def _measurement_problems(
                     "no-near-duplicate",
                     f"{where}: same measurement (identical phase figures) as {known[key]}, now "
                     f"under model id {model!r}: one measurement is submitted once",
+                )
+            )
+        elif near is not None:
+            problems.append(
+                tag(
+                    "no-near-duplicate",
+                    f"{where}: every figure is within {NEAR_DUPLICATE_REL_TOL:.1%} of {near}: "
+                    "the same measurement, slightly altered, is submitted once",
                 )
             )
         seen.setdefault(key, (where, model))
