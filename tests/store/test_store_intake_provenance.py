@@ -83,7 +83,7 @@ def test_unverified_measured_run_is_queued_and_flagged_on_the_leaderboard(data_d
     assert report.ok, report.problems
     assert [u.split(":")[0] for u in report.unverified] == ["runs[0]", "runs[2]"]
     assert "no measured power timeline" in report.unverified[0]
-    assert "spans 1 s of the 9.42 s phase window" in report.unverified[1]
+    assert "spans 1 s of the 9.57 s phase window" in report.unverified[1]
     queue = SubmissionQueue(data_dir)
     entry = queue.submit(_bundle(_dump(bare), _dump(full), _dump(short)))
     queue.approve(entry.submission_id)
