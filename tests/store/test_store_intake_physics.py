@@ -116,3 +116,12 @@ def test_explain_lists_every_named_check(capsys):
     assert main(["submit", "--explain", "--markdown"]) == 0
     table = capsys.readouterr().out
     assert table.startswith("| check |") and "`power-within-tdp`" in table
+
+
+def test_docs_list_the_checks_as_explain_prints_them():
+    from pathlib import Path
+
+    from mlenergy.store.checks import explain
+
+    docs = Path(__file__).resolve().parents[2] / "docs" / "submit.md"
+    assert explain(markdown=True) in docs.read_text(encoding="utf-8")
