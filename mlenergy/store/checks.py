@@ -76,7 +76,8 @@ CHECKS: tuple[Check, ...] = (
         "physics",
         "Durations at most 30 days, energies at most 1e12 J, tokens at most 1e12 per phase, "
         "parameters at most 1e13, counts (GPUs, batch, requests, repeats, token lengths) within "
-        "stated maxima, durations positive when energy is given.",
+        "stated maxima, latencies (TTFT, ITL) no longer than their phase, durations positive "
+        "when energy is given.",
     ),
     Check("cpu-tdp-given", "physics", "A CPU-only run states its CPU TDP (its power model)."),
     # provenance

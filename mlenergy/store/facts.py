@@ -32,6 +32,8 @@ COUNT_FIELDS = (
     "model.active_params",
 )
 """Counts the rules bound (dotted paths in the record)."""
+LATENCY_FIELDS = ("ttft_s", "itl_p50_s", "itl_p90_s", "itl_p99_s")
+"""Per-phase latencies, in seconds."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,8 @@ class PhaseFacts:
     tokens: float | None
     energy_per_token_j: float | None
     throughput_tokens_per_s: float | None = None
+    latency_s: float | None = None
+    """The longest of the phase's latencies (TTFT, ITL percentiles), in seconds."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,8 @@ class RunFacts:
     dtype: str | None = None
     counts: Mapping[str, float | None] = field(default_factory=dict)
     timeline_span_s: tuple[float, float] | None = None
+    checkpoint_max_s: float | None = None
+    checkpoint_max_j: float | None = None
 
 
 def facts_from_record(run: RunRecord) -> RunFacts:
@@ -108,9 +114,12 @@ def facts_from_record(run: RunRecord) -> RunFacts:
                 p.tokens,
                 p.energy_per_token_j,
                 p.throughput_tokens_per_s,
+                _largest(p.ttft_s, p.itl_p50_s, p.itl_p90_s, p.itl_p99_s),
             )
             for p in run.phases
         ),
+        checkpoint_max_s=_largest(*(c.duration_s for c in run.checkpoints)),
+        checkpoint_max_j=_largest(*(c.energy_j for c in run.checkpoints)),
         checkpoint_energy=any(c.energy_j is not None for c in run.checkpoints),
         idle_avg_power_w=run.idle.avg_power_w if run.idle else None,
         dtype=run.model.dtype,
@@ -137,6 +146,11 @@ def _text(value: Any) -> str | None:
     if value is None:
         return None
     return value if isinstance(value, str) else PRESENT
+
+
+def _largest(*values: float | None) -> float | None:
+    present = [v for v in values if v is not None]
+    return max(present) if present else None
 
 
 def _counts(data: Mapping[str, Any]) -> dict[str, float | None]:
@@ -191,6 +205,7 @@ def facts_from_raw(rec: Mapping[str, Any]) -> RunFacts:
                 num(p.get("tokens")),
                 num(p.get("energy_per_token_j")),
                 num(p.get("throughput_tokens_per_s")),
+                _largest(*(num(p.get(k)) for k in LATENCY_FIELDS)),
             )
             for p in (phases if isinstance(phases, list | tuple) else ())
             if isinstance(p, Mapping)
@@ -201,4 +216,12 @@ def facts_from_raw(rec: Mapping[str, Any]) -> RunFacts:
         dtype=_text(obj(rec.get("model")).get("dtype")),
         counts=_counts(rec),
         timeline_span_s=_span(timeline),
+        checkpoint_max_s=_checkpoint_max(checkpoints, "duration_s"),
+        checkpoint_max_j=_checkpoint_max(checkpoints, "energy_j"),
     )
+
+
+def _checkpoint_max(checkpoints: Any, name: str) -> float | None:
+    if not isinstance(checkpoints, list | tuple):
+        return None
+    return _largest(*(num(obj(c).get(name)) for c in checkpoints))

@@ -175,6 +175,25 @@ def bound_problems(where: str, facts: RunFacts) -> list[str]:
                 problems.append(
                     tag("figures-bounded", f"{at}.{label}: {value:.4g} is above {limit:.4g}")
                 )
+        if p.latency_s is not None and p.duration_s is not None and p.latency_s > p.duration_s:
+            problems.append(
+                tag(
+                    "figures-bounded",
+                    f"{at}: a latency of {p.latency_s:.4g} s (TTFT or ITL) is longer than the "
+                    f"phase's {p.duration_s:.4g} s",
+                )
+            )
+    for label, value, limit in (
+        ("duration_s", facts.checkpoint_max_s, MAX_DURATION_S),
+        ("energy_j", facts.checkpoint_max_j, MAX_ENERGY_J),
+    ):
+        if value is not None and value > limit:
+            problems.append(
+                tag(
+                    "figures-bounded",
+                    f"{where}.checkpoints: {label} {value:.4g} is above {limit:.4g}",
+                )
+            )
     return problems
 
 

@@ -60,7 +60,10 @@ def _attacks(factory) -> dict[str, tuple[dict, str]]:
     many_gpus["hardware"]["accelerator_count"] = 1_000_000
     big_batch = _dump(factory.make_run(seed=10))
     big_batch["workload"]["batch_size"] = 10**9
+    slow_token = _dump(factory.make_run(seed=11))
+    _phase(slow_token, "decode")["itl_p99_s"] = 1e17
     return {
+        "an ITL of 1e17 s": (slow_token, "figures-bounded"),
         "50 kW on one H100 (record claims the TDP)": (hot, "power-within-tdp"),
         "record TDP above the catalog": (hot, "tdp-matches-catalog"),
         "energy per token below the catalog floor": (cheap, "energy-per-token-floor"),
