@@ -34,7 +34,13 @@ from mlenergy.store.facts import facts_from_record
 from mlenergy.store.gpus import gpu_lookup
 from mlenergy.store.locking import locked_folders
 from mlenergy.store.near_duplicates import NearDuplicateIndex
-from mlenergy.store.rules import KNOWN_TASKS, measurement_key, unverified_reasons
+from mlenergy.store.rules import (
+    KNOWN_TASKS,
+    check_run,
+    measurement_key,
+    reserved_submitter_problem,
+    unverified_reasons,
+)
 from mlenergy.store.store import AppendResult, RunStore
 from mlenergy.store.tables import flatten_run
 from mlenergy.store.validation import (
@@ -398,15 +404,34 @@ class SubmissionQueue:
         Returns:
             The store's append result (records already present count as duplicates).
 
+        The submission's runs are checked again against today's rules (a bundle queued
+        before a rule existed must not slip through): a run that now fails one is not
+        approved, and the problems say why (reject it with them).
+
         Raises:
             UserError: Unknown id, or the submission is not pending.
+            ValidationFailed: A run fails today's rules (nothing is stored).
         """
         with self._locked():
             entry = self._pending(submission_id, "approved")
+            problems = self._recheck(entry)
+            if problems:
+                raise ValidationFailed(problems)
             when = approved_at or datetime.now(UTC)
             result = self.store.append(entry.approved_records(when))
             self._decide(entry, "approved", when, None)
         return result
+
+    def _recheck(self, entry: QueuedSubmission) -> list[str]:
+        """Problems of a queued submission's runs under today's rules (not duplicates)."""
+        lookup = self.tdp_lookup or gpu_lookup(self.root)
+        problems = []
+        name_problem = reserved_submitter_problem("bundle.submitter", entry.submission.submitter)
+        if name_problem:
+            problems.append(name_problem)
+        for i, run in enumerate(entry.submission.runs):
+            problems.extend(check_run(run, f"runs[{i}]", lookup))
+        return problems
 
     def reject(self, submission_id: str, why: str) -> QueuedSubmission:
         """Move a pending submission to ``rejected/`` with the reason.

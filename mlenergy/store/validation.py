@@ -167,6 +167,7 @@ def validate_bundle(
             bad_task = task_problem(where, rec.workload.task, known_tasks, parsed.new_tasks)
             problems.extend([tag("task-known", bad_task)] if bad_task else [])
             problems.extend(check_run(rec, where, tdp_lookup))
+            # Serving-specific rules (mlenergy/store/serving_checks.py) are called here.
             reasons = unverified_reasons(facts_from_record(rec))
             if reasons:
                 unverified.append(f"{where}: {'; '.join(reasons)}")

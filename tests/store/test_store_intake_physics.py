@@ -128,3 +128,16 @@ def test_docs_list_the_checks_as_explain_prints_them():
 
     docs = Path(__file__).resolve().parents[2] / "docs" / "submit.md"
     assert explain(markdown=True) in docs.read_text(encoding="utf-8")
+
+
+def test_a_fabricated_run_queued_before_the_rules_is_not_approved(data_dir, factory):
+    """An entry queued under older rules (50 kW on one H100) is checked again on approval."""
+    from mlenergy.store import RunStore
+
+    queue = SubmissionQueue(data_dir, tdp_lookup=lambda name: 50_000.0)  # yesterday's laxity
+    hot = _dump(factory.make_run(seed=30, decode_power_w=40_000.0, accelerator_tdp_w=50_000.0))
+    entry = queue.submit(_bundle(hot))
+    with pytest.raises(ValidationFailed, match="power-within-tdp"):
+        SubmissionQueue(data_dir).approve(entry.submission_id)
+    assert not RunStore(data_dir).results_dir.exists() or RunStore(data_dir).count() == 0
+    assert SubmissionQueue(data_dir).reject(entry.submission_id, "fabricated").status == "rejected"
