@@ -49,9 +49,17 @@ NonNegInt = Annotated[int, Field(ge=0)]
 
 
 class FrozenModel(BaseModel):
-    """Base for all records: immutable, no unknown fields, no NaN or infinity."""
+    """Base for all records: immutable, no unknown fields, no NaN or infinity.
 
-    model_config = ConfigDict(frozen=True, extra="forbid", ser_json_inf_nan="null")
+    No float field of any record accepts NaN or infinity, whether built in Python or parsed
+    from JSON. A non-finite float that bypassed validation (``model_construct``) is written as
+    the bare ``NaN`` / ``Infinity`` constant, which every reader refuses, never as ``null``
+    (a ``null`` would read back as a missing value, or fail on a required field later).
+    """
+
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", allow_inf_nan=False, ser_json_inf_nan="constants"
+    )
 
 
 def canonical_json(data: Any) -> str:

@@ -239,16 +239,20 @@ class SubmissionInfo(FrozenModel):
     """How a record entered the store through community submission.
 
     Attributes:
-        submission_id: Id of the submission in the review queue.
-        submitter: Who submitted it (name or handle, shown on the leaderboard).
-        submitted_at: When it was submitted (UTC).
-        approved_at: When a maintainer approved it (UTC); ``None`` while pending.
+        submission_id: Queue id of the submission.
+        submitter: Who submitted it.
+        submitted_at: When it was queued (UTC).
+        approved_at: When a maintainer approved it (UTC).
+        unverified: Why a measured run is shown as unverified: the provenance a real
+            measurement records that it lacks (device names, driver, Zeus version, a power
+            timeline covering its phases). Empty when nothing is missing.
     """
 
     submission_id: str
     submitter: str
     submitted_at: datetime
     approved_at: datetime | None = None
+    unverified: tuple[str, ...] = ()
 
 
 def new_run_id() -> str:
