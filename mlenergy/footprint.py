@@ -135,7 +135,8 @@ def intensity_for(region: str) -> GridIntensity:
     hint = f"did you mean {', '.join(close)}? " if close else ""
     raise UserError(
         f"no grid carbon intensity for region {region!r}",
-        f"{hint}`mlenergy reference` names the table; use an ISO 3166 alpha-3 code (FRA, USA), "
+        f"{hint}`mlenergy reference --regions` lists the table; use an ISO 3166 alpha-3 code "
+        "(FRA, USA), "
         "USA-XX for a US state, or give --carbon-intensity G_PER_KWH",
     )
 
@@ -350,6 +351,28 @@ class Footprint:
         if money is not None:
             out["cost_per_m_tokens"] = money
         return out
+
+    def per_token_lines(self, energy_per_token_j: float, tokens: str = "tokens") -> list[str]:
+        """Text lines for carbon per 1k and cost per 1M ``tokens``, each labelled.
+
+        Args:
+            energy_per_token_j: Energy per token, joules.
+            tokens: What the tokens are (e.g. ``output tokens``).
+        """
+        carbon = self.lines(energy_per_token_j * 1_000, f"per 1k {tokens}")
+        money = self.lines(energy_per_token_j * 1_000_000, f"per 1M {tokens}")
+        return [line for line in carbon if line.startswith("carbon")] + [
+            line for line in money if line.startswith("cost")
+        ]
+
+    def basis(self) -> str:
+        """One line saying what the carbon and cost figures were derived with."""
+        parts = [f"PUE {self.pue:g}"]
+        if self.intensity is not None:
+            parts.append(f"carbon at {self.intensity.label()}")
+        if self.price_per_kwh is not None:
+            parts.append(f"cost at {self.price_per_kwh:g}/kWh ({self.price_source})")
+        return "; ".join(parts)
 
     def describe(self) -> dict[str, Any]:
         """The settings as JSON-ready values (for ``--json`` outputs)."""

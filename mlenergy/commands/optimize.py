@@ -11,7 +11,13 @@ from typing import Annotated
 
 import typer
 
-from mlenergy.commands.options import DataDirOption, resolve_data_dir
+from mlenergy.commands.options import (
+    CarbonIntensityOption,
+    DataDirOption,
+    RegionOption,
+    footprint_from,
+    resolve_data_dir,
+)
 from mlenergy.errors import UserError
 
 optimize_app = typer.Typer(
@@ -227,6 +233,8 @@ def power_cap(
         str | None, typer.Option(help="Per-GPU power limits to estimate, LOW:HIGH:STEP (W).")
     ] = None,
     price_kwh: Annotated[float, typer.Option(help="Electricity price per kWh.")] = 0.08,
+    carbon_intensity: CarbonIntensityOption = None,
+    region: RegionOption = None,
     reference: Annotated[Path | None, typer.Option(help="Reference data folder.")] = None,
     data_dir: DataDirOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
@@ -243,6 +251,8 @@ def power_cap(
     from mlenergy.optimize.power_cap import plan_power_cap, summary_lines
 
     check_outputs(plot)
+    # The planner's energy per token is site energy (PUE and host power included already).
+    carbon = footprint_from(carbon_intensity, region, None, None)
     if plot_metric not in ("site-tokens", "tokens-per-watt"):
         raise UserError(
             f"--plot-metric {plot_metric!r} is unknown", "Use site-tokens or tokens-per-watt"
@@ -268,10 +278,21 @@ def power_cap(
 
         plot_power_cap(result, plot, metric=plot_metric)
     if as_json:
-        typer.echo(json.dumps(result.to_json(), indent=2))
+        payload = result.to_json()
+        payload["cost_per_m_tokens"] = payload["energy_cost_per_million_tokens"]
+        if carbon is not None:
+            payload.update(carbon.per_token(result.best["energy_per_token_j"]))
+            payload["footprint"] = carbon.describe() | {"pue": result.site.pue}
+        typer.echo(json.dumps(payload, indent=2))
     else:
         for line in summary_lines(result):
             typer.echo(line)
+        if carbon is not None:
+            grams = carbon.per_token(result.best["energy_per_token_j"])["carbon_g_per_1k_tokens"]
+            typer.echo(
+                f"best: carbon {grams:.4g} gCO2e per 1k tokens (site energy, PUE "
+                f"{result.site.pue:g} included) at {carbon.intensity.label()}"
+            )
     if plot is not None and not as_json:
         typer.echo(f"wrote {plot}")
 
