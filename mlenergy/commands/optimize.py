@@ -188,12 +188,15 @@ def power_limit(
     """The GPU power limit Zeus's own selector picks from a measured power-limit profile."""
     import json
 
-    from mlenergy.optimize.power_limit import choose_power_limit, read_power_limit_profile
+    from mlenergy.optimize.power_limit import (
+        choose_power_limit,
+        profile_source,
+        read_power_limit_profile,
+    )
 
     rows = read_power_limit_profile(profile)
-    out = choose_power_limit(
-        rows, objective, eta, max_slowdown, world_size, energy_source=f"profile:{profile.name}"
-    )
+    source = profile_source(profile) or f"profile:{profile.name}"
+    out = choose_power_limit(rows, objective, eta, max_slowdown, world_size, energy_source=source)
     if as_json:
         typer.echo(json.dumps(out, indent=2))
         return

@@ -83,8 +83,36 @@ def _measurement(limit: Any, time_s: Any, energy_j: Any, where: str) -> PowerLim
     )
 
 
+SOURCE_COMMENT = "# energy_source:"
+"""A leading CSV comment line ``# energy_source: <label>`` names where the figures came from."""
+
+
+def _leading_comments(text: str) -> list[str]:
+    lines = text.splitlines()
+    n = next((i for i, line in enumerate(lines) if not line.startswith("#")), len(lines))
+    return lines[:n]
+
+
+def profile_source(path: str | Path) -> str | None:
+    """The ``# energy_source: <label>`` a CSV profile declares in its leading comments, if any.
+
+    A profile that was not measured (an estimate, a worked example) says so there, and every
+    output of the choice shows that label instead of ``profile:<file name>``.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError:
+        return None
+    for line in _leading_comments(text):
+        if line.startswith(SOURCE_COMMENT):
+            label = line.removeprefix(SOURCE_COMMENT).strip()
+            return label or None
+    return None
+
+
 def _read_csv(path: Path, text: str) -> list[PowerLimitMeasurement]:
-    reader = csv.DictReader(text.splitlines())
+    skip = len(_leading_comments(text))  # leading '# ...' lines: provenance notes
+    reader = csv.DictReader(text.splitlines()[skip:])
     header = [h.strip() for h in (reader.fieldnames or [])]
     unknown = [h for h in header if h not in POWER_LIMIT_COLUMNS]
     missing = [c for c in POWER_LIMIT_COLUMNS if c not in header]
@@ -96,7 +124,7 @@ def _read_csv(path: Path, text: str) -> list[PowerLimitMeasurement]:
         raise UserError(f"{path}: {what}", f"The columns are {','.join(POWER_LIMIT_COLUMNS)}")
     reader.fieldnames = header
     rows = []
-    for line, row in enumerate(reader, start=2):
+    for line, row in enumerate(reader, start=2 + skip):
         rows.append(
             _measurement(row["power_limit_w"], row["time_s"], row["energy_j"], f"{path} row {line}")
         )
