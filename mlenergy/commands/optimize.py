@@ -83,7 +83,11 @@ def pipeline(
     ] = None,
     plot: Annotated[Path | None, typer.Option(help="Write a PNG of the frontier.")] = None,
     zeus_plan: Annotated[
-        Path | None, typer.Option(help="Write the plan for Zeus's PointSolution scheduler (.py).")
+        Path | None,
+        typer.Option(
+            help="Write the plan for Zeus's PointSolution scheduler (a .py file that says how "
+            "to serve it to PipelineFrequencyOptimizer)."
+        ),
     ] = None,
     solver: Annotated[
         str, typer.Option(help="fast (default) or lowtime (same answer, slower).")
@@ -122,6 +126,11 @@ def pipeline(
     if solver not in ("fast", "lowtime"):
         raise UserError(f"--solver {solver!r} is not fast or lowtime", "Use fast or lowtime")
     check_outputs(frontier_out, out, zeus_plan, plot, profile_out)
+    if zeus_plan is not None and zeus_plan.suffix != ".py":
+        raise UserError(
+            f"--zeus-plan {zeus_plan} must end in .py (Zeus's PointSolution refuses other files)",
+            "Name it e.g. plan.py",
+        )
     split = None
     if layers_per_stage:
         try:
@@ -168,6 +177,11 @@ def pipeline(
         typer.echo(line)
     for p in written:
         typer.echo(f"wrote {p}")
+    if zeus_plan is not None:
+        typer.echo(
+            f"{zeus_plan}: serve it with Zeus's PointSolution scheduler to "
+            "PipelineFrequencyOptimizer; the comments at its top say how"
+        )
 
 
 @optimize_app.command("power-limit")
