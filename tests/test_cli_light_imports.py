@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FORBIDDEN = ("torch", "transformers", "gradio")
 PROFILE = ROOT / "examples" / "power-limit-profile.estimated.csv"
 ESTIMATE_PLAN = ROOT / "examples" / "sweep-estimate.yaml"
+BENCH_PLAN = ROOT / "examples" / "sweep-tiny.yaml"
 
 
 def _loaded_after(argv: list[str], cwd: Path) -> tuple[int, list[str], str]:
@@ -59,6 +60,7 @@ def store(tmp_path_factory) -> Path:
         ["optimize", "power-limit", "--profile", str(PROFILE)],
         ["optimize", "power-limit", "--profile", str(PROFILE), "--json"],
         ["sweep", str(ESTIMATE_PLAN), "--dry-run", "--data-dir", "{store}"],
+        ["sweep", str(BENCH_PLAN), "--dry-run", "--data-dir", "{store}"],
         [
             "estimate",
             "--model",

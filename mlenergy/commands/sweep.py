@@ -63,13 +63,19 @@ def sweep(
     if not 0 <= idle_s <= 600:
         raise UserError(f"--idle-s {idle_s} is out of range", "Use 0 to 600 seconds")
     plan = load_plan(plan_file)
-    runs = check_plan(plan, str(plan_file), use_ray=use_ray)
+    runs = check_plan(plan, str(plan_file), use_ray=use_ray, dry_run=dry_run)
     store = _open_store(resolve_data_dir(data_dir), dry_run)
     if dry_run:
         lines, done = dry_run_lines(runs, store)
         for line in lines:
             typer.echo(line)
         typer.echo(f"{plan.name}: {len(lines)} run(s), {done} done, {len(lines) - done} to run")
+        if plan.kind == "bench" and any(m.startswith("preset:") for m in plan.models):
+            typer.echo(
+                "note: a dry run checks presets by name; the sweep itself checks their "
+                "context length before any run starts",
+                err=True,
+            )
         return
     if use_ray:
         from mlenergy.sweep.ray_executor import RayExecutor

@@ -54,15 +54,20 @@ _DEVICE_FIX = (
 )
 
 
-def _check_bench(plan: Plan, origin: str, local: bool) -> list[UserError]:
-    """Every problem of a measured plan's models, dtypes, devices and prompts, one each."""
+def _check_bench(plan: Plan, origin: str, local: bool, quick: bool = False) -> list[UserError]:
+    """Every problem of a measured plan's models, dtypes, devices and prompts, one each.
+
+    With ``quick`` (a dry run) presets are checked by name only: building their configs would
+    load transformers and torch, seconds for a command that runs nothing. The real run checks
+    them in full before anything starts.
+    """
     from mlenergy.models.loading import (
         canonical_dtype,
         check_buildable,
         check_device,
         resolve_source,
     )
-    from mlenergy.models.presets import PRESET_PREFIX
+    from mlenergy.models.presets import PRESET_PREFIX, PRESETS, preset_config
     from mlenergy.workloads.inference import InferenceSpec, check_context_length
     from mlenergy.workloads.prompts import PromptSource
 
@@ -93,6 +98,10 @@ def _check_bench(plan: Plan, origin: str, local: bool) -> list[UserError]:
     )
     for i, model in enumerate(dict.fromkeys(plan.models)):
         try:
+            if quick and model.startswith(PRESET_PREFIX):
+                if model.removeprefix(PRESET_PREFIX) not in PRESETS:
+                    preset_config(model)  # raises the unknown-preset error
+                continue
             source = resolve_source(model)
             check_context_length(source.config, longest, source.model_id)
             # Presets are small causal LMs by construction; the check would import torch.
@@ -134,13 +143,16 @@ def _check_quality(plan: Plan, origin: str) -> None:
             raise _named(origin, "quality", plan.quality, exc) from None
 
 
-def check_plan(plan: Plan, origin: str = "plan", *, use_ray: bool = False) -> list[RunSpec]:
+def check_plan(
+    plan: Plan, origin: str = "plan", *, use_ray: bool = False, dry_run: bool = False
+) -> list[RunSpec]:
     """Check ``plan`` against this machine and return its runs.
 
     Args:
         plan: The validated plan.
         origin: Name of the plan in messages (its path).
         use_ray: Runs go to a Ray cluster: local GPU and CUDA checks are left to the cluster.
+        dry_run: Nothing will run: presets are checked by name only (see ``_check_bench``).
 
     Raises:
         UserError: Naming the bad key and value (:class:`~mlenergy.sweep.plan.PlanProblems`
@@ -155,7 +167,7 @@ def check_plan(plan: Plan, origin: str = "plan", *, use_ray: bool = False) -> li
                 "shard tensors",
                 "Use tensor_parallel: 1 for kind: bench (kind: estimate models tensor parallelism)",
             )
-        errors = _check_bench(plan, origin, local=not use_ray)
+        errors = _check_bench(plan, origin, local=not use_ray, quick=dry_run)
         errors += _collect(_check_quality, plan, origin)
         device_named = any("key devices[" in e.problem for e in errors)
         if not use_ray and not device_named:  # a missing CUDA device already says it

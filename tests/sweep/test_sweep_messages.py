@@ -60,3 +60,10 @@ def test_estimate_sweep_prints_what_it_stored(tmp_path):
     rc, out, _ = run_cli(*argv)
     assert rc == 0 and "4 already stored" in out
     assert len([line for line in out.splitlines() if line.startswith("meta-llama/")]) == 4
+
+
+def test_dry_run_checks_presets_by_name_and_says_so(write_plan):
+    rc, _, err = run_cli("sweep", str(write_plan(input_tokens=[4000])), "--dry-run")
+    assert rc == 0 and "note: a dry run checks presets by name" in err
+    rc, _, err = run_cli("sweep", str(write_plan(input_tokens=[4000])))
+    assert rc == 2 and "context" in err  # the sweep itself refuses it before any run
