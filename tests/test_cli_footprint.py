@@ -77,6 +77,12 @@ def test_estimate_bad_footprint_options_are_one_line(extra, needle):
     assert out == ""
 
 
+def test_estimate_refuses_footprint_where_it_adds_nothing(tmp_path):
+    argv = [*ESTIMATE, "--train-seq-len", "512", "--region", "FRA"]
+    code, _, err = _run(argv)
+    assert code == 2 and "--train-seq-len" in err and len(err.strip().splitlines()) == 1
+
+
 def test_power_cap_adds_carbon_of_site_energy(tmp_path):
     argv = ["optimize", "power-cap", "--budget-w", "100000"]
     argv += ["--model", "Qwen/Qwen3-30B-A3B-Instruct-2507", "--task", "lm-arena-chat"]

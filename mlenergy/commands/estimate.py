@@ -145,6 +145,12 @@ def estimate_cmd(
     if ctx.invoked_subcommand is not None:
         return
     footprint = footprint_from(carbon_intensity, region, price_kwh, pue)
+    if footprint is not None and (batch is not None or train_seq_len is not None):
+        raise UserError(
+            "--carbon-intensity, --region, --price-kwh and --pue apply to serving estimates, "
+            f"not to {'--batch' if batch is not None else '--train-seq-len'}",
+            "drop them, or estimate one serving configuration",
+        )
     from mlenergy.estimate.coefficients import Coefficients
 
     coef = Coefficients.load(coefficients) if coefficients else None
