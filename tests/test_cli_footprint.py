@@ -113,3 +113,13 @@ def test_bench_prints_derived_figures_and_stores_energy_only(tmp_path):
     text = b"".join(p.read_bytes() for p in stored)
     assert b"carbon" not in text and b"cost_per_m" not in text
     assert "carbon_g_per_1k_tokens" not in RunRecord.model_fields
+
+
+def test_reference_regions_lists_the_table_with_sources():
+    code, out, _ = _run(["reference", "--regions"])
+    assert code == 0
+    line = next(row for row in out.splitlines() if row.startswith("FRA "))
+    assert "56.0 gCO2e/kWh" in line and "2023" in line and "CodeCarbon" in line
+    code, out, _ = _run(["reference", "--regions", "--json"])
+    rows = json.loads(out)
+    assert len(rows) == len({r["region"] for r in rows}) > 200
