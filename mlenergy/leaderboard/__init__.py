@@ -6,7 +6,7 @@ Modules:
     reference_layer: the shipped ML.ENERGY reference, read once per process, shown beside
     the store.
     data: the cached snapshot (reference and store) the app serves, answers memoised.
-    footprint_view (footprint_shim): carbon and cost columns derived at view time.
+    footprint_view (over mlenergy.footprint): carbon and cost columns derived at view time.
     client_errors: one log line and a path-free message for a refused request.
     context, answers: the app's shared state and the answers both the UI and the API give.
     filters, table_tab, plots_tab, detail_tab, compare_tab, estimate_tab, submit_tab,

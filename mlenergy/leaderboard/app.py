@@ -34,6 +34,10 @@ CONCURRENCY = 16
 """Events of the page served at once (the API's read-only endpoints have no limit)."""
 
 
+UPLOAD_CACHE_S = (3600, 3600)
+"""Gradio's cache sweep: every hour, delete cached uploads older than an hour (s, s)."""
+
+
 def css() -> str:
     """The app's style sheet (``leaderboard.css``, shipped with the package)."""
     return resources.files("mlenergy.leaderboard").joinpath("leaderboard.css").read_text("utf-8")
@@ -113,7 +117,11 @@ def build_app(
         UserError: The published-quality file is missing (when given) or has a bad row.
     """
     ctx = AppContext.load(data_dir, published_quality, reference)
-    with gr.Blocks(title="mlenergy leaderboard", analytics_enabled=False) as demo:
+    # Uploads that were never submitted leave Gradio's cache within two hours.
+    blocks = gr.Blocks(
+        title="mlenergy leaderboard", analytics_enabled=False, delete_cache=UPLOAD_CACHE_S
+    )
+    with blocks as demo:
         gr.Markdown(
             "# mlenergy leaderboard\nJoules per output token against quality and latency, "
             "measured, modelled and estimated figures kept apart, provenance on every run."

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from mlenergy import footprint as fp
 from mlenergy.errors import UserError
-from mlenergy.leaderboard import footprint_shim as fp
 
 CUSTOM = "custom"
 """Region label of an intensity the reader typed in."""

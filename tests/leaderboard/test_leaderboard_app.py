@@ -36,6 +36,7 @@ def test_build_app(tmp_path, seeded):
     module = importlib.import_module("mlenergy.leaderboard.app")
     demo = module.build_app(tmp_path)
     assert isinstance(demo, gr.Blocks)
+    assert demo.delete_cache == module.UPLOAD_CACHE_S  # unsubmitted uploads are swept
     by_id = {getattr(b, "elem_id", None): b for b in demo.blocks.values()}
     grid = by_id["lb-grid"].value
     assert "org/m" not in grid and "meta-llama/" in grid  # the reference, no import step

@@ -7,9 +7,9 @@ import math
 import pandas as pd
 import pytest
 
+from mlenergy import footprint as fp
 from mlenergy.errors import UserError
 from mlenergy.leaderboard import answers
-from mlenergy.leaderboard import footprint_shim as fp
 from mlenergy.leaderboard import footprint_view as fv
 from mlenergy.leaderboard import query as lb
 from mlenergy.leaderboard.context import AppContext
