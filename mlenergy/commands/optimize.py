@@ -217,6 +217,12 @@ def power_cap(
     ] = "throughput",
     pue: Annotated[float, typer.Option(help="Power usage effectiveness of the site.")] = 1.2,
     host_w_per_gpu: Annotated[float, typer.Option(help="Host power per GPU (W).")] = 150.0,
+    peak_factor: Annotated[
+        float,
+        typer.Option(
+            help="Peak over average GPU power (>= 1): the budget holds the peak, not the average."
+        ),
+    ] = 1.0,
     gpus: Annotated[
         str | None, typer.Option(help="GPUs to estimate for (comma-separated).")
     ] = None,
@@ -262,6 +268,7 @@ def power_cap(
         gpus=gpus.split(",") if gpus else None,
         precisions=precisions.split(",") if precisions else None,
         power_limits=parse_power_limits(power_limits),
+        peak_factor=peak_factor,
     )
     if plot is not None:
         from mlenergy.optimize.plots import plot_power_cap
