@@ -63,7 +63,12 @@ def pipeline(
             "shipped Perseus profiles: the paper's A40 figure, 70.38."
         ),
     ] = None,
-    time_unit: Annotated[float, typer.Option(help="Time step of the frontier (s).")] = 0.001,
+    time_unit: Annotated[
+        float,
+        typer.Option(
+            help="Time step of the solver's search (s); reported times are the profile's own."
+        ),
+    ] = 0.001,
     schedule: Annotated[str, typer.Option(help="Pipeline schedule.")] = "1f1b",
     frontier_out: Annotated[
         Path | None, typer.Option(help="Write the frontier CSV iteration_time_s,energy_j.")
