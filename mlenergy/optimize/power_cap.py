@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mlenergy.analysis.headline import meets_deadline
 from mlenergy.errors import UserError
 from mlenergy.optimize.candidates import (
     CANDIDATE_COLUMNS,
@@ -326,7 +327,7 @@ def plan_power_cap(
     if missing:
         raise UserError(f"candidate table lacks column(s) {', '.join(missing)}", "Add them")
     df = site_figures(candidates, site)
-    df["within_deadline"] = df["median_itl_ms"].astype(float) <= itl_limit_ms
+    df["within_deadline"] = meets_deadline(df["median_itl_ms"], itl_limit_ms)
     fast = df[df["within_deadline"]]
     if fast.empty:
         best_itl = float(df["median_itl_ms"].min())

@@ -27,6 +27,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mlenergy.analysis.headline import (
+    energy_per_correct_j,
+    energy_per_response_j,
+    headline_phase,
+    lowest_energy_positions,
+    meets_deadline,
+)
 from mlenergy.quality.published import PublishedScore, match_score, run_mode
 from mlenergy.records import Phase, QualityResult, RunRecord
 
@@ -83,8 +90,8 @@ def _config_row(run: RunRecord) -> dict[str, Any] | None:
         return None
     if not run.energy_source.startswith("measured:") or not run.hardware.accelerator_model:
         return None
-    req = run.phase(Phase.REQUEST) or run.phase(Phase.DECODE)
-    if req is None or req.energy_per_token_j is None:
+    req = headline_phase(run)
+    if req is None:
         return None
     itl = req.itl_p50_s
     if itl is None and (dec := run.phase(Phase.DECODE)) is not None:
@@ -103,7 +110,7 @@ def _config_row(run: RunRecord) -> dict[str, Any] | None:
         "active_params": run.model.active_params,
         "mean_output_tokens": out,
         "energy_per_token_j": req.energy_per_token_j,
-        "energy_per_response_j": req.energy_per_token_j * out,
+        "energy_per_response_j": float(energy_per_response_j(req.energy_per_token_j, out)),
         "median_itl_ms": itl * 1000.0 if itl is not None else math.nan,
         "latency_kind": "mean time per output token" if itl_is_mean_tpot else "median ITL",
         "avg_power_w": req.avg_power_w if req.avg_power_w is not None else math.nan,
@@ -152,8 +159,10 @@ def measured_frame(
 def best_configurations(configs: pd.DataFrame, itl_limit_ms: float) -> pd.DataFrame:
     """The lowest-energy configuration within the deadline, per model x GPU x task.
 
-    A model with no configuration within the deadline keeps a row with no energy and a
-    ``note`` naming its fastest median ITL.
+    The rules are :mod:`mlenergy.analysis.headline`'s (the leaderboard's and the planner's):
+    a configuration meets the deadline when its median ITL is recorded and at most the limit;
+    the best has the lowest energy per output token. A model with no configuration within the
+    deadline keeps a row with no energy and a ``note`` naming its fastest median ITL.
 
     Args:
         configs: :func:`measured_frame`.
@@ -165,7 +174,7 @@ def best_configurations(configs: pd.DataFrame, itl_limit_ms: float) -> pd.DataFr
     """
     out = []
     for _, group in configs.groupby(["model_id", "gpu", "task"], sort=True):
-        within = group[group["median_itl_ms"] <= itl_limit_ms]
+        within = group[meets_deadline(group["median_itl_ms"], itl_limit_ms)]
         if within.empty:
             row = group.sort_values("median_itl_ms").iloc[0].copy()
             fastest = row["median_itl_ms"]
@@ -180,7 +189,10 @@ def best_configurations(configs: pd.DataFrame, itl_limit_ms: float) -> pd.DataFr
                 "judged against the deadline"
             )
         else:
-            row = within.sort_values("energy_per_response_j").iloc[0].copy()
+            pos, _ = lowest_energy_positions(
+                np.zeros(len(within), dtype=int), within["energy_per_token_j"].to_numpy(float)
+            )
+            row = within.iloc[int(pos[0])].copy()
             row["configs_within"] = len(within)
             row["note"] = ""
         out.append(row)
@@ -418,11 +430,7 @@ def energy_per_correct(energy_per_response_j: float, score: float, is_accuracy: 
     Returns:
         Joules per correct answer; NaN without an accuracy or energy, or at 0 % accuracy.
     """
-    if not is_accuracy or not np.isfinite(score) or score <= 0:
-        return math.nan
-    if not np.isfinite(energy_per_response_j):
-        return math.nan
-    return float(energy_per_response_j / (score / 100.0))
+    return float(energy_per_correct_j(energy_per_response_j, score, is_accuracy))
 
 
 BENCHMARK_QUESTIONS = {"gpqadiamond": 198}

@@ -6,7 +6,6 @@ folder and moved into place one by one, so a report is never half-written.
 
 from __future__ import annotations
 
-import html
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,8 +17,7 @@ from mlenergy.studies.measured import energy_per_correct_interval, summary_table
 from mlenergy.studies.measured_analysis import CLAIM_COLUMNS, FIT_COLUMNS, PAIR_COLUMNS
 from mlenergy.studies.measured_conclusion import QUALITY_NOTE, SAMPLING_NOTE
 from mlenergy.studies.measured_figures import write_measured_figures
-from mlenergy.studies.report import markdown_table
-from mlenergy.studies.report_page import html_page, html_table, publish_report
+from mlenergy.studies.report_page import StudyReport
 
 if TYPE_CHECKING:
     from mlenergy.studies.measured_study import MeasuredStudyResult
@@ -183,38 +181,28 @@ def _meta(result: MeasuredStudyResult) -> str:
 
 def write_measured_report(result: MeasuredStudyResult) -> Path:
     """Write the report of ``result`` into ``result.report_dir``; return ``index.html``."""
-
-    def write(tmp: Path) -> list[str]:
-        figures = write_measured_figures(result.rows, result.frontier, tmp, result.energy_note)
-        summary_table(result.rows).to_csv(tmp / "summary.csv", index=False)
-        sections = _sections(result)
-        md = ["# Dense versus MoE on measured GPUs: energy per correct answer", "",
-              f"> {result.energy_note}", "", f"> {QUALITY_NOTE}", "", f"> {SAMPLING_NOTE}", "",
-              _meta(result), "",
-              "Toy-scale study: ../dense-vs-moe/summary.md", ""]  # fmt: skip
-        for title, _, header, cells in sections:
-            md += [f"## {title}", "", markdown_table(header, cells) if cells else "None.", ""]
-        md += ["## Warnings", "", *[f"- {w}" for w in result.warnings], ""]
-        md += ["## Conclusion", "", *[p + "\n" for p in result.conclusion]]
-        (tmp / "summary.md").write_text("\n".join(md), encoding="utf-8")
-        body = [
-            "<h1>Dense versus MoE on measured GPUs: energy per correct answer</h1>",
-            f"<p class='note' id='energy-source'>{html.escape(result.energy_note)}</p>",
-            f"<p class='note' id='quality-note'>{html.escape(QUALITY_NOTE)}</p>",
-            f"<p class='note' id='sampling-note'>{html.escape(SAMPLING_NOTE)}</p>",
-            f"<p>{html.escape(_meta(result))}</p>",
-            f"<p>See also the <a id='toy-link' href='{TOY_REPORT_LINK}'>toy-scale study</a> "
-            "(models trained on a CPU, modelled energy).</p>",
-            "<h2>Conclusion</h2>",
-            *[f"<p>{html.escape(p)}</p>" for p in result.conclusion],
-        ]
-        for title, table_id, header, cells in sections:
-            body += [f"<h2>{html.escape(title)}</h2>", html_table(header, cells, table_id)]
-        body += ["<h2>Warnings</h2>", "<ul class='warn' id='warnings'>"]
-        body += [f"<li>{html.escape(w)}</li>" for w in result.warnings] or ["<li>None.</li>"]
-        body += ["</ul>"]
-        title = "Dense versus MoE on measured GPUs"
-        (tmp / "index.html").write_text(html_page(title, _CSS, body, figures), encoding="utf-8")
-        return [*figures, "summary.md", "summary.csv", "index.html"]
-
-    return publish_report(result.report_dir, write)
+    report = StudyReport(
+        title="Dense versus MoE on measured GPUs: energy per correct answer",
+        notes=[
+            ("energy-source", result.energy_note),
+            ("quality-note", QUALITY_NOTE),
+            ("sampling-note", SAMPLING_NOTE),
+        ],
+        meta=_meta(result),
+        link=(
+            "toy-link",
+            TOY_REPORT_LINK,
+            "../dense-vs-moe/summary.md",
+            "toy-scale study (models trained on a CPU, modelled energy)",
+        ),
+        sections=_sections(result),
+        conclusion=result.conclusion,
+        warnings=result.warnings,
+        conclusion_first=True,
+        css=_CSS,
+    )
+    return report.publish(
+        result.report_dir,
+        lambda tmp: write_measured_figures(result.rows, result.frontier, tmp, result.energy_note),
+        lambda path: summary_table(result.rows).to_csv(path, index=False),
+    )

@@ -8,7 +8,6 @@ temporary folder first and moved into place one by one, so a report is never hal
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +24,9 @@ from mlenergy.studies.conclusion import (
     ratio_text,
 )
 from mlenergy.studies.figures import write_figures
-from mlenergy.studies.report_page import html_page, html_table, publish_report
+from mlenergy.studies.report_page import Section, StudyReport, markdown_table
+
+__all__ = ["build_report", "markdown_table", "study_tables", "table_rows"]
 
 if TYPE_CHECKING:
     from mlenergy.studies.dense_vs_moe import StudyResult
@@ -124,20 +125,12 @@ def table_rows(summary: pd.DataFrame, batch_size: int | None) -> tuple[list[str]
     return header, rows
 
 
-def markdown_table(header: list[str], rows: list[list[str]]) -> str:
-    """Render a GitHub-flavoured Markdown table."""
-    esc = [[c.replace("|", "\\|") for c in row] for row in [header, *rows]]
-    lines = ["| " + " | ".join(esc[0]) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines.extend("| " + " | ".join(row) + " |" for row in esc[1:])
-    return "\n".join(lines)
-
-
 _CSS = """
 body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;font-size:13px;margin:1em 0}
 td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}
 td:first-child,th:first-child{text-align:left}
-.energy{background:#fff4d6;border:1px solid #e0b84a;padding:.6em 1em;border-radius:4px}
+.note{background:#fff4d6;border:1px solid #e0b84a;padding:.6em 1em;border-radius:4px}
 img{max-width:100%;border:1px solid #eee;margin:.5em 0}
 """
 
@@ -262,22 +255,30 @@ def build_report(
         )
         result.conclusion = "\n\n".join(paragraphs)
 
-    def write(tmp: Path) -> list[str]:
-        figures = write_figures(t, tmp, source)
-        md = _summary_md(energy_note(source), meta, tables, paragraphs)
-        (tmp / "summary.md").write_text(md, encoding="utf-8")
-        t["summary"].drop(columns=["expert_utilisation"], errors="ignore").to_csv(
-            tmp / "summary.csv", index=False
-        )
-        body = _page_body(energy_note(source), meta, tables, paragraphs)
-        page = html_page("Dense versus MoE: energy per unit of quality", _CSS, body, figures)
-        (tmp / "index.html").write_text(page, encoding="utf-8")
-        return [*figures, "summary.md", "summary.csv", "index.html"]
+    report = StudyReport(
+        title="Dense versus Mixture-of-Experts: energy per unit of quality",
+        notes=[("energy-source", energy_note(source))],
+        meta=meta,
+        link=(
+            "measured-link",
+            MEASURED_REPORT_LINK,
+            "../dense-vs-moe-measured/summary.md",
+            "measured study (production models on H100/B200 GPUs against published quality)",
+        ),
+        sections=tables,
+        conclusion=paragraphs,
+        keep_empty=False,
+        css=_CSS,
+    )
+    summary = t["summary"].drop(columns=["expert_utilisation"], errors="ignore")
+    return report.publish(
+        result.report_dir,
+        lambda tmp: write_figures(t, tmp, source),
+        lambda path: summary.to_csv(path, index=False),
+    )
 
-    return publish_report(result.report_dir, write)
 
-
-_Table = tuple[str, str, list[str], list[list[str]]]
+_Table = Section
 """A report table: ``(title, html id, header, rows)``; the first is the models' summary."""
 
 
@@ -299,41 +300,3 @@ def _meta(result: StudyResult, size: StudySize, *, corpus: str, steps: int, seed
         epochs = _epochs(result, size, steps)
         meta += f"; {epochs:.2f} passes over the {result.train_tokens:,}-token training split"
     return meta
-
-
-def _summary_md(note: str, meta: str, tables: list[_Table], paragraphs: list[str]) -> str:
-    """``summary.md``: the energy note, what was run, the tables (empty ones left out)."""
-    (_, _, header, rows), *rest = tables
-    md = [
-        "# Dense versus Mixture-of-Experts: energy per unit of quality",
-        "",
-        f"> {note}",
-        "",
-        meta,
-        "",
-        "Measured study (real GPUs): ../dense-vs-moe-measured/summary.md",
-        "",
-        markdown_table(header, rows),
-        "",
-    ]
-    for title, _, header, rows in rest:
-        if rows:
-            md += [f"## {title}", "", markdown_table(header, rows), ""]
-    md += ["## Conclusion", "", *[p + "\n" for p in paragraphs]]
-    return "\n".join(md)
-
-
-def _page_body(note: str, meta: str, tables: list[_Table], paragraphs: list[str]) -> list[str]:
-    """The HTML lines of ``index.html`` above the figures (empty tables left out)."""
-    body = [
-        "<h1>Dense versus Mixture-of-Experts: energy per unit of quality</h1>",
-        f"<p class='energy' id='energy-source'>{html.escape(note)}</p>",
-        f"<p>{html.escape(meta)}</p>",
-        f"<p>See also the <a id='measured-link' href='{MEASURED_REPORT_LINK}'>measured "
-        "study</a> (production models on H100/B200 GPUs against published quality).</p>",
-    ]
-    for i, (title, table_id, header, rows) in enumerate(tables):
-        if rows or i == 0:
-            body += [f"<h2>{html.escape(title)}</h2>", html_table(header, rows, table_id)]
-    body += ["<h2>Conclusion</h2>", *[f"<p>{html.escape(p)}</p>" for p in paragraphs]]
-    return body
