@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 from mlenergy.optimize.fast_solver import FastPhillipsDessouky
-from mlenergy.optimize.frontier import build_frontier, solve_frontier
+from mlenergy.optimize.frontier import search_frontier, solve_frontier
 from mlenergy.optimize.pipeline_dag import build_pipeline_dag
 from mlenergy.optimize.reference_profiles import load_perseus_profile
 
@@ -60,7 +60,7 @@ def same_answer(a, b) -> str:
         np.array_equal(a.knobs(i), b.knobs(i)) for i in range(len(a))
     ):
         return "identical"
-    fa, fb = build_frontier(a), build_frontier(b)
+    fa, fb = search_frontier(a), search_frontier(b)
     if np.array_equal(fa.quant_time, fb.quant_time) and np.allclose(
         fa.energy_j, fb.energy_j, rtol=1e-9, atol=0
     ):

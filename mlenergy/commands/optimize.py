@@ -69,7 +69,12 @@ def pipeline(
             "shipped Perseus profiles: the paper's A40 figure, 70.38."
         ),
     ] = None,
-    time_unit: Annotated[float, typer.Option(help="Time step of the frontier (s).")] = 0.001,
+    time_unit: Annotated[
+        float,
+        typer.Option(
+            help="Time step of the solver's search (s); reported times are the profile's own."
+        ),
+    ] = 0.001,
     schedule: Annotated[str, typer.Option(help="Pipeline schedule.")] = "1f1b",
     frontier_out: Annotated[
         Path | None, typer.Option(help="Write the frontier CSV iteration_time_s,energy_j.")
@@ -240,6 +245,12 @@ def power_cap(
     ] = "throughput",
     pue: Annotated[float, typer.Option(help="Power usage effectiveness of the site.")] = 1.2,
     host_w_per_gpu: Annotated[float, typer.Option(help="Host power per GPU (W).")] = 150.0,
+    peak_factor: Annotated[
+        float,
+        typer.Option(
+            help="Peak over average GPU power (>= 1): the budget holds the peak, not the average."
+        ),
+    ] = 1.0,
     gpus: Annotated[
         str | None, typer.Option(help="GPUs to estimate for (comma-separated).")
     ] = None,
@@ -289,6 +300,7 @@ def power_cap(
         gpus=gpus.split(",") if gpus else None,
         precisions=precisions.split(",") if precisions else None,
         power_limits=parse_power_limits(power_limits),
+        peak_factor=peak_factor,
     )
     if plot is not None:
         from mlenergy.optimize.plots import plot_power_cap

@@ -4,8 +4,8 @@ The last line of output names the store and the report: ``store: <dir>  report: 
 Progress goes to stderr. Bad input (unknown size, ``--steps 0``, a corpus too small or
 without text, an absent device) ends with one ``error:`` line and exit code 2, store unchanged.
 
-``--measured`` runs the study on real GPU measurements (the store's, or ML.ENERGY's imported
-from ``--reference`` when the store has none) against published quality; its last line is
+``--measured`` runs the study on real GPU measurements (ML.ENERGY's, read from the shipped
+reference beside the store's own measured runs) against published quality; its last line is
 ``summary: <summary.csv>  report: <index.html>``.
 """
 
@@ -58,15 +58,26 @@ def dense_vs_moe(
         bool,
         typer.Option(
             "--measured",
-            help="Real GPU measurements (store, else ML.ENERGY's reference) against the "
+            help="Real GPU measurements (ML.ENERGY's shipped reference, read beside the "
+            "store's measured runs) against the "
             "store's quality records (e.g. imported lm-eval results), else published scores, "
             "instead of the toy models.",
         ),
     ] = False,
     reference: Annotated[
         Path | None,
-        typer.Option(help="Shared reference folder (default: $MLENERGY_REFERENCE_DIR)."),
+        typer.Option(
+            help="Reference folder (default: $MLENERGY_REFERENCE_DIR, else the shipped one)."
+        ),
     ] = None,
+    with_reference: Annotated[
+        bool,
+        typer.Option(
+            "--with-reference/--without-reference",
+            help="With --measured: read the reference's measurements beside the store's "
+            "(read only; never imported).",
+        ),
+    ] = True,
     quality_file: Annotated[
         Path | None,
         typer.Option(help="Published-quality CSV (default: the reference's)."),
@@ -86,7 +97,8 @@ def dense_vs_moe(
            "--device": device != "cpu", "--corpus": corpus != "pydoc"}  # fmt: skip
     real = {"--reference": reference is not None, "--quality-file": quality_file is not None,
             "--gpu": gpu is not None, "--itl-limit-ms": itl_limit_ms != 50.0,
-            "--benchmark": benchmark != "GPQA-Diamond"}  # fmt: skip
+            "--benchmark": benchmark != "GPQA-Diamond",
+            "--without-reference": not with_reference}  # fmt: skip
     misplaced = [k for k, v in (toy if measured else real).items() if v]
     if misplaced:
         raise UserError(
@@ -97,7 +109,7 @@ def dense_vs_moe(
     if measured:
         _measured(
             resolve_data_dir(data_dir), reference, quality_file, gpu, itl_limit_ms, benchmark,
-            report_dir, progress,
+            report_dir, progress, with_reference,
         )  # fmt: skip
         return
     from mlenergy.studies.dense_vs_moe import run_study
@@ -129,12 +141,14 @@ def _measured(
     benchmark: str,
     report_dir: Path | None,
     progress: bool,
+    with_reference: bool = True,
 ) -> None:
     from mlenergy.studies.measured_study import DEFAULT_REPORT_DIR, run_measured_study
 
     result = run_measured_study(
         data_dir,
         reference,
+        include_reference=with_reference,
         quality_file=quality_file,
         gpu=gpu,
         itl_limit_ms=itl_limit_ms,

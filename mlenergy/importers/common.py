@@ -19,6 +19,7 @@ from typing import Any
 
 from mlenergy.errors import UserError
 from mlenergy.records import ModelInfo, Software, canonical_json, sha256_hex
+from mlenergy.records.quality import ModelRef, model_ref
 
 IMPORTED_MLENERGY = "not used (imported)"
 """``Software.mlenergy`` of an imported record: the figures were not measured by this project.
@@ -275,7 +276,8 @@ def model_info(
     total_b: float | None = None,
     active_b: float | None = None,
     weights: str = "pretrained",
-) -> tuple[ModelInfo, str, str | None]:
+    sizes_optional: bool = False,
+) -> tuple[ModelInfo | ModelRef, str, str | None]:
     """Describe a model from its ``config.json`` (the estimator's one resolution rule).
 
     Falls back to published parameter counts in billions when no config is found; the
@@ -291,6 +293,9 @@ def model_info(
         total_b: Published total parameters in billions, if the input has them.
         active_b: Published active parameters in billions.
         weights: ``pretrained`` or ``random``.
+        sizes_optional: With no config and no count, describe the model by its id alone
+            (:class:`~mlenergy.records.quality.ModelRef`; quality needs no size) instead of
+            failing.
 
     Returns:
         The model info, where its counts came from, and the config's ``torch_dtype``.
@@ -312,6 +317,8 @@ def model_info(
             return info, f"config:{found.name}", normalise_dtype(config.get("torch_dtype"))
         except (UserError, ValueError, KeyError, TypeError):
             pass  # fall back to the published counts below
+    if total_b is None and sizes_optional:
+        return model_ref(model_id, dtype), "the model id only (sizes unknown)", None
     if total_b is None:
         where = f" in {folder}" if folder is not None else ""
         raise fail(
@@ -337,7 +344,8 @@ def describe_model(
     total_b: float | None = None,
     active_b: float | None = None,
     weights: str = "pretrained",
-) -> tuple[ModelInfo, str]:
+    sizes_optional: bool = False,
+) -> tuple[ModelInfo | ModelRef, str]:
     """:func:`model_info`, with the config's ``torch_dtype`` when ``dtype`` is ``None``.
 
     Appends to ``notes`` where the counts came from and, when the dtype was assumed, why.
@@ -354,7 +362,14 @@ def describe_model(
         total_b=total_b,
         active_b=active_b,
         weights=weights,
+        sizes_optional=sizes_optional,
     )
+    if isinstance(model, ModelRef):
+        notes.append(
+            f"model {model_id}: no config.json and no parameter count, so its scores are imported "
+            "by model id; its sizes attach when its energy records or a config are known"
+        )
+        return model, source
     notes.append(f"model {model_id}: architecture and parameter counts from {source}")
     if dtype is None:
         model = model.model_copy(update={"dtype": config_dtype or "unknown"})

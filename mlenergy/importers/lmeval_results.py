@@ -36,6 +36,7 @@ from mlenergy.importers.common import (
 )
 from mlenergy.importers.deliver import ImportBatch
 from mlenergy.records import ModelInfo, QualityResult, Software
+from mlenergy.records.quality import ModelRef
 
 FORMAT = "lm-eval"
 TASK_PREFIX = "lm-eval:"
@@ -142,7 +143,7 @@ def _records_of_task(
     task: str,
     task_results: dict[str, Any],
     *,
-    model: ModelInfo,
+    model: ModelInfo | ModelRef,
     software: Software,
     digest: str,
     notes: list[str],
@@ -242,6 +243,7 @@ def read_results(path: Path, opts: LmEvalOptions | None = None) -> ImportBatch:
         notes=notes,
         why_no_dtype="config.model_args gives none or 'auto'",
         total_b=params / 1e9 if is_number(params) and params > 0 else None,
+        sizes_optional=True,
     )
     digest = file_sha256(path)
     software = _software(data)

@@ -1,6 +1,8 @@
 """The leaderboard's architecture label: ``dense``, ``MoE`` or ``hybrid``.
 
-One rule, used by the table column, the "Architecture" filter and the plots' hover text, so
+The rule is :func:`mlenergy.records.model_kind.model_kind` (the one every record's
+``ModelInfo.kind`` applies); this module spells it for the leaderboard and applies it to frame
+cells. Used by the table column, the "Architecture" filter and the plots' hover text, so
 a Mamba-Transformer hybrid such as Nemotron-H is called ``hybrid`` everywhere (as the
 estimator's validation calls it) rather than ``dense``:
 
@@ -21,26 +23,15 @@ from typing import Any
 
 import pandas as pd
 
+from mlenergy.records.model_kind import HYBRID_MODEL_TYPES, model_kind
+
+__all__ = ["ARCH_KINDS", "HYBRID_MODEL_TYPES", "architecture_kind", "architecture_kinds"]
+
 ARCH_KINDS: tuple[str, ...] = ("dense", "MoE", "hybrid")
 """The labels, in the order the filter offers them."""
 
-HYBRID_MODEL_TYPES = frozenset(
-    {
-        "nemotron_h",
-        "jamba",
-        "zamba",
-        "zamba2",
-        "bamba",
-        "falcon_h1",
-        "granitemoehybrid",
-        "lfm2",
-        "recurrent_gemma",
-    }
-)
-"""Hugging Face ``model_type`` values of hybrid (state-space or recurrent + attention) models."""
-
-_ARCH_MARKERS = ("mamba", "jamba", "zamba", "hybrid")
-_ID_MARKERS = ("mamba", "jamba", "zamba")
+_LABELS = {"dense": "dense", "moe": "MoE", "hybrid": "hybrid"}
+"""The leaderboard's spelling of each kind of :func:`mlenergy.records.model_kind.model_kind`."""
 
 
 def _flag(value: Any) -> bool | None:
@@ -66,20 +57,9 @@ def architecture_kind(architecture: Any, is_moe: Any = None, model_id: Any = Non
     Returns:
         One of :data:`ARCH_KINDS`.
     """
-    arch = "" if _flag(architecture) is None else str(architecture).strip().lower()
-    norm = arch.replace("-", "_").replace(" ", "_")
-    moe = _flag(is_moe)
-    if moe is None:
-        moe = "moe" in norm
-    if moe:
-        return "MoE"
-    if norm in HYBRID_MODEL_TYPES or any(m in norm for m in _ARCH_MARKERS):
-        return "hybrid"
-    if norm in ("", "unknown") and model_id is not None and _flag(model_id) is not None:
-        name = str(model_id).lower()
-        if any(m in name for m in _ID_MARKERS):
-            return "hybrid"
-    return "dense"
+    arch = None if _flag(architecture) is None else str(architecture)
+    name = None if model_id is None or _flag(model_id) is None else str(model_id)
+    return _LABELS[model_kind(arch, _flag(is_moe), name)]
 
 
 def architecture_kinds(frame: pd.DataFrame) -> pd.Series:

@@ -17,6 +17,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from mlenergy.analysis.headline import (
+    energy_per_response_j,
+    headline_column,
+    lowest_energy_positions,
+    meets_deadline,
+)
 from mlenergy.leaderboard.arch import ARCH_KINDS, architecture_kinds
 from mlenergy.leaderboard.columns import COLUMNS, DEFAULT_SORT, SORTABLE, with_footprint
 
@@ -127,14 +133,12 @@ def prepare_runs(runs: pd.DataFrame) -> pd.DataFrame:
     if "workload_kind" in df.columns:  # a serving leaderboard: training runs have no J/token
         df = df[df["workload_kind"].fillna("inference") != "training"]
     df = df.reset_index(drop=True)
-    ept = _first(_col(df, "request_energy_per_token_j"), _col(df, "decode_energy_per_token_j"))
-    thr = _first(
-        _col(df, "request_throughput_tokens_per_s"), _col(df, "decode_throughput_tokens_per_s")
-    )
-    power = _first(_col(df, "request_avg_power_w"), _col(df, "decode_avg_power_w"))
+    ept = headline_column(df, "energy_per_token_j")
+    thr = headline_column(df, "throughput_tokens_per_s")
+    power = headline_column(df, "avg_power_w")
     df["energy_per_token_j"] = ept
-    out_tokens = _col(df, "output_tokens")
-    df["energy_per_response_j"] = ept * out_tokens.where(out_tokens > 0)
+    out_tokens = _first(_col(df, "avg_output_tokens"), _col(df, "output_tokens"))
+    df["energy_per_response_j"] = energy_per_response_j(ept, out_tokens)
     df["throughput_tokens_per_s"] = thr
     df["avg_power_w"] = power
     df["itl_ms"] = _col(df, "itl_p50_s") * 1000.0
@@ -287,9 +291,8 @@ def _limits_mask(
     df: pd.DataFrame, max_itl_ms: float | None, max_energy_per_token_j: float | None
 ) -> np.ndarray:
     mask = np.ones(len(df), dtype=bool)
-    if max_itl_ms is not None:
-        itl = df["itl_ms"].to_numpy(dtype=float)
-        mask &= np.isnan(itl) | (itl <= max_itl_ms)
+    if max_itl_ms is not None:  # rows with no latency stay in view (a filter, not a pick)
+        mask &= meets_deadline(df["itl_ms"], max_itl_ms, unknown_meets=True)
     if max_energy_per_token_j is not None:
         mask &= df["energy_per_token_j"].to_numpy(dtype=float) <= max_energy_per_token_j
     return mask
@@ -321,17 +324,8 @@ def within_limits(
     return df[_limits_mask(df, max_itl_ms, max_energy_per_token_j)]
 
 
-def _best_positions(groups: np.ndarray, energy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Index (into the inputs) of each group's lowest energy, and each group's size."""
-    if len(groups) == 0:
-        return np.zeros(0, dtype=int), np.zeros(0, dtype=int)
-    key = np.where(np.isnan(energy), np.inf, energy)
-    order = np.lexsort((key, groups))  # stable: ties keep input order
-    sorted_groups = groups[order]
-    first = np.r_[True, sorted_groups[1:] != sorted_groups[:-1]]
-    starts = np.flatnonzero(first)
-    counts = np.diff(np.r_[starts, len(order)])
-    return order[starts], counts
+_best_positions = lowest_energy_positions
+"""Each group's lowest-energy row: the shared rule of :mod:`mlenergy.analysis.headline`."""
 
 
 def best_configs(

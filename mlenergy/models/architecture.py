@@ -17,6 +17,7 @@ from typing import Any
 from mlenergy.errors import UserError
 from mlenergy.models.config_values import check_config_values, count_field, flatten_text_config
 from mlenergy.models.parameters import ParameterCount, count_parameters, mixer_params, mlp_params
+from mlenergy.records.model_kind import model_kind
 
 __all__ = [
     "MIXERS",
@@ -114,12 +115,15 @@ class ArchitectureSpec:
 
     @property
     def kind(self) -> str:
-        """``dense``, ``moe`` or ``hybrid`` (Mamba layers present; MoE wins if both)."""
-        if self.is_moe:
-            return "moe"
-        if any(layer.mixer == "mamba" for layer in self.layers):
-            return "hybrid"
-        return "dense"
+        """``dense``, ``moe`` or ``hybrid``: :func:`mlenergy.records.model_kind.model_kind`.
+
+        Mamba layers in the parsed config count as recurrent layers; MoE wins if both.
+        """
+        return model_kind(
+            self.model_type,
+            self.is_moe,
+            recurrent_layers=any(layer.mixer == "mamba" for layer in self.layers),
+        )
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> ArchitectureSpec:

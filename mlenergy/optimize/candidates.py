@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mlenergy.analysis.headline import headline_sql
 from mlenergy.errors import UserError
 
 CANDIDATE_COLUMNS = (
@@ -92,13 +93,12 @@ def reference_candidates(model: str, task: str, reference: str | Path | None) ->
     return out.reset_index(drop=True)
 
 
-STORE_SQL = """
+STORE_SQL = f"""
 select model_id, task, accelerator_model as gpu, accelerator_count as num_gpus,
        tensor_parallel, expert_parallel, data_parallel, max_num_seqs, dtype as precision,
-       coalesce(decode_throughput_tokens_per_s, request_throughput_tokens_per_s)
-           as throughput_tokens_per_s,
-       coalesce(decode_avg_power_w, request_avg_power_w) as avg_power_w,
-       coalesce(decode_energy_per_token_j, request_energy_per_token_j) as energy_per_token_j,
+       {headline_sql("throughput_tokens_per_s")} as throughput_tokens_per_s,
+       {headline_sql("avg_power_w")} as avg_power_w,
+       {headline_sql("energy_per_token_j")} as energy_per_token_j,
        itl_p50_s * 1000 as median_itl_ms, output_tokens, energy_source, run_id
 from runs
 where model_id = ? and task = ? and status = 'ok' and energy_source like 'measured:%'
@@ -109,9 +109,8 @@ where model_id = ? and task = ? and status = 'ok' and energy_source like 'measur
 def store_candidates(model: str, task: str, data_dir: str | Path | None) -> pd.DataFrame:
     """Measured GPU runs of ``model`` on ``task`` in the store (none if the store is empty).
 
-    A run's decode phase gives its figures; a run with only whole-request figures (the imported
-    ML.ENERGY server measurements, whose steady-state window mixes prefill and decode) gives
-    those instead.
+    A run's figures come from its headline phase (:mod:`mlenergy.analysis.headline`: the whole
+    request, as ML.ENERGY reports it, else the decode phase), the same as every other view.
     """
     if data_dir is None or not (Path(data_dir) / "results").is_dir():
         return pd.DataFrame(columns=CANDIDATE_COLUMNS)

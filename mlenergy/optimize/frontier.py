@@ -1,10 +1,12 @@
 """Run lowtime's Phillips-Dessouky solver on a pipeline DAG and keep every plan it visits.
 
 The solver starts from every instruction at its least-cost (slowest useful) clock and shortens
-the iteration by one time unit per step. :func:`solve_frontier` snapshots the clocks after each
-step as a compact diff, re-evaluates each plan's energy from the profile (not from the solver's
-cost model) and builds the iteration time-energy frontier from the shortest iteration time to
-the longest useful one.
+the iteration by one time unit per step, on times rounded up to whole units.
+:func:`solve_frontier` snapshots the clocks after each step as a compact diff.
+:func:`build_frontier` then evaluates every plan on the profile's real durations and energies
+(not the rounded times, not the solver's cost model), adds the shortest schedule the profile
+allows, and keeps the plans no other beats on both real time and energy: that is the frontier
+reported, and its first point is the shortest iteration the profile allows.
 """
 
 from __future__ import annotations
@@ -108,8 +110,11 @@ def solve_frontier(pdag: PipelineDag, solver: Solver = "fast") -> PlanTrace:
 
 
 @dataclass(frozen=True)
-class Frontier:
-    """The iteration time-energy frontier on a grid of whole time units.
+class SearchFrontier:
+    """The solver's frontier on its grid of whole time units (times rounded up).
+
+    This is what Phillips-Dessouky optimises; it is kept to check the solver against an
+    exhaustive search. What a user reads is :class:`Frontier` (real times).
 
     Attributes:
         quant_time: Grid of iteration times (time units), ascending.
@@ -124,27 +129,8 @@ class Frontier:
     plan_index: np.ndarray
 
 
-def plan_energy_j(trace: PlanTrace, index: int, iteration_time_s: float) -> float:
-    """Energy of plan ``index`` run as an iteration of ``iteration_time_s`` (J)."""
-    pdag = trace.pdag
-    idle = pdag.num_stages * iteration_time_s - trace.busy_s[index]
-    return trace.energy_j[index] + pdag.p_blocking_w * idle
-
-
-def best_plan_by(trace: PlanTrace, iteration_time_s: float) -> int | None:
-    """Index of the least-energy plan guaranteed to finish by ``iteration_time_s``, if any."""
-    unit = trace.pdag.time_unit_s
-    limit = int(np.floor(round(iteration_time_s / unit, 9)))
-    q = np.asarray(trace.quant_time)
-    ok = np.nonzero(q <= limit)[0]
-    if not len(ok):
-        return None
-    cost = np.asarray(trace.energy_j)[ok] - trace.pdag.p_blocking_w * np.asarray(trace.busy_s)[ok]
-    return int(ok[int(np.argmin(cost))])
-
-
-def build_frontier(trace: PlanTrace) -> Frontier:
-    """The frontier from the shortest iteration time to the longest useful one."""
+def search_frontier(trace: PlanTrace) -> SearchFrontier:
+    """The solver's frontier in whole time units (rounded-up times), shortest to longest."""
     pdag = trace.pdag
     q = np.asarray(trace.quant_time)
     cost = np.asarray(trace.energy_j) - pdag.p_blocking_w * np.asarray(trace.busy_s)
@@ -161,7 +147,158 @@ def build_frontier(trace: PlanTrace) -> Frontier:
         best[i] = current
     seconds = grid * pdag.time_unit_s
     energy = cost[best] + pdag.p_blocking_w * pdag.num_stages * seconds
-    return Frontier(grid, seconds, energy, best)
+    return SearchFrontier(grid, seconds, energy, best)
+
+
+@dataclass(frozen=True)
+class Frontier:
+    """The iteration time-energy frontier on the profile's real durations and energies.
+
+    Every plan the solver visited, the schedule with every instruction at its highest clock
+    and the shortest schedule the profile allows (every instruction on the critical path at
+    its fastest option, the others slowed within their slack) are evaluated with the profile's
+    real times; the frontier keeps those no other plan beats on both time and energy.
+
+    Attributes:
+        iteration_time_s: Real iteration time of each frontier plan (s), ascending; the first is
+            the shortest the profile allows.
+        energy_j: Its energy over its own iteration time, blocking included (J).
+        knobs: The knob of every op of each frontier plan.
+    """
+
+    iteration_time_s: np.ndarray
+    energy_j: np.ndarray
+    knobs: list[np.ndarray]
+
+    def best_within(self, iteration_time_s: float) -> int:
+        """Index of the least-energy plan finishing by ``iteration_time_s`` (the last that fits).
+
+        Raises:
+            ValueError: No plan finishes by then.
+        """
+        fits = np.nonzero(self.iteration_time_s <= iteration_time_s * (1 + 1e-12))[0]
+        if not len(fits):
+            raise ValueError(f"no plan finishes by {iteration_time_s} s")
+        return int(fits[-1])
+
+
+class _LongestPath:
+    """Longest paths through a pipeline DAG for many plans at once (real seconds)."""
+
+    def __init__(self, pdag: PipelineDag) -> None:
+        import networkx as nx
+
+        n = len(pdag.ops)
+        self.pdag = pdag
+        self.order = [v - 1 for v in nx.topological_sort(pdag.dag) if 0 < v <= n]
+        self.preds = [[p - 1 for p in pdag.dag.predecessors(v + 1) if 0 < p <= n] for v in range(n)]
+        self.succs = [[q - 1 for q in pdag.dag.successors(v + 1) if 0 < q <= n] for v in range(n)]
+
+    def makespans_s(self, knobs: np.ndarray) -> np.ndarray:
+        """Iteration time of each plan (one row of knobs per plan, s)."""
+        durations = self.pdag.table.time_s[knobs]
+        finish = np.zeros_like(durations)
+        for v in self.order:
+            preds = self.preds[v]
+            start = finish[:, preds].max(axis=1) if preds else 0.0
+            finish[:, v] = start + durations[:, v]
+        return finish.max(axis=1)
+
+    def slack_s(self, knobs: np.ndarray) -> tuple[float, np.ndarray]:
+        """(iteration time, total slack of every op) of one plan (s)."""
+        durations = self.pdag.table.time_s[knobs]
+        n = len(durations)
+        finish = np.zeros(n)
+        for v in self.order:
+            finish[v] = max((finish[p] for p in self.preds[v]), default=0.0) + durations[v]
+        span = float(finish.max())
+        latest_finish = np.full(n, span)
+        for v in reversed(self.order):
+            succ = self.succs[v]
+            if succ:
+                latest_finish[v] = min(latest_finish[q] - durations[q] for q in succ)
+        return span, latest_finish - finish
+
+
+def shortest_schedule(pdag: PipelineDag) -> np.ndarray:
+    """The shortest iteration the profile allows, at the least energy this greedy finds.
+
+    Every op starts at its fastest option (the longest path is then the shortest possible);
+    then, op by op, the cheapest option that fits within the op's slack replaces it, so the
+    iteration time never grows.
+
+    Returns:
+        The knob of every op.
+    """
+    knobs = pdag.fastest_knobs.copy()
+    paths = _LongestPath(pdag)
+    span, slack = paths.slack_s(knobs)
+    table = pdag.table
+    saving = [
+        pdag.op_costs(knobs[i : i + 1])[0] - pdag.op_costs(opts[-1:])[0]
+        for i, opts in enumerate(pdag.real_option_knobs)
+    ]
+    for i in np.argsort(saving)[::-1]:
+        if saving[i] <= 0 or slack[i] <= 1e-12 * span:
+            continue
+        room = table.time_s[knobs[i]] + slack[i] * (1 - 1e-12)
+        for k in pdag.real_option_knobs[i][::-1]:  # cheapest first
+            if table.time_s[k] <= room:
+                if k != knobs[i]:
+                    knobs[i] = k
+                    span, slack = paths.slack_s(knobs)
+                break
+    return knobs
+
+
+def build_frontier(trace: PlanTrace, chunk: int = 256) -> Frontier:
+    """Evaluate every plan on the profile's real times; keep the time-energy frontier.
+
+    Args:
+        trace: The solver's plans.
+        chunk: Plans evaluated per vectorised batch.
+    """
+    pdag = trace.pdag
+    paths = _LongestPath(pdag)
+    extra = [shortest_schedule(pdag), pdag.max_clock_knobs]
+    times: list[np.ndarray] = []
+    batch: list[np.ndarray] = []
+    for knobs in (*_replay(trace), *extra):
+        batch.append(knobs)
+        if len(batch) == chunk:
+            times.append(paths.makespans_s(np.stack(batch)))
+            batch = []
+    if batch:
+        times.append(paths.makespans_s(np.stack(batch)))
+    real = np.concatenate(times)
+    cost = np.concatenate(
+        [
+            np.asarray(trace.energy_j) - pdag.p_blocking_w * np.asarray(trace.busy_s),
+            [float(pdag.op_costs(k).sum()) for k in extra],
+        ]
+    )
+    keep: list[int] = []
+    for i in np.lexsort((cost, real)):  # by time, ties by cost
+        if not keep or cost[i] < cost[keep[-1]] - 1e-9 * abs(cost[keep[-1]]):
+            keep.append(int(i))
+    wanted = set(keep)
+    knobs_of: dict[int, np.ndarray] = {
+        i: k for i, k in enumerate((*_replay(trace), *extra)) if i in wanted
+    }
+    t = real[keep]
+    energy = cost[keep] + pdag.p_blocking_w * pdag.num_stages * t
+    return Frontier(t, energy, [knobs_of[i] for i in keep])
+
+
+def _replay(trace: PlanTrace) -> Iterator[np.ndarray]:
+    """The knobs of every plan of ``trace`` in order (one pass over the diffs)."""
+    if trace._first is None:
+        return
+    knobs = trace._first.copy()
+    yield knobs.copy()
+    for changed, values in trace._diffs:
+        knobs[changed] = values
+        yield knobs.copy()
 
 
 def write_frontier_csv(frontier: Frontier, path: str | Path) -> Path:

@@ -109,6 +109,8 @@ class PipelineDag:
         time_unit_s: Quantisation step (s).
         max_clock_knobs: Knob of each op's highest-clock profile point.
         energy_source: Label of the profile's figures.
+        real_option_knobs: Knobs of each op's options that no other option beats on both real
+            time and cost, fastest first (for evaluating and polishing plans in real time).
     """
 
     dag: nx.DiGraph
@@ -120,6 +122,16 @@ class PipelineDag:
     time_unit_s: float
     max_clock_knobs: np.ndarray
     energy_source: str
+    real_option_knobs: list[np.ndarray]
+
+    @property
+    def fastest_knobs(self) -> np.ndarray:
+        """Knob of each op's fastest option (real time): the shortest schedule there is."""
+        return np.array([k[0] for k in self.real_option_knobs], dtype=np.int64)
+
+    def op_costs(self, knobs: np.ndarray) -> np.ndarray:
+        """Perseus cost of each op at its knob: energy minus blocking power x time (J)."""
+        return self.table.energy_j[knobs] - self.p_blocking_w * self.table.time_s[knobs]
 
     def knobs(self) -> np.ndarray:
         """The knob currently assigned to every op (one int per op)."""
@@ -157,15 +169,31 @@ def _pareto(
     return kept
 
 
+def _real_pareto(opts: list[ClockOption], p_blocking_w: float) -> list[ClockOption]:
+    """The options no other option beats on both real time and cost, fastest first."""
+    kept: list[ClockOption] = []
+    for o in sorted(opts, key=lambda o: (o.time_s, o.energy_j - p_blocking_w * o.time_s)):
+        cost = o.energy_j - p_blocking_w * o.time_s
+        if not kept or cost < kept[-1].energy_j - p_blocking_w * kept[-1].time_s:
+            kept.append(o)
+    return kept
+
+
 def _stage_specs(
     profile: PipelineProfile, unit_s: float, p_blocking_w: float
-) -> tuple[dict[tuple[int, str], OperationSpec], OptionTable, dict[tuple[int, str], int]]:
+) -> tuple[
+    dict[tuple[int, str], OperationSpec],
+    OptionTable,
+    dict[tuple[int, str], int],
+    dict[tuple[int, str], list[int]],
+]:
     freq: list[int] = []
     times: list[float] = []
     energies: list[float] = []
     quants: list[int] = []
     specs: dict[tuple[int, str], OperationSpec] = {}
     max_knob: dict[tuple[int, str], int] = {}
+    real_knobs: dict[tuple[int, str], list[int]] = {}
     for key in sorted(profile.options):
         exec_opts = []
         for q, cost, o in _pareto(profile.options[key], unit_s, p_blocking_w):
@@ -190,13 +218,20 @@ def _stage_specs(
         times.append(top.time_s)
         energies.append(top.energy_j)
         quants.append(quantise_up(top.time_s, unit_s))
+        real_knobs[key] = []
+        for o in _real_pareto(profile.options[key], p_blocking_w):
+            real_knobs[key].append(len(freq))
+            freq.append(o.frequency_mhz)
+            times.append(o.time_s)
+            energies.append(o.energy_j)
+            quants.append(quantise_up(o.time_s, unit_s))
     table = OptionTable(
         np.array(freq, dtype=np.int64),
         np.array(times, dtype=float),
         np.array(energies, dtype=float),
         np.array(quants, dtype=np.int64),
     )
-    return specs, table, max_knob
+    return specs, table, max_knob, real_knobs
 
 
 def build_pipeline_dag(
@@ -235,7 +270,7 @@ def build_pipeline_dag(
         raise UserError(
             f"--schedule {schedule!r} is not supported", f"Use one of {', '.join(SCHEDULES)}"
         )
-    specs, table, max_knob = _stage_specs(profile, time_unit_s, p_blocking_w)
+    specs, table, max_knob, real_knobs = _stage_specs(profile, time_unit_s, p_blocking_w)
     n_stages = profile.num_stages
     dag = nx.DiGraph()
     ops: list[Instruction] = []
@@ -273,6 +308,7 @@ def build_pipeline_dag(
         time_unit_s,
         max_clock_knobs,
         profile.energy_source,
+        [np.array(real_knobs[(op.stage_id, instruction_name(op))], dtype=np.int64) for op in ops],
     )
 
 

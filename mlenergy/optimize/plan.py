@@ -1,9 +1,9 @@
 """Choose a pipeline frequency plan from the frontier and write it (plan JSON, Zeus plan).
 
-Default choice: the least-energy plan at the shortest iteration time of the frontier (removes
-intrinsic energy bloat). That time is quantised up to whole time units, so it can exceed the
-max-clock schedule's real time by the rounding along one path (about 0.3% for GPT-3 175B on A40
-at ``time_unit_s=0.001``); both times are reported. With a straggler (another pipeline finishing at
+Every time and energy here comes from the profile's real durations and energies (the solver's
+rounding to ``time_unit_s`` only steers its search; see :func:`build_frontier`). Default choice:
+the frontier's shortest plan, the shortest iteration the profile allows at the least energy found
+(removes intrinsic energy bloat). With a straggler (another pipeline finishing at
 ``straggler_time_s``), the least-energy plan finishing by the straggler's time, with blocking
 energy counted up to it (extrinsic bloat). Savings are against the same schedule with every
 instruction at the highest SM clock of the profile, counted over the same iteration time.
@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from mlenergy.errors import UserError
-from mlenergy.optimize.frontier import PlanTrace, best_plan_by, build_frontier
+from mlenergy.optimize.frontier import Frontier, PlanTrace, build_frontier
 from mlenergy.optimize.pipeline_dag import instruction_name, makespan_s
 
 
@@ -61,6 +61,7 @@ def choose_plan(
     trace: PlanTrace,
     straggler_time_s: float | None = None,
     straggler_slowdown: float | None = None,
+    frontier: Frontier | None = None,
 ) -> PipelinePlan:
     """Pick the plan for the shortest iteration time or for a straggler.
 
@@ -68,13 +69,14 @@ def choose_plan(
         trace: Plans from :func:`mlenergy.optimize.frontier.solve_frontier`.
         straggler_time_s: Iteration time of the slowest pipeline (s).
         straggler_slowdown: The straggler's time as a multiple of the shortest time (>= 1).
+        frontier: The real-time frontier of ``trace`` (computed when not given).
 
     Raises:
         UserError: Both straggler options, a slowdown below 1, or a straggler time shorter
             than the shortest iteration time.
     """
     pdag = trace.pdag
-    frontier = build_frontier(trace)
+    frontier = build_frontier(trace) if frontier is None else frontier
     shortest_s = float(frontier.iteration_time_s[0])
     if straggler_time_s is not None and straggler_slowdown is not None:
         raise UserError(
@@ -95,8 +97,7 @@ def choose_plan(
     base_knobs = pdag.max_clock_knobs
     base_time = makespan_s(pdag, base_knobs)
     horizon = shortest_s if straggler_time_s is None else float(straggler_time_s)
-    index = best_plan_within(trace, horizon)
-    knobs = base_knobs if index is None else trace.knobs(index)
+    knobs = frontier.knobs[frontier.best_within(horizon)]
     makespan = makespan_s(pdag, knobs)
     span = max(horizon, base_time)
     energy = pdag.iteration_energy_j(knobs, span)
@@ -107,7 +108,7 @@ def choose_plan(
         plan_makespan_s=makespan,
         energy_j=energy,
         shortest_iteration_time_s=shortest_s,
-        shortest_iteration_energy_j=_energy_by(trace, shortest_s),
+        shortest_iteration_energy_j=float(frontier.energy_j[0]),
         max_clock_iteration_time_s=base_time,
         max_clock_energy_j=base_energy,
         saving_j=base_energy - energy,
@@ -115,42 +116,6 @@ def choose_plan(
         straggler_time_s=straggler_time_s,
         knobs=knobs,
     )
-
-
-def _energy_by(trace: PlanTrace, iteration_time_s: float) -> float:
-    """Least energy of an iteration finishing by ``iteration_time_s`` (J)."""
-    pdag = trace.pdag
-    index = best_plan_within(trace, iteration_time_s)
-    knobs = pdag.max_clock_knobs if index is None else trace.knobs(index)
-    return pdag.iteration_energy_j(knobs, iteration_time_s)
-
-
-def best_plan_within(trace: PlanTrace, iteration_time_s: float) -> int | None:
-    """Least-energy plan whose real iteration time is at most ``iteration_time_s``.
-
-    Plans whose quantised time fits are guaranteed to; a plan whose quantised time is up to
-    one longest path of rounding over the limit may still fit in real time and is checked
-    with the profile's real times. ``None`` when only the max-clock schedule fits.
-    """
-    pdag = trace.pdag
-    best = best_plan_by(trace, iteration_time_s)
-    q = np.asarray(trace.quant_time)
-    cost = np.asarray(trace.energy_j) - pdag.p_blocking_w * np.asarray(trace.busy_s)
-    limit = iteration_time_s / pdag.time_unit_s
-    slack = 2 * (pdag.num_microbatches + pdag.num_stages)  # ops on the longest path
-    near = np.nonzero((q > limit) & (q <= limit + slack))[0]
-    for i in sorted(near, key=lambda i: cost[i]):
-        if best is not None and cost[i] >= cost[best]:
-            break
-        if makespan_s(pdag, trace.knobs(int(i))) <= iteration_time_s:
-            best = int(i)
-            break
-    if best is not None:
-        base = pdag.max_clock_knobs
-        base_cost = pdag.iteration_energy_j(base, 0.0)
-        if base_cost < cost[best]:
-            return None
-    return best
 
 
 def plan_frequencies(trace: PlanTrace, knobs: np.ndarray) -> list[dict[str, Any]]:
@@ -186,6 +151,7 @@ def plan_to_dict(trace: PlanTrace, plan: PipelinePlan) -> dict[str, Any]:
         "num_microbatches": pdag.num_microbatches,
         "p_blocking_w": pdag.p_blocking_w,
         "time_unit_s": pdag.time_unit_s,
+        "times": "real: the profile's durations and energies (time_unit_s steers the search only)",
         "schedule": "1f1b",
         "energy_source": pdag.energy_source,
         "frequencies": plan_frequencies(trace, plan.knobs),

@@ -52,14 +52,18 @@ def plot_pipeline_frontier(
         frontier: The frontier.
         path: PNG to write.
         max_clock: (time s, energy J) of the schedule at maximum clock, marked.
-        chosen: (time s, energy J) of the chosen plan, marked; it can sit below the curve,
-            which only counts plans whose times rounded up fit, while the chosen plan is
-            checked with real times.
+        chosen: (time s, energy J) of the chosen plan, marked.
         title: Figure title.
     """
     fig = NotebookFigure(figsize=(6, 4))
     ax = fig.add_subplot()
-    ax.plot(frontier.iteration_time_s, frontier.energy_j, "-", label="frontier (lowtime)")
+    ax.plot(
+        frontier.iteration_time_s,
+        frontier.energy_j,
+        ".-",
+        markersize=3,
+        label="frontier (profile's real times)",
+    )
     if max_clock is not None:
         ax.plot(*max_clock, "s", color="tab:red", label="all at max clock (its own time)")
     if chosen is not None:

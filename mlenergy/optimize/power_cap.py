@@ -1,11 +1,14 @@
 """The most tokens per second under a site power cap and a latency deadline.
 
-A candidate configuration serves ``replicas = floor(budget / (replica power x PUE + host
-share))`` copies, where replica power is its average GPU power (W, all its GPUs) and the host
-share is ``host_w_per_gpu x num_gpus``. Its site throughput is ``replicas x throughput``. Only
-candidates whose median inter-token latency is within the deadline count. Objectives: most site
-tokens per second (default) or fewest site joules per token (site power / site tokens per second,
-PUE and host power included).
+A candidate configuration serves ``replicas = floor(budget / replica peak site power)`` copies.
+A replica's IT power is its average GPU power (W, all its GPUs) plus the host share
+(``host_w_per_gpu x num_gpus``); PUE multiplies all of it (cooling and conversion serve the hosts
+as well as the GPUs). The budget is checked against the replica's *peak* site power,
+``(peak_factor x GPU power + host share) x PUE``: ``peak_factor`` (>= 1) reserves headroom above
+the measured average GPU power, which is what the GPUs draw over a run, not at their peaks. Its
+site throughput is ``replicas x throughput``. Only candidates whose median inter-token latency is
+within the deadline count. Objectives: most site tokens per second (default) or fewest site joules
+per token (average site power / site tokens per second, PUE and host power included).
 
 >>> from mlenergy.optimize.power_cap import plan_power_cap
 >>> result = plan_power_cap(100_000, "Qwen/Qwen3-30B-A3B-Instruct-2507", "lm-arena-chat",
@@ -23,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mlenergy.analysis.headline import meets_deadline
 from mlenergy.errors import UserError
 from mlenergy.optimize.candidates import (
     CANDIDATE_COLUMNS,
@@ -48,6 +52,7 @@ BEST_KEYS = (
     "replicas",
     "site_tokens_per_s",
     "site_power_w",
+    "site_peak_power_w",
     "energy_per_token_j",
     "gpu_energy_per_token_j",
     "median_itl_ms",
@@ -59,12 +64,29 @@ BEST_KEYS = (
 
 @dataclass(frozen=True)
 class SiteParams:
-    """The site: power budget (W), PUE, host power per GPU (W), price (per kWh)."""
+    """The site: power budget (W), PUE, host power per GPU (W), price (per kWh), peak factor.
+
+    ``peak_factor`` multiplies the measured average GPU power to give the power the budget must
+    hold at peaks (1.0: the average).
+    """
 
     budget_w: float
     pue: float = 1.2
     host_w_per_gpu: float = 150.0
     price_kwh: float = 0.08
+    peak_factor: float = 1.0
+
+    def replica_site_w(self, gpu_w: Any, num_gpus: Any, peak: bool = False) -> Any:
+        """Site power of one replica (W): (GPU power [x peak factor] + host share) x PUE.
+
+        Args:
+            gpu_w: Average power of the replica's GPUs, all of them together (W); a float or an
+                array.
+            num_gpus: GPUs in the replica.
+            peak: Apply :attr:`peak_factor` to the GPU power (the figure the budget holds).
+        """
+        factor = self.peak_factor if peak else 1.0
+        return (gpu_w * factor + self.host_w_per_gpu * num_gpus) * self.pue
 
     def check(self) -> None:
         """Raises UserError on a non-positive budget, a PUE below 1 or a negative host power."""
@@ -73,6 +95,7 @@ class SiteParams:
             ("--pue", self.pue, self.pue >= 1.0),
             ("--host-w-per-gpu", self.host_w_per_gpu, self.host_w_per_gpu >= 0),
             ("--price-kwh", self.price_kwh, self.price_kwh >= 0),
+            ("--peak-factor", self.peak_factor, self.peak_factor >= 1.0),
         ):
             if not (ok and math.isfinite(value)):
                 raise UserError(f"{name} is {value}; it is out of range", "Pass a sensible value")
@@ -116,6 +139,7 @@ class PowerCapResult:
             "budget_w": self.site.budget_w,
             "pue": self.site.pue,
             "host_w_per_gpu": self.site.host_w_per_gpu,
+            "peak_factor": self.site.peak_factor,
             "itl_limit_ms": self.itl_limit_ms,
             "objective": self.objective,
             "candidates": len(self.candidates),
@@ -140,17 +164,23 @@ def _row(r: pd.Series) -> dict[str, Any]:
 def site_figures(candidates: pd.DataFrame, site: SiteParams) -> pd.DataFrame:
     """Add the site columns to a candidate frame.
 
-    Adds ``replica_site_w``, ``replicas``, ``site_tokens_per_s``, ``site_power_w`` and
-    ``energy_per_token_j`` (site J per token; the candidate's own is ``gpu_energy_per_token_j``).
+    Adds ``replica_site_w`` (average) and ``replica_peak_site_w``, ``replicas`` (as many as the
+    budget holds at peak power), ``site_tokens_per_s``, ``site_power_w`` (average),
+    ``site_peak_power_w`` (never above the budget) and ``energy_per_token_j`` (site J per token;
+    the candidate's own is ``gpu_energy_per_token_j``).
     """
     df = candidates.copy()
     df["gpu_energy_per_token_j"] = df["energy_per_token_j"].astype(float)
-    per_replica = df["avg_power_w"].astype(float) * site.pue
-    per_replica += site.host_w_per_gpu * df["num_gpus"].astype(float)
+    gpu_w = df["avg_power_w"].astype(float)
+    num_gpus = df["num_gpus"].astype(float)
+    per_replica = site.replica_site_w(gpu_w, num_gpus)
+    peak_replica = site.replica_site_w(gpu_w, num_gpus, peak=True)
     df["replica_site_w"] = per_replica
-    df["replicas"] = np.floor(site.budget_w / per_replica).astype(int)
+    df["replica_peak_site_w"] = peak_replica
+    df["replicas"] = np.floor(site.budget_w / peak_replica).astype(int)
     df["site_tokens_per_s"] = df["replicas"] * df["throughput_tokens_per_s"].astype(float)
     df["site_power_w"] = df["replicas"] * per_replica
+    df["site_peak_power_w"] = df["replicas"] * peak_replica
     with np.errstate(divide="ignore", invalid="ignore"):
         df["energy_per_token_j"] = per_replica / df["throughput_tokens_per_s"].astype(float)
     return df
@@ -254,6 +284,7 @@ def plan_power_cap(
     gpus: list[str] | None = None,
     precisions: list[str] | None = None,
     power_limits: list[float | None] | None = None,
+    peak_factor: float = 1.0,
 ) -> PowerCapResult:
     """The best serving configuration for a site power budget and a latency deadline.
 
@@ -274,12 +305,13 @@ def plan_power_cap(
         gpus: GPUs to estimate for.
         precisions: Weight precisions to estimate for.
         power_limits: Per-GPU power limits to estimate for (None: TDP).
+        peak_factor: Peak GPU power over average GPU power (>= 1) the budget must hold.
 
     Raises:
         UserError: Bad parameters, no candidate, none within the deadline, or a budget below
             one replica's power.
     """
-    site = SiteParams(budget_w, pue, host_w_per_gpu, price_kwh)
+    site = SiteParams(budget_w, pue, host_w_per_gpu, price_kwh, peak_factor)
     site.check()
     if objective not in OBJECTIVES:
         raise UserError(
@@ -295,7 +327,7 @@ def plan_power_cap(
     if missing:
         raise UserError(f"candidate table lacks column(s) {', '.join(missing)}", "Add them")
     df = site_figures(candidates, site)
-    df["within_deadline"] = df["median_itl_ms"].astype(float) <= itl_limit_ms
+    df["within_deadline"] = meets_deadline(df["median_itl_ms"], itl_limit_ms)
     fast = df[df["within_deadline"]]
     if fast.empty:
         best_itl = float(df["median_itl_ms"].min())
@@ -305,10 +337,10 @@ def plan_power_cap(
         )
     fits = fast[fast["replicas"] >= 1]
     if fits.empty:
-        smallest = float(fast["replica_site_w"].min())
+        smallest = float(fast["replica_peak_site_w"].min())
         raise UserError(
-            f"--budget-w {budget_w:g} is below one replica's power ({smallest:.0f} W with PUE "
-            "and host power)",
+            f"--budget-w {budget_w:g} is below one replica's power ({smallest:.0f} W with PUE, "
+            "host power and peak factor)",
             "Raise the budget",
         )
     ranked = rank(fits, objective)
@@ -323,12 +355,14 @@ def summary_lines(result: PowerCapResult, runners_up: int = 5) -> list[str]:
     b = result.best
     pl = f"{b['power_limit_w']:.0f} W" if b["power_limit_w"] else "default"
     lines = [
-        f"best under {result.site.budget_w:,.0f} W (PUE {result.site.pue}, host "
-        f"{result.site.host_w_per_gpu:g} W/GPU), median ITL <= {result.itl_limit_ms:g} ms:",
+        f"best under {result.site.budget_w:,.0f} W (PUE {result.site.pue} on GPUs and hosts, host "
+        f"{result.site.host_w_per_gpu:g} W/GPU, peak factor {result.site.peak_factor:g}), "
+        f"median ITL <= {result.itl_limit_ms:g} ms:",
         f"  {b['replicas']} x {b['gpu']} x{b['num_gpus']} (TP{b['tensor_parallel']} "
         f"EP{b['expert_parallel']} DP{b['data_parallel']}), {b['precision']}, max_num_seqs "
         f"{b['max_num_seqs']}, power limit {pl}",
-        f"  {b['site_tokens_per_s']:,.0f} tokens/s at {b['site_power_w']:,.0f} W, "
+        f"  {b['site_tokens_per_s']:,.0f} tokens/s at {b['site_power_w']:,.0f} W average "
+        f"({b['site_peak_power_w']:,.0f} W at peak), "
         f"{b['energy_per_token_j']:.3f} J/token (site), ITL {b['median_itl_ms']:.1f} ms",
         f"  energy cost {result.cost_per_million_tokens():.4f} per million tokens at "
         f"{result.site.price_kwh:g}/kWh; source {b['source']}",

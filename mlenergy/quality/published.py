@@ -56,11 +56,22 @@ non-thinking models 350-950; 2,000 separates the two with room on both sides.
 Mode = Literal["thinking", "non-thinking"]
 
 DEFAULT_REASONING_LEVEL = "medium"
-"""Reasoning level assumed for a run that states none, when scores of several levels exist.
+"""Reasoning level of the measured runs, when scores of several levels exist.
 
-Models with reasoning levels (gpt-oss: low, medium, high) reason at ``medium`` unless the
-request sets another level (their chat template's default), and ML.ENERGY's runs set none.
+Models with reasoning levels (gpt-oss: low, medium, high) reason at the level the request sets;
+ML.ENERGY's benchmark harness config for gpt-oss sets ``reasoning_effort: medium`` (also the
+model's chat-template default), so the measured runs reasoned at ``medium``.
 """
+
+RUN_LEVEL_SOURCE = "ML.ENERGY's harness config sets reasoning_effort: medium for the run"
+"""Where the measured runs' reasoning level comes from (said in every match it decides)."""
+
+_UNSTATED = re.compile(
+    r"[^;,()]*\b(?:does not say|doesn't say|not stated|unstated|not specified|not captured|"
+    r"unknown)\b[^;,()]*",
+    re.I,
+)
+"""A clause that says the setting is not known (removed before looking for a mode word)."""
 
 _LEVEL_RE = re.compile(r"reasoning (?:level|effort)[:= ]*(?P<level>low|medium|high)\b", re.I)
 
@@ -144,9 +155,11 @@ def _unit_range(unit: str) -> tuple[float, float, bool]:
 def setting_mode(setting: str) -> Mode | None:
     """The mode a ``setting`` text states: ``non-thinking``, ``thinking`` or ``None``.
 
-    The first mode word decides (a setting may go on to quote the other mode's baselines).
+    Clauses that say the setting is not known ("arena entry does not say thinking vs
+    non-thinking", "reasoning effort not stated") state no mode and are skipped. Then the first
+    mode word decides (a setting may go on to quote the other mode's baselines).
     """
-    found = _MODE_WORDS.search(setting)
+    found = _MODE_WORDS.search(_UNSTATED.sub(" ", setting))
     if found is None:
         return None
     return "non-thinking" if found.group("non") else "thinking"
@@ -169,8 +182,8 @@ def _default_level(chosen: list[PublishedScore]) -> tuple[list[PublishedScore], 
         - {f"{DEFAULT_REASONING_LEVEL} {s.score:g}" for s in keep}
     )
     return keep, (
-        f"; reasoning level {DEFAULT_REASONING_LEVEL} chosen, the model's default (the run "
-        f"states none; other rows: {', '.join(others)})"
+        f"; reasoning level {DEFAULT_REASONING_LEVEL} chosen, as the run used it "
+        f"({RUN_LEVEL_SOURCE}; other rows: {', '.join(others)})"
     )
 
 
@@ -348,9 +361,10 @@ def match_score(
     The run's mode is ``mode`` when given, else it comes from the run's mean output length
     (:func:`run_mode`); with neither, the first row is used. Rows of that mode win;
     then rows whose setting states no mode; then rows of the other mode (said so in ``how``).
-    When those rows state different reasoning levels (gpt-oss: low, medium, high), the
-    :data:`DEFAULT_REASONING_LEVEL` rows are kept. Among equals the first row of the file is
-    chosen and the others are kept as ``alternatives``.
+    When the model's rows state different reasoning levels (gpt-oss: low, medium, high), the
+    rows of the runs' level (:data:`DEFAULT_REASONING_LEVEL`) are kept whatever the mode.
+    Among equals the first row of the file is chosen and the others are kept as
+    ``alternatives``.
 
     Args:
         scores: Published scores (:func:`read_published_quality`).
@@ -379,8 +393,14 @@ def match_score(
             if mode is not None and mean_output_tokens is not None
             else "no output length"
         )
-    chosen, why = _pick(candidates, mode)
-    chosen, level_why = _default_level(chosen)
+    levels = {reasoning_level(s.setting) for s in candidates} - {None}
+    if len(levels) > 1 and DEFAULT_REASONING_LEVEL in levels:
+        # A model with reasoning levels always reasons: the run's level decides, not its length.
+        chosen, level_why = _default_level(candidates)
+        why = "the model has reasoning levels"
+    else:
+        chosen, why = _pick(candidates, mode)
+        chosen, level_why = _default_level(chosen)
     how = f"{length}; {why}{level_why}"
     if via_base:
         how += f"; score of {base_model_id(model_id)} (the FP8 checkpoint inherits it)"

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from mlenergy.records.base import FrozenModel, NonNegInt, PosInt
+from mlenergy.records.model_kind import ModelKind, model_kind
 
 
 class Hardware(FrozenModel):
@@ -99,6 +100,11 @@ class ModelInfo(FrozenModel):
     active_params: PosInt
     dtype: str
     weights: Literal["pretrained", "random", "trained"]
+
+    @property
+    def kind(self) -> ModelKind:
+        """``dense``, ``moe`` or ``hybrid``: the one rule of :mod:`mlenergy.records.model_kind`."""
+        return model_kind(self.architecture, self.is_moe, self.model_id)
 
     @model_validator(mode="after")
     def _moe_consistent(self) -> ModelInfo:

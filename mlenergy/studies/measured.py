@@ -1,14 +1,17 @@
 """The measured dense-versus-MoE study: real GPU measurements against published quality.
 
-Energy comes from measured inference runs in the store (ML.ENERGY's H100/B200 measurements,
-imported on the fly from the shared reference folder when the store has no measured run, and
-any measured run of this project). Quality comes from quality records in the store (measured
+Energy comes from measured inference runs: ML.ENERGY's H100/B200 measurements, read directly
+from the shipped reference (a read-only layer beside the store, never imported into it), and
+the measured runs of the user's store. Quality comes from quality records in the store (measured
 or imported for the model: they win) or else from published scores
 (:mod:`mlenergy.quality.published`), labelled ``published:<benchmark>``.
 
 For each model x GPU x task the study keeps the lowest-energy configuration whose median
 inter-token latency meets the deadline; energy per response is energy per output token times
-the mean output length. Where the quality is an accuracy in %, energy per correct answer is
+the exact mean output length. Configurations the estimator's host-bound rule flags
+(:mod:`mlenergy.estimate.host_bound`: runs of that kind stalled on the host) carry
+``host_bound=True``; the study gives its headlines with and without them. Where the quality
+is an accuracy in %, energy per correct answer is
 ``energy_per_response_j / (quality_score / 100)``. The comparisons are in
 :mod:`mlenergy.studies.measured_analysis`, the report in :mod:`mlenergy.studies.measured_report`.
 """
@@ -24,6 +27,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mlenergy.analysis.headline import (
+    energy_per_correct_j,
+    energy_per_response_j,
+    headline_phase,
+    lowest_energy_positions,
+    meets_deadline,
+)
 from mlenergy.quality.published import PublishedScore, match_score, run_mode
 from mlenergy.records import Phase, QualityResult, RunRecord
 
@@ -49,25 +59,10 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
 )
 """Columns of ``summary.csv``, in order (kept exactly)."""
 
-HYBRID_MODEL_TYPES = frozenset(
-    {"nemotron_h", "jamba", "zamba", "zamba2", "bamba", "falcon_h1", "granitemoehybrid", "lfm2"}
-)
-"""``model_type`` values of state-space/recurrent + attention hybrids."""
-
 
 def task_benchmarks(benchmark: str = DEFAULT_BENCHMARK) -> dict[str, str]:
     """The quality benchmark of each task: ``gpqa`` -> ``benchmark``, chat -> LMArena."""
     return {"gpqa": benchmark, "lm-arena-chat": CHAT_BENCHMARK}
-
-
-def arch_label(architecture: str, is_moe: bool) -> str:
-    """``moe`` (routes to experts), ``hybrid`` (Mamba/recurrent + attention) or ``dense``."""
-    if is_moe:
-        return "moe"
-    arch = architecture.lower()
-    if arch in HYBRID_MODEL_TYPES or any(m in arch for m in ("mamba", "hybrid")):
-        return "hybrid"
-    return "dense"
 
 
 def _measured_by(run: RunRecord) -> str:
@@ -95,17 +90,18 @@ def _config_row(run: RunRecord) -> dict[str, Any] | None:
         return None
     if not run.energy_source.startswith("measured:") or not run.hardware.accelerator_model:
         return None
-    req = run.phase(Phase.REQUEST) or run.phase(Phase.DECODE)
-    if req is None or req.energy_per_token_j is None:
+    req = headline_phase(run)
+    if req is None:
         return None
     itl = req.itl_p50_s
     if itl is None and (dec := run.phase(Phase.DECODE)) is not None:
         itl = dec.itl_p50_s
-    out = float(run.workload.output_tokens)
+    out = float(run.workload.avg_output_tokens or run.workload.output_tokens)
+    itl_is_mean_tpot = "mean time per output token" in run.tags.get("itl", "")
     return {
         "run_id": run.run_id,
         "model_id": run.model.model_id,
-        "arch": arch_label(run.model.architecture, run.model.is_moe),
+        "arch": run.model.kind,
         "gpu": run.hardware.accelerator_model,
         "task": run.workload.task or "unlabelled",
         "num_gpus": run.hardware.accelerator_count,
@@ -114,8 +110,10 @@ def _config_row(run: RunRecord) -> dict[str, Any] | None:
         "active_params": run.model.active_params,
         "mean_output_tokens": out,
         "energy_per_token_j": req.energy_per_token_j,
-        "energy_per_response_j": req.energy_per_token_j * out,
+        "energy_per_response_j": float(energy_per_response_j(req.energy_per_token_j, out)),
         "median_itl_ms": itl * 1000.0 if itl is not None else math.nan,
+        "latency_kind": "mean time per output token" if itl_is_mean_tpot else "median ITL",
+        "avg_power_w": req.avg_power_w if req.avg_power_w is not None else math.nan,
         "energy_source": run.energy_source,
         "measured_by": _measured_by(run),
     }
@@ -138,9 +136,11 @@ def measured_frame(
 
     Returns:
         Columns: ``run_id``, ``model_id``, ``arch``, ``gpu``, ``task``, ``num_gpus``,
-        ``configuration``, ``total_params``, ``active_params``, ``mean_output_tokens``,
-        ``energy_per_token_j`` (J per output token), ``energy_per_response_j`` (J),
-        ``median_itl_ms`` (ms), ``energy_source``, ``measured_by``.
+        ``configuration``, ``total_params``, ``active_params``, ``mean_output_tokens`` (exact
+        mean), ``energy_per_token_j`` (J per output token), ``energy_per_response_j`` (J),
+        ``median_itl_ms`` (ms; for v2 rows the mean time per output token, see
+        ``latency_kind``), ``latency_kind``, ``avg_power_w`` (W, all GPUs), ``energy_source``,
+        ``measured_by``, ``host_bound`` (the estimator's host-bound rule flags it).
     """
     rows = [row for r in runs if (row := _config_row(r)) is not None]
     frame = pd.DataFrame(rows)
@@ -148,14 +148,21 @@ def measured_frame(
         frame = frame[~frame["measured_by"].isin(LEGACY_SOURCES)]
     if gpu is not None and not frame.empty:
         frame = frame[frame["gpu"].str.lower().str.startswith(gpu.lower())]
-    return frame.reset_index(drop=True)
+    frame = frame.reset_index(drop=True)
+    if not frame.empty:
+        from mlenergy.analysis.stalls import host_bound_flags
+
+        frame["host_bound"] = host_bound_flags(frame)
+    return frame
 
 
 def best_configurations(configs: pd.DataFrame, itl_limit_ms: float) -> pd.DataFrame:
     """The lowest-energy configuration within the deadline, per model x GPU x task.
 
-    A model with no configuration within the deadline keeps a row with no energy and a
-    ``note`` naming its fastest median ITL.
+    The rules are :mod:`mlenergy.analysis.headline`'s (the leaderboard's and the planner's):
+    a configuration meets the deadline when its median ITL is recorded and at most the limit;
+    the best has the lowest energy per output token. A model with no configuration within the
+    deadline keeps a row with no energy and a ``note`` naming its fastest median ITL.
 
     Args:
         configs: :func:`measured_frame`.
@@ -167,7 +174,7 @@ def best_configurations(configs: pd.DataFrame, itl_limit_ms: float) -> pd.DataFr
     """
     out = []
     for _, group in configs.groupby(["model_id", "gpu", "task"], sort=True):
-        within = group[group["median_itl_ms"] <= itl_limit_ms]
+        within = group[meets_deadline(group["median_itl_ms"], itl_limit_ms)]
         if within.empty:
             row = group.sort_values("median_itl_ms").iloc[0].copy()
             fastest = row["median_itl_ms"]
@@ -182,7 +189,10 @@ def best_configurations(configs: pd.DataFrame, itl_limit_ms: float) -> pd.DataFr
                 "judged against the deadline"
             )
         else:
-            row = within.sort_values("energy_per_response_j").iloc[0].copy()
+            pos, _ = lowest_energy_positions(
+                np.zeros(len(within), dtype=int), within["energy_per_token_j"].to_numpy(float)
+            )
+            row = within.iloc[int(pos[0])].copy()
             row["configs_within"] = len(within)
             row["note"] = ""
         out.append(row)
@@ -420,11 +430,7 @@ def energy_per_correct(energy_per_response_j: float, score: float, is_accuracy: 
     Returns:
         Joules per correct answer; NaN without an accuracy or energy, or at 0 % accuracy.
     """
-    if not is_accuracy or not np.isfinite(score) or score <= 0:
-        return math.nan
-    if not np.isfinite(energy_per_response_j):
-        return math.nan
-    return float(energy_per_response_j / (score / 100.0))
+    return float(energy_per_correct_j(energy_per_response_j, score, is_accuracy))
 
 
 BENCHMARK_QUESTIONS = {"gpqadiamond": 198}
@@ -460,31 +466,31 @@ def summary_table(rows: pd.DataFrame) -> pd.DataFrame:
     return table.loc[:, list(SUMMARY_COLUMNS)].reset_index(drop=True)
 
 
-def load_measured_runs(data_dir: Path, reference: Path | None) -> tuple[list[RunRecord], int]:
-    """The store's runs, importing the reference measurements first when it has none measured.
+def load_measured_runs(
+    data_dir: Path, reference: Path | None, include_reference: bool = True
+) -> tuple[list[RunRecord], int]:
+    """The store's runs and, beside them, the shipped reference's (read, not imported).
 
     Args:
-        data_dir: The store folder.
-        reference: The shared reference folder (``None``: its default location).
+        data_dir: The store folder (read only; a missing folder holds no run).
+        reference: The reference folder (``None``: the shipped one).
+        include_reference: Read the reference beside the store.
 
     Returns:
-        ``(runs, imported)``: every run of the store and how many were imported now.
+        ``(runs, from_reference)``: the runs (a store run with the same run id as a reference
+        run, from an earlier ``import-reference``, is kept once) and how many came from the
+        reference.
 
     Raises:
-        UserError: The store has no measured run and the reference cannot be imported.
+        UserError: The reference folder is missing or holds no table.
     """
+    from mlenergy.estimate.reference import read_reference
     from mlenergy.store import RunStore
 
     store = RunStore(data_dir)
     runs = store.runs() if store.results_dir.is_dir() else []
-    if any(_config_row(r) is not None for r in runs):
+    if not include_reference:
         return runs, 0
-    added = import_reference_measurements(reference, data_dir)
-    return store.runs(), added
-
-
-def import_reference_measurements(reference: Path | None, data_dir: Path) -> int:
-    """Import ML.ENERGY's reference measurements into the store; return how many were added."""
-    from mlenergy.analysis.reference_import import import_reference
-
-    return import_reference(reference, data_dir)[0]
+    stored = {r.run_id for r in runs}
+    layer = [r for r in read_reference(reference) if r.run_id not in stored]
+    return [*runs, *layer], len(layer)

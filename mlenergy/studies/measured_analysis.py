@@ -6,9 +6,12 @@ configuration within the latency deadline, with its quality; see
 
 * :func:`quality_frontier`: the Pareto frontier of quality against energy per response;
 * :func:`matched_pairs`: dense and MoE models within a few quality points of each other, with
-  the MoE/dense energy ratio and a bootstrap interval over their configurations;
-* :func:`parameter_fits`: does energy per token follow active or total parameters (log-log
-  fits per family, bootstrap over models);
+  the MoE/dense energy ratio at their best configurations and the range that same ratio spans
+  over every pairing of their configurations within the deadline (a designed grid, not a
+  sample, so a range rather than a confidence interval);
+* :func:`parameter_fits`: how energy per token varies with active or total parameters once the
+  deployment's size (its GPU count, which grows with the model) has its own term (log-log least
+  squares; BF16/FP8 copies of one model merged into one point);
 * :func:`sparse_claim`: the claim behind DeepSeek-R1 (many total, few active parameters,
   better quality than dense models at equal or lower cost per token), tested on the models of
   that shape that were measured.
@@ -21,8 +24,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from mlenergy.analysis.bootstrap import bootstrap_ratio_ci
 from mlenergy.analysis.frontier import pareto_mask
+from mlenergy.analysis.model_ids import precision_base
 
 MATCH_POINTS = {"%": 3.0, "elo": 15.0}
 """How close two quality scores must be to count as matched: points of % or of Elo."""
@@ -38,14 +41,20 @@ MIN_FIT_MODELS = 3
 
 PAIR_COLUMNS = (
     "task", "gpu", "benchmark", "dense", "moe", "dense_score", "moe_score", "energy_ratio",
-    "ratio_mean_configs", "ratio_ci_low", "ratio_ci_high", "configs_dense", "configs_moe",
+    "ratio_range_low", "ratio_range_high", "configs_dense", "configs_moe",
 )  # fmt: skip
 """Columns of :func:`matched_pairs` (present even when no pair is found)."""
 
 FIT_COLUMNS = (
-    "task", "gpu", "family", "predictor", "models", "slope", "slope_ci_low", "slope_ci_high", "r2",
+    "task", "gpu", "family", "predictor", "points", "model_ids", "slope_params",
+    "slope_params_ci_low", "slope_params_ci_high", "slope_gpus", "r2_params_alone",
+    "r2_gpus_alone", "r2_both", "params_beyond_gpus", "corr_params_gpus",
 )  # fmt: skip
-"""Columns of :func:`parameter_fits` (present even when too few models allow a fit)."""
+"""Columns of :func:`parameter_fits` (present even when too few models allow a fit).
+
+``r2_*`` are the shares of the variance of log energy per token explained by log parameters
+alone, log GPU count alone, and both; ``params_beyond_gpus = r2_both - r2_gpus_alone`` is what
+the parameter count explains that the GPU count does not."""
 
 CLAIM_COLUMNS = (
     "task", "gpu", "moe", "dense", "moe_total_b", "moe_active_b", "dense_total_b",
@@ -84,39 +93,37 @@ def _tolerance(row: pd.Series) -> float:
     return MATCH_POINTS["%"] if row["quality_is_accuracy"] else MATCH_POINTS["elo"]
 
 
-def matched_pairs(
-    rows: pd.DataFrame, configs: pd.DataFrame, itl_limit_ms: float, seed: int = 0
-) -> pd.DataFrame:
+def matched_pairs(rows: pd.DataFrame, configs: pd.DataFrame, itl_limit_ms: float) -> pd.DataFrame:
     """Dense-MoE pairs of one task and GPU whose quality is within :data:`MATCH_POINTS`.
 
-    The ratio is MoE over dense energy per response at each model's best configuration; the
-    interval resamples each model's configurations within the deadline (bootstrap of the
-    ratio of their mean energies), so it says how much the figure depends on which
-    configuration is run.
+    ``energy_ratio`` is MoE over dense energy per response, each model at its best
+    configuration within the deadline. ``ratio_range_low``/``high`` are the smallest and
+    largest values that same ratio takes over every pairing of the two models' configurations
+    within the deadline (MoE's cheapest over dense's dearest, and the reverse): how much the
+    ratio depends on the configurations chosen. The configurations are a designed grid, not a
+    sample, so this is a range, not a confidence interval.
 
     Args:
         rows: The study's rows.
         configs: Every measured configuration (:func:`mlenergy.studies.measured.measured_frame`).
         itl_limit_ms: The deadline, milliseconds.
-        seed: Bootstrap seed.
 
     Returns:
         One row per pair: ``task``, ``gpu``, ``benchmark``, ``dense``, ``moe``,
-        ``dense_score``, ``moe_score``, ``energy_ratio``, ``ratio_mean_configs``,
-        ``ratio_ci_low``, ``ratio_ci_high``, ``configs_dense``, ``configs_moe``.
+        ``dense_score``, ``moe_score``, ``energy_ratio``, ``ratio_range_low``,
+        ``ratio_range_high``, ``configs_dense``, ``configs_moe``.
     """
     out = []
     within = configs[configs["median_itl_ms"] <= itl_limit_ms]
     for (task, gpu), g in _with_quality(rows).groupby(["task", "gpu"], sort=True):
         dense, moe = g[g["arch"] == "dense"], g[g["arch"] == "moe"]
+        pick = within[(within["task"] == task) & (within["gpu"] == gpu)]
         for _, d in dense.iterrows():
             for _, m in moe.iterrows():
                 if abs(d["quality_score"] - m["quality_score"]) > _tolerance(d):
                     continue
-                pick = within[(within["task"] == task) & (within["gpu"] == gpu)]
                 ed = pick.loc[pick["model_id"] == d["model_id"], "energy_per_response_j"]
                 em = pick.loc[pick["model_id"] == m["model_id"], "energy_per_response_j"]
-                ci = bootstrap_ratio_ci(em, ed, seed=seed)
                 out.append(
                     {
                         "task": task,
@@ -127,9 +134,8 @@ def matched_pairs(
                         "dense_score": d["quality_score"],
                         "moe_score": m["quality_score"],
                         "energy_ratio": m["energy_per_response_j"] / d["energy_per_response_j"],
-                        "ratio_mean_configs": ci.estimate if ci else math.nan,
-                        "ratio_ci_low": ci.low if ci else math.nan,
-                        "ratio_ci_high": ci.high if ci else math.nan,
+                        "ratio_range_low": em.min() / ed.max() if len(ed) else math.nan,
+                        "ratio_range_high": em.max() / ed.min() if len(ed) else math.nan,
                         "configs_dense": len(ed),
                         "configs_moe": len(em),
                     }
@@ -137,68 +143,106 @@ def matched_pairs(
     return pd.DataFrame(out, columns=list(PAIR_COLUMNS))
 
 
-def _fit(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """Slope and R^2 of ``y = a + b x`` (least squares)."""
-    slope, intercept = np.polyfit(x, y, 1)
-    resid = y - (intercept + slope * x)
+def _r2(y: np.ndarray, design: np.ndarray) -> tuple[np.ndarray, float]:
+    """Least-squares coefficients of ``y`` on ``design`` (intercept included) and the R^2."""
+    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+    resid = y - design @ coef
     total = float(((y - y.mean()) ** 2).sum())
     r2 = 1.0 - float((resid**2).sum()) / total if total > 0 else math.nan
-    return float(slope), r2
+    return coef, r2
 
 
-def _bootstrap_fit(
-    x: np.ndarray, y: np.ndarray, seed: int, n: int = 1000
-) -> tuple[float, float, float, float]:
-    """Slope, its 95% interval, and R^2 of a log-log fit, resampling models."""
-    slope, r2 = _fit(x, y)
+def _design(*columns: np.ndarray) -> np.ndarray:
+    return np.column_stack([np.ones_like(columns[0]), *columns])
+
+
+def _merge_precisions(sub: pd.DataFrame, predictor: str) -> pd.DataFrame:
+    """One point per model: BF16/FP8/... copies of a model averaged in log space."""
+    frame = pd.DataFrame(
+        {
+            "base": [precision_base(m) for m in sub["model_id"]],
+            "model_id": sub["model_id"].to_numpy(),
+            "x": np.log(sub[f"{predictor}_params"].to_numpy(dtype=float)),
+            "g": np.log(sub["num_gpus"].to_numpy(dtype=float)),
+            "y": np.log(sub["energy_per_token_j"].to_numpy(dtype=float)),
+        }
+    )
+    return frame.groupby("base", sort=True).agg(
+        x=("x", "mean"), g=("g", "mean"), y=("y", "mean"), ids=("model_id", "nunique")
+    )
+
+
+def _slope_interval(x: np.ndarray, g: np.ndarray, y: np.ndarray, seed: int, n: int = 1000):
+    """95% percentile-bootstrap interval of the parameter slope (resampling models)."""
     rng = np.random.default_rng(seed)
+    both = np.unique(g).size > 1
     slopes = []
     for _ in range(n):
         idx = rng.integers(0, x.size, x.size)
-        if np.unique(x[idx]).size < 2:
+        if np.unique(x[idx]).size < 2 or (both and np.unique(g[idx]).size < 2):
             continue
-        slopes.append(_fit(x[idx], y[idx])[0])
-    if not slopes:
-        return slope, math.nan, math.nan, r2
+        design = _design(x[idx], g[idx]) if both else _design(x[idx])
+        if np.linalg.matrix_rank(design) < design.shape[1]:
+            continue
+        slopes.append(_r2(y[idx], design)[0][1])
+    if len(slopes) < n // 2:
+        return math.nan, math.nan
     lo, hi = np.quantile(slopes, [0.025, 0.975])
-    return slope, float(lo), float(hi), r2
+    return float(lo), float(hi)
 
 
 def parameter_fits(rows: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
-    """Fits of log energy per token against log active and log total parameters.
+    """Log energy per token against log parameters with log GPU count as its own term.
 
     Per task x GPU and per family (``dense``, ``moe``, and ``all`` models together), with at
-    least :data:`MIN_FIT_MODELS` models. A slope near 1 means energy per token grows in
-    proportion to that count; the better predictor has the higher R^2 over all models.
+    least :data:`MIN_FIT_MODELS` points once the BF16/FP8 copies of one model are merged (their
+    logs averaged: they are not independent points). For each predictor (``active`` or
+    ``total`` parameters) three least-squares fits are made, parameters alone, GPU count alone
+    and both, and their R^2 reported; the slope of the parameters is the one of the two-term fit
+    (with a bootstrap interval over models). Larger models run on more GPUs in these
+    deployments, so what the parameter count explains beyond the GPU count
+    (``params_beyond_gpus``) is the figure to read, together with how the two correlate.
 
     Returns:
-        One row per task x GPU x family x predictor (``active`` or ``total``): ``models``,
-        ``slope``, ``slope_ci_low``, ``slope_ci_high``, ``r2``.
+        One row per task x GPU x family x predictor (:data:`FIT_COLUMNS`).
     """
     out = []
     have = rows[rows["energy_per_token_j"].notna()]
     for (task, gpu), g in have.groupby(["task", "gpu"], sort=True):
         families = {"dense": g[g["arch"] == "dense"], "moe": g[g["arch"] == "moe"], "all": g}
         for family, sub in families.items():
-            if len(sub) < MIN_FIT_MODELS:
-                continue
-            y = np.log(sub["energy_per_token_j"].to_numpy(dtype=float))
             for predictor in ("active", "total"):
-                x = np.log(sub[f"{predictor}_params"].to_numpy(dtype=float))
-                if np.unique(x).size < 2:
+                pts = _merge_precisions(sub, predictor)
+                if len(pts) < MIN_FIT_MODELS or pts["x"].nunique() < 2:
                     continue
-                slope, lo, hi, r2 = _bootstrap_fit(x, y, seed)
+                x, lg, y = (pts[c].to_numpy(dtype=float) for c in ("x", "g", "y"))
+                coef_x, r2_x = _r2(y, _design(x))
+                varied = np.unique(lg).size > 1
+                if varied and np.linalg.matrix_rank(_design(x, lg)) == 3:
+                    coef, r2_both = _r2(y, _design(x, lg))
+                    r2_g = _r2(y, _design(lg))[1]
+                    slope, slope_g = float(coef[1]), float(coef[2])
+                    corr = float(np.corrcoef(x, lg)[0, 1])
+                else:
+                    slope, slope_g, r2_both, r2_g, corr = coef_x[1], math.nan, r2_x, 0.0, math.nan
+                lo, hi = _slope_interval(x, lg, y, seed)
                 out.append(
                     {
                         "task": task,
                         "gpu": gpu,
                         "family": family,
                         "predictor": predictor,
-                        "models": len(sub),
-                        "slope": slope,
-                        "slope_ci_low": lo,
-                        "slope_ci_high": hi,
-                        "r2": r2,
+                        "points": len(pts),
+                        "model_ids": int(pts["ids"].sum()),
+                        "slope_params": float(slope),
+                        "slope_params_ci_low": lo,
+                        "slope_params_ci_high": hi,
+                        "slope_gpus": slope_g,
+                        "r2_params_alone": r2_x,
+                        "r2_gpus_alone": r2_g,
+                        "r2_both": r2_both,
+                        "params_beyond_gpus": r2_both - r2_g,
+                        "corr_params_gpus": corr,
                     }
                 )
     return pd.DataFrame(out, columns=list(FIT_COLUMNS))

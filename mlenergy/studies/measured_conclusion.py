@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pandas as pd
 
+from mlenergy.analysis.stalls import host_bound_reason
 from mlenergy.studies.measured import energy_per_correct_interval
 
 QUALITY_NOTE = (
@@ -13,6 +15,13 @@ QUALITY_NOTE = (
     "published:<benchmark>, each with its source) are set against ML.ENERGY's measurements, "
     "unless the store holds a quality record for the model (labelled imported:<task> when "
     "read from another tool's results, such as lm-eval's, or measured:<task>)."
+)
+
+SAMPLING_NOTE = (
+    "Sampling differs between the two: ML.ENERGY's reference energy runs sampled at temperature "
+    "0.8, top-p 0.95 (its benchmark harness), while each published score used its own "
+    "evaluation settings (named in the quality sources table), so a run's response lengths and "
+    "accuracy need not be those of the published evaluation."
 )
 
 
@@ -64,38 +73,62 @@ def _pairs_sentence(pairs: pd.DataFrame) -> str:
             "No dense and MoE models of the same task and GPU score within the matching "
             "tolerance of each other: the data cannot compare them at equal quality."
         )
-    low = int((pairs["ratio_ci_high"] < 1).sum())
-    high = int((pairs["ratio_ci_low"] > 1).sum())
-    unsure = len(pairs) - low - high
+    low = int((pairs["ratio_range_high"] < 1).sum())
+    high = int((pairs["ratio_range_low"] > 1).sum())
+    mixed = len(pairs) - low - high
     text = (
         f"Matched-quality pairs: {len(pairs)}. In {low} the MoE model spends less energy per "
-        f"response across its configurations (95% interval below 1), in {high} more (above 1)"
+        "response whichever configurations within the deadline the two run (the MoE/dense "
+        f"ratio's whole range over configuration pairings is below 1), in {high} more (whole "
+        "range above 1)"
     )
-    if unsure:
-        text += f", and in {unsure} the interval spans 1 or has one configuration: undecided"
+    if mixed:
+        text += f", and in {mixed} the answer depends on the configurations chosen"
     median = float(pairs["energy_ratio"].median())
-    return text + f". Median MoE/dense ratio at the best configurations: {median:.2f}."
+    return text + (
+        f". Median over the pairs of the MoE/dense ratio at each model's best configuration: "
+        f"{median:.2f}."
+    )
 
 
-def _fits_sentence(fits: pd.DataFrame) -> str | None:
+def _fits_sentence(fits: pd.DataFrame, groups: set | None = None) -> str | None:
+    """The pooled fits of every task x GPU (or only of ``groups``) in one paragraph."""
     pooled = fits[fits["family"] == "all"]
+    if groups is not None:
+        keep = [(t, g) in groups for t, g in zip(pooled["task"], pooled["gpu"], strict=True)]
+        pooled = pooled[keep]
     if pooled.empty:
         return None
-    votes = []
+    parts = []
     for (task, gpu), g in pooled.groupby(["task", "gpu"], sort=True):
-        r2 = dict(zip(g["predictor"], g["r2"], strict=True))
-        if "active" in r2 and "total" in r2:
-            better = "active" if r2["active"] > r2["total"] else "total"
-            votes.append(
-                f"{task}/{gpu}: {better} (R^2 {r2['active']:.2f} active vs {r2['total']:.2f} total)"
+        by = {r["predictor"]: r for _, r in g.iterrows()}
+        if "total" not in by or "active" not in by:
+            continue
+        t, a = by["total"], by["active"]
+        if not math.isfinite(t["corr_params_gpus"]):
+            parts.append(
+                f"{task}/{gpu} ({int(t['points'])} models, one GPU count): total parameters "
+                f"explain R^2 {t['r2_params_alone']:.2f}, active {a['r2_params_alone']:.2f}"
             )
-    if not votes:
+            continue
+        parts.append(
+            f"{task}/{gpu} ({int(t['points'])} models from {int(t['model_ids'])} ids): GPU "
+            f"count alone explains R^2 {t['r2_gpus_alone']:.2f}; total parameters alone "
+            f"{t['r2_params_alone']:.2f}, with GPU count {t['r2_both']:.2f} "
+            f"({t['params_beyond_gpus']:+.2f} beyond GPU count); active parameters alone "
+            f"{a['r2_params_alone']:.2f}, with GPU count {a['r2_both']:.2f} "
+            f"({a['params_beyond_gpus']:+.2f}); log total parameters and log GPU count "
+            f"correlate at {t['corr_params_gpus']:.2f}"
+        )
+    if not parts:
         return None
     return (
-        "Which parameter count energy per token follows, over all models of a task and GPU: "
-        + "; ".join(votes)
-        + ". Slopes with their bootstrap intervals are in the table; with a handful of models "
-        "and configurations chosen per model, read them as indications."
+        "Energy per token against parameters, with the deployment's size (GPU count) as its "
+        "own term (log-log least squares; BF16/FP8 copies of a model merged into one point): "
+        + "; ".join(parts)
+        + ". The fit shows how energy per token varies across the deployments ML.ENERGY chose, "
+        "where larger models run on more GPUs; where the parameter count adds little beyond "
+        "the GPU count, the data cannot tell the two apart, and neither is shown to cause it."
     )
 
 
@@ -137,29 +170,114 @@ def _store_quality_sentence(rows: pd.DataFrame) -> str | None:
     )
 
 
+def _stalled_sentence(stalled: pd.DataFrame, configs_note: str = "") -> str | None:
+    """Which runs the host-bound rule flags, why, and what they draw against the same models."""
+    if stalled is None or stalled.empty:
+        return None
+    groups = "; ".join(
+        f"{task} on {gpu}: {', '.join(sorted({_short(x) for x in g['model_id']}))}"
+        for (task, gpu), g in stalled.groupby(["task", "gpu"], sort=True)
+    )
+    text = (
+        f"Host-bound runs: {len(stalled)} measured configurations ({groups}) are suspect: "
+        f"{host_bound_reason()}."
+    )
+    if configs_note:
+        text += " " + configs_note
+    return text + " Each headline below is given with them and, after it, without them."
+
+
+def power_comparison(configs: pd.DataFrame) -> str:
+    """Median GPU power (W per GPU) of the flagged runs against the same models elsewhere."""
+    flagged = configs[configs["host_bound"].astype(bool)]
+    if flagged.empty or "avg_power_w" not in configs:
+        return ""
+    keys = set(zip(flagged["model_id"], flagged["gpu"], flagged["num_gpus"], strict=True))
+    mine = configs.apply(
+        lambda r: (r["model_id"], r["gpu"], r["num_gpus"]) in keys, axis=1
+    ) & ~configs["host_bound"].astype(bool)
+    other = configs[mine]
+    per_gpu = flagged["avg_power_w"] / flagged["num_gpus"]
+    if other.empty or not per_gpu.notna().any():
+        return ""
+    other_w = (other["avg_power_w"] / other["num_gpus"]).median()
+    return (
+        f"Here they draw a median {per_gpu.median():.0f} W per GPU, against {other_w:.0f} W for "
+        "the same models on the same GPU count with the tasks the rule does not flag."
+    )
+
+
+def _with_and_without(all_text: str | None, clean_text: str | None) -> str | None:
+    if all_text is None:
+        return None
+    if clean_text is None:
+        return all_text
+    if clean_text == all_text:
+        return f"{all_text} (The same without the host-bound runs.)"
+    return f"{all_text} Without the host-bound runs: {clean_text}"
+
+
 def measured_conclusion(
-    rows: pd.DataFrame, pairs: pd.DataFrame, fits: pd.DataFrame, claim: pd.DataFrame
+    everything: Any,
+    unstalled: Any = None,
+    stalled: pd.DataFrame | None = None,
+    configs: pd.DataFrame | None = None,
 ) -> list[str]:
     """The conclusion's paragraphs, computed from the study's tables.
 
     Args:
-        rows: The study's rows (with quality).
-        pairs: :func:`mlenergy.studies.measured_analysis.matched_pairs`.
-        fits: :func:`mlenergy.studies.measured_analysis.parameter_fits`.
-        claim: :func:`mlenergy.studies.measured_analysis.sparse_claim`.
+        everything: The findings on every configuration
+            (:class:`mlenergy.studies.measured_study.Findings`: rows, pairs, fits, claim).
+        unstalled: The same without the configurations the host-bound rule flags (None: no
+            configuration is flagged, so there is nothing to repeat).
+        stalled: The flagged configurations.
+        configs: Every configuration (for the power comparison of the flagged ones).
     """
+    rows, clean = everything.rows, unstalled
+    flagged_groups = set()
+    if stalled is not None and not stalled.empty:
+        flagged_groups = set(zip(stalled["task"], stalled["gpu"], strict=True))
     paragraphs = []
+    note = power_comparison(configs) if configs is not None else ""
+    stalled_text = _stalled_sentence(stalled, note) if stalled is not None else None
+    if stalled_text:
+        paragraphs.append(stalled_text)
     for (task, gpu), g in rows.groupby(["task", "gpu"], sort=True):
         sentence = _per_correct_sentence(task, gpu, g)
+        if sentence and clean is not None and (task, gpu) in flagged_groups:
+            cg = clean.rows[(clean.rows["task"] == task) & (clean.rows["gpu"] == gpu)]
+            other = _per_correct_sentence(task, gpu, cg) if not cg.empty else None
+            sentence = _with_and_without(
+                sentence, other or "no model has an accuracy and a configuration left here."
+            )
         if sentence:
             paragraphs.append(sentence)
-    paragraphs.append(_pairs_sentence(pairs))
-    fit = _fits_sentence(fits)
+    paragraphs.append(
+        _with_and_without(
+            _pairs_sentence(everything.pairs),
+            _pairs_sentence(clean.pairs) if clean is not None else None,
+        )
+    )
+    fit = _fits_sentence(everything.fits)
+    if fit and clean is not None:
+        again = _fits_sentence(clean.fits, flagged_groups)
+        fit += (
+            " Without the host-bound runs, where they were: " + again
+            if again
+            else " Without the host-bound runs, too few models remain for a fit where they were."
+        )
     if fit:
         paragraphs.append(fit)
-    paragraphs.append(_claim_sentence(claim, set(rows["model_id"])))
+    ids = set(rows["model_id"])
+    paragraphs.append(
+        _with_and_without(
+            _claim_sentence(everything.claim, ids),
+            _claim_sentence(clean.claim, ids) if clean is not None else None,
+        )
+    )
     store = _store_quality_sentence(rows)
     if store:
         paragraphs.append(store)
     paragraphs.append(QUALITY_NOTE)
+    paragraphs.append(SAMPLING_NOTE)
     return paragraphs

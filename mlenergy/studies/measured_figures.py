@@ -35,6 +35,20 @@ def _short(model_id: str) -> str:
     return model_id.split("/")[-1]
 
 
+def _stalled(frame: pd.DataFrame) -> pd.Series:
+    """Rows whose chosen configuration the host-bound rule flags (False where not known)."""
+    if "host_bound" not in frame.columns:
+        return pd.Series(False, index=frame.index)
+    return frame["host_bound"].astype("boolean").fillna(False).astype(bool)
+
+
+def _mark_stalled(ax: object, x: pd.Series, y: pd.Series) -> None:
+    """Overlay a red cross on host-bound points, labelled once."""
+    if len(x):
+        ax.scatter(x, y, marker="x", c="red", s=60, lw=1.2,  # type: ignore[attr-defined]
+                   label="host-bound run (stalled)")  # fmt: skip
+
+
 def quality_kind(sources: pd.Series) -> str:
     """``published``, ``imported``, ``measured`` or a mix (``published or imported``).
 
@@ -106,6 +120,8 @@ def _quality_vs_energy(frontier: pd.DataFrame, out: Path, note: str) -> str | No
                 s=36,
                 edgecolors=np.where(s["on_frontier"], "black", "none"),
             )
+        flagged = g[_stalled(g)]
+        _mark_stalled(ax, flagged["energy_per_response_j"], flagged["quality_score"])
         front = g[g["on_frontier"]].sort_values("energy_per_response_j")
         ax.step(front["energy_per_response_j"], front["quality_score"], where="post", c="k", lw=0.8)
         ax.set_xscale("log")
@@ -129,7 +145,11 @@ def _energy_per_correct(rows: pd.DataFrame, out: Path, note: str) -> str | None:
         g = g.sort_values("energy_per_correct_j")
         colours = [ARCH_COLOURS.get(a, "grey") for a in g["arch"]]
         kj = g["energy_per_correct_j"] / 1000
-        bars = ax.barh([_short(m) for m in g["model_id"]], kj, color=colours)
+        names = [
+            f"{_short(m)} (host-bound)" if stalled else _short(m)
+            for m, stalled in zip(g["model_id"], _stalled(g), strict=True)
+        ]
+        bars = ax.barh(names, kj, color=colours, hatch=["//" if h else "" for h in _stalled(g)])
         ax.bar_label(bars, labels=[f"{v:.3g}" for v in kj], fontsize=6, padding=2)
         ax.set_xlim(0, float(kj.max()) * 1.15)
         ax.set_xlabel("energy per correct answer (kJ)")
@@ -159,6 +179,8 @@ def _per_token_vs_params(rows: pd.DataFrame, out: Path, note: str) -> str | None
                 ax.scatter(s[f"{predictor}_params"] / 1e9, s["energy_per_token_j"],
                            c=ARCH_COLOURS.get(arch, "grey"), marker=markers.get(task, "o"),
                            s=28, label=f"{arch} / {task}")  # fmt: skip
+            flagged = on_gpu[_stalled(on_gpu)]
+            _mark_stalled(ax, flagged[f"{predictor}_params"] / 1e9, flagged["energy_per_token_j"])
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.set_xlabel(f"{predictor} parameters (billions)")

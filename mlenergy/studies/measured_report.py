@@ -6,19 +6,18 @@ folder and moved into place one by one, so a report is never half-written.
 
 from __future__ import annotations
 
-import html
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from mlenergy.analysis.stalls import host_bound_reason
 from mlenergy.studies.measured import energy_per_correct_interval, summary_table
 from mlenergy.studies.measured_analysis import CLAIM_COLUMNS, FIT_COLUMNS, PAIR_COLUMNS
-from mlenergy.studies.measured_conclusion import QUALITY_NOTE
+from mlenergy.studies.measured_conclusion import QUALITY_NOTE, SAMPLING_NOTE
 from mlenergy.studies.measured_figures import write_measured_figures
-from mlenergy.studies.report import markdown_table
-from mlenergy.studies.report_page import html_page, html_table, publish_report
+from mlenergy.studies.report_page import StudyReport
 
 if TYPE_CHECKING:
     from mlenergy.studies.measured_study import MeasuredStudyResult
@@ -66,20 +65,24 @@ def rows_table(rows: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     """Header and cells of the report's main table (one row per model x GPU x task)."""
     header = [
         "model", "arch", "GPU", "task", "configuration (lowest energy within deadline)",
-        "J/response", "J/token", "median ITL (ms)", "benchmark", "score",
+        "host-bound (stalled)", "J/response", "J/token", "median ITL (ms)", "benchmark", "score",
         "J per correct [95% from benchmark size]", "energy source", "quality source",
         "how matched / why no quality",
     ]  # fmt: skip
     cells = []
     for _, r in rows.sort_values(["task", "gpu", "arch", "model_id"]).iterrows():
         how = r["quality_how"] or r["quality_reason"] or r["note"]
+        itl = _f(r["median_itl_ms"])
+        if itl and r.get("latency_kind", "median ITL") != "median ITL":
+            itl += f" ({r['latency_kind']})"
         if r["quality_alternatives"]:
             how += f" (other published values: {r['quality_alternatives']})"
         cells.append(
             [
                 r["model_id"], r["arch"], r["gpu"], r["task"], r["configuration"],
+                "yes" if r.get("host_bound") is True else "",
                 _f(r["energy_per_response_j"]), _f(r["energy_per_token_j"]),
-                _f(r["median_itl_ms"]), r["quality_benchmark"], _f(r["quality_score"], 4),
+                itl, r["quality_benchmark"], _f(r["quality_score"], 4),
                 _per_correct_text(r), f"{r['energy_source']} ({r['measured_by']})",
                 r["quality_source"], how,
             ]
@@ -105,16 +108,43 @@ def _sections(result: MeasuredStudyResult) -> list[tuple[str, str, list[str], li
         ("Models", "rows", *rows_table(result.rows)),
         ("Energy per correct answer (J) within each latency deadline", "deadlines",
          *frame_cells(result.deadlines, list(result.deadlines.columns))),
-        ("Matched-quality pairs (MoE / dense energy per response)", "pairs",
-         *frame_cells(result.pairs, list(PAIR_COLUMNS))),
+        ("Matched-quality pairs (MoE / dense energy per response at each model's best "
+         "configuration; ratio_range_low/high: the range of that same ratio over every pairing "
+         "of the two models' configurations within the deadline, a designed grid, not a sample)",
+         "pairs", *frame_cells(result.pairs, list(PAIR_COLUMNS))),
         ("Pareto frontier of quality against energy per response", "frontier",
          *frame_cells(on_front, front_cols)),
-        ("Energy per token against active and total parameters (log-log fits)", "fits",
-         *frame_cells(result.fits, list(FIT_COLUMNS))),
+        ("Energy per token against parameters with GPU count as its own term (log-log fits; "
+         "r2_*: variance of log energy per token explained by parameters alone, GPU count alone, "
+         "both; BF16/FP8 copies merged: points <= model_ids; slope interval: bootstrap over "
+         "models)", "fits", *frame_cells(result.fits, list(FIT_COLUMNS))),
+        ("Host-bound runs: configurations the estimator's host-bound rule flags", "stalled",
+         *frame_cells(result.stalled, _STALLED_COLUMNS)),
         ("Many total, few active parameters: the DeepSeek-R1 claim", "claim",
          *frame_cells(result.claim, list(CLAIM_COLUMNS))),
+        *_unstalled_sections(result),
         ("Quality sources (not measured in the same run)", "quality-sources",
          *_sources(result.rows)),
+    ]  # fmt: skip
+
+
+_STALLED_COLUMNS = [
+    "model_id", "gpu", "task", "configuration", "energy_per_token_j", "avg_power_w",
+    "median_itl_ms",
+]  # fmt: skip
+
+
+def _unstalled_sections(result: MeasuredStudyResult) -> list[tuple[str, str, list, list]]:
+    """The models, pairs and fits again without the host-bound configurations."""
+    clean = result.unstalled
+    if clean is None:
+        return []
+    return [
+        ("Without the host-bound runs: models", "rows-unstalled", *rows_table(clean.rows)),
+        ("Without the host-bound runs: matched-quality pairs", "pairs-unstalled",
+         *frame_cells(clean.pairs, list(PAIR_COLUMNS))),
+        ("Without the host-bound runs: parameter fits", "fits-unstalled",
+         *frame_cells(clean.fits, list(FIT_COLUMNS))),
     ]  # fmt: skip
 
 
@@ -135,45 +165,44 @@ def _meta(result: MeasuredStudyResult) -> str:
     return (
         f"Deadline: median inter-token latency <= {result.itl_limit_ms:g} ms; GPU: "
         f"{result.gpu or 'all'}; benchmarks: {result.benchmarks_text}; store {result.data_dir}"
-        + (f" ({result.imported} reference measurements imported now)" if result.imported else "")
+        + (
+            f" with {result.from_reference} measurements of the shipped reference read beside "
+            "it (read only, not imported)"
+            if result.from_reference
+            else " (no reference read)"
+        )
         + f"; published quality from {result.quality_path}. Energy per response = energy per "
-        "output token x mean output length; a run's mode (thinking or not) is read from its "
-        "mean output length (>= 2,000 tokens: thinking)."
+        "output token x the exact mean output length; a run's mode (thinking or not) is read "
+        "from its mean output length (>= 2,000 tokens: thinking). Host-bound: "
+        + host_bound_reason()
+        + "."
     )
 
 
 def write_measured_report(result: MeasuredStudyResult) -> Path:
     """Write the report of ``result`` into ``result.report_dir``; return ``index.html``."""
-
-    def write(tmp: Path) -> list[str]:
-        figures = write_measured_figures(result.rows, result.frontier, tmp, result.energy_note)
-        summary_table(result.rows).to_csv(tmp / "summary.csv", index=False)
-        sections = _sections(result)
-        md = ["# Dense versus MoE on measured GPUs: energy per correct answer", "",
-              f"> {result.energy_note}", "", f"> {QUALITY_NOTE}", "", _meta(result), "",
-              "Toy-scale study: ../dense-vs-moe/summary.md", ""]  # fmt: skip
-        for title, _, header, cells in sections:
-            md += [f"## {title}", "", markdown_table(header, cells) if cells else "None.", ""]
-        md += ["## Warnings", "", *[f"- {w}" for w in result.warnings], ""]
-        md += ["## Conclusion", "", *[p + "\n" for p in result.conclusion]]
-        (tmp / "summary.md").write_text("\n".join(md), encoding="utf-8")
-        body = [
-            "<h1>Dense versus MoE on measured GPUs: energy per correct answer</h1>",
-            f"<p class='note' id='energy-source'>{html.escape(result.energy_note)}</p>",
-            f"<p class='note' id='quality-note'>{html.escape(QUALITY_NOTE)}</p>",
-            f"<p>{html.escape(_meta(result))}</p>",
-            f"<p>See also the <a id='toy-link' href='{TOY_REPORT_LINK}'>toy-scale study</a> "
-            "(models trained on a CPU, modelled energy).</p>",
-            "<h2>Conclusion</h2>",
-            *[f"<p>{html.escape(p)}</p>" for p in result.conclusion],
-        ]
-        for title, table_id, header, cells in sections:
-            body += [f"<h2>{html.escape(title)}</h2>", html_table(header, cells, table_id)]
-        body += ["<h2>Warnings</h2>", "<ul class='warn' id='warnings'>"]
-        body += [f"<li>{html.escape(w)}</li>" for w in result.warnings] or ["<li>None.</li>"]
-        body += ["</ul>"]
-        title = "Dense versus MoE on measured GPUs"
-        (tmp / "index.html").write_text(html_page(title, _CSS, body, figures), encoding="utf-8")
-        return [*figures, "summary.md", "summary.csv", "index.html"]
-
-    return publish_report(result.report_dir, write)
+    report = StudyReport(
+        title="Dense versus MoE on measured GPUs: energy per correct answer",
+        notes=[
+            ("energy-source", result.energy_note),
+            ("quality-note", QUALITY_NOTE),
+            ("sampling-note", SAMPLING_NOTE),
+        ],
+        meta=_meta(result),
+        link=(
+            "toy-link",
+            TOY_REPORT_LINK,
+            "../dense-vs-moe/summary.md",
+            "toy-scale study (models trained on a CPU, modelled energy)",
+        ),
+        sections=_sections(result),
+        conclusion=result.conclusion,
+        warnings=result.warnings,
+        conclusion_first=True,
+        css=_CSS,
+    )
+    return report.publish(
+        result.report_dir,
+        lambda tmp: write_measured_figures(result.rows, result.frontier, tmp, result.energy_note),
+        lambda path: summary_table(result.rows).to_csv(path, index=False),
+    )

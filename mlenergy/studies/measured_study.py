@@ -29,6 +29,23 @@ from mlenergy.studies.measured_conclusion import measured_conclusion
 DEFAULT_REPORT_DIR = Path("reports/dense-vs-moe-measured")
 
 
+@dataclass(frozen=True)
+class Findings:
+    """The study's comparisons on one set of configurations.
+
+    Attributes:
+        rows: One row per model x GPU x task (best configuration within the deadline, quality).
+        pairs: Matched-quality dense/MoE pairs.
+        fits: Energy per token against parameters and GPU count.
+        claim: Sparse MoE against dense models.
+    """
+
+    rows: pd.DataFrame
+    pairs: pd.DataFrame
+    fits: pd.DataFrame
+    claim: pd.DataFrame
+
+
 @dataclass(repr=False)
 class MeasuredStudyResult:
     """What :func:`run_measured_study` returns (and the report shows).
@@ -43,13 +60,17 @@ class MeasuredStudyResult:
         itl_limit_ms: The latency deadline, milliseconds.
         gpu: The GPU kept (``None``: all).
         benchmarks_text: Which benchmark each task is judged on.
-        imported: Reference measurements imported into the store by this call.
+        from_reference: Measurements read from the reference layer (read only, never
+            imported into the store).
         configs: Every measured configuration.
         rows: One row per model x GPU x task (best configuration, quality, energy per correct).
         frontier: Rows with quality and their Pareto flag.
         pairs: Matched-quality dense/MoE pairs.
         fits: Energy per token against parameter counts.
         claim: Sparse MoE against dense models.
+        unstalled: The same comparisons without the configurations the host-bound rule flags
+            (``None`` when none is flagged).
+        stalled: The flagged configurations (``configs[configs.host_bound]``).
         deadlines: Energy per correct answer within several latency deadlines.
         warnings: Listed warnings (unmatched quality ids, models left out of quality comparisons).
         conclusion: The conclusion's paragraphs.
@@ -66,13 +87,15 @@ class MeasuredStudyResult:
     itl_limit_ms: float
     gpu: str | None
     benchmarks_text: str
-    imported: int = 0
+    from_reference: int = 0
     configs: pd.DataFrame = field(default_factory=pd.DataFrame)
     rows: pd.DataFrame = field(default_factory=pd.DataFrame)
     frontier: pd.DataFrame = field(default_factory=pd.DataFrame)
     pairs: pd.DataFrame = field(default_factory=pd.DataFrame)
     fits: pd.DataFrame = field(default_factory=pd.DataFrame)
     claim: pd.DataFrame = field(default_factory=pd.DataFrame)
+    unstalled: Findings | None = None
+    stalled: pd.DataFrame = field(default_factory=pd.DataFrame)
     deadlines: pd.DataFrame = field(default_factory=pd.DataFrame)
     warnings: list[str] = field(default_factory=list)
     conclusion: list[str] = field(default_factory=list)
@@ -168,6 +191,7 @@ def run_measured_study(
     data_dir: str | Path = "data",
     reference: str | Path | None = None,
     *,
+    include_reference: bool = True,
     quality_file: str | Path | None = None,
     gpu: str | None = None,
     itl_limit_ms: float = 50.0,
@@ -175,12 +199,14 @@ def run_measured_study(
     report_dir: str | Path = DEFAULT_REPORT_DIR,
     progress: bool = True,
 ) -> MeasuredStudyResult:
-    """The measured study: store runs (+ reference imported if none), quality, report.
+    """The measured study: the reference layer and the store's runs, quality, report.
 
     Args:
-        data_dir: Store folder.
-        reference: Shared reference folder (default: ``$MLENERGY_REFERENCE_DIR``, else
-            ``../shared/reference``).
+        data_dir: Store folder (read only).
+        reference: Reference folder (default: ``$MLENERGY_REFERENCE_DIR``, else the shipped
+            one).
+        include_reference: Read the reference's measurements beside the store's (they are
+            never imported into it).
         quality_file: Published-quality CSV (default: the reference's).
         gpu: Keep only this GPU (``B200``, ``H100``); default all.
         itl_limit_ms: Deadline on the median inter-token latency, milliseconds.
@@ -211,10 +237,12 @@ def run_measured_study(
     )
     with progress_bar(6, "measured study", unit="step", enabled=progress) as bar:
         bar.describe("reading measurements")
-        runs, result.imported = m.load_measured_runs(Path(data_dir), ref)
-        _read_quality_records(result, runs, gpu, itl_limit_ms, task_bench, scores, bar)
+        runs, result.from_reference = m.load_measured_runs(Path(data_dir), ref, include_reference)
+        quality_records = _read_quality_records(
+            result, runs, gpu, itl_limit_ms, task_bench, scores, bar
+        )
         bar.describe("comparing")
-        _compare(result)
+        _compare(result, scores, quality_records, task_bench)
         bar.advance()
         bar.describe("writing report")
         from mlenergy.studies.measured_report import write_measured_report
@@ -233,8 +261,12 @@ def _read_quality_records(
     task_bench: dict[str, str],
     scores: list,
     bar: object,
-) -> None:
-    """Fill ``configs`` and ``rows`` (best configurations with quality) and the warnings."""
+) -> list:
+    """Fill ``configs`` and ``rows`` (best configurations with quality) and the warnings.
+
+    Returns:
+        The store's quality records.
+    """
     from mlenergy.store import RunStore
 
     configs = m.measured_frame(runs, gpu)
@@ -255,6 +287,7 @@ def _read_quality_records(
     )
     result.energy_note = _energy_note(configs)
     bar.advance()  # type: ignore[attr-defined]
+    return quality_records
 
 
 def _no_measured_run(result: MeasuredStudyResult, runs: list, gpu: str | None) -> None:
@@ -267,8 +300,8 @@ def _no_measured_run(result: MeasuredStudyResult, runs: list, gpu: str | None) -
         )
     raise UserError(
         f"no measured GPU inference run in the store {result.data_dir}",
-        "import measurements (mlenergy import mlenergy-benchmark, or mlenergy leaderboard "
-        "import-reference)",
+        "import measurements (mlenergy import mlenergy-benchmark), or drop "
+        "--without-reference to read the shipped reference",
     )
 
 
@@ -305,12 +338,39 @@ def _no_quality_match(result: MeasuredStudyResult, scores: list, task_bench: dic
     )
 
 
-def _compare(result: MeasuredStudyResult) -> None:
+def findings(
+    configs: pd.DataFrame,
+    itl_limit_ms: float,
+    scores: list,
+    quality_records: list,
+    task_bench: dict[str, str],
+) -> Findings:
+    """Best configurations with quality, pairs, fits and the sparse claim of ``configs``."""
+    rows = m.attach_quality(
+        m.best_configurations(configs, itl_limit_ms), scores, quality_records, task_bench
+    )
+    return Findings(
+        rows=rows,
+        pairs=ma.matched_pairs(rows, configs, itl_limit_ms),
+        fits=ma.parameter_fits(rows),
+        claim=ma.sparse_claim(rows),
+    )
+
+
+def _compare(result: MeasuredStudyResult, scores: list, quality_records: list, task_bench) -> None:
     rows = result.rows
     result.frontier = ma.quality_frontier(rows)
     result.pairs = ma.matched_pairs(rows, result.configs, result.itl_limit_ms)
     result.fits = ma.parameter_fits(rows)
     result.claim = ma.sparse_claim(rows)
+    flagged = result.configs["host_bound"].astype(bool)
+    result.stalled = result.configs[flagged].reset_index(drop=True)
+    clean = result.configs[~flagged].reset_index(drop=True)
+    if flagged.any() and not clean.empty:
+        result.unstalled = findings(clean, result.itl_limit_ms, scores, quality_records, task_bench)
     limits = (*ma.DEADLINES_MS, result.itl_limit_ms)
     result.deadlines = ma.deadline_table(result.configs, rows, limits)
-    result.conclusion = measured_conclusion(rows, result.pairs, result.fits, result.claim)
+    everything = Findings(rows, result.pairs, result.fits, result.claim)
+    result.conclusion = measured_conclusion(
+        everything, result.unstalled, result.stalled, result.configs
+    )

@@ -8,7 +8,6 @@ temporary folder first and moved into place one by one, so a report is never hal
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +24,9 @@ from mlenergy.studies.conclusion import (
     ratio_text,
 )
 from mlenergy.studies.figures import write_figures
-from mlenergy.studies.report_page import html_page, html_table, publish_report
+from mlenergy.studies.report_page import Section, StudyReport, markdown_table
+
+__all__ = ["build_report", "markdown_table", "study_tables", "table_rows"]
 
 if TYPE_CHECKING:
     from mlenergy.studies.dense_vs_moe import StudyResult
@@ -42,14 +43,24 @@ def measured_report_exists(report_dir: str | Path) -> bool:
     return (Path(report_dir).parent / "dense-vs-moe-measured" / "index.html").is_file()
 
 
-def _measured_sentence(exists: bool) -> str:
-    """Where the measured study is: beside this report, or how to make it."""
-    if exists:
-        return "Measured study (real GPUs): ../dense-vs-moe-measured/summary.md"
+def measured_link(report_dir: str | Path) -> tuple[str, str, str, str] | None:
+    """The link to the measured study's report, or ``None`` when it is not beside this one."""
+    if not measured_report_exists(report_dir):
+        return None
     return (
-        "The measured study (production models on H100/B200 GPUs against published quality) "
-        f"is not in this reports folder yet: `{MEASURED_REPORT_COMMAND}` writes it."
+        "measured-link",
+        MEASURED_REPORT_LINK,
+        "../dense-vs-moe-measured/summary.md",
+        "measured study (production models on H100/B200 GPUs against published quality)",
     )
+
+
+MEASURED_MISSING = (
+    "measured-missing",
+    "The measured study (production models on H100/B200 GPUs against published quality) is "
+    f"not in this reports folder yet: `{MEASURED_REPORT_COMMAND}` writes it.",
+)
+"""What the toy report says instead of a link while the measured report does not exist."""
 
 
 def study_tables(source: Any, study_id: str, batch_size: int | None = None) -> dict[str, Any]:
@@ -141,20 +152,12 @@ def table_rows(summary: pd.DataFrame, batch_size: int | None) -> tuple[list[str]
     return header, rows
 
 
-def markdown_table(header: list[str], rows: list[list[str]]) -> str:
-    """Render a GitHub-flavoured Markdown table."""
-    esc = [[c.replace("|", "\\|") for c in row] for row in [header, *rows]]
-    lines = ["| " + " | ".join(esc[0]) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines.extend("| " + " | ".join(row) + " |" for row in esc[1:])
-    return "\n".join(lines)
-
-
 _CSS = """
 body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;font-size:13px;margin:1em 0}
 td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}
 td:first-child,th:first-child{text-align:left}
-.energy{background:#fff4d6;border:1px solid #e0b84a;padding:.6em 1em;border-radius:4px}
+.note{background:#fff4d6;border:1px solid #e0b84a;padding:.6em 1em;border-radius:4px}
 img{max-width:100%;border:1px solid #eee;margin:.5em 0}
 """
 
@@ -279,23 +282,26 @@ def build_report(
         )
         result.conclusion = "\n\n".join(paragraphs)
 
-    def write(tmp: Path) -> list[str]:
-        figures = write_figures(t, tmp, source)
-        measured = measured_report_exists(result.report_dir)
-        md = _summary_md(energy_note(source), meta, tables, paragraphs, measured)
-        (tmp / "summary.md").write_text(md, encoding="utf-8")
-        t["summary"].drop(columns=["expert_utilisation"], errors="ignore").to_csv(
-            tmp / "summary.csv", index=False
-        )
-        body = _page_body(energy_note(source), meta, tables, paragraphs, measured)
-        page = html_page("Dense versus MoE: energy per unit of quality", _CSS, body, figures)
-        (tmp / "index.html").write_text(page, encoding="utf-8")
-        return [*figures, "summary.md", "summary.csv", "index.html"]
+    report = StudyReport(
+        title="Dense versus Mixture-of-Experts: energy per unit of quality",
+        notes=[("energy-source", energy_note(source))],
+        meta=meta,
+        link=measured_link(result.report_dir),
+        missing_link=MEASURED_MISSING,
+        sections=tables,
+        conclusion=paragraphs,
+        keep_empty=False,
+        css=_CSS,
+    )
+    summary = t["summary"].drop(columns=["expert_utilisation"], errors="ignore")
+    return report.publish(
+        result.report_dir,
+        lambda tmp: write_figures(t, tmp, source),
+        lambda path: summary.to_csv(path, index=False),
+    )
 
-    return publish_report(result.report_dir, write)
 
-
-_Table = tuple[str, str, list[str], list[list[str]]]
+_Table = Section
 """A report table: ``(title, html id, header, rows)``; the first is the models' summary."""
 
 
@@ -317,51 +323,3 @@ def _meta(result: StudyResult, size: StudySize, *, corpus: str, steps: int, seed
         epochs = _epochs(result, size, steps)
         meta += f"; {epochs:.2f} passes over the {result.train_tokens:,}-token training split"
     return meta
-
-
-def _summary_md(
-    note: str, meta: str, tables: list[_Table], paragraphs: list[str], measured: bool
-) -> str:
-    """``summary.md``: the energy note, what was run, the tables (empty ones left out)."""
-    (_, _, header, rows), *rest = tables
-    md = [
-        "# Dense versus Mixture-of-Experts: energy per unit of quality",
-        "",
-        f"> {note}",
-        "",
-        meta,
-        "",
-        _measured_sentence(measured),
-        "",
-        markdown_table(header, rows),
-        "",
-    ]
-    for title, _, header, rows in rest:
-        if rows:
-            md += [f"## {title}", "", markdown_table(header, rows), ""]
-    md += ["## Conclusion", "", *[p + "\n" for p in paragraphs]]
-    return "\n".join(md)
-
-
-def _page_body(
-    note: str, meta: str, tables: list[_Table], paragraphs: list[str], measured: bool
-) -> list[str]:
-    """The HTML lines of ``index.html`` above the figures (empty tables left out)."""
-    if measured:
-        see_also = (
-            f"<p>See also the <a id='measured-link' href='{MEASURED_REPORT_LINK}'>measured "
-            "study</a> (production models on H100/B200 GPUs against published quality).</p>"
-        )
-    else:
-        see_also = f"<p id='measured-missing'>{html.escape(_measured_sentence(False))}</p>"
-    body = [
-        "<h1>Dense versus Mixture-of-Experts: energy per unit of quality</h1>",
-        f"<p class='energy' id='energy-source'>{html.escape(note)}</p>",
-        f"<p>{html.escape(meta)}</p>",
-        see_also,
-    ]
-    for i, (title, table_id, header, rows) in enumerate(tables):
-        if rows or i == 0:
-            body += [f"<h2>{html.escape(title)}</h2>", html_table(header, rows, table_id)]
-    body += ["<h2>Conclusion</h2>", *[f"<p>{html.escape(p)}</p>" for p in paragraphs]]
-    return body

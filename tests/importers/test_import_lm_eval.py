@@ -96,3 +96,30 @@ def test_file_without_results_is_refused(tmp_path, configs_dir):
     path.write_text(json.dumps({"config": {}}))
     with pytest.raises(UserError, match=r"other\.json: results: missing"):
         read_results(path, LmEvalOptions(configs_dir=configs_dir))
+
+
+def test_scores_of_a_model_with_no_config_and_no_size_are_imported(tmp_path, capsys):
+    """Quality needs no parameter count: any model id imports; sizes attach later."""
+    from mlenergy.cli import main
+    from mlenergy.records.quality import ModelRef
+    from mlenergy.store import RunStore
+
+    raw = json.loads(LM_EVAL_REAL.read_text())
+    raw["model_name"] = "org/fake-model"
+    raw["config"]["model_args"] = {"pretrained": "org/fake-model", "dtype": "bfloat16"}
+    raw["config"].pop("model_num_parameters", None)
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(raw))
+    batch = read_results(path, LmEvalOptions(configs_dir=tmp_path / "no-configs"))
+    model = batch.records[0].model
+    assert isinstance(model, ModelRef) and model.model_id == "org/fake-model"
+    assert model.total_params is None and model.dtype == "bfloat16"
+    assert any("imported by model id" in n for n in batch.notes)
+    data = tmp_path / "data"
+    code = main(["import", "lm-eval", str(path), "--data-dir", str(data)])
+    assert code == 0, capsys.readouterr().err
+    stored = RunStore(data).quality()
+    assert {q.model.model_id for q in stored} == {"org/fake-model"}
+    assert all(isinstance(q.model, ModelRef) for q in stored)
+    frame = RunStore(data).quality_frame()
+    assert frame["total_params"].isna().all() and (frame["model_id"] == "org/fake-model").all()

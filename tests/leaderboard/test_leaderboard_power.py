@@ -47,7 +47,9 @@ def _exhaustive(cands, q: pb.BudgetQuery) -> tuple[float, int]:
     for r in cands.itertuples():
         if r.median_itl_ms > q.itl_limit_ms:
             continue
-        replicas = math.floor(q.budget_w / (r.avg_power_w * q.pue + q.host_w_per_gpu * r.num_gpus))
+        replicas = math.floor(
+            q.budget_w / ((r.avg_power_w + q.host_w_per_gpu * r.num_gpus) * q.pue)
+        )
         if replicas >= 1:
             best = max(best, (replicas * r.throughput_tokens_per_s, replicas))
     return best

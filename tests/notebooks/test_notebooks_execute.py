@@ -136,6 +136,12 @@ def test_dense_vs_moe_measured_notebook_executes(tmp_path):
     assert "published:GPQA-Diamond" in text
     assert "measured:zeus-nvml" in text
     assert (tmp_path / "report" / "summary.csv").is_file()
+    assert "Host-bound runs:" in text and "read from the shipped reference" in text
+    images = [
+        o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+        if "image/png" in o.get("data", {})
+    ]  # fmt: skip
+    assert len(images) == 3  # every figure renders
 
 
 def test_reduce_energy_notebook_executes(tmp_path):

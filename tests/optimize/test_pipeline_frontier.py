@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from optimize_cases import UNIT, convex_profile, exhaustive_frontier, random_profile
 
-from mlenergy.optimize.frontier import build_frontier, solve_frontier
+from mlenergy.optimize.frontier import search_frontier, solve_frontier
 from mlenergy.optimize.pipeline_dag import build_pipeline_dag, makespan_s
 from mlenergy.optimize.plan import choose_plan
 from mlenergy.optimize.reference_profiles import load_perseus_profile
@@ -21,7 +21,7 @@ SIZES = [(2, 2, 3), (3, 2, 3), (2, 3, 3), (3, 3, 2), (1, 3, 3)]
 def test_frontier_equals_exhaustive_search(solver, stages, microbatches, clocks, seed):
     profile = convex_profile(stages, clocks, seed, P_BLOCK)
     trace = solve_frontier(build_pipeline_dag(profile, microbatches, P_BLOCK, UNIT), solver)
-    frontier = build_frontier(trace)
+    frontier = search_frontier(trace)
     brute, shortest = exhaustive_frontier(profile, microbatches, P_BLOCK, frontier.quant_time)
     assert frontier.quant_time[0] == shortest
     np.testing.assert_allclose(frontier.energy_j, brute, rtol=1e-9, atol=1e-9)
@@ -31,7 +31,7 @@ def test_frontier_equals_exhaustive_search(solver, stages, microbatches, clocks,
 def test_unstructured_profiles_never_beat_exhaustive_and_stay_on_time(seed):
     profile = random_profile(2, 3, seed)
     trace = solve_frontier(build_pipeline_dag(profile, 3, P_BLOCK, UNIT), "fast")
-    frontier = build_frontier(trace)
+    frontier = search_frontier(trace)
     brute, shortest = exhaustive_frontier(profile, 3, P_BLOCK, frontier.quant_time)
     assert frontier.quant_time[0] == shortest
     assert np.all(frontier.energy_j >= brute - 1e-9)

@@ -54,7 +54,7 @@ def _exhaustive(df, budget, itl, pue, host, objective):
     for _, r in df.iterrows():
         if r["median_itl_ms"] > itl:
             continue
-        per = r["avg_power_w"] * pue + host * r["num_gpus"]
+        per = (r["avg_power_w"] + host * r["num_gpus"]) * pue
         replicas = math.floor(budget / per)
         if replicas < 1:
             continue
@@ -93,6 +93,53 @@ def test_power_cap_equals_exhaustive_search(seed, budget, itl, objective):
     assert best["source"] == "emulated:test"
 
 
+@pytest.mark.parametrize("peak_factor", [1.0, 1.15, 1.5])
+@pytest.mark.parametrize("seed", range(4))
+def test_every_candidate_holds_the_budget_with_pue_on_all_it_power(seed, peak_factor):
+    df = synthetic_candidates(seed)
+    budget, pue, host = 40_000.0, 1.3, 120.0
+    result = plan_power_cap(
+        budget,
+        "m",
+        "t",
+        1000,
+        candidates=df,
+        pue=pue,
+        host_w_per_gpu=host,
+        peak_factor=peak_factor,
+    )
+    cands = result.candidates
+    # Recomputed here: PUE on GPUs and hosts, the peak factor on the GPUs' average power.
+    peak = (cands["avg_power_w"] * peak_factor + host * cands["num_gpus"]) * pue
+    average = (cands["avg_power_w"] + host * cands["num_gpus"]) * pue
+    assert (cands["replicas"] * peak <= budget + 1e-9).all()
+    assert ((cands["replicas"] + 1) * peak > budget).all()  # and as many as fit
+    assert cands["site_peak_power_w"].to_numpy() == pytest.approx(cands["replicas"] * peak)
+    assert cands["site_power_w"].to_numpy() == pytest.approx(cands["replicas"] * average)
+    assert (result.table["site_peak_power_w"] <= budget + 1e-9).all()
+
+
+def test_the_audited_100_kw_plan_fits_97_replicas(tmp_path):
+    """At 100 kW the 703.08 W B200 replica with 150 W of host, PUE 1.2 on both, fits 97 times."""
+    result = plan_power_cap(
+        100_000, MODEL, "lm-arena-chat", 50, data_dir=tmp_path, host_w_per_gpu=150, pue=1.2
+    )
+    best = result.best
+    assert best["site_peak_power_w"] <= 100_000
+    per = (best["avg_power_w"] + 150 * best["num_gpus"]) * 1.2
+    assert best["replicas"] == math.floor(100_000 / per)
+    roomier = plan_power_cap(
+        100_000, MODEL, "lm-arena-chat", 50, data_dir=tmp_path, peak_factor=1.3
+    ).best
+    assert roomier["site_peak_power_w"] <= 100_000
+    assert roomier["site_power_w"] < best["site_power_w"]
+
+
+def test_peak_factor_below_one_is_a_user_error():
+    with pytest.raises(UserError, match="--peak-factor"):
+        plan_power_cap(10_000, "m", "t", 1000, candidates=synthetic_candidates(0), peak_factor=0.9)
+
+
 def test_budget_below_one_replica_is_a_user_error():
     df = synthetic_candidates(0)
     with pytest.raises(UserError, match="below one replica"):
@@ -113,12 +160,15 @@ def test_cli_json_keys_and_measured_source(tmp_path):
             "--itl-limit-ms",
             "50",
             "--json",
+            "--peak-factor",
+            "1.1",
             "--data-dir",
             str(tmp_path),
         ],
     )
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
+    assert out["peak_factor"] == 1.1 and out["best"]["site_peak_power_w"] <= 100_000
     for key in (
         "gpu",
         "num_gpus",

@@ -26,6 +26,7 @@ def study(measured_store, quality_file, tmp_path):
         quality_file=quality_file,
         report_dir=tmp_path / "report",
         progress=False,
+        include_reference=False,
     )
 
 
@@ -108,15 +109,22 @@ def test_unmatched_quality_model_is_a_listed_warning(study):
     assert "org/ghost" not in set(study.rows["model_id"])
 
 
-def test_matched_pair_with_bootstrap_interval(study):
+def test_matched_pair_ratio_with_the_range_of_that_same_ratio(study):
     gpqa = study.pairs[study.pairs["task"] == "gpqa"]
     assert len(gpqa) == 1  # dense-a 70 vs moe-b 71: within 3 points
     pair = gpqa.iloc[0]
     assert (pair["dense"], pair["moe"]) == ("org/dense-a", "org/moe-b")
     moe_best = 0.12 * 5000
     assert pair["energy_ratio"] == pytest.approx(moe_best / (0.30 * 6000))
-    assert pair["ratio_ci_low"] <= pair["ratio_mean_configs"] <= pair["ratio_ci_high"]
+    # Configurations within 50 ms: dense-a 0.30 x 6000 and 0.40 x 6100; moe-b 0.12 x 5000 and
+    # 0.15 x 5100. The range is the ratio's own, over every pairing of those configurations.
+    dense, moe = [0.30 * 6000, 0.40 * 6100], [0.12 * 5000, 0.15 * 5100]
+    ratios = [m / d for m in moe for d in dense]
+    assert pair["ratio_range_low"] == pytest.approx(min(ratios))
+    assert pair["ratio_range_high"] == pytest.approx(max(ratios))
+    assert pair["ratio_range_low"] <= pair["energy_ratio"] <= pair["ratio_range_high"]
     assert pair["configs_dense"] == 2 and pair["configs_moe"] == 2
+    assert "ratio_ci_low" not in study.pairs.columns
     assert study.conclusion and any("Matched-quality pairs: " in p for p in study.conclusion)
 
 
@@ -125,13 +133,17 @@ def test_frontier_and_parameter_fits(study):
     assert set(gpqa.loc[gpqa["on_frontier"], "model_id"]) == {"org/moe-b"}  # cheaper and better
     fits = study.fits
     assert set(fits["predictor"]) <= {"active", "total"}
-    assert (fits["models"] >= 3).all()
+    assert (fits["points"] >= 3).all()
 
 
 def test_store_quality_beats_published(measured_store, quality_file, tmp_path):
     RunStore(measured_store).append([stored_quality(model("org/moe-b", True, 120, 6), 0.9)])
     result = run_measured_study(
-        measured_store, quality_file=quality_file, report_dir=tmp_path / "r", progress=False
+        measured_store,
+        quality_file=quality_file,
+        report_dir=tmp_path / "r",
+        progress=False,
+        include_reference=False,
     )
     b = _row(result, "org/moe-b", "gpqa")
     assert b["quality_score"] == pytest.approx(90.0)
@@ -141,7 +153,8 @@ def test_store_quality_beats_published(measured_store, quality_file, tmp_path):
 def test_cli_prints_both_paths_on_its_last_line(measured_store, quality_file, tmp_path, capsys):
     code = main(
         [
-            "study", "dense-vs-moe", "--measured", "--data-dir", str(measured_store),
+            "study", "dense-vs-moe", "--measured", "--without-reference", "--data-dir",
+            str(measured_store),
             "--quality-file", str(quality_file), "--report-dir", str(tmp_path / "rep"),
             "--gpu", "B200", "--itl-limit-ms", "50", "--benchmark", "GPQA-Diamond",
             "--no-progress",
@@ -184,7 +197,8 @@ def test_bad_quality_file_is_one_line_naming_the_row(
         path = write_quality(tmp_path / "bad.csv", rows)
     report = tmp_path / "rep"
     code = main(
-        ["study", "dense-vs-moe", "--measured", "--data-dir", str(measured_store),
+        ["study", "dense-vs-moe", "--measured", "--without-reference", "--data-dir",
+            str(measured_store),
          "--quality-file", str(path), "--report-dir", str(report), "--no-progress"]
     )  # fmt: skip
     err = capsys.readouterr().err.strip().splitlines()
@@ -210,7 +224,8 @@ def test_bad_quality_file_is_one_line_naming_the_row(
 )
 def test_nothing_to_compute_exits_2(measured_store, quality_file, tmp_path, capsys, extra, needle):
     code = main(
-        ["study", "dense-vs-moe", "--measured", "--data-dir", str(measured_store),
+        ["study", "dense-vs-moe", "--measured", "--without-reference", "--data-dir",
+            str(measured_store),
          "--quality-file", str(quality_file), "--report-dir", str(tmp_path / "rep"),
          "--no-progress", *extra]
     )  # fmt: skip
@@ -219,17 +234,43 @@ def test_nothing_to_compute_exits_2(measured_store, quality_file, tmp_path, caps
     assert needle in err
 
 
-def test_reference_imported_on_the_fly_into_an_empty_store(tmp_path):
+def test_reference_is_read_beside_the_store_never_imported(tmp_path, measured_store):
     ref = reference_dir()
+    before = sorted(p.name for p in measured_store.rglob("*") if p.is_file())
+    sizes = {p: p.stat().st_size for p in measured_store.rglob("*") if p.is_file()}
     result = run_measured_study(
-        tmp_path / "data", ref, report_dir=tmp_path / "rep", progress=False, gpu="B200"
+        measured_store, ref, report_dir=tmp_path / "rep", progress=False, gpu="B200"
     )
-    assert result.imported > 0
+    assert result.from_reference > 0
     assert (result.rows["gpu"] == "B200").all()
     assert "ML.ENERGY Leaderboard v3" in result.energy_note
+    ids = set(result.rows["model_id"])
+    assert "org/moe-b" in ids and "Qwen/Qwen3-8B" in ids  # the store's and the reference's
+    # The store is untouched: same files, same sizes.
+    assert sorted(p.name for p in measured_store.rglob("*") if p.is_file()) == before
+    assert all(p.stat().st_size == n for p, n in sizes.items())
     gpqa = result.rows[(result.rows["task"] == "gpqa") & result.rows["quality_score"].notna()]
     assert len(gpqa) >= 4
-    assert (gpqa["quality_source"].str.startswith("published:")).all()
+    assert (
+        "read beside it (read only, not imported)" in (result.report_dir / "summary.md").read_text()
+    )
+
+
+def test_empty_store_reads_the_reference_and_creates_nothing(tmp_path):
+    data = tmp_path / "data"
+    result = run_measured_study(data, report_dir=tmp_path / "rep", progress=False, gpu="H100")
+    assert result.from_reference > 0 and not data.exists()
+
+
+def test_a_store_seeded_with_the_reference_counts_each_run_once(tmp_path):
+    from mlenergy.estimate.reference import read_reference
+
+    data = tmp_path / "data"
+    RunStore(data).append(read_reference()[:50])
+    result = run_measured_study(data, report_dir=tmp_path / "rep", progress=False)
+    assert result.configs["run_id"].is_unique
+    alone = run_measured_study(tmp_path / "none", report_dir=tmp_path / "r2", progress=False)
+    assert len(result.configs) == len(alone.configs)
 
 
 def test_study_with_a_reference_variable_naming_no_folder(tmp_path, monkeypatch, measured_store):
@@ -262,7 +303,8 @@ def test_conclusion_says_where_the_data_cannot_decide(study):
     assert "no sampling interval" in _overlap_clause(
         row(1000, 70).replace("GPQA-Diamond", "MMLU-Pro"), row(1050, 71)
     )
-    assert "Quality was not measured in the same runs" in study.conclusion[-1]
+    assert any("Quality was not measured in the same runs" in p for p in study.conclusion)
+    assert "temperature 0.8, top-p 0.95" in study.conclusion[-1]
     page = (study.report_dir / "index.html").read_text()
     assert "[" in page and "J per correct" in page  # the interval column
 
@@ -270,7 +312,8 @@ def test_conclusion_says_where_the_data_cannot_decide(study):
 def test_no_quality_row_matching_any_model_exits_2(measured_store, tmp_path, capsys):
     path = write_quality(tmp_path / "q.csv", [r for r in QUALITY_ROWS if r[0] == "org/ghost"])
     code = main(
-        ["study", "dense-vs-moe", "--measured", "--data-dir", str(measured_store),
+        ["study", "dense-vs-moe", "--measured", "--without-reference", "--data-dir",
+            str(measured_store),
          "--quality-file", str(path), "--report-dir", str(tmp_path / "rep"), "--no-progress"]
     )  # fmt: skip
     err = capsys.readouterr().err.strip().splitlines()
@@ -299,10 +342,14 @@ def test_too_few_models_for_any_fit_still_reports(tmp_path, quality_file):
     data = tmp_path / "small"
     RunStore(data).append([r for r in fixture_runs() if r.model.model_id != "org/dense-c"][3:])
     result = run_measured_study(
-        data, quality_file=quality_file, report_dir=tmp_path / "r", progress=False
+        data,
+        quality_file=quality_file,
+        report_dir=tmp_path / "r",
+        progress=False,
+        include_reference=False,
     )
     assert result.fits.empty and "family" in result.fits.columns
-    assert "ratio_ci_low" in result.pairs.columns
+    assert "ratio_range_low" in result.pairs.columns
     assert result.csv_path.is_file()
     assert not any("parameter count" in p for p in result.conclusion)
 

@@ -3,20 +3,29 @@
 from __future__ import annotations
 
 from mlenergy.studies import report
+from mlenergy.studies.report_page import StudyReport
 
 
-def _body(measured: bool) -> str:
-    return "\n".join(report._page_body("note", "meta", [("t", "id", ["a"], [])], ["p"], measured))
+def _report(report_dir) -> StudyReport:
+    return StudyReport(
+        title="t",
+        notes=[],
+        meta="meta",
+        link=report.measured_link(report_dir),
+        sections=[("t", "id", ["a"], [["1"]])],
+        conclusion=["p"],
+        missing_link=report.MEASURED_MISSING,
+    )
 
 
 def test_no_link_to_a_missing_report_but_the_command_that_makes_it(tmp_path):
     toy = tmp_path / "reports" / "dense-vs-moe"
     toy.mkdir(parents=True)
     assert not report.measured_report_exists(toy)
-    body = _body(report.measured_report_exists(toy))
-    assert "measured-link" not in body and "href=" not in body
-    assert report.MEASURED_REPORT_COMMAND in body
-    md = report._summary_md("note", "meta", [("t", "id", ["a"], [["1"]])], ["p"], False)
+    page = _report(toy).html([])
+    assert "measured-link" not in page and "dense-vs-moe-measured" not in page
+    assert report.MEASURED_REPORT_COMMAND in page
+    md = _report(toy).markdown()
     assert "../dense-vs-moe-measured" not in md and report.MEASURED_REPORT_COMMAND in md
 
 
@@ -26,7 +35,6 @@ def test_link_once_the_measured_report_exists(tmp_path):
     measured.mkdir(parents=True)
     (measured / "index.html").write_text("<html></html>")
     assert report.measured_report_exists(toy)
-    body = _body(True)
-    assert f"href='{report.MEASURED_REPORT_LINK}'" in body
+    assert f"href='{report.MEASURED_REPORT_LINK}'" in _report(toy).html([])
     # The relative link resolves to the file that exists.
     assert (toy / report.MEASURED_REPORT_LINK).resolve() == (measured / "index.html").resolve()
