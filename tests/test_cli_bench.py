@@ -142,6 +142,14 @@ BAD = {
         ["--model", "preset:tiny-dense", "--prompts", "{notext}"],
         "no text column",
     ),
+    "gpu index not a number": (
+        ["--model", "preset:tiny-dense", "--gpu-indices", "0,x"],
+        "--gpu-indices item 'x' is not an integer",
+    ),
+    "gpu index on a machine without that gpu": (
+        ["--model", "preset:tiny-dense", "--gpu-indices", "99"],
+        "asks for GPU 99",
+    ),
     "missing prompt file": (
         ["--model", "preset:tiny-dense", "--prompts", "nope.jsonl"],
         "prompt file 'nope.jsonl' does not exist",

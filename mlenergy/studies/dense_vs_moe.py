@@ -198,7 +198,8 @@ def run_study(
         report_dir: Report folder (``index.html``, ``summary.md``, PNG figures).
         progress: Show a progress bar.
         corpus: Text source (``pydoc``, a path or ``hf:<dataset>``).
-        meter: Energy meter to use (default: a new :class:`~mlenergy.measure.EnergyMeter`).
+        meter: Energy meter to use (default: one over the devices ``device`` occupies, by the
+            scope rule of :mod:`mlenergy.measure.scope`).
         cpu_threads: Torch threads for a CPU study (default 1: tiny models gain nothing from
             more, and a shared machine slows multi-threaded torch many-fold); ``None`` keeps
             torch's setting. Restored afterwards.
@@ -211,7 +212,7 @@ def run_study(
     """
     import torch
 
-    from mlenergy.measure import EnergyMeter
+    from mlenergy.measure import meter_for
     from mlenergy.measure.provenance import collect_hardware, collect_software
     from mlenergy.models import check_device
     from mlenergy.store.preflight import check_output_folder, open_store_for_append
@@ -230,7 +231,7 @@ def run_study(
     store = open_store_for_append(data_dir)
     check_output_folder(report_dir, what="report directory", option="--report-dir")
     own_meter = meter is None
-    meter = meter or EnergyMeter()
+    meter = meter or meter_for(device)
     hardware = collect_hardware(meter)
     software = collect_software()
     result = _new_result(spec_size, data, data_dir, report_dir, meter.energy_source)

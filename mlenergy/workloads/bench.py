@@ -37,12 +37,15 @@ class BenchOptions:
         threads: Torch CPU threads, or ``None`` for torch's choice.
         power_timeline: Record a downsampled power trace on each run.
         progress: Draw a progress bar (terminal or notebook).
+        gpu_indices: GPUs to measure instead of those the model occupies (``[]``: none);
+            ``None`` applies the scope rule of :mod:`mlenergy.measure.scope`.
     """
 
     cpu_tdp_w: float | None = None
     threads: int | None = None
     power_timeline: bool = False
     progress: bool = True
+    gpu_indices: tuple[int, ...] | list[int] | None = None
 
     def validate(self) -> BenchOptions:
         """Check every value; return ``self``.
@@ -56,6 +59,10 @@ class BenchOptions:
             )
         if self.threads is not None and self.threads < 1:
             raise UserError(f"--threads {self.threads} must be at least 1", "Pass e.g. --threads 1")
+        if self.gpu_indices is not None:
+            from mlenergy.measure.scope import measured_gpus
+
+            measured_gpus(None, self.gpu_indices)
         return self
 
 
@@ -152,6 +159,9 @@ def run_bench(
 ) -> list[RunRecord]:
     """Measure every model's batch-size sweep; append each point to the store as it finishes.
 
+    Each model is measured over the GPUs it occupies (``options.gpu_indices`` overrides), by
+    the scope rule of :mod:`mlenergy.measure.scope`; a model on the CPU charges no GPU.
+
     Args:
         models: Model sources (``preset:<name>``, hub ids, folders, config.json paths).
         spec: The sweep (batch sizes, lengths, repeats...).
@@ -169,7 +179,6 @@ def run_bench(
     """
     import torch
 
-    from mlenergy.measure import EnergyMeter
     from mlenergy.models import load_model
     from mlenergy.workloads.inference import run_inference_sweep
 
@@ -179,10 +188,11 @@ def run_bench(
         torch.set_num_threads(opts.threads)
     recording = _RecordingStore(store) if store is not None else None
     records: list[RunRecord] = []
-    meter = EnergyMeter(cpu_tdp_w=opts.cpu_tdp_w, power_timeline=opts.power_timeline)
+    meter: Any = None
     try:
         for source in resolved:
             loaded = load_model(source, spec.dtype, spec.device, spec.seed)
+            meter = _meter_for_model(meter, loaded, opts)
             records += run_inference_sweep(
                 loaded,
                 spec,
@@ -200,6 +210,20 @@ def run_bench(
         if callable(close):
             close()
     return records
+
+
+def _meter_for_model(previous: Any, loaded: Any, opts: BenchOptions) -> Any:
+    """The meter for ``loaded``: ``previous`` when it covers the same GPUs, else a new one."""
+    from mlenergy.measure import measured_gpus, meter_for
+
+    gpus = measured_gpus(loaded.model, opts.gpu_indices)
+    if previous is not None and list(previous.gpu_indices) == gpus:
+        return previous
+    if previous is not None:
+        previous.close()
+    return meter_for(
+        loaded.model, gpus, cpu_tdp_w=opts.cpu_tdp_w, power_timeline=opts.power_timeline
+    )
 
 
 def _fmt(value: float | None, scale: float = 1.0, digits: int = 4) -> str:
