@@ -4,7 +4,15 @@ For each batch size the runner warms up, then repeats one request batch ``repeat
 Each repeat measures two windows of the meter: *prefill* (one forward pass over the prompts,
 ending with the first token: the time to first token) and *decode* (the remaining
 ``output_tokens - 1`` steps, one forward pass each, whose step times are the inter-token
-latencies). The *request* phase is their sum. Every point becomes a
+latencies). The *request* phase is their sum.
+
+Windows the counter can resolve: when the meter's counters update in steps (NVML: every few tens
+of ms), a window must span ten update periods. The runner times one prefill and one decode
+after the warm-up and runs as many passes of each inside one window as reach the meter's
+target length (prefill: the same prompts again; decode: the KV cache cropped back to the
+prompt between passes), then divides by the passes
+(:func:`mlenergy.measure.resolve.measure_resolved`). On the CPU power model (no counter) every
+window holds one pass, as before. Every point becomes a
 :class:`~mlenergy.records.RunRecord`; a batch size that runs out of memory becomes a failed
 record and the sweep goes on.
 """
@@ -177,13 +185,8 @@ def measure_point(
         The window results of each repeat and the expert utilisation (``None`` for dense
         models or without warm-up).
     """
-    from mlenergy.workloads.generation import (
-        cache_argument,
-        decode,
-        generate,
-        prefill,
-        synchronize,
-    )
+    from mlenergy.measure.resolve import measure_resolved
+    from mlenergy.workloads.generation import cache_argument, generate
     from mlenergy.workloads.routing import ExpertCounter
 
     model, device = loaded.model, loaded.device
@@ -197,21 +200,73 @@ def measure_point(
             generate(model, input_ids, output_tokens)
         if on_step:
             on_step()
+    work = _PassRunner(model, input_ids, output_tokens - 1, cache_arg, device)
+    n_pre, n_dec = work.passes_for(getattr(meter, "target_window_s", 0.0))
     results = []
     for _ in range(repeats):
-        with meter.window("prefill") as wp:
-            state = prefill(model, input_ids)
-            synchronize(device)
-        wd = None
-        steps: list[float] = []
+        pre, n_pre, _ = measure_resolved(meter, "prefill", work.prefill, n_pre)
+        dec, steps = None, []
         if output_tokens > 1:
-            with meter.window("decode") as wd:
-                steps = decode(model, state, output_tokens - 1, cache_arg, device)
-        del state
-        results.append(RepeatWindows(wp.result, wd.result if wd else None, steps))
+            dec, n_dec, steps = measure_resolved(meter, "decode", work.decode, n_dec)
+        work.state = None
+        results.append(RepeatWindows(pre, dec, steps, n_pre, n_dec if dec else 0))
         if on_step:
             on_step()
     return PointMeasurement(results, counter.utilisation())
+
+
+class _PassRunner:
+    """Prefill and decode passes of one batch, repeated back to back inside one window."""
+
+    def __init__(
+        self, model: Any, input_ids: torch.Tensor, steps: int, cache_arg: str, device: str
+    ) -> None:
+        self.model, self.input_ids, self.steps = model, input_ids, steps
+        self.cache_arg, self.device = cache_arg, device
+        self.state: Any = None
+
+    def prefill(self, passes: int) -> None:
+        """``passes`` prefills of the prompts; keeps the last state for decode."""
+        from mlenergy.workloads.generation import prefill, synchronize
+
+        for _ in range(passes):
+            self.state = prefill(self.model, self.input_ids)
+        synchronize(self.device)
+
+    def decode(self, passes: int) -> list[float]:
+        """``passes`` decodes from the prefill state (cache cropped back between them)."""
+        from mlenergy.workloads.generation import decode, prefill, rewind
+
+        if self.state is None:
+            self.state = prefill(self.model, self.input_ids)
+        first = self.state.generated[0]
+        prompt = int(self.input_ids.shape[1])
+        steps: list[float] = []
+        for _ in range(passes):
+            if len(self.state.generated) > 1:
+                rewind(self.state, prompt, first)
+            steps += decode(self.model, self.state, self.steps, self.cache_arg, self.device)
+        return steps
+
+    def passes_for(self, target_s: float) -> tuple[int, int]:
+        """Passes of prefill and decode that fill ``target_s`` (1 and 1 without a target)."""
+        import time
+
+        from mlenergy.measure.counter_period import windows_needed
+
+        if target_s <= 0:
+            return 1, 1
+        t0 = time.perf_counter()
+        self.prefill(1)
+        t1 = time.perf_counter()
+        if self.steps > 0:
+            self.decode(1)
+            from mlenergy.workloads.generation import synchronize
+
+            synchronize(self.device)
+        t2 = time.perf_counter()
+        self.state = None
+        return windows_needed(t1 - t0, target_s), windows_needed(t2 - t1, target_s)
 
 
 def _free_memory(device: str) -> None:
