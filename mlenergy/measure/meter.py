@@ -428,9 +428,10 @@ class EnergyMeter:
     def measure_idle(self, duration_s: float = 1.0) -> IdleBaseline:
         """Measure the scope's power while this process sleeps.
 
-        On the modelled path this is the power charged to a sleeping process (its few CPU
-        cycles); on counters it is the devices' real idle draw, to report beside active
-        figures. The sleep lasts at least :attr:`target_window_s` so the counter resolves it.
+        On counters it is the devices' real idle draw, to report beside active figures. On the
+        modelled path it is the model's idle power of the usable CPUs (``idle_fraction x
+        tdp_w``), which the model does not charge to the work. The sleep lasts at least
+        :attr:`target_window_s` so the counter resolves it.
 
         Args:
             duration_s: How long to sleep at least, in seconds (> 0).
@@ -446,8 +447,9 @@ class EnergyMeter:
         with self.window("__idle__") as w:
             time.sleep(max(duration_s, self.target_window_s))
         assert w.result is not None
+        model = self.cpu_power_model
         self.idle = IdleBaseline(
-            avg_power_w=w.result.avg_power_w,
+            avg_power_w=model.idle_w if model is not None else w.result.avg_power_w,
             duration_s=w.result.duration_s,
             energy_source=self._source,
         )
@@ -484,9 +486,7 @@ class EnergyMeter:
         gpu_idx = list(self.gpu_indices)
         cpu_idx = [] if self._host_beside else list(self.cpu_indices)  # the headline only
         if model is not None:
-            return delta_power_fn(
-                process_cpu_seconds, lambda cpu_s, dt: model.power_w(cpu_s / (dt * model.num_cpus))
-            )
+            return delta_power_fn(process_cpu_seconds, lambda cpu_s, dt: model.power_w(cpu_s, dt))
 
         def read_j() -> float:
             total_mj = sum(float(gpus.get_total_energy_consumption(i)) for i in gpu_idx)
