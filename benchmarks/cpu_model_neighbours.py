@@ -3,8 +3,9 @@
 Runs the same ``run_bench`` point (``preset:tiny-dense``, batch 4, 32 input and 32 output
 tokens, one torch thread, the CPU power model) in rounds that alternate *quiet* and *busy*
 (``Q B Q B ...``, so a slow drift of the shared machine cancels). In a busy round this script
-starts two busy-loop neighbour processes (one per core of a 2-core machine), waits for them to
-spin, measures, and stops them. It prints the request energy per token (mJ) of every round,
+starts two busy-loop neighbour processes (one per core of a 2-core machine; not its children,
+since the model charges a process's children to it), waits for them to spin, measures, and
+stops them by their ids. It prints the request energy per token (mJ) of every round,
 and the ratio busy / quiet of the medians, for
 
 * the CPU model the meter uses (CPU time at per-core power: ``modelled:cpu-tdp``), and
@@ -33,24 +34,46 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 _HOG = "import time\nend = time.time() + {limit}\nx = 0\nwhile time.time() < end:\n    x += 1\n"
 
 
-def start_neighbours(count: int, limit_s: float) -> list[subprocess.Popen]:
-    """Start ``count`` busy-loop processes that stop by themselves after ``limit_s`` seconds."""
+_LAUNCHER = (
+    "import subprocess, sys\n"
+    "code = sys.argv[1]\n"
+    "procs = [subprocess.Popen([sys.executable, '-c', code], start_new_session=True,\n"
+    "                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+    "         for _ in range(int(sys.argv[2]))]\n"
+    "print(' '.join(str(p.pid) for p in procs))\n"
+)
+
+
+def start_neighbours(count: int, limit_s: float) -> list[int]:
+    """Start ``count`` busy-loop processes that stop by themselves after ``limit_s`` seconds.
+
+    They are started through a launcher that exits at once, so they are not this process's
+    children: the CPU model charges a process's children to it, and neighbours are not ours.
+
+    Returns:
+        Their process ids.
+    """
     code = _HOG.format(limit=limit_s)
-    procs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(count)]
+    out = subprocess.run(
+        [sys.executable, "-c", _LAUNCHER, code, str(count)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+    )
     time.sleep(0.5)  # let them reach their loops
-    return procs
+    return [int(pid) for pid in out.stdout.split()]
 
 
-def stop_neighbours(procs: list[subprocess.Popen]) -> None:
-    """Stop the neighbours this script started (by their own handles)."""
-    for p in procs:
-        p.terminate()
-    for p in procs:
-        try:
-            p.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+def stop_neighbours(pids: list[int]) -> None:
+    """Stop the neighbours this script started, by their process ids."""
+    import contextlib
+    import signal
+
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):  # already gone (its time limit)
+            os.kill(pid, signal.SIGTERM)
+    time.sleep(0.2)
 
 
 def measure_once(args: argparse.Namespace) -> dict[str, float]:

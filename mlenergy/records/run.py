@@ -116,6 +116,10 @@ class PhaseResult(FrozenModel):
         host_energy_by_device_j: ``host_energy_j`` per device, e.g. ``{"cpu:0": 3.1}``.
         passes_per_window: How many times the phase's work ran inside each measured window so
             that the window spans at least ten counter periods; figures are per pass.
+        energy_per_token_j_ci95: 95% confidence interval of ``energy_per_token_j`` in joules
+            per token, from the run-to-run spread of the repeats (measured records).
+        wide_interval: ``True`` when that interval reaches further than +-20% of the mean: the
+            figure is too noisy to compare on its own.
     """
 
     phase: Phase
@@ -136,6 +140,8 @@ class PhaseResult(FrozenModel):
     host_energy_j: NonNegFloat | None = None
     host_energy_by_device_j: dict[str, NonNegFloat] = Field(default_factory=dict)
     passes_per_window: NonNegInt | None = None
+    energy_per_token_j_ci95: Interval | None = None
+    wide_interval: bool | None = None
 
     @classmethod
     def from_totals(

@@ -239,6 +239,7 @@ _SUMMARY_COLUMNS = (
     ("prefill mJ/tok", "right"),
     ("decode mJ/tok", "right"),
     ("request mJ/tok", "right"),
+    ("± 95%", "right"),
     ("decode tok/s", "right"),
     ("TTFT ms", "right"),
     ("ITL p50 ms", "right"),
@@ -246,13 +247,31 @@ _SUMMARY_COLUMNS = (
 )
 
 
+def interval_text(phase: Any) -> str:
+    """``±4%`` from the run-to-run spread, ``±35% !`` when wider than ±20%, ``-`` without."""
+    from mlenergy.measure.repeats import relative_half_width
+
+    half = relative_half_width(phase.energy_j_repeats) if phase is not None else None
+    if half is None:
+        return "-"
+    return f"±{half:.0%}" + (" !" if phase.wide_interval else "")
+
+
 def summary_table(records: list[RunRecord]) -> Any:
-    """A rich table: one row per record with energy per token (mJ) and throughput."""
+    """A rich table: one row per record with energy per token (mJ) and throughput.
+
+    The request figure carries its 95% interval from the run-to-run spread of the repeats;
+    ``!`` marks an interval wider than ±20% (too noisy to compare on its own).
+    """
     from rich.table import Table
 
-    table = Table(title="mlenergy bench (energy per token in millijoules)", show_lines=False)
+    table = Table(
+        title="mlenergy bench (energy per token in millijoules)",
+        caption="± 95%: interval of the request figure from run-to-run spread; ! wider than ±20%",
+        show_lines=False,
+    )
     for column, justify in _SUMMARY_COLUMNS:
-        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+        table.add_column(column, justify=justify, no_wrap=column == "model")  # type: ignore[arg-type]
     for r in records:
         pre, dec, req = r.phase("prefill"), r.phase("decode"), r.phase("request")
         table.add_row(
@@ -262,6 +281,7 @@ def summary_table(records: list[RunRecord]) -> Any:
             _fmt(pre.energy_per_token_j if pre else None, 1e3),
             _fmt(dec.energy_per_token_j if dec else None, 1e3),
             _fmt(req.energy_per_token_j if req else None, 1e3),
+            interval_text(req),
             _fmt(dec.throughput_tokens_per_s if dec else None, digits=5),
             _fmt(req.ttft_s if req else None, 1e3),
             _fmt(req.itl_p50_s if req else None, 1e3),

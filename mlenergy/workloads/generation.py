@@ -204,3 +204,59 @@ def generate(model: torch.nn.Module, input_ids: torch.Tensor, output_tokens: int
     state = prefill(model, input_ids)
     decode(model, state, output_tokens - 1, device=input_ids.device)
     return state.output_ids()
+
+
+class PassRunner:
+    """Prefill and decode passes of one batch, repeated back to back inside one window.
+
+    Args:
+        model: A causal LM in eval mode.
+        input_ids: ``(batch, input_tokens)`` prompt ids on the model's device.
+        steps: Decode steps per pass.
+        cache_arg: Forward argument name of the cache.
+        device: The model's device.
+    """
+
+    def __init__(
+        self, model: Any, input_ids: torch.Tensor, steps: int, cache_arg: str, device: str
+    ) -> None:
+        self.model, self.input_ids, self.steps = model, input_ids, steps
+        self.cache_arg, self.device = cache_arg, device
+        self.state: Any = None
+
+    def prefill(self, passes: int) -> None:
+        """``passes`` prefills of the prompts; keeps the last state for decode."""
+        for _ in range(passes):
+            self.state = prefill(self.model, self.input_ids)
+        synchronize(self.device)
+
+    def decode(self, passes: int) -> list[float]:
+        """``passes`` decodes from the prefill state (cache cropped back between them)."""
+        if self.state is None:
+            self.state = prefill(self.model, self.input_ids)
+        first = self.state.generated[0]
+        prompt = int(self.input_ids.shape[1])
+        steps: list[float] = []
+        for _ in range(passes):
+            if len(self.state.generated) > 1:
+                rewind(self.state, prompt, first)
+            steps += decode(self.model, self.state, self.steps, self.cache_arg, self.device)
+        return steps
+
+    def passes_for(self, target_s: float) -> tuple[int, int]:
+        """Passes of prefill and decode that fill ``target_s`` (1 and 1 without a target)."""
+        import time
+
+        from mlenergy.measure.counter_period import windows_needed
+
+        if target_s <= 0:
+            return 1, 1
+        t0 = time.perf_counter()
+        self.prefill(1)
+        t1 = time.perf_counter()
+        if self.steps > 0:
+            self.decode(1)
+            synchronize(self.device)
+        t2 = time.perf_counter()
+        self.state = None
+        return windows_needed(t1 - t0, target_s), windows_needed(t2 - t1, target_s)

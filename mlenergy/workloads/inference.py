@@ -186,7 +186,7 @@ def measure_point(
         models or without warm-up).
     """
     from mlenergy.measure.resolve import measure_resolved
-    from mlenergy.workloads.generation import cache_argument, generate
+    from mlenergy.workloads.generation import PassRunner, cache_argument, generate
     from mlenergy.workloads.routing import ExpertCounter
 
     model, device = loaded.model, loaded.device
@@ -200,7 +200,7 @@ def measure_point(
             generate(model, input_ids, output_tokens)
         if on_step:
             on_step()
-    work = _PassRunner(model, input_ids, output_tokens - 1, cache_arg, device)
+    work = PassRunner(model, input_ids, output_tokens - 1, cache_arg, device)
     n_pre, n_dec = work.passes_for(getattr(meter, "target_window_s", 0.0))
     results = []
     for _ in range(repeats):
@@ -213,60 +213,6 @@ def measure_point(
         if on_step:
             on_step()
     return PointMeasurement(results, counter.utilisation())
-
-
-class _PassRunner:
-    """Prefill and decode passes of one batch, repeated back to back inside one window."""
-
-    def __init__(
-        self, model: Any, input_ids: torch.Tensor, steps: int, cache_arg: str, device: str
-    ) -> None:
-        self.model, self.input_ids, self.steps = model, input_ids, steps
-        self.cache_arg, self.device = cache_arg, device
-        self.state: Any = None
-
-    def prefill(self, passes: int) -> None:
-        """``passes`` prefills of the prompts; keeps the last state for decode."""
-        from mlenergy.workloads.generation import prefill, synchronize
-
-        for _ in range(passes):
-            self.state = prefill(self.model, self.input_ids)
-        synchronize(self.device)
-
-    def decode(self, passes: int) -> list[float]:
-        """``passes`` decodes from the prefill state (cache cropped back between them)."""
-        from mlenergy.workloads.generation import decode, prefill, rewind
-
-        if self.state is None:
-            self.state = prefill(self.model, self.input_ids)
-        first = self.state.generated[0]
-        prompt = int(self.input_ids.shape[1])
-        steps: list[float] = []
-        for _ in range(passes):
-            if len(self.state.generated) > 1:
-                rewind(self.state, prompt, first)
-            steps += decode(self.model, self.state, self.steps, self.cache_arg, self.device)
-        return steps
-
-    def passes_for(self, target_s: float) -> tuple[int, int]:
-        """Passes of prefill and decode that fill ``target_s`` (1 and 1 without a target)."""
-        import time
-
-        from mlenergy.measure.counter_period import windows_needed
-
-        if target_s <= 0:
-            return 1, 1
-        t0 = time.perf_counter()
-        self.prefill(1)
-        t1 = time.perf_counter()
-        if self.steps > 0:
-            self.decode(1)
-            from mlenergy.workloads.generation import synchronize
-
-            synchronize(self.device)
-        t2 = time.perf_counter()
-        self.state = None
-        return windows_needed(t1 - t0, target_s), windows_needed(t2 - t1, target_s)
 
 
 def _free_memory(device: str) -> None:
@@ -314,16 +260,10 @@ def _tags(ctx: _Context) -> dict[str, str]:
     return tags
 
 
-def run_point(
-    ctx: _Context, batch_size: int, on_step: Callable[[], None] | None = None
-) -> RunRecord:
-    """Measure one batch size; return an ``ok`` record, or a ``failed`` one on out-of-memory."""
-    import time
-
+def _common(ctx: _Context, batch_size: int, started: Any) -> dict[str, Any]:
+    """The fields every record of one point shares."""
     spec = ctx.spec
-    started = utc_now()
-    start_s = time.time()
-    common = {
+    return {
         "started_at": started,
         "model": ctx.loaded.info,
         "workload": _workload(ctx, batch_size),
@@ -336,6 +276,29 @@ def run_point(
         "idle": ctx.idle,
         "tags": _tags(ctx),
     }
+
+
+def _failed(exc: BaseException, ctx: _Context, batch_size: int, common: dict) -> RunRecord:
+    """The ``failed`` record of an out-of-memory point."""
+    _free_memory(ctx.loaded.device)
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return RunRecord(
+        status="failed",
+        error=f"out of memory at batch size {batch_size}: {message}"[:1000],
+        ended_at=utc_now(),
+        **common,
+    )
+
+
+def run_point(
+    ctx: _Context, batch_size: int, on_step: Callable[[], None] | None = None
+) -> RunRecord:
+    """Measure one batch size; return an ``ok`` record, or a ``failed`` one on out-of-memory."""
+    import time
+
+    spec = ctx.spec
+    start_s = time.time()
+    common = _common(ctx, batch_size, utc_now())
     try:
         ids = ctx.prompts.batch(batch_size, spec.input_tokens).to(ctx.loaded.device)
         point = measure_point(
@@ -345,14 +308,7 @@ def run_point(
     except Exception as exc:
         if not is_out_of_memory(exc):
             raise
-        _free_memory(ctx.loaded.device)
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return RunRecord(
-            status="failed",
-            error=f"out of memory at batch size {batch_size}: {message}"[:1000],
-            ended_at=utc_now(),
-            **common,
-        )
+        return _failed(exc, ctx, batch_size, common)
     _free_memory(ctx.loaded.device)
     return RunRecord(
         status="ok",
@@ -424,6 +380,111 @@ def run_inference_sweep(
             records.append(record)
             bar.note(done=len(records), failed=sum(r.status != "ok" for r in records))
     return records
+
+
+@dataclass
+class _Arm:
+    """One compared configuration of an interleaved run: a model at one batch size."""
+
+    ctx: _Context
+    batch_size: int
+    ids: Any
+    common: dict[str, Any]
+    repeats: list[RepeatWindows] = field(default_factory=list)
+    utilisation: tuple[float, ...] | None = None
+    failed: RunRecord | None = None
+
+
+def run_interleaved(
+    models: list[tuple[LoadedModel, dict[str, str]]],
+    spec: InferenceSpec,
+    meter: EnergyMeter,
+    store: Any = None,
+) -> list[list[RunRecord]]:
+    """Measure several models (and batch sizes) with their repeats interleaved: A B A B ...
+
+    Every (model, batch size) is one *arm*. All arms warm up first; then round ``r`` measures
+    repeat ``r`` of every arm in turn, so a slow drift of the machine (a neighbour starting,
+    a clock throttling) falls on every arm alike and the repeats' spread shows it. Records are
+    made and stored once the last round ends.
+
+    Args:
+        models: Each model with the tags to record on its runs.
+        spec: What to run (its ``tags`` are added to every model's).
+        meter: The energy meter.
+        store: A store to append the records to, or ``None``.
+
+    Returns:
+        Per model, one record per batch size (failed ones for out-of-memory arms).
+    """
+    from dataclasses import replace
+
+    from mlenergy.measure.provenance import collect_hardware, collect_software
+    from mlenergy.workloads.prompts import PromptSet
+
+    spec.validate()
+    idle = meter.measure_idle(spec.idle_s) if spec.idle_s > 0 else None
+    hardware, software = collect_hardware(meter), collect_software()
+    arms: list[list[_Arm]] = []
+    for loaded, tags in models:
+        check_context_length(loaded.config, spec, loaded.model_id)
+        prompts = PromptSet.prepare(spec.prompts, loaded.vocab_size, loaded.tokenizer, spec.seed)
+        ctx = _Context(
+            loaded, replace(spec, tags={**spec.tags, **tags}), meter, prompts, hardware,
+            software, idle,
+        )  # fmt: skip
+        arms.append(
+            [
+                _Arm(ctx, b, prompts.batch(b, spec.input_tokens).to(loaded.device),
+                     _common(ctx, b, utc_now()))
+                for b in spec.batch_sizes
+            ]
+        )  # fmt: skip
+    flat = [arm for model_arms in arms for arm in model_arms]
+    for arm in flat:
+        _arm_step(arm, spec, 0, spec.warmup)
+    for _ in range(spec.repeats):
+        for arm in flat:
+            _arm_step(arm, spec, 1, 0)
+    out: list[list[RunRecord]] = []
+    for model_arms in arms:
+        records = [_arm_record(arm, spec) for arm in model_arms]
+        if store is not None:
+            store.append(records)
+        out.append(records)
+    return out
+
+
+def _arm_step(arm: _Arm, spec: InferenceSpec, repeats: int, warmup: int) -> None:
+    """Warm an arm up or measure one more repeat of it (a failed arm is left alone)."""
+    if arm.failed is not None:
+        return
+    try:
+        point = measure_point(
+            arm.ctx.loaded, arm.ctx.meter, arm.ids, spec.output_tokens, repeats, warmup
+        )
+    except Exception as exc:
+        if not is_out_of_memory(exc):
+            raise
+        arm.failed = _failed(exc, arm.ctx, arm.batch_size, arm.common)
+        return
+    arm.repeats += point.repeats
+    if warmup and point.expert_utilisation is not None:
+        arm.utilisation = point.expert_utilisation
+
+
+def _arm_record(arm: _Arm, spec: InferenceSpec) -> RunRecord:
+    if arm.failed is not None:
+        return arm.failed
+    phases = summarise_phases(arm.repeats, arm.batch_size, spec.input_tokens, spec.output_tokens)
+    tags = {**arm.common["tags"], "repeat_order": "interleaved"}
+    return RunRecord(
+        status="ok",
+        phases=phases,
+        ended_at=utc_now(),
+        expert_utilisation=arm.utilisation,
+        **{**arm.common, "tags": tags},
+    )
 
 
 @dataclass

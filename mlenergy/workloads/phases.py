@@ -1,7 +1,9 @@
 """Summaries of measured repeats into prefill, decode and request phase results.
 
 Scalars on a :class:`~mlenergy.records.PhaseResult` are means over repeats; each repeat is kept
-(``*_repeats``) with a Student-t 95% confidence interval. Inter-token latency percentiles pool
+(``*_repeats``) with a Student-t 95% confidence interval, from the run-to-run spread. The energy
+per token carries that interval (``energy_per_token_j_ci95``) and is marked ``wide_interval``
+when it reaches further than +-20% of the mean. Inter-token latency percentiles pool
 every decode step of every repeat; time to first token is the mean prefill duration.
 """
 
@@ -10,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mlenergy.records import Phase, PhaseResult, RepeatStats
+from mlenergy.records import Interval, Phase, PhaseResult, RepeatStats
 
 
 @dataclass
@@ -88,6 +90,15 @@ def _phase(
     energy = energy_stats.mean if energy_stats is not None else None
     if energy is not None and energy < 0:
         energy = None
+    noise: dict[str, Any] = {}
+    if energy_stats is not None and energy_stats.ci95 is not None and tokens > 0:
+        from mlenergy.measure.repeats import is_wide
+
+        ci = energy_stats.ci95
+        noise = {
+            "energy_per_token_j_ci95": Interval(low=ci.low / tokens, high=ci.high / tokens),
+            "wide_interval": is_wide(energy_stats),
+        }
     devices: dict[str, float] = {}
     if energy is not None and by_device:
         keys = set().union(*by_device)
@@ -100,6 +111,7 @@ def _phase(
         energy_by_device_j=devices,
         energy_j_repeats=energy_stats,
         duration_s_repeats=_stats(list(durations)),
+        **noise,
         **latency,
     )
 
