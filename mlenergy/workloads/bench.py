@@ -39,6 +39,9 @@ class BenchOptions:
         progress: Draw a progress bar (terminal or notebook).
         gpu_indices: GPUs to measure instead of those the model occupies (``[]``: none);
             ``None`` applies the scope rule of :mod:`mlenergy.measure.scope`.
+        interleave: Measure the repeats of every model and batch size in turn (A B A B ...)
+            so the machine's drift falls on all alike; every model is loaded at once and the
+            records are stored when the last round ends (a Ctrl-C keeps none of them).
     """
 
     cpu_tdp_w: float | None = None
@@ -46,6 +49,7 @@ class BenchOptions:
     power_timeline: bool = False
     progress: bool = True
     gpu_indices: tuple[int, ...] | list[int] | None = None
+    interleave: bool = False
 
     def validate(self) -> BenchOptions:
         """Check every value; return ``self``.
@@ -189,6 +193,8 @@ def run_bench(
     recording = _RecordingStore(store) if store is not None else None
     records: list[RunRecord] = []
     meter: Any = None
+    if opts.interleave:
+        return _run_interleaved(resolved, spec, opts, recording, on_record, data_dir)
     try:
         for source in resolved:
             loaded = load_model(source, spec.dtype, spec.device, spec.seed)
@@ -209,6 +215,35 @@ def run_bench(
         close = getattr(meter, "close", None)
         if callable(close):
             close()
+    return records
+
+
+def _run_interleaved(
+    resolved: list[Any],
+    spec: InferenceSpec,
+    opts: BenchOptions,
+    recording: _RecordingStore | None,
+    on_record: Callable[[RunRecord], None] | None,
+    data_dir: Path | None,
+) -> list[RunRecord]:
+    """Every model loaded at once, repeats interleaved over models and batch sizes."""
+    from mlenergy.measure import measured_gpus, meter_for
+    from mlenergy.models import load_model
+    from mlenergy.workloads.inference import run_interleaved
+
+    loaded = [load_model(source, spec.dtype, spec.device, spec.seed) for source in resolved]
+    gpus = sorted({i for m in loaded for i in measured_gpus(m.model, opts.gpu_indices)})
+    meter = meter_for(None, gpus, cpu_tdp_w=opts.cpu_tdp_w)
+    try:
+        per_model = run_interleaved([(m, {}) for m in loaded], spec, meter, store=recording)
+    except KeyboardInterrupt as exc:
+        raise BenchInterrupted([], data_dir) from exc
+    finally:
+        meter.close()
+    records = [r for model_records in per_model for r in model_records]
+    if on_record is not None:
+        for r in records:
+            on_record(r)
     return records
 
 

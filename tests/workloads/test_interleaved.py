@@ -61,3 +61,20 @@ def test_an_arm_that_runs_out_of_memory_fails_alone(monkeypatch):
     assert ok.status == "ok" and failed.status == "failed"
     assert "out of memory at batch size 2" in failed.error
     assert not failed.phases
+
+
+def test_bench_interleave_measures_two_models_in_turn(tmp_path):
+    from mlenergy.store import RunStore
+    from mlenergy.workloads.bench import BenchOptions, run_bench
+
+    spec = InferenceSpec(batch_sizes=(1,), input_tokens=4, output_tokens=2, repeats=2, idle_s=0)
+    with install_no_devices():
+        records = run_bench(
+            ["preset:tiny-dense", "preset:tiny-moe"],
+            spec,
+            BenchOptions(interleave=True, progress=False),
+            data_dir=tmp_path,
+        )
+    assert [r.model.model_id for r in records] == ["preset:tiny-dense", "preset:tiny-moe"]
+    assert all(r.tags["repeat_order"] == "interleaved" for r in records)
+    assert len(RunStore(tmp_path).runs()) == 2
