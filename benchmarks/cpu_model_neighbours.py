@@ -151,6 +151,10 @@ def main(argv: list[str] | None = None) -> dict:
         "duration_ratio_busy_over_quiet": median("busy", "duration_s")
         / median("quiet", "duration_s"),
         "cpu_s_ratio_busy_over_quiet": median("busy", "cpu_s") / median("quiet", "cpu_s"),
+        "meter_pair_ratios": [
+            b["meter_mj_per_token"] / q["meter_mj_per_token"]
+            for q, b in zip(rows["quiet"], rows["busy"], strict=True)
+        ],
     }
     print(
         f"medians over {args.rounds} rounds, busy / quiet ({args.neighbours} neighbours):\n"
@@ -159,7 +163,10 @@ def main(argv: list[str] | None = None) -> dict:
         f"  wall-time model, same windows:                 "
         f"{out['wall_model_ratio_busy_over_quiet']:.3f}\n"
         f"  wall time {out['duration_ratio_busy_over_quiet']:.3f}, "
-        f"CPU time {out['cpu_s_ratio_busy_over_quiet']:.3f}"
+        f"CPU time {out['cpu_s_ratio_busy_over_quiet']:.3f}\n"
+        f"  per pair (busy / the quiet round before it): "
+        + ", ".join(f"{r:.3f}" for r in out["meter_pair_ratios"])
+        + f"; median {statistics.median(out['meter_pair_ratios']):.3f}"
     )
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
