@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 from pathlib import Path
@@ -141,6 +142,14 @@ BAD = {
     "prompt file without text": (
         ["--model", "preset:tiny-dense", "--prompts", "{notext}"],
         "no text column",
+    ),
+    "gpu index not a number": (
+        ["--model", "preset:tiny-dense", "--gpu-indices", "0,x"],
+        "--gpu-indices item 'x' is not an integer",
+    ),
+    "gpu index on a machine without that gpu": (
+        ["--model", "preset:tiny-dense", "--gpu-indices", "99"],
+        "asks for GPU 99",
     ),
     "missing prompt file": (
         ["--model", "preset:tiny-dense", "--prompts", "nope.jsonl"],
@@ -291,3 +300,11 @@ def test_config_missing_sizes_is_refused_before_building(tmp_path, capsys):
     assert "hidden_size, num_hidden_layers, num_attention_heads, vocab_size" in err
     assert "memory" not in err
     assert not data.exists()
+
+
+def test_bench_interleave_flag_interleaves_the_models(capsys):
+    args = ["bench", "-m", "preset:tiny-dense", "-m", "preset:tiny-moe", "--batch-sizes", "1"]
+    assert main([*args, *FAST, "--interleave", "--no-store", "--json"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert [r["model"]["model_id"] for r in lines] == ["preset:tiny-dense", "preset:tiny-moe"]
+    assert all(r["tags"]["repeat_order"] == "interleaved" for r in lines)

@@ -50,6 +50,19 @@ def bench(
         float | None,
         typer.Option(help="CPU full-load watts for the CPU power model (no counter)."),
     ] = None,
+    gpu_indices: Annotated[
+        str | None,
+        typer.Option(
+            help="GPUs to measure, e.g. 0,1 (none: no GPU); default: the GPUs the model occupies."
+        ),
+    ] = None,
+    interleave: Annotated[
+        bool,
+        typer.Option(
+            help="Measure repeats of every model and batch size in turn (A B A B); "
+            "stores the records when the last round ends."
+        ),
+    ] = False,
     seed: Annotated[int, typer.Option(help="Seed of random weights and prompts.")] = 0,
     idle_s: Annotated[
         float,
@@ -94,7 +107,15 @@ def bench(
         idle_s=idle_s,
         task=task,
     )
-    options = BenchOptions(cpu_tdp_w=cpu_tdp_w, threads=threads, power_timeline=power_timeline)
+    from mlenergy.measure.scope import parse_gpu_indices
+
+    options = BenchOptions(
+        cpu_tdp_w=cpu_tdp_w,
+        threads=threads,
+        power_timeline=power_timeline,
+        gpu_indices=parse_gpu_indices(gpu_indices),
+        interleave=interleave,
+    )
     store_dir = None if no_store else resolve_data_dir(data_dir)
     emit = (lambda record: typer.echo(record.model_dump_json())) if json_out else None
     records = run_bench(model, spec, options, data_dir=store_dir, on_record=emit)

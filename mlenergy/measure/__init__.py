@@ -26,6 +26,7 @@ from mlenergy.measure.repeats import (
     energy_stats,
     summarize_repeats,
 )
+from mlenergy.measure.scope import measured_gpus, meter_for, occupied_gpus
 
 __all__ = [
     "CPU_TDP_ENV",
@@ -38,6 +39,9 @@ __all__ = [
     "WindowResult",
     "duration_stats",
     "energy_stats",
+    "measured_gpus",
+    "meter_for",
+    "occupied_gpus",
     "resolve_cpu_power_model",
     "summarize_repeats",
 ]

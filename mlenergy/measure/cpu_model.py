@@ -4,33 +4,36 @@ Energy on such machines is *modelled*, never silently zero, and labelled ``model
 
 The model
 ---------
-The modelled scope is the set of logical CPUs this process may run on
-(``os.sched_getaffinity(0)``, ``n`` of them). Its full-load power is ``tdp_w``: by default
-``per_cpu_w x n`` with ``per_cpu_w`` from :data:`CPU_TDP_TABLE` (matched against the CPU model
-name in ``/proc/cpuinfo``), overridable by ``EnergyMeter(cpu_tdp_w=...)``, the environment
-variable ``MLENERGY_CPU_TDP_W`` or the workloads' ``--cpu-tdp-w`` flag (all three give the
-full-load power of the modelled scope in watts, not of the whole socket). Power is linear in
-utilisation::
+The CPUs this process may run on (``os.sched_getaffinity(0)``, ``n`` logical CPUs) have a
+full-load power ``tdp_w``: by default ``per_cpu_w x n`` with ``per_cpu_w`` from
+:data:`CPU_TDP_TABLE` (matched against the CPU model name in ``/proc/cpuinfo``), overridable by
+``EnergyMeter(cpu_tdp_w=...)``, the environment variable ``MLENERGY_CPU_TDP_W`` or the
+workloads' ``--cpu-tdp-w`` flag (all three give the full-load power of those ``n`` CPUs in
+watts, not of the whole socket). A share ``idle_fraction`` of it is idle power.
 
-    idle_w  = idle_fraction x tdp_w
-    power_w = idle_w + (tdp_w - idle_w) x u,        u in [0, 1]
+A window is charged the work its process did, not the time it took. Every CPU-second the
+process (and its children) ran is charged one core's active power plus that core's idle share,
+since the process held the core for that second::
 
-where ``u`` is the CPU utilisation of this process over the window: the CPU seconds it used
-(user + system, all threads, plus reaped children; see :func:`process_cpu_seconds`) divided by
-``wall seconds x n``. Because the model is linear, a window's energy is exact from two
-CPU-time readings (no sampling thread)::
+    active_per_cpu_w = (tdp_w - idle_w) / n
+    idle_per_cpu_w   = idle_w / n
+    energy_j = cpu_s x (active_per_cpu_w + idle_per_cpu_w) = cpu_s x tdp_w / n
 
-    energy_j = idle_w x duration_s + (tdp_w - idle_w) x cpu_s / n
+where ``cpu_s`` is the CPU time of the process over the window (user + system, all threads,
+plus its children's; see :func:`process_cpu_seconds`). Wall time does not enter: a busy
+neighbour that stretches the window (the process waits for a core) does not change the figure,
+and the idle power of cores the process did not hold is not charged to it. The idle power of the
+usable CPUs is reported beside, as the idle baseline (:meth:`CpuPowerModel.idle_w`). What a
+neighbour can still move is the CPU time itself (shared caches, memory bandwidth and SMT
+siblings make the same work take more CPU seconds); ``benchmarks/cpu_model_neighbours.py``
+prints by how much.
 
 The CPU-time clock must resolve short windows: ``os.times()`` and ``psutil`` CPU times count
 in clock ticks (10 ms on Linux), so a window of a few milliseconds of computation would read
-0 CPU seconds and be charged only the idle power. The process's own CPU time is therefore read
-from ``time.process_time()`` (``CLOCK_PROCESS_CPUTIME_ID`` on Linux: nanosecond resolution,
-user + system, all threads of the process); only the CPU time of reaped child processes, which
-no high-resolution clock reports, still comes from ``os.times()``.
-
-Utilisation is the process's own, not the whole machine's, so a busy neighbour on a shared
-machine does not inflate a run's figure; the idle share is charged in full to the scope.
+0 CPU seconds. The process's own CPU time is therefore read from ``time.process_time()``
+(``CLOCK_PROCESS_CPUTIME_ID`` on Linux: nanosecond resolution, user + system, all threads of the
+process); the CPU time of children (reaped ones from ``os.times()``, running ones such as a
+server the process launched from ``psutil``) counts in ticks.
 
 Constants and sources
 ---------------------
@@ -145,7 +148,7 @@ def _env_float(name: str, low: float, high: float | None) -> float | None:
 
 @dataclass(frozen=True)
 class CpuPowerModel:
-    """A linear utilisation x TDP power model of the CPUs this process may use.
+    """A CPU-time x per-core power model of the CPUs this process may use.
 
     Attributes:
         tdp_w: Full-load power of the modelled scope in watts.
@@ -166,50 +169,118 @@ class CpuPowerModel:
         """Modelled idle power of the scope in watts."""
         return self.idle_fraction * self.tdp_w
 
-    def power_w(self, utilisation: float) -> float:
-        """Modelled power in watts at a utilisation in ``[0, 1]`` (clipped)."""
-        u = min(1.0, max(0.0, utilisation))
-        return self.idle_w + (self.tdp_w - self.idle_w) * u
+    @property
+    def per_cpu_w(self) -> float:
+        """Power in watts charged per CPU-second: one core's active power plus its idle share."""
+        return self.tdp_w / self.num_cpus
 
-    def energy_j(self, duration_s: float, cpu_s: float) -> float:
-        """Modelled energy in joules of a window.
+    def power_w(self, cpu_s: float, duration_s: float) -> float:
+        """Modelled power in watts of a process that used ``cpu_s`` CPU seconds in ``duration_s``.
 
-        Args:
-            duration_s: Wall time of the window in seconds.
-            cpu_s: CPU seconds the process used in the window (all threads).
-
-        Returns:
-            ``duration_s x power_w(cpu_s / (duration_s x num_cpus))``; utilisation is clipped
-            to ``[0, 1]``.
+        At most ``tdp_w`` (all usable CPUs busy); 0 for a non-positive duration.
         """
         if duration_s <= 0:
             return 0.0
-        return duration_s * self.power_w(cpu_s / (duration_s * self.num_cpus))
+        return min(self.tdp_w, max(0.0, cpu_s) * self.per_cpu_w / duration_s)
+
+    def energy_j(self, duration_s: float, cpu_s: float) -> float:
+        """Modelled energy in joules of a window: ``cpu_s x tdp_w / num_cpus``.
+
+        Args:
+            duration_s: Wall time of the window in seconds (it only caps the figure at
+                ``tdp_w x duration_s``; it does not add idle power).
+            cpu_s: CPU seconds the process and its children used in the window (all threads).
+
+        Returns:
+            Joules charged to the work.
+        """
+        if duration_s <= 0:
+            return 0.0
+        return min(self.tdp_w * duration_s, max(0.0, cpu_s) * self.per_cpu_w)
 
     def describe(self) -> str:
         """One line for :class:`~mlenergy.records.MeasuredScope.description`."""
         return (
             f"CPU modelled (modelled:cpu-tdp): {self.num_cpus} logical CPU(s) of "
             f"{self.cpu_model or 'unknown CPU'}, full load {self.tdp_w:.1f} W "
-            f"[{self.tdp_source}], idle {self.idle_fraction:.0%} of it, "
-            "linear in this process's CPU utilisation"
+            f"[{self.tdp_source}]; charged {self.per_cpu_w:.2f} W per CPU-second this process "
+            f"and its children ran (active power plus the idle share, {self.idle_fraction:.0%}, "
+            "of the core it held); wall time and neighbours' load not charged"
         )
 
 
 def process_cpu_seconds() -> float:
-    """CPU seconds used so far by this process (user + system, all threads, reaped children).
+    """CPU seconds used so far by this process and its children (user + system, all threads).
 
     The process's own CPU time comes from :func:`time.process_time`
     (``CLOCK_PROCESS_CPUTIME_ID``: nanosecond resolution, every thread), so windows of a few
     milliseconds see their computation; ``os.times()`` / ``psutil`` count in 10 ms clock ticks
-    and read 0 for such windows. Reaped children's CPU time has no high-resolution clock and
-    is added from ``os.times()`` (tick resolution).
+    and read 0 for such windows. Children have no high-resolution clock: reaped ones come from
+    ``os.times()``, running ones (a server this process launched) from ``psutil``, both in
+    ticks.
 
     Returns:
         Cumulative CPU time in seconds; only differences between two calls are meaningful.
     """
     t = os.times()
-    return time.process_time() + t.children_user + t.children_system
+    return time.process_time() + t.children_user + t.children_system + running_children_cpu_s()
+
+
+def running_children_cpu_s() -> float:
+    """CPU seconds of this process's running descendants (0 when it has none).
+
+    Reads ``/proc/<pid>/task/<tid>/children`` and ``/proc/<pid>/stat`` (cheap: no scan of
+    every process); where those are missing, asks ``psutil``.
+    """
+    try:
+        return _proc_children_cpu_s(os.getpid())
+    except OSError:
+        pass
+    try:
+        import psutil
+
+        total = 0.0
+        for child in psutil.Process().children(recursive=True):
+            try:
+                times = child.cpu_times()
+            except psutil.Error:  # exited between the listing and the reading
+                continue
+            total += times.user + times.system
+        return total
+    except Exception:  # no psutil or no /proc: running children go uncounted
+        return 0.0
+
+
+_TICK_S = 1.0 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 0.01
+
+
+def _proc_children_cpu_s(pid: int) -> float:
+    """Sum of user + system CPU seconds of ``pid``'s descendants, from ``/proc``."""
+    total = 0.0
+    pending = _child_pids(pid)
+    while pending:
+        child = pending.pop()
+        try:
+            with open(f"/proc/{child}/stat", encoding="ascii") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) * _TICK_S  # utime, stime
+            pending += _child_pids(child)
+        except (OSError, IndexError, ValueError):  # exited meanwhile
+            continue
+    return total
+
+
+def _child_pids(pid: int) -> list[int]:
+    tasks = os.listdir(f"/proc/{pid}/task")
+    pids: list[int] = []
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", encoding="ascii") as f:
+                pids += [int(p) for p in f.read().split()]
+        except FileNotFoundError:
+            if pid == os.getpid():
+                raise  # no children file in this kernel: use psutil
+    return pids
 
 
 def resolve_cpu_power_model(

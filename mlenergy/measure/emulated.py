@@ -148,6 +148,11 @@ class EmulatedGPU(GPU):
         """Emulated setters always block (they are instant)."""
         return False
 
+    @property
+    def counter_period_s(self) -> float:
+        """Update period of the energy counter in seconds (0: continuous)."""
+        return self._counter.counter_period_s
+
     def get_name(self) -> str:
         """Return the emulated model name."""
         return self._name

@@ -2,14 +2,24 @@
 
 Where the energy comes from, in order:
 
-1. GPUs that Zeus finds (NVML/AMDSMI): ``measured:zeus-nvml`` (``measured:zeus-amdsmi``); RAPL
-   packages are added to the scope when Zeus can read them.
-2. No GPU but RAPL: ``measured:zeus-rapl``.
+1. GPUs in scope (NVML/AMDSMI): ``measured:zeus-nvml`` (``measured:zeus-amdsmi``). The headline
+   ``energy_j`` is GPU energy only. RAPL packages (and DRAM) that Zeus can read are measured
+   beside them and kept apart (``host_energy_j``, ``measured:zeus-rapl``), never summed in.
+2. No GPU in scope but RAPL: ``measured:zeus-rapl``.
 3. Neither (this project's CI machines): the CPU power model of
    :mod:`mlenergy.measure.cpu_model`, ``modelled:cpu-tdp``. Never a silent 0 J.
 
 Emulated devices installed by :mod:`mlenergy.measure.emulated` take the place of 1 or 2 and
 label every figure ``emulated:zeus-gpu`` / ``emulated:zeus-rapl``.
+
+Which GPUs are in scope is decided by one rule, :mod:`mlenergy.measure.scope`
+(:func:`~mlenergy.measure.scope.meter_for`); ``EnergyMeter(gpu_indices=None)`` itself measures
+every GPU Zeus finds.
+
+Windows: at start-up the meter learns each headline GPU's counter update period
+(:mod:`mlenergy.measure.counter_period`). A window shorter than ten periods is flagged
+(``WindowResult.resolvable`` is ``False``); runners repeat short work inside one window until
+it spans :attr:`EnergyMeter.target_window_s`, so no flagged window becomes a reported figure.
 
 Every window goes through :class:`zeus.monitor.ZeusMonitor` (also on the modelled path, where
 Zeus supplies the window's time), with ``approx_instant_energy=True`` so windows shorter than the
@@ -25,10 +35,16 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mlenergy.errors import UserError
+from mlenergy.measure.counter_period import (
+    DEFAULT_POLL_BUDGET_S,
+    MIN_PERIODS,
+    TARGET_PERIODS,
+    gpu_counter_periods,
+)
 from mlenergy.measure.cpu_model import (
     CpuPowerModel,
     process_cpu_seconds,
@@ -51,6 +67,8 @@ from mlenergy.records import IdleBaseline, MeasuredScope, PowerTimeline
 logger = logging.getLogger(__name__)
 
 MODELLED_CPU_SOURCE = "modelled:cpu-tdp"
+HOST_RAPL_SOURCE = "measured:zeus-rapl"
+"""Label of the CPU package and DRAM figures measured beside the GPUs."""
 MODELLED_CPU_DEVICE = "cpu:modelled"
 """Key of the modelled CPU energy in :attr:`WindowResult.energy_by_device_j`."""
 
@@ -62,6 +80,13 @@ _CPU_INDEX_FIX = (
     "Pass cpu_indices=None to measure the RAPL packages Zeus can read (RAPL needs "
     "/sys/class/powercap and read permission)"
 )
+
+
+def _host_total(rapl: dict[str, float]) -> float | None:
+    """Sum of the host figures, ``None`` when any is missing or invalid (never a silent 0)."""
+    if not rapl or any(not math.isfinite(e) or e < 0 for e in rapl.values()):
+        return None
+    return sum(rapl.values())
 
 
 def _count(devices: object | None) -> int:
@@ -76,12 +101,19 @@ class WindowResult:
     Attributes:
         name: The window's name.
         duration_s: Wall time in seconds (as timed by Zeus).
-        energy_j: Energy of the measured scope in joules; ``None`` when no valid figure exists
-            (never a silent 0).
-        energy_by_device_j: Joules per device: ``gpu:<i>``, ``cpu:<i>`` (RAPL package),
-            ``dram:<i>``, or ``cpu:modelled``.
+        energy_j: Energy of the headline scope in joules (the GPUs when any is in scope);
+            ``None`` when no valid figure exists (never a silent 0).
+        energy_by_device_j: Joules per headline device: ``gpu:<i>``, or without GPUs
+            ``cpu:<i>`` (RAPL package), ``dram:<i>``, or ``cpu:modelled``.
         energy_source: Where the figure came from, e.g. ``modelled:cpu-tdp``.
         start_time_s: Unix time at which the window began.
+        host_energy_j: Joules of the RAPL packages (and DRAM) measured beside the GPUs; never
+            part of ``energy_j``; ``None`` when none is measured beside.
+        host_energy_by_device_j: ``host_energy_j`` per ``cpu:<i>`` / ``dram:<i>``.
+        host_energy_source: Label of the host figures (``measured:zeus-rapl``).
+        counter_period_s: Update period in seconds of the slowest headline counter.
+        resolvable: ``False`` when the window was shorter than ten counter periods: its energy
+            may be off by a whole period and must not be reported.
     """
 
     name: str
@@ -90,6 +122,11 @@ class WindowResult:
     energy_by_device_j: dict[str, float]
     energy_source: str
     start_time_s: float | None = None
+    host_energy_j: float | None = None
+    host_energy_by_device_j: dict[str, float] = field(default_factory=dict)
+    host_energy_source: str | None = None
+    counter_period_s: float = 0.0
+    resolvable: bool = True
 
     @property
     def avg_power_w(self) -> float | None:
@@ -119,7 +156,8 @@ class EnergyMeter:
 
     Args:
         gpu_indices: GPUs to measure; ``None`` measures every GPU Zeus finds (none is fine),
-            ``[]`` measures none.
+            ``[]`` measures none. Runs pick them by the scope rule
+            (:func:`mlenergy.measure.scope.meter_for`).
         cpu_tdp_w: Full-load power in watts of the CPUs this process may use, for the CPU power
             model (used only when Zeus finds no counter); ``None`` reads ``MLENERGY_CPU_TDP_W``,
             then the CPU table.
@@ -131,6 +169,8 @@ class EnergyMeter:
         cpu_indices: RAPL packages to measure; ``None`` means all Zeus can read, ``[]`` none.
         cpu_idle_fraction: Idle share of ``cpu_tdp_w`` for the CPU power model.
         timeline_period_s: Sampling period in seconds of the in-process power sampler.
+        counter_poll_s: How long to poll each real GPU's energy counter at start-up to learn
+            its update period, in seconds.
 
     Raises:
         UserError: GPUs or CPU packages requested that Zeus cannot find, or a bad TDP.
@@ -146,6 +186,7 @@ class EnergyMeter:
         cpu_indices: list[int] | None = None,
         cpu_idle_fraction: float | None = None,
         timeline_period_s: float = 0.1,
+        counter_poll_s: float = DEFAULT_POLL_BUDGET_S,
     ) -> None:
         from zeus.device.exception import ZeusBaseError
         from zeus.monitor import ZeusMonitor
@@ -173,6 +214,16 @@ class EnergyMeter:
         self._includes_dram = bool(self.cpu_indices) and all(
             cpus.supports_get_dram_energy_consumption(i) for i in self.cpu_indices
         )
+        # With GPUs in scope the RAPL packages are measured beside them, never summed in.
+        self._host_beside = bool(self.gpu_indices) and bool(self.cpu_indices)
+        self._host_source = (
+            ("emulated:zeus-rapl" if cpu_emulated else HOST_RAPL_SOURCE)
+            if self._host_beside
+            else None
+        )
+        periods = gpu_counter_periods(gpus, self.gpu_indices, counter_poll_s)
+        self.counter_period_s: float = max(periods, default=0.0)
+        """Update period in seconds of the slowest headline counter (0: continuous)."""
         try:
             self._zeus = ZeusMonitor(
                 gpu_indices=self.gpu_indices,
@@ -205,23 +256,41 @@ class EnergyMeter:
     @property
     def scope(self) -> MeasuredScope:
         """Which devices the figures cover."""
+        host = ()
         if self.cpu_power_model is not None:
             description = self.cpu_power_model.describe()
+        elif self.gpu_indices:
+            description = f"GPU(s) {self.gpu_indices} via Zeus ({self._source})"
+            if self._host_beside:
+                host = tuple(self.cpu_indices)
+                dram = " + DRAM" if self._includes_dram else ""
+                description += (
+                    f"; RAPL package(s) {list(host)}{dram} measured beside "
+                    f"({self._host_source}), not included"
+                )
         else:
-            parts = []
-            if self.gpu_indices:
-                parts.append(f"GPU(s) {self.gpu_indices}")
-            if self.cpu_indices:
-                parts.append(f"RAPL package(s) {self.cpu_indices}")
-            if self._includes_dram:
-                parts.append("DRAM")
-            description = f"{' + '.join(parts)} via Zeus ({self._source})"
+            dram = " + DRAM" if self._includes_dram else ""
+            description = f"RAPL package(s) {self.cpu_indices}{dram} via Zeus ({self._source})"
         return MeasuredScope(
             gpu_indices=tuple(self.gpu_indices),
-            cpu_indices=tuple(self.cpu_indices),
-            includes_dram=self._includes_dram,
+            cpu_indices=() if self._host_beside else tuple(self.cpu_indices),
+            includes_dram=self._includes_dram and not self._host_beside,
             description=description,
+            host_cpu_indices=host,
+            host_includes_dram=self._includes_dram and self._host_beside,
+            host_energy_source=self._host_source,
+            counter_period_s=self.counter_period_s,
         )
+
+    @property
+    def min_window_s(self) -> float:
+        """Shortest window in seconds whose figure is reported (ten counter periods)."""
+        return MIN_PERIODS * self.counter_period_s
+
+    @property
+    def target_window_s(self) -> float:
+        """Window length in seconds that runners aim for (25 counter periods)."""
+        return TARGET_PERIODS * self.counter_period_s
 
     @property
     def zeus_monitor(self) -> Any:
@@ -268,13 +337,18 @@ class EnergyMeter:
             ) from None
         m = self._zeus.end_window(state.key, sync_execution=self.sync_execution)
         by_device: dict[str, float] = {}
+        rapl: dict[str, float] = {}
         if self.cpu_power_model is not None:
             cpu_s = process_cpu_seconds() - state.cpu_s
             by_device[MODELLED_CPU_DEVICE] = self.cpu_power_model.energy_j(m.time, cpu_s)
         else:
             by_device.update({f"gpu:{i}": float(e) for i, e in m.gpu_energy.items()})
-            by_device.update({f"cpu:{i}": float(e) for i, e in (m.cpu_energy or {}).items()})
-            by_device.update({f"dram:{i}": float(e) for i, e in (m.dram_energy or {}).items()})
+            rapl.update({f"cpu:{i}": float(e) for i, e in (m.cpu_energy or {}).items()})
+            rapl.update({f"dram:{i}": float(e) for i, e in (m.dram_energy or {}).items()})
+            if not self._host_beside:
+                by_device.update(rapl)
+                rapl = {}
+        host = _host_total(rapl) if self._host_beside else None
         energy: float | None = sum(by_device.values())
         if not by_device or any(not math.isfinite(e) or e < 0 for e in by_device.values()):
             warnings.warn(
@@ -285,13 +359,19 @@ class EnergyMeter:
             )
             energy = None
             by_device = {k: v for k, v in by_device.items() if math.isfinite(v) and v >= 0}
+        duration = float(m.time)
         return WindowResult(
             name=name,
-            duration_s=float(m.time),
+            duration_s=duration,
             energy_j=energy,
             energy_by_device_j=by_device,
             energy_source=self._source,
             start_time_s=state.start_time_s,
+            host_energy_j=host,
+            host_energy_by_device_j=rapl if host is not None else {},
+            host_energy_source=self._host_source,
+            counter_period_s=self.counter_period_s,
+            resolvable=duration >= self.min_window_s,
         )
 
     def cancel(self, name: str) -> None:
@@ -348,11 +428,13 @@ class EnergyMeter:
     def measure_idle(self, duration_s: float = 1.0) -> IdleBaseline:
         """Measure the scope's power while this process sleeps.
 
-        On the modelled path this returns (almost exactly) the model's idle power; on
-        counters it is the devices' real idle draw, to report beside active figures.
+        On counters it is the devices' real idle draw, to report beside active figures. On the
+        modelled path it is the model's idle power of the usable CPUs (``idle_fraction x
+        tdp_w``), which the model does not charge to the work. The sleep lasts at least
+        :attr:`target_window_s` so the counter resolves it.
 
         Args:
-            duration_s: How long to sleep, in seconds (> 0).
+            duration_s: How long to sleep at least, in seconds (> 0).
 
         Returns:
             The baseline (also kept as :attr:`idle`).
@@ -363,10 +445,11 @@ class EnergyMeter:
                 "Pass e.g. duration_s=1.0",
             )
         with self.window("__idle__") as w:
-            time.sleep(duration_s)
+            time.sleep(max(duration_s, self.target_window_s))
         assert w.result is not None
+        model = self.cpu_power_model
         self.idle = IdleBaseline(
-            avg_power_w=w.result.avg_power_w,
+            avg_power_w=model.idle_w if model is not None else w.result.avg_power_w,
             duration_s=w.result.duration_s,
             energy_source=self._source,
         )
@@ -400,11 +483,10 @@ class EnergyMeter:
     def _delta_power_fn(self) -> Callable[[float], float]:
         """Power over the last sampling period, from counter (or CPU-time) deltas."""
         model, gpus, cpus = self.cpu_power_model, self._gpus, self._cpus
-        gpu_idx, cpu_idx = list(self.gpu_indices), list(self.cpu_indices)
+        gpu_idx = list(self.gpu_indices)
+        cpu_idx = [] if self._host_beside else list(self.cpu_indices)  # the headline only
         if model is not None:
-            return delta_power_fn(
-                process_cpu_seconds, lambda cpu_s, dt: model.power_w(cpu_s / (dt * model.num_cpus))
-            )
+            return delta_power_fn(process_cpu_seconds, lambda cpu_s, dt: model.power_w(cpu_s, dt))
 
         def read_j() -> float:
             total_mj = sum(float(gpus.get_total_energy_consumption(i)) for i in gpu_idx)

@@ -9,6 +9,26 @@ from mlenergy.errors import UserError
 from mlenergy.measure.meter import WindowResult
 from mlenergy.records import RepeatStats
 
+WIDE_INTERVAL = 0.20
+"""A figure whose 95% interval reaches further than +-20% of its mean is marked as noisy."""
+
+
+def relative_half_width(stats: RepeatStats | None) -> float | None:
+    """Half-width of the 95% interval over the mean (``None`` without an interval).
+
+    The interval is the Student-t interval of the mean over the repeats: it comes from the
+    run-to-run spread, so interleaved repeats put the machine's drift into it.
+    """
+    if stats is None or stats.ci95 is None or not stats.mean:
+        return None
+    return (stats.ci95.high - stats.ci95.low) / 2.0 / abs(stats.mean)
+
+
+def is_wide(stats: RepeatStats | None) -> bool | None:
+    """Whether the interval is wider than +-:data:`WIDE_INTERVAL` (``None``: no interval)."""
+    half = relative_half_width(stats)
+    return None if half is None else half > WIDE_INTERVAL
+
 
 @dataclass(frozen=True)
 class RepeatSummary:

@@ -35,7 +35,10 @@ class MeasuredWindow:
 
     Args:
         name: Name of the window (shown in its result).
-        meter: The meter to use; ``None`` opens a new one for the block and closes it after.
+        meter: The meter to use; ``None`` opens one for the block (over the devices the scope
+            rule of :mod:`mlenergy.measure.scope` picks for ``where``) and closes it after.
+        where: The model (or its device or device map) the block runs, for that rule.
+        gpu_indices: GPUs to measure instead of those ``where`` occupies.
 
     Raises:
         WindowStillOpen: On reading any figure inside the block.
@@ -43,9 +46,16 @@ class MeasuredWindow:
         UserError: On entering the same window twice.
     """
 
-    def __init__(self, name: str = "window", meter: EnergyMeter | None = None) -> None:
+    def __init__(
+        self,
+        name: str = "window",
+        meter: EnergyMeter | None = None,
+        where: object = None,
+        gpu_indices: list[int] | None = None,
+    ) -> None:
         self.name = name
         self._meter = meter
+        self._where, self._gpu_indices = where, gpu_indices
         self._own_meter = meter is None
         self._state = "new"  # new -> open -> done | failed
         self._result: WindowResult | None = None
@@ -57,9 +67,9 @@ class MeasuredWindow:
                 "Make a new window for each measurement",
             )
         if self._meter is None:
-            from mlenergy.measure.meter import EnergyMeter
+            from mlenergy.measure.scope import meter_for
 
-            self._meter = EnergyMeter()
+            self._meter = meter_for(self._where, self._gpu_indices)
         self._meter.begin(self.name)
         self._state = "open"
         return self
@@ -154,6 +164,17 @@ def window_html(result: WindowResult) -> str:
     rows = [("time", f"{result.duration_s:.4g} s")]
     rows += [(f"energy {device}", joules(e)) for device, e in result.energy_by_device_j.items()]
     rows.append(("energy (total)", joules(result.energy_j)))
+    if result.host_energy_j is not None:
+        host = f"{result.host_energy_j:.4g} J ({result.host_energy_source}, not in the total)"
+        rows.append(("CPU + DRAM beside", host))
+    if not result.resolvable:
+        rows.append(
+            (
+                "warning",
+                f"shorter than ten counter periods ({result.counter_period_s * 1e3:.3g} ms "
+                "each): the energy may be off by a whole period; repeat the work in the cell",
+            )
+        )
     power = result.avg_power_w
     rows.append(("average power", f"{power:.4g} W" if power is not None else "n/a"))
     rows.append(("source", result.energy_source))
@@ -165,6 +186,15 @@ def window_html(result: WindowResult) -> str:
     return f"<table class='mlenergy-window'>{caption}{body}</table>"
 
 
-def measured_window(name: str = "window", meter: EnergyMeter | None = None) -> MeasuredWindow:
-    """A new :class:`MeasuredWindow` (enter it with ``with``; read figures after the block)."""
-    return MeasuredWindow(name, meter)
+def measured_window(
+    name: str = "window",
+    meter: EnergyMeter | None = None,
+    where: object = None,
+    gpu_indices: list[int] | None = None,
+) -> MeasuredWindow:
+    """A new :class:`MeasuredWindow` (enter it with ``with``; read figures after the block).
+
+    Without a meter the window measures the devices ``where`` occupies (the model, its device
+    or device map), or ``gpu_indices``; see :mod:`mlenergy.measure.scope`.
+    """
+    return MeasuredWindow(name, meter, where, gpu_indices)

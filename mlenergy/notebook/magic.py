@@ -3,10 +3,16 @@
 ::
 
     %load_ext mlenergy.notebook
-    %%energy [--var NAME] [--name WINDOW] [--quiet]
+    %%energy [--var NAME] [--name WINDOW] [--quiet] [--model VAR] [--gpu-indices 0,1]
              [--save --model VAR --tokens N [--batch-size B] [--data-dir DIR]]
 
 (``--data-dir`` defaults to ``$MLENERGY_DATA_DIR``, else ``./data``, as the commands do.)
+
+Which devices a cell measures follows the scope rule of :mod:`mlenergy.measure.scope`, as bench
+does: the GPUs of ``--model`` (a ``LoadedModel`` variable), or ``--gpu-indices``, or else the GPUs
+this process holds memory on when the cell starts; CPU package and DRAM energy, where readable,
+are shown beside the GPU total, never in it. A cell shorter than ten counter periods is marked,
+and ``--save`` refuses it (repeat the work inside the cell).
 
 The cell runs inside a :class:`~mlenergy.measure.window.MeasuredWindow` of one
 :class:`~mlenergy.measure.EnergyMeter` shared by the session (Zeus; on a machine without
@@ -62,8 +68,20 @@ def window_record(
     from mlenergy.records import Phase, PhaseResult, RunRecord, Workload
 
     r = window.result
+    if not r.resolvable:
+        raise UsageError(
+            f"the cell ran {r.duration_s:.3g} s, shorter than ten energy-counter periods "
+            f"({r.counter_period_s:.3g} s each): its energy cannot be saved; repeat the work "
+            "inside the cell"
+        )
     phase = PhaseResult.from_totals(
-        Phase.REQUEST, r.duration_s, r.energy_j, tokens, energy_by_device_j=r.energy_by_device_j
+        Phase.REQUEST,
+        r.duration_s,
+        r.energy_j,
+        tokens,
+        energy_by_device_j=r.energy_by_device_j,
+        host_energy_j=r.host_energy_j,
+        host_energy_by_device_j=r.host_energy_by_device_j,
     )
     return RunRecord(
         model=model_info,
@@ -112,7 +130,7 @@ def _model_info(shell: Any, name: str) -> Any:
 
 @magics_class
 class EnergyMagics(Magics):
-    """The ``%%energy`` magic; one meter per IPython session, opened on first use."""
+    """The ``%%energy`` magic; one meter per IPython session and device scope, opened on use."""
 
     def __init__(self, shell: Any) -> None:
         super().__init__(shell)
@@ -120,11 +138,20 @@ class EnergyMagics(Magics):
 
     @property
     def meter(self) -> Any:
-        """The session's :class:`~mlenergy.measure.EnergyMeter`."""
+        """The session's :class:`~mlenergy.measure.EnergyMeter` (the last cell's scope)."""
         if self._meter is None:
-            from mlenergy.measure import EnergyMeter
+            self._meter = self.meter_for(None, None)
+        return self._meter
 
-            self._meter = EnergyMeter()
+    def meter_for(self, where: Any, gpu_indices: list[int] | None) -> Any:
+        """The meter over the devices the scope rule picks; reused while the scope holds."""
+        from mlenergy.measure import measured_gpus, meter_for
+
+        gpus = measured_gpus(where, gpu_indices)
+        if self._meter is not None and list(self._meter.gpu_indices) == gpus:
+            return self._meter
+        self.close()
+        self._meter = meter_for(where, gpus)
         return self._meter
 
     def close(self) -> None:
@@ -138,7 +165,12 @@ class EnergyMagics(Magics):
     @argument("--name", default="cell", help="Name of the measured window.")
     @argument("--quiet", action="store_true", help="Do not show the table.")
     @argument("--save", action="store_true", help="Append a run record to the store.")
-    @argument("--model", default=None, help="With --save: variable of the model that ran.")
+    @argument(
+        "--model",
+        default=None,
+        help="Variable of the model that ran (its GPUs are measured; needed by --save).",
+    )
+    @argument("--gpu-indices", default=None, help="GPUs to measure, e.g. 0,1 (none: no GPU).")
     @argument("--tokens", type=int, default=None, help="With --save: tokens the cell generated.")
     @argument("--batch-size", type=int, default=1, help="With --save: sequences generated.")
     @argument(
@@ -157,7 +189,8 @@ class EnergyMagics(Magics):
         if args.batch_size < 1:
             raise UsageError("--batch-size must be at least 1")
         info = _model_info(self.shell, args.model) if args.save else None
-        window = MeasuredWindow(args.name, self.meter)
+        meter = self.meter_for(*self._scope(args))
+        window = MeasuredWindow(args.name, meter)
         try:
             with window:
                 if not self.shell.run_cell(cell).success:
@@ -174,6 +207,22 @@ class EnergyMagics(Magics):
             display(HTML(window_html(window.result)))
         if args.save:
             self._save(window, info, args, cell)
+
+    def _scope(self, args: Any) -> tuple[Any, list[int] | None]:
+        """What the cell runs (the ``--model`` variable) and the ``--gpu-indices`` override."""
+        from mlenergy.errors import UserError
+        from mlenergy.measure.scope import parse_gpu_indices
+
+        where = None
+        if args.model is not None:
+            if args.model not in self.shell.user_ns:
+                raise UsageError(f"--model {args.model}: no such variable in the notebook")
+            obj = self.shell.user_ns[args.model]
+            where = obj if hasattr(obj, "model") or hasattr(obj, "parameters") else None
+        try:
+            return where, parse_gpu_indices(args.gpu_indices)
+        except UserError as err:
+            raise UsageError(str(err)) from None
 
     def _save(self, window: MeasuredWindow, info: Any, args: Any, cell: str) -> None:
         from mlenergy.store import RunStore

@@ -37,21 +37,41 @@ def _plot_run(run: RunRecord, ax: Any) -> Any:
 
 
 def _plot_runs(runs: Sequence[RunRecord], x: str, ax: Any) -> Any:
+    """Energy per token against ``x``, one line per model, with 95% intervals as error bars.
+
+    A point whose interval is wider than +-20% (``wide_interval``) is drawn hollow and marked
+    with ``!``.
+    """
     fig, ax = _axes(ax)
-    by_model: dict[str, list[tuple[float, float]]] = {}
+    by_model: dict[str, list[tuple[float, float, float, float, bool]]] = {}
     for r in runs:
         p = r.phase("request") or (r.phases[0] if r.phases else None)
         if p is None or p.energy_per_token_j is None:
             continue
         xv = float(getattr(r.workload, x))
-        by_model.setdefault(r.model.model_id, []).append((xv, p.energy_per_token_j))
+        ci = p.energy_per_token_j_ci95
+        low = p.energy_per_token_j - ci.low if ci else 0.0
+        high = ci.high - p.energy_per_token_j if ci else 0.0
+        point = (xv, p.energy_per_token_j, low, high, bool(p.wide_interval))
+        by_model.setdefault(r.model.model_id, []).append(point)
     for model, points in sorted(by_model.items()):
         points.sort()
-        ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=model)
+        xs, ys = [p[0] for p in points], [p[1] for p in points]
+        line = ax.errorbar(
+            xs, ys, yerr=[[p[2] for p in points], [p[3] for p in points]], marker="o",
+            capsize=3, label=model,
+        )  # fmt: skip
+        for xv, yv, _, _, wide in points:
+            if wide:
+                ax.plot([xv], [yv], marker="o", mfc="white", color=line[0].get_color())
+                ax.annotate("!", (xv, yv), textcoords="offset points", xytext=(4, 4))
     ax.set_xlabel(x.replace("_", " "))
     ax.set_ylabel("energy per token (J/token)")
     sources = sorted({r.energy_source for r in runs})
-    ax.set_title("energy source: " + ", ".join(sources), fontsize=9)
+    ax.set_title(
+        "energy source: " + ", ".join(sources) + " (bars: 95% interval; ! wider than ±20%)",
+        fontsize=9,
+    )
     if by_model:
         ax.legend(fontsize=7)
     return fig

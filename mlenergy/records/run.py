@@ -111,6 +111,15 @@ class PhaseResult(FrozenModel):
         duration_s_repeats: Per-repeat durations with mean and 95% CI.
         energy_per_token_j_interval: Prediction interval of ``energy_per_token_j`` in joules
             per token (estimates: the calibrated 5th-95th percentile band).
+        host_energy_j: Energy in joules of the CPU packages (and DRAM) measured beside the GPUs
+            (the scope's ``host_*`` fields say which and how); never part of ``energy_j``.
+        host_energy_by_device_j: ``host_energy_j`` per device, e.g. ``{"cpu:0": 3.1}``.
+        passes_per_window: How many times the phase's work ran inside each measured window so
+            that the window spans at least ten counter periods; figures are per pass.
+        energy_per_token_j_ci95: 95% confidence interval of ``energy_per_token_j`` in joules
+            per token, from the run-to-run spread of the repeats (measured records).
+        wide_interval: ``True`` when that interval reaches further than +-20% of the mean: the
+            figure is too noisy to compare on its own.
     """
 
     phase: Phase
@@ -128,6 +137,11 @@ class PhaseResult(FrozenModel):
     energy_j_repeats: RepeatStats | None = None
     duration_s_repeats: RepeatStats | None = None
     energy_per_token_j_interval: Interval | None = None
+    host_energy_j: NonNegFloat | None = None
+    host_energy_by_device_j: dict[str, NonNegFloat] = Field(default_factory=dict)
+    passes_per_window: NonNegInt | None = None
+    energy_per_token_j_ci95: Interval | None = None
+    wide_interval: bool | None = None
 
     @classmethod
     def from_totals(
@@ -171,12 +185,23 @@ class MeasuredScope(FrozenModel):
         cpu_indices: CPU packages whose energy is included.
         includes_dram: Whether DRAM energy is included.
         description: Free text, e.g. ``"CPU package modelled from utilisation x TDP"``.
+        host_cpu_indices: CPU packages (RAPL) measured *beside* the headline GPU energy and
+            kept in the phases' ``host_energy_j``; never included in ``energy_j``.
+        host_includes_dram: Whether the host figures include DRAM energy.
+        host_energy_source: Label of the host figures, e.g. ``measured:zeus-rapl``.
+        counter_period_s: Update period in seconds of the slowest energy counter in the
+            headline scope (0: continuous); no reported figure comes from a window shorter
+            than ten of these.
     """
 
     gpu_indices: tuple[NonNegInt, ...] = ()
     cpu_indices: tuple[NonNegInt, ...] = ()
     includes_dram: bool = False
     description: str | None = None
+    host_cpu_indices: tuple[NonNegInt, ...] = ()
+    host_includes_dram: bool = False
+    host_energy_source: EnergySource | None = None
+    counter_period_s: NonNegFloat | None = None
 
 
 class IdleBaseline(FrozenModel):

@@ -1,8 +1,10 @@
 """The written conclusion of the dense-vs-MoE study, computed from its tables.
 
 Nothing here is typed in: every number, every "less" or "more" comes from the comparison
-tables, with a tie wherever the difference is within the noise (the bootstrap interval with
-several seeds, otherwise +/- :data:`NOISE_BAND`).
+tables, with a tie wherever the difference is within the noise: the bootstrap interval with
+several seeds; for inference with one seed, the interval of the ratio from the run-to-run
+spread of the interleaved repeats (:func:`inference_spread`); otherwise +/- :data:`NOISE_BAND`.
+The text states what was measured, not why.
 """
 
 from __future__ import annotations
@@ -59,6 +61,50 @@ def ratio_text(ratio: float | None, lo: float | None, hi: float | None) -> str:
 NOISE_BAND = 0.05
 """Without an interval (one seed), ratios within 1 +/- this are called a tie."""
 
+Spread = dict[tuple[str, int], float]
+"""Relative half-width of the 95% interval of inference energy per token, per (variant, batch)."""
+
+
+def inference_spread(runs: list[Any]) -> Spread:
+    """Run-to-run spread of each study model's inference energy per token, per batch size.
+
+    Args:
+        runs: The study's run records (training ones are skipped).
+
+    Returns:
+        ``{(variant, batch size): relative half-width}`` of the 95% interval of the request
+        phase's energy (Student t over the repeats; the repeats of one seed interleave the
+        models, so the spread includes the machine's drift). Several seeds: the widest.
+    """
+    out: Spread = {}
+    for r in runs:
+        if r.workload.kind != "inference" or r.status != "ok":
+            continue
+        phase = r.phase("request")
+        stats = phase.energy_j_repeats if phase is not None else None
+        if stats is None or stats.ci95 is None or not stats.mean:
+            continue
+        half = (stats.ci95.high - stats.ci95.low) / 2 / abs(stats.mean)
+        key = (r.tags.get("variant", r.model.model_id), int(r.workload.batch_size))
+        out[key] = max(out.get(key, 0.0), half)
+    return out
+
+
+def spread_interval(
+    ratio: float | None, variant: str, baseline: str, batch: int | None, spread: Spread | None
+) -> tuple[float | None, float | None]:
+    """Interval of an MoE/dense ratio from both models' run-to-run spread (``None`` without).
+
+    The relative half-widths add in quadrature: ``ratio x (1 +/- sqrt(a^2 + b^2))``.
+    """
+    if ratio is None or not np.isfinite(ratio) or not spread or batch is None:
+        return None, None
+    a, b = spread.get((variant, int(batch))), spread.get((baseline, int(batch)))
+    if a is None or b is None:
+        return None, None
+    half = math.hypot(a, b)
+    return ratio * (1.0 - half), ratio * (1.0 + half)
+
 
 def classify_ratio(
     ratio: float | None, low: float | None, high: float | None, band: float = NOISE_BAND
@@ -78,6 +124,14 @@ def classify_ratio(
     if ratio > 1.0 + band:
         return "more"
     return "tie"
+
+
+def _has_interval(low: Any, high: Any) -> bool:
+    """Whether ``low``-``high`` is a real interval (finite and not a single point)."""
+    try:
+        return bool(np.isfinite(low) and np.isfinite(high) and high > low)
+    except TypeError:
+        return False
 
 
 def _batches_text(batches: list[int]) -> str:
@@ -196,12 +250,13 @@ def _classes_by_batch(
     reference: dict[str, str],
     batch_size: int | None,
     band: float,
+    spread: Spread | None = None,
 ) -> dict[int, list[str]]:
     """Per batch size, the class of each MoE variant's energy-per-token ratio.
 
     At the reference batch size the class from the comparison table (with its bootstrap
     interval when there are several seeds) is used, so the verdict agrees with the
-    per-comparison line; elsewhere the ratio of means against the noise band.
+    per-comparison line; elsewhere the interval from run-to-run spread, else the noise band.
     """
     if by_batch is None or by_batch.empty:
         return {}
@@ -213,7 +268,10 @@ def _classes_by_batch(
             if batch_size is not None and int(b) == int(batch_size) and r["variant"] in reference:
                 cls.append(reference[r["variant"]])
             else:
-                cls.append(classify_ratio(float(r["ratio"]), None, None, band))
+                lo, hi = spread_interval(
+                    float(r["ratio"]), str(r["variant"]), str(r["baseline"]), int(b), spread
+                )
+                cls.append(classify_ratio(float(r["ratio"]), lo, hi, band))
         out[int(b)] = cls
     return out
 
@@ -234,25 +292,20 @@ def _why(summary: pd.DataFrame, band: float) -> str | None:
         f"{step_ratio.min():.2f}-{step_ratio.max():.2f}x the training energy of "
         f"{b['variant']} (same active parameters) and reached perplexity "
         f"{ppl.min():.4g}-{ppl.max():.4g} against {float(b['final_val_perplexity']):.4g}: "
-        "the experts' extra capacity buys quality per step, and whether that repays the cost "
-        "of a step decides each comparison above. "
+        "whether the quality per step repays the cost of a step decides each comparison "
+        "above. "
     )
     if bool((step_ratio < 1.0 - band).any()):
         text += (
-            "An MoE step does the dense step's arithmetic plus routing and updates more "
-            "weights, so a step ratio below 1 cannot come from the computation: it is "
-            "measurement noise (the machine's load changed between runs); read the training "
-            "comparisons with that noise in mind. "
+            "An MoE step does at least the dense step's arithmetic, so a step ratio below 1 "
+            "is more than this study's measurements resolve: read the training comparisons "
+            "with the measurement noise in mind. "
         )
     if bool((step_ratio > 1.0 + band).any()):
         text += (
-            "Where an MoE step costs more, it is the overhead of sparsity at this size: the "
-            "experts' matrices are too small to keep the processor busy, so routing (router, "
-            "top-k, gathering and scattering tokens per expert, several small matrix "
-            "products instead of one) and the memory traffic of many expert weights "
-            "dominate. MoE is expected to pay off when expert matrix products are large and "
-            "compute-bound (bigger models, GPUs, fused expert kernels): rerun with "
-            "--size small --device cuda."
+            "This study measured the total energy of each step, not where it went (routing, "
+            "expert matrix products, memory traffic): it does not say why an MoE step cost "
+            "more here, nor whether it would at another size or on a GPU."
         )
     return text.rstrip()
 
@@ -267,6 +320,7 @@ def conclusion(
     size: str,
     noise: float | None = None,
     by_batch: pd.DataFrame | None = None,
+    spread: Spread | None = None,
 ) -> list[str]:
     """The written conclusion, one paragraph per item, computed from the tables.
 
@@ -282,6 +336,8 @@ def conclusion(
             within ``1 +/- max(NOISE_BAND, noise)`` are called ties.
         by_batch: :func:`mlenergy.analysis.energy_quality.ratio_by_batch` (inference energy
             per token, MoE over dense, per batch size).
+        spread: :func:`inference_spread` of the study's runs: with one seed, inference ratios
+            whose run-to-run interval holds 1 are called ties.
 
     Returns:
         Paragraphs of plain text.
@@ -300,9 +356,9 @@ def conclusion(
         sub = comparisons[comparisons["comparison"] == comp] if not comparisons.empty else None
         if sub is None or sub.empty:
             continue
-        paragraph, classes, reference = _matched_paragraph(comp, sub, band, batch_size)
+        paragraph, classes, reference = _matched_paragraph(comp, sub, band, batch_size, spread)
         verdicts[comp] = classes
-        per_batch[comp] = _classes_by_batch(by_batch, comp, reference, batch_size, band)
+        per_batch[comp] = _classes_by_batch(by_batch, comp, reference, batch_size, band, spread)
         out.append(paragraph)
     extra = (_frontier_paragraph(summary, batch_size), _by_batch_paragraph(by_batch))
     out += [p for p in extra if p]
@@ -328,16 +384,22 @@ def conclusion(
             "busy or shared machine raises it)."
         )
     if seeds < 2:
+        inference = (
+            "inference ratios are called ties when the interval from the run-to-run spread of "
+            "the interleaved repeats holds 1; training ratios "
+            if spread
+            else "ratios "
+        )
         out.append(
-            f"One seed per model: no bootstrap intervals, so ratios within 1 +/- {band:.0%} "
-            "are called ties; rerun with --seeds 3 (on a quiet machine) for intervals."
+            f"One seed per model: no bootstrap intervals; {inference}within 1 +/- {band:.0%} "
+            "are called ties; rerun with --seeds 3 for intervals."
         )
     out.append(energy_note(energy_source))
     return out
 
 
 def _matched_paragraph(
-    comp: str, sub: pd.DataFrame, band: float, batch_size: int | None
+    comp: str, sub: pd.DataFrame, band: float, batch_size: int | None, spread: Spread | None
 ) -> tuple[str, dict[str, list[str]], dict[str, str]]:
     """One comparison's paragraph, its train/inference classes, each variant's inference class."""
     at_batch = f" at batch {batch_size}" if batch_size is not None else ""
@@ -348,13 +410,19 @@ def _matched_paragraph(
         tr, inf = c["train_energy_ratio"], c["energy_per_token_ratio"]
         tr_lo, tr_hi = c["train_energy_ratio_ci_low"], c["train_energy_ratio_ci_high"]
         inf_lo, inf_hi = c["energy_per_token_ratio_ci_low"], c["energy_per_token_ratio_ci_high"]
+        note = ""
+        if not _has_interval(inf_lo, inf_hi):
+            inf_lo, inf_hi = spread_interval(
+                inf, str(c["variant"]), str(c["baseline"]), batch_size, spread
+            )
+            note = " from run-to-run spread" if inf_lo is not None else ""
         classes["train"].append(classify_ratio(tr, tr_lo, tr_hi, band))
         classes["inference"].append(classify_ratio(inf, inf_lo, inf_hi, band))
         reference[str(c["variant"])] = classes["inference"][-1]
         lines.append(
             f"{c['variant']} vs {c['baseline']}: training energy to reach perplexity "
             f"{c['target_perplexity']:.4g} {ratio_text(tr, tr_lo, tr_hi)}, inference "
-            f"energy per token{at_batch} {ratio_text(inf, inf_lo, inf_hi)} "
+            f"energy per token{at_batch} {ratio_text(inf, inf_lo, inf_hi)}{note} "
             f"(perplexity {c['variant_perplexity']:.4g} vs {c['baseline_perplexity']:.4g})"
         )
     label = "active" if comp == "matched-active" else "total"

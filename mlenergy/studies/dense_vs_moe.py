@@ -1,13 +1,16 @@
 """The dense-versus-MoE study: for the same quality, which spends less energy?
 
-For each seed and each model of the size's family (:mod:`mlenergy.studies.families`):
+For each seed:
 
-1. train from scratch on the training split of a text corpus with energy windows around the
-   steps and validation perplexity at checkpoints (:mod:`mlenergy.workloads.training`);
-2. append the training record to the store at once;
-3. benchmark inference at several batch sizes with the spine's runner (records appended by
-   the runner as they are made);
-4. append the final held-out perplexity as a :class:`QualityResult` linked to those runs.
+1. train every model of the size's family (:mod:`mlenergy.studies.families`) from scratch on
+   the training split of a text corpus with energy windows around the steps and validation
+   perplexity at checkpoints (:mod:`mlenergy.workloads.training`), appending each training
+   record to the store at once;
+2. benchmark inference of all of them at several batch sizes with their repeats interleaved
+   (dense, MoE, dense, MoE... :func:`mlenergy.workloads.inference.run_interleaved`), so a drift
+   of the machine's load falls on every model alike and shows in the run-to-run spread;
+3. append each model's final held-out perplexity as a :class:`QualityResult` linked to its
+   runs.
 
 Then the report is computed from the store (:mod:`mlenergy.studies.report`). Every record of
 one study carries the tags ``study=dense-vs-moe``, ``study_id``, ``size``, ``variant``,
@@ -198,7 +201,8 @@ def run_study(
         report_dir: Report folder (``index.html``, ``summary.md``, PNG figures).
         progress: Show a progress bar.
         corpus: Text source (``pydoc``, a path or ``hf:<dataset>``).
-        meter: Energy meter to use (default: a new :class:`~mlenergy.measure.EnergyMeter`).
+        meter: Energy meter to use (default: one over the devices ``device`` occupies, by the
+            scope rule of :mod:`mlenergy.measure.scope`).
         cpu_threads: Torch threads for a CPU study (default 1: tiny models gain nothing from
             more, and a shared machine slows multi-threaded torch many-fold); ``None`` keeps
             torch's setting. Restored afterwards.
@@ -211,7 +215,7 @@ def run_study(
     """
     import torch
 
-    from mlenergy.measure import EnergyMeter
+    from mlenergy.measure import meter_for
     from mlenergy.measure.provenance import collect_hardware, collect_software
     from mlenergy.models import check_device
     from mlenergy.store.preflight import check_output_folder, open_store_for_append
@@ -230,7 +234,7 @@ def run_study(
     store = open_store_for_append(data_dir)
     check_output_folder(report_dir, what="report directory", option="--report-dir")
     own_meter = meter is None
-    meter = meter or EnergyMeter()
+    meter = meter or meter_for(device)
     hardware = collect_hardware(meter)
     software = collect_software()
     result = _new_result(spec_size, data, data_dir, report_dir, meter.energy_source)
@@ -243,11 +247,18 @@ def run_study(
         with progress_bar(total, "dense-vs-moe", unit="step", enabled=progress) as pbar:
             bar = _StepCounter(pbar) if progress else None
             for seed in range(seeds):
+                trained = []
                 for variant in spec_size.variants:
-                    _run_one(
-                        spec_size, variant, seed, n_steps, device, data, meter, store,
-                        (hardware, software), study_id, result, bar,
+                    trained.append(
+                        _train_one(
+                            spec_size, variant, seed, n_steps, device, data, meter, store,
+                            (hardware, software), study_id, result, bar,
+                        )
                     )  # fmt: skip
+                _benchmark_and_score(
+                    spec_size, trained, seed, device, data, meter, store, software, result
+                )
+                del trained
     finally:
         torch.set_num_threads(threads_before)
         if own_meter:
@@ -282,7 +293,18 @@ def _new_result(
     )
 
 
-def _run_one(
+@dataclass
+class _Trained:
+    """A model trained by the study, waiting for its inference benchmark and quality record."""
+
+    variant: Variant
+    tags: dict[str, str]
+    info: Any
+    config: Any
+    outcome: Any
+
+
+def _train_one(
     size: StudySize,
     variant: Variant,
     seed: int,
@@ -295,8 +317,8 @@ def _run_one(
     study_id: str,
     result: StudyResult,
     bar: Any,
-) -> None:
-    """Train, benchmark and evaluate one model; append its records as soon as they exist."""
+) -> _Trained:
+    """Train one model; append its training record at once."""
     from mlenergy.models import model_info_from_config
 
     hardware, software = provenance
@@ -339,53 +361,69 @@ def _run_one(
     )
     store.append([outcome.record])
     result.runs.append(outcome.record)
-
-    inf_records = _benchmark(size, outcome.model, config, info, seed, device, tags, meter, store)
-    result.runs.extend(inf_records)
-
-    quality = perplexity_record(
-        outcome.final_val,
-        model=info,
-        software=software,
-        corpus=data.corpus_name,
-        dataset=data.dataset_label,
-        linked_run_ids=[outcome.record.run_id, *(r.run_id for r in inf_records)],
-        tags=tags,
-    )
-    store.append([quality])
-    result.quality.append(quality)
     if bar is not None:
         bar.bar.note(f"{variant.name} (seed {seed}) ppl {outcome.final_val.perplexity:.1f}")
+    return _Trained(variant, tags, info, config, outcome)
+
+
+def _benchmark_and_score(
+    size: StudySize,
+    trained: list[_Trained],
+    seed: int,
+    device: str,
+    data: StudyData,
+    meter: EnergyMeter,
+    store: Any,
+    software: Any,
+    result: StudyResult,
+) -> None:
+    """Benchmark every trained model's inference, interleaved; append quality records."""
+    per_model = _benchmark(size, trained, seed, device, meter, store)
+    for t, inf_records in zip(trained, per_model, strict=True):
+        result.runs.extend(inf_records)
+        quality = perplexity_record(
+            t.outcome.final_val,
+            model=t.info,
+            software=software,
+            corpus=data.corpus_name,
+            dataset=data.dataset_label,
+            linked_run_ids=[t.outcome.record.run_id, *(r.run_id for r in inf_records)],
+            tags=t.tags,
+        )
+        store.append([quality])
+        result.quality.append(quality)
 
 
 def _benchmark(
     size: StudySize,
-    model: Any,
-    config: Any,
-    info: Any,
+    trained: list[_Trained],
     seed: int,
     device: str,
-    tags: dict[str, str],
     meter: EnergyMeter,
     store: Any,
-) -> list[Any]:
-    """Benchmark a trained model's inference at the size's batch sizes; store the records."""
+) -> list[list[Any]]:
+    """Benchmark the trained models' inference, repeats interleaved; store the records."""
     from mlenergy.models import LoadedModel, ModelSource
-    from mlenergy.workloads import InferenceSpec, run_inference_sweep
+    from mlenergy.workloads import InferenceSpec
+    from mlenergy.workloads.inference import run_interleaved
 
-    if getattr(config, "output_router_logits", None):
-        # Inference does not need the load-balancing loss: skip computing it per token.
-        model.config.output_router_logits = False
-    loaded = LoadedModel(
-        model=model,
-        config=config,
-        tokenizer=None,
-        info=info,
-        model_id=info.model_id,
-        source=ModelSource("config", ""),
-        dtype="float32",
-        device=device,
-    )
+    models = []
+    for t in trained:
+        model = t.outcome.model
+        if getattr(t.config, "output_router_logits", None):
+            # Inference does not need the load-balancing loss: skip computing it per token.
+            model.config.output_router_logits = False
+        loaded = LoadedModel(
+            model=model,
+            config=t.config,
+            tokenizer=None,
+            info=t.info,
+            model_id=t.info.model_id,
+            source=ModelSource("config", ""),
+            dtype="float32",
+            device=device,
+        )
+        models.append((loaded, t.tags))
     inf_spec = InferenceSpec(
         batch_sizes=size.infer_batch_sizes,
         input_tokens=size.infer_input_tokens,
@@ -397,6 +435,5 @@ def _benchmark(
         device=device,
         idle_s=size.idle_s,
         task=STUDY,
-        tags=tags,
     )
-    return run_inference_sweep(loaded, inf_spec, meter, store=store, progress=False)
+    return run_interleaved(models, inf_spec, meter, store=store)

@@ -21,6 +21,7 @@ from mlenergy.studies.conclusion import (
     energy_note,
     energy_unit,
     fmt_value,
+    inference_spread,
     ratio_text,
 )
 from mlenergy.studies.figures import write_figures
@@ -260,6 +261,7 @@ def build_report(
         size=size.name,
         noise=eq.measurement_noise(t["checkpoints"]),
         by_batch=eq.ratio_by_batch(t["inference"], size.pairs()),
+        spread=inference_spread(result.runs),
     )
     result.summary, result.comparisons, result.conclusion = (
         t["summary"],

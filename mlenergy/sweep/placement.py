@@ -4,6 +4,8 @@ The transformers runner executes a model in one process; to use the several GPUs
 its decoder layers are cut into contiguous groups, one per device, and forward hooks move the
 hidden states from group to group (layer-wise model parallelism: one device works at a time).
 Embeddings, the final norm and the head stay on the first device.
+
+:func:`run_meter` applies the one scope rule (:mod:`mlenergy.measure.scope`) to a run's devices.
 """
 
 from __future__ import annotations
@@ -93,3 +95,37 @@ def split_layers(model: Any, devices: list[str]) -> list[range]:
             )
     layers[len(layers) - 1].register_forward_hook(lambda _m, _a, out: _move(out, first))
     return groups
+
+
+def run_gpu_indices(devices: list[str], gpus: int) -> list[int]:
+    """GPUs a sweep run measures: those its layers occupy, by the scope rule.
+
+    A run that holds GPUs but keeps the model on the host (``device: cpu`` with
+    ``resources.gpus > 0``) measures the GPUs it was given, as an explicit override.
+
+    Args:
+        devices: Torch devices the model's layers are spread over.
+        gpus: GPUs the run holds (0: none).
+
+    Returns:
+        CUDA indices to measure.
+    """
+    from mlenergy.measure import measured_gpus
+
+    if gpus <= 0:
+        return measured_gpus(devices, [])
+    occupied = measured_gpus(devices)
+    return occupied if occupied else list(range(gpus))
+
+
+def run_meter(devices: list[str], gpus: int) -> Any:
+    """The :class:`~mlenergy.measure.EnergyMeter` of a sweep run over ``devices``.
+
+    With GPUs in scope the CPU packages are left out: runs on other GPUs of the node share
+    them, so their energy is not this run's alone. Without GPUs the RAPL packages (or the CPU
+    power model) are the headline.
+    """
+    from mlenergy.measure import meter_for
+
+    indices = run_gpu_indices(devices, gpus)
+    return meter_for(devices, indices, cpu_indices=[] if indices else None)

@@ -8,11 +8,10 @@ store. Every record carries the run's key in ``tags["sweep_key"]``.
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from mlenergy.errors import UserError
 from mlenergy.records import Hardware, QualityResult, RunRecord, Workload, utc_now
-from mlenergy.sweep.placement import split_layers
+from mlenergy.sweep.placement import run_meter, split_layers
 from mlenergy.sweep.spec import KEY_TAG, PLAN_TAG, RunSpec
 
 Record = RunRecord | QualityResult
@@ -50,16 +49,6 @@ def execute_run(spec: RunSpec, idle_s: float = 0.0) -> list[Record]:
     return run_quality(spec, sweep_tags(spec))
 
 
-def _meter(spec: RunSpec) -> Any:
-    from mlenergy.measure import EnergyMeter
-
-    if spec.gpus == 0:  # RAPL packages when Zeus can read them, else the CPU power model
-        return EnergyMeter(gpu_indices=[])
-    # One Zeus monitor over every GPU the run holds. CPU packages are left out: runs on other
-    # GPUs of the node share them, so their energy is not this run's alone.
-    return EnergyMeter(gpu_indices=list(range(spec.gpus)), cpu_indices=[])
-
-
 def _bench(spec: RunSpec, idle_s: float) -> RunRecord:
     from mlenergy.models import load_model
     from mlenergy.workloads.inference import InferenceSpec, run_inference_sweep
@@ -81,7 +70,7 @@ def _bench(spec: RunSpec, idle_s: float) -> RunRecord:
     devices = _run_devices(spec)
     if len(devices) > 1:
         split_layers(loaded.model, devices)
-    meter = _meter(spec)
+    meter = run_meter(devices, spec.gpus)
     try:
         (record,) = run_inference_sweep(loaded, inference, meter, progress=False)
     finally:

@@ -37,12 +37,19 @@ class BenchOptions:
         threads: Torch CPU threads, or ``None`` for torch's choice.
         power_timeline: Record a downsampled power trace on each run.
         progress: Draw a progress bar (terminal or notebook).
+        gpu_indices: GPUs to measure instead of those the model occupies (``[]``: none);
+            ``None`` applies the scope rule of :mod:`mlenergy.measure.scope`.
+        interleave: Measure the repeats of every model and batch size in turn (A B A B ...)
+            so the machine's drift falls on all alike; every model is loaded at once and the
+            records are stored when the last round ends (a Ctrl-C keeps none of them).
     """
 
     cpu_tdp_w: float | None = None
     threads: int | None = None
     power_timeline: bool = False
     progress: bool = True
+    gpu_indices: tuple[int, ...] | list[int] | None = None
+    interleave: bool = False
 
     def validate(self) -> BenchOptions:
         """Check every value; return ``self``.
@@ -56,6 +63,10 @@ class BenchOptions:
             )
         if self.threads is not None and self.threads < 1:
             raise UserError(f"--threads {self.threads} must be at least 1", "Pass e.g. --threads 1")
+        if self.gpu_indices is not None:
+            from mlenergy.measure.scope import measured_gpus
+
+            measured_gpus(None, self.gpu_indices)
         return self
 
 
@@ -152,6 +163,9 @@ def run_bench(
 ) -> list[RunRecord]:
     """Measure every model's batch-size sweep; append each point to the store as it finishes.
 
+    Each model is measured over the GPUs it occupies (``options.gpu_indices`` overrides), by
+    the scope rule of :mod:`mlenergy.measure.scope`; a model on the CPU charges no GPU.
+
     Args:
         models: Model sources (``preset:<name>``, hub ids, folders, config.json paths).
         spec: The sweep (batch sizes, lengths, repeats...).
@@ -169,7 +183,6 @@ def run_bench(
     """
     import torch
 
-    from mlenergy.measure import EnergyMeter
     from mlenergy.models import load_model
     from mlenergy.workloads.inference import run_inference_sweep
 
@@ -179,10 +192,13 @@ def run_bench(
         torch.set_num_threads(opts.threads)
     recording = _RecordingStore(store) if store is not None else None
     records: list[RunRecord] = []
-    meter = EnergyMeter(cpu_tdp_w=opts.cpu_tdp_w, power_timeline=opts.power_timeline)
+    meter: Any = None
+    if opts.interleave:
+        return _run_interleaved(resolved, spec, opts, recording, on_record, data_dir)
     try:
         for source in resolved:
             loaded = load_model(source, spec.dtype, spec.device, spec.seed)
+            meter = _meter_for_model(meter, loaded, opts)
             records += run_inference_sweep(
                 loaded,
                 spec,
@@ -202,6 +218,49 @@ def run_bench(
     return records
 
 
+def _run_interleaved(
+    resolved: list[Any],
+    spec: InferenceSpec,
+    opts: BenchOptions,
+    recording: _RecordingStore | None,
+    on_record: Callable[[RunRecord], None] | None,
+    data_dir: Path | None,
+) -> list[RunRecord]:
+    """Every model loaded at once, repeats interleaved over models and batch sizes."""
+    from mlenergy.measure import measured_gpus, meter_for
+    from mlenergy.models import load_model
+    from mlenergy.workloads.inference import run_interleaved
+
+    loaded = [load_model(source, spec.dtype, spec.device, spec.seed) for source in resolved]
+    gpus = sorted({i for m in loaded for i in measured_gpus(m.model, opts.gpu_indices)})
+    meter = meter_for(None, gpus, cpu_tdp_w=opts.cpu_tdp_w)
+    try:
+        per_model = run_interleaved([(m, {}) for m in loaded], spec, meter, store=recording)
+    except KeyboardInterrupt as exc:
+        raise BenchInterrupted([], data_dir) from exc
+    finally:
+        meter.close()
+    records = [r for model_records in per_model for r in model_records]
+    if on_record is not None:
+        for r in records:
+            on_record(r)
+    return records
+
+
+def _meter_for_model(previous: Any, loaded: Any, opts: BenchOptions) -> Any:
+    """The meter for ``loaded``: ``previous`` when it covers the same GPUs, else a new one."""
+    from mlenergy.measure import measured_gpus, meter_for
+
+    gpus = measured_gpus(loaded.model, opts.gpu_indices)
+    if previous is not None and list(previous.gpu_indices) == gpus:
+        return previous
+    if previous is not None:
+        previous.close()
+    return meter_for(
+        loaded.model, gpus, cpu_tdp_w=opts.cpu_tdp_w, power_timeline=opts.power_timeline
+    )
+
+
 def _fmt(value: float | None, scale: float = 1.0, digits: int = 4) -> str:
     if value is None:
         return "-"
@@ -215,6 +274,7 @@ _SUMMARY_COLUMNS = (
     ("prefill mJ/tok", "right"),
     ("decode mJ/tok", "right"),
     ("request mJ/tok", "right"),
+    ("± 95%", "right"),
     ("decode tok/s", "right"),
     ("TTFT ms", "right"),
     ("ITL p50 ms", "right"),
@@ -222,13 +282,31 @@ _SUMMARY_COLUMNS = (
 )
 
 
+def interval_text(phase: Any) -> str:
+    """``±4%`` from the run-to-run spread, ``±35% !`` when wider than ±20%, ``-`` without."""
+    from mlenergy.measure.repeats import relative_half_width
+
+    half = relative_half_width(phase.energy_j_repeats) if phase is not None else None
+    if half is None:
+        return "-"
+    return f"±{half:.0%}" + (" !" if phase.wide_interval else "")
+
+
 def summary_table(records: list[RunRecord]) -> Any:
-    """A rich table: one row per record with energy per token (mJ) and throughput."""
+    """A rich table: one row per record with energy per token (mJ) and throughput.
+
+    The request figure carries its 95% interval from the run-to-run spread of the repeats;
+    ``!`` marks an interval wider than ±20% (too noisy to compare on its own).
+    """
     from rich.table import Table
 
-    table = Table(title="mlenergy bench (energy per token in millijoules)", show_lines=False)
+    table = Table(
+        title="mlenergy bench (energy per token in millijoules)",
+        caption="± 95%: interval of the request figure from run-to-run spread; ! wider than ±20%",
+        show_lines=False,
+    )
     for column, justify in _SUMMARY_COLUMNS:
-        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+        table.add_column(column, justify=justify, no_wrap=column == "model")  # type: ignore[arg-type]
     for r in records:
         pre, dec, req = r.phase("prefill"), r.phase("decode"), r.phase("request")
         table.add_row(
@@ -238,6 +316,7 @@ def summary_table(records: list[RunRecord]) -> Any:
             _fmt(pre.energy_per_token_j if pre else None, 1e3),
             _fmt(dec.energy_per_token_j if dec else None, 1e3),
             _fmt(req.energy_per_token_j if req else None, 1e3),
+            interval_text(req),
             _fmt(dec.throughput_tokens_per_s if dec else None, digits=5),
             _fmt(req.ttft_s if req else None, 1e3),
             _fmt(req.itl_p50_s if req else None, 1e3),

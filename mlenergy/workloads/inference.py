@@ -4,7 +4,15 @@ For each batch size the runner warms up, then repeats one request batch ``repeat
 Each repeat measures two windows of the meter: *prefill* (one forward pass over the prompts,
 ending with the first token: the time to first token) and *decode* (the remaining
 ``output_tokens - 1`` steps, one forward pass each, whose step times are the inter-token
-latencies). The *request* phase is their sum. Every point becomes a
+latencies). The *request* phase is their sum.
+
+Windows the counter can resolve: when the meter's counters update in steps (NVML: every few tens
+of ms), a window must span ten update periods. The runner times one prefill and one decode
+after the warm-up and runs as many passes of each inside one window as reach the meter's
+target length (prefill: the same prompts again; decode: the KV cache cropped back to the
+prompt between passes), then divides by the passes
+(:func:`mlenergy.measure.resolve.measure_resolved`). On the CPU power model (no counter) every
+window holds one pass, as before. Every point becomes a
 :class:`~mlenergy.records.RunRecord`; a batch size that runs out of memory becomes a failed
 record and the sweep goes on.
 """
@@ -177,13 +185,8 @@ def measure_point(
         The window results of each repeat and the expert utilisation (``None`` for dense
         models or without warm-up).
     """
-    from mlenergy.workloads.generation import (
-        cache_argument,
-        decode,
-        generate,
-        prefill,
-        synchronize,
-    )
+    from mlenergy.measure.resolve import measure_resolved
+    from mlenergy.workloads.generation import PassRunner, cache_argument, generate
     from mlenergy.workloads.routing import ExpertCounter
 
     model, device = loaded.model, loaded.device
@@ -197,18 +200,16 @@ def measure_point(
             generate(model, input_ids, output_tokens)
         if on_step:
             on_step()
+    work = PassRunner(model, input_ids, output_tokens - 1, cache_arg, device)
+    n_pre, n_dec = work.passes_for(getattr(meter, "target_window_s", 0.0))
     results = []
     for _ in range(repeats):
-        with meter.window("prefill") as wp:
-            state = prefill(model, input_ids)
-            synchronize(device)
-        wd = None
-        steps: list[float] = []
+        pre, n_pre, _ = measure_resolved(meter, "prefill", work.prefill, n_pre)
+        dec, steps = None, []
         if output_tokens > 1:
-            with meter.window("decode") as wd:
-                steps = decode(model, state, output_tokens - 1, cache_arg, device)
-        del state
-        results.append(RepeatWindows(wp.result, wd.result if wd else None, steps))
+            dec, n_dec, steps = measure_resolved(meter, "decode", work.decode, n_dec)
+        work.state = None
+        results.append(RepeatWindows(pre, dec, steps, n_pre, n_dec if dec else 0))
         if on_step:
             on_step()
     return PointMeasurement(results, counter.utilisation())
@@ -259,16 +260,10 @@ def _tags(ctx: _Context) -> dict[str, str]:
     return tags
 
 
-def run_point(
-    ctx: _Context, batch_size: int, on_step: Callable[[], None] | None = None
-) -> RunRecord:
-    """Measure one batch size; return an ``ok`` record, or a ``failed`` one on out-of-memory."""
-    import time
-
+def _common(ctx: _Context, batch_size: int, started: Any) -> dict[str, Any]:
+    """The fields every record of one point shares."""
     spec = ctx.spec
-    started = utc_now()
-    start_s = time.time()
-    common = {
+    return {
         "started_at": started,
         "model": ctx.loaded.info,
         "workload": _workload(ctx, batch_size),
@@ -281,6 +276,29 @@ def run_point(
         "idle": ctx.idle,
         "tags": _tags(ctx),
     }
+
+
+def _failed(exc: BaseException, ctx: _Context, batch_size: int, common: dict) -> RunRecord:
+    """The ``failed`` record of an out-of-memory point."""
+    _free_memory(ctx.loaded.device)
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return RunRecord(
+        status="failed",
+        error=f"out of memory at batch size {batch_size}: {message}"[:1000],
+        ended_at=utc_now(),
+        **common,
+    )
+
+
+def run_point(
+    ctx: _Context, batch_size: int, on_step: Callable[[], None] | None = None
+) -> RunRecord:
+    """Measure one batch size; return an ``ok`` record, or a ``failed`` one on out-of-memory."""
+    import time
+
+    spec = ctx.spec
+    start_s = time.time()
+    common = _common(ctx, batch_size, utc_now())
     try:
         ids = ctx.prompts.batch(batch_size, spec.input_tokens).to(ctx.loaded.device)
         point = measure_point(
@@ -290,14 +308,7 @@ def run_point(
     except Exception as exc:
         if not is_out_of_memory(exc):
             raise
-        _free_memory(ctx.loaded.device)
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return RunRecord(
-            status="failed",
-            error=f"out of memory at batch size {batch_size}: {message}"[:1000],
-            ended_at=utc_now(),
-            **common,
-        )
+        return _failed(exc, ctx, batch_size, common)
     _free_memory(ctx.loaded.device)
     return RunRecord(
         status="ok",
@@ -369,6 +380,111 @@ def run_inference_sweep(
             records.append(record)
             bar.note(done=len(records), failed=sum(r.status != "ok" for r in records))
     return records
+
+
+@dataclass
+class _Arm:
+    """One compared configuration of an interleaved run: a model at one batch size."""
+
+    ctx: _Context
+    batch_size: int
+    ids: Any
+    common: dict[str, Any]
+    repeats: list[RepeatWindows] = field(default_factory=list)
+    utilisation: tuple[float, ...] | None = None
+    failed: RunRecord | None = None
+
+
+def run_interleaved(
+    models: list[tuple[LoadedModel, dict[str, str]]],
+    spec: InferenceSpec,
+    meter: EnergyMeter,
+    store: Any = None,
+) -> list[list[RunRecord]]:
+    """Measure several models (and batch sizes) with their repeats interleaved: A B A B ...
+
+    Every (model, batch size) is one *arm*. All arms warm up first; then round ``r`` measures
+    repeat ``r`` of every arm in turn, so a slow drift of the machine (a neighbour starting,
+    a clock throttling) falls on every arm alike and the repeats' spread shows it. Records are
+    made and stored once the last round ends.
+
+    Args:
+        models: Each model with the tags to record on its runs.
+        spec: What to run (its ``tags`` are added to every model's).
+        meter: The energy meter.
+        store: A store to append the records to, or ``None``.
+
+    Returns:
+        Per model, one record per batch size (failed ones for out-of-memory arms).
+    """
+    from dataclasses import replace
+
+    from mlenergy.measure.provenance import collect_hardware, collect_software
+    from mlenergy.workloads.prompts import PromptSet
+
+    spec.validate()
+    idle = meter.measure_idle(spec.idle_s) if spec.idle_s > 0 else None
+    hardware, software = collect_hardware(meter), collect_software()
+    arms: list[list[_Arm]] = []
+    for loaded, tags in models:
+        check_context_length(loaded.config, spec, loaded.model_id)
+        prompts = PromptSet.prepare(spec.prompts, loaded.vocab_size, loaded.tokenizer, spec.seed)
+        ctx = _Context(
+            loaded, replace(spec, tags={**spec.tags, **tags}), meter, prompts, hardware,
+            software, idle,
+        )  # fmt: skip
+        arms.append(
+            [
+                _Arm(ctx, b, prompts.batch(b, spec.input_tokens).to(loaded.device),
+                     _common(ctx, b, utc_now()))
+                for b in spec.batch_sizes
+            ]
+        )  # fmt: skip
+    flat = [arm for model_arms in arms for arm in model_arms]
+    for arm in flat:
+        _arm_step(arm, spec, 0, spec.warmup)
+    for _ in range(spec.repeats):
+        for arm in flat:
+            _arm_step(arm, spec, 1, 0)
+    out: list[list[RunRecord]] = []
+    for model_arms in arms:
+        records = [_arm_record(arm, spec) for arm in model_arms]
+        if store is not None:
+            store.append(records)
+        out.append(records)
+    return out
+
+
+def _arm_step(arm: _Arm, spec: InferenceSpec, repeats: int, warmup: int) -> None:
+    """Warm an arm up or measure one more repeat of it (a failed arm is left alone)."""
+    if arm.failed is not None:
+        return
+    try:
+        point = measure_point(
+            arm.ctx.loaded, arm.ctx.meter, arm.ids, spec.output_tokens, repeats, warmup
+        )
+    except Exception as exc:
+        if not is_out_of_memory(exc):
+            raise
+        arm.failed = _failed(exc, arm.ctx, arm.batch_size, arm.common)
+        return
+    arm.repeats += point.repeats
+    if warmup and point.expert_utilisation is not None:
+        arm.utilisation = point.expert_utilisation
+
+
+def _arm_record(arm: _Arm, spec: InferenceSpec) -> RunRecord:
+    if arm.failed is not None:
+        return arm.failed
+    phases = summarise_phases(arm.repeats, arm.batch_size, spec.input_tokens, spec.output_tokens)
+    tags = {**arm.common["tags"], "repeat_order": "interleaved"}
+    return RunRecord(
+        status="ok",
+        phases=phases,
+        ended_at=utc_now(),
+        expert_utilisation=arm.utilisation,
+        **{**arm.common, "tags": tags},
+    )
 
 
 @dataclass

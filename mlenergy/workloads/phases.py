@@ -1,7 +1,9 @@
 """Summaries of measured repeats into prefill, decode and request phase results.
 
 Scalars on a :class:`~mlenergy.records.PhaseResult` are means over repeats; each repeat is kept
-(``*_repeats``) with a Student-t 95% confidence interval. Inter-token latency percentiles pool
+(``*_repeats``) with a Student-t 95% confidence interval, from the run-to-run spread. The energy
+per token carries that interval (``energy_per_token_j_ci95``) and is marked ``wide_interval``
+when it reaches further than +-20% of the mean. Inter-token latency percentiles pool
 every decode step of every repeat; time to first token is the mean prefill duration.
 """
 
@@ -10,16 +12,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mlenergy.records import Phase, PhaseResult, RepeatStats
+from mlenergy.records import Interval, Phase, PhaseResult, RepeatStats
 
 
 @dataclass
 class RepeatWindows:
-    """One measured repeat: its prefill and decode window results and decode step times (s)."""
+    """One measured repeat: per-pass prefill and decode results and decode step times (s).
+
+    Attributes:
+        prefill: The prefill window's result, divided by its passes.
+        decode: The decode window's result, divided by its passes (``None``: no decode).
+        step_times_s: Every decode step's time in seconds, over all passes.
+        prefill_passes: Prefill passes inside the window.
+        decode_passes: Decode passes inside the window.
+    """
 
     prefill: Any
     decode: Any | None
     step_times_s: list[float]
+    prefill_passes: int = 1
+    decode_passes: int = 1
 
 
 @dataclass
@@ -49,13 +61,28 @@ def _stats(values: list[float | None]) -> RepeatStats | None:
     return RepeatStats.from_values([float(v) for v in values if v is not None])
 
 
+def _mean_host(windows: list[Any]) -> dict[str, Any]:
+    """Mean CPU package / DRAM energy measured beside the GPUs (nothing when not measured)."""
+    values = [getattr(w, "host_energy_j", None) for w in windows]
+    if not values or any(v is None for v in values):
+        return {}
+    devices = [w.host_energy_by_device_j for w in windows]
+    keys = set().union(*devices)
+    return {
+        "host_energy_j": sum(values) / len(values),
+        "host_energy_by_device_j": {
+            k: sum(d.get(k, 0.0) for d in devices) / len(devices) for k in keys
+        },
+    }
+
+
 def _phase(
     phase: Phase,
     durations: list[float],
     energies: list[float | None],
     tokens: int,
     by_device: list[dict[str, float]],
-    **latency: float | None,
+    **latency: Any,
 ) -> PhaseResult:
     """Summarise one phase over repeats (means as scalars, every repeat kept)."""
     duration = sum(durations) / len(durations)
@@ -63,6 +90,15 @@ def _phase(
     energy = energy_stats.mean if energy_stats is not None else None
     if energy is not None and energy < 0:
         energy = None
+    noise: dict[str, Any] = {}
+    if energy_stats is not None and energy_stats.ci95 is not None and tokens > 0:
+        from mlenergy.measure.repeats import is_wide
+
+        ci = energy_stats.ci95
+        noise = {
+            "energy_per_token_j_ci95": Interval(low=ci.low / tokens, high=ci.high / tokens),
+            "wide_interval": is_wide(energy_stats),
+        }
     devices: dict[str, float] = {}
     if energy is not None and by_device:
         keys = set().union(*by_device)
@@ -75,6 +111,7 @@ def _phase(
         energy_by_device_j=devices,
         energy_j_repeats=energy_stats,
         duration_s_repeats=_stats(list(durations)),
+        **noise,
         **latency,
     )
 
@@ -83,6 +120,8 @@ def summarise_phases(
     repeats: list[RepeatWindows], batch_size: int, input_tokens: int, output_tokens: int
 ) -> tuple[PhaseResult, ...]:
     """Turn measured repeats into prefill, decode and request phase results."""
+    from mlenergy.measure.resolve import summed
+
     pre_d = [r.prefill.duration_s for r in repeats]
     pre_e = [r.prefill.energy_j for r in repeats]
     steps = [t for r in repeats for t in r.step_times_s]
@@ -100,8 +139,11 @@ def summarise_phases(
             batch_size * input_tokens,
             [r.prefill.energy_by_device_j for r in repeats],
             ttft_s=ttft,
+            passes_per_window=max(r.prefill_passes for r in repeats),
+            **_mean_host([r.prefill for r in repeats]),
         )
     ]
+    req_w = [r.prefill for r in repeats]
     req_d, req_e, req_dev = (
         list(pre_d),
         list(pre_e),
@@ -111,9 +153,20 @@ def summarise_phases(
         dec_d = [r.decode.duration_s for r in repeats]
         dec_e = [r.decode.energy_j for r in repeats]
         dec_dev = [r.decode.energy_by_device_j for r in repeats]
+        dec_w = [r.decode for r in repeats]
         phases.append(
-            _phase(Phase.DECODE, dec_d, dec_e, batch_size * (output_tokens - 1), dec_dev, **itl)
+            _phase(
+                Phase.DECODE,
+                dec_d,
+                dec_e,
+                batch_size * (output_tokens - 1),
+                dec_dev,
+                passes_per_window=max(r.decode_passes for r in repeats),
+                **_mean_host(dec_w),
+                **itl,
+            )
         )
+        req_w = [summed(a, b) for a, b in zip(req_w, dec_w, strict=True)]
         req_d = [a + b for a, b in zip(pre_d, dec_d, strict=True)]
         req_e = [
             a + b if a is not None and b is not None else None
@@ -124,6 +177,15 @@ def summarise_phases(
             for a, b in zip(req_dev, dec_dev, strict=True)
         ]
     phases.append(
-        _phase(Phase.REQUEST, req_d, req_e, batch_size * output_tokens, req_dev, ttft_s=ttft, **itl)
+        _phase(
+            Phase.REQUEST,
+            req_d,
+            req_e,
+            batch_size * output_tokens,
+            req_dev,
+            ttft_s=ttft,
+            **_mean_host(req_w),
+            **itl,
+        )
     )
     return tuple(phases)

@@ -207,9 +207,24 @@ class _Curve:
     )
 
     def add_window(self, window: Any) -> None:
-        """Add one meter window's duration (s) and energy (J)."""
+        """Add one meter window's duration (s) and energy (J).
+
+        A window shorter than ten energy-counter periods (``resolvable`` is ``False``) may be
+        off by a whole period: like a window without energy, it leaves the energy unknown
+        from there on, with a warning (use fewer checkpoints or more steps between them).
+        """
+        import warnings
+
         self.duration_s += window.duration_s
-        if window.energy_j is None or self.energy_j is None:
+        if not getattr(window, "resolvable", True):
+            warnings.warn(
+                f"training window {window.name!r} lasted {window.duration_s:.3g} s, under ten "
+                f"energy-counter periods ({window.counter_period_s:.3g} s each): the training "
+                "energy is not reported from here on; use fewer checkpoints",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        if window.energy_j is None or self.energy_j is None or not window.resolvable:
             self.energy_j = None
         else:
             self.energy_j += window.energy_j

@@ -85,14 +85,24 @@ def test_emulated_rapl_cpu_and_dram():
     assert res.energy_j == pytest.approx((40 + 60 + 2 * 5) * res.duration_s, rel=0.02)
 
 
-def test_emulated_gpu_plus_rapl_scope():
-    with install_emulated_gpus(power_w=200.0), install_emulated_cpus(power_w=50.0):
+def test_emulated_gpu_headline_keeps_rapl_beside_not_summed():
+    with (
+        install_emulated_gpus(power_w=200.0),
+        install_emulated_cpus(power_w=50.0, dram_power_w=5.0),
+    ):
         meter = EnergyMeter()
         assert meter.energy_source == "emulated:zeus-gpu"
-        assert meter.scope.gpu_indices == (0,) and meter.scope.cpu_indices == (0,)
+        scope = meter.scope
+        assert scope.gpu_indices == (0,) and scope.cpu_indices == () and not scope.includes_dram
+        assert scope.host_cpu_indices == (0,) and scope.host_includes_dram
+        assert scope.host_energy_source == "emulated:zeus-rapl"
         with meter.window("x") as w:
             time.sleep(0.2)
-    assert w.result.energy_j == pytest.approx(250.0 * w.result.duration_s, rel=0.02)
+    res = w.result
+    assert set(res.energy_by_device_j) == {"gpu:0"}
+    assert res.energy_j == pytest.approx(200.0 * res.duration_s, rel=0.02)
+    assert set(res.host_energy_by_device_j) == {"cpu:0", "dram:0"}
+    assert res.host_energy_j == pytest.approx(55.0 * res.duration_s, rel=0.02)
 
 
 def test_short_window_uses_instant_power_not_zero():

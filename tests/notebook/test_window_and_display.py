@@ -154,3 +154,19 @@ def test_save_store_follows_the_commands_default(monkeypatch, tmp_path):
     monkeypatch.setenv("MLENERGY_DATA_DIR", str(tmp_path / "store"))
     assert store_dir(None) == tmp_path / "store"
     assert store_dir("elsewhere") == Path("elsewhere")
+
+
+def test_plot_draws_intervals_and_marks_a_wide_one():
+    from mlenergy.records import Interval
+
+    def with_interval(energy: float, low: float, high: float, wide: bool) -> RunRecord:
+        r = _record(energy)
+        phase = r.phases[0].model_copy(
+            update={"energy_per_token_j_ci95": Interval(low=low, high=high), "wide_interval": wide}
+        )
+        return r.model_copy(update={"phases": (phase,)})
+
+    fig = plot([with_interval(3.2, 0.19, 0.21, False), with_interval(3.2, 0.1, 0.3, True)])
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.texts] == ["!"]  # only the wide one is marked
+    assert "95% interval" in ax.get_title()

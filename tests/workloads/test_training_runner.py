@@ -141,3 +141,19 @@ def test_schedule_and_checkpoint_steps():
     assert spec.lr_factor(9) == pytest.approx(1.0)
     assert spec.lr_factor(99) == pytest.approx(0.1, abs=1e-3)
     assert TrainingSpec(steps=2, num_checkpoints=5).checkpoint_steps() == [1, 2]
+
+
+def test_training_windows_too_short_for_the_counter_report_no_energy(streams):
+    from mlenergy.measure import EnergyMeter
+    from mlenergy.measure.emulated import install_emulated_gpus
+
+    model, info = _build(False)
+    spec = TrainingSpec(steps=2, batch_size=2, seq_len=16, num_checkpoints=2, seed=7)
+    with (
+        install_emulated_gpus(power_w=300.0, counter_period_s=0.5),
+        EnergyMeter() as slow,
+        pytest.warns(RuntimeWarning, match="under ten energy-counter periods"),
+    ):
+        out = train_model(model, *streams, spec, slow, model_info=info, hardware=HW, software=SW)
+    assert all(c.energy_j is None for c in out.record.checkpoints[1:])
+    assert out.record.phase("train").energy_j is None
