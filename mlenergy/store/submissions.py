@@ -22,9 +22,8 @@ import uuid
 from collections.abc import Collection, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import pandas as pd
 from pydantic import Field, ValidationError
 
 from mlenergy.errors import StoreError, UserError, ValidationFailed, first_line
@@ -43,6 +42,10 @@ from mlenergy.store.rules import (
 )
 from mlenergy.store.store import AppendResult, RunStore
 from mlenergy.store.tables import flatten_run
+
+if TYPE_CHECKING:
+    import pandas as pd
+
 from mlenergy.store.validation import (
     MAX_BUNDLE_BYTES,
     TdpLookup,
