@@ -58,6 +58,7 @@ from mlenergy.store.rules import (
     model_id_problem,
     task_problem,
 )
+from mlenergy.store.serving_checks import serving_problems
 from mlenergy.store.tables import flatten_run
 
 __all__ = [
@@ -421,6 +422,7 @@ def validate_bundle(
             bad_task = task_problem(where, rec.workload.task, known_tasks, parsed.new_tasks)
             problems.extend([bad_task] if bad_task else [])
             problems.extend(check_run(rec, where, tdp_lookup))
+            problems.extend(serving_problems(rec, where))
     # Records that failed their schema still get the rules their readable values allow.
     for where, obj in parsed.raw_runs:
         problems.extend(check_raw_run(obj, where, tdp_lookup))
