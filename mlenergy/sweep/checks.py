@@ -136,6 +136,6 @@ def check_plan(plan: Plan, origin: str = "plan", *, use_ray: bool = False) -> li
         _check_quality(plan, origin)
         if not use_ray:
             check_gpus(plan, runs, origin)
-    else:
+    elif plan.kind == "estimate":
         _check_estimates(runs, origin)
     return runs
