@@ -17,6 +17,11 @@ from typing import Any, Literal
 
 import httpx
 
+try:  # a fast JSON parser (a dependency of gradio); the standard library's otherwise
+    from orjson import loads as _loads
+except ImportError:  # pragma: no cover
+    _loads = json.loads
+
 from mlenergy.workloads.serving.prompts import estimate_tokens
 from mlenergy.workloads.serving.timing import RequestTiming
 
@@ -127,7 +132,7 @@ async def stream_request(
                 data = line.removeprefix("data:").strip()
                 if data == "[DONE]":
                     break
-                chunk = json.loads(data)
+                chunk = _loads(data)
                 if "error" in chunk and not chunk.get("choices"):
                     timing.error = f"stream error: {str(chunk['error'])[:_ERROR_CHARS]}"
                     return timing
