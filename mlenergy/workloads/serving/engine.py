@@ -217,6 +217,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+_PLACEHOLDERS = ("model", "port", "max_num_seqs")
+
+
 def launch_argv(template: str, model: str, port: int, max_num_seqs: int) -> list[str]:
     """The argument list of ``--launch`` with its placeholders filled.
 
@@ -229,16 +232,18 @@ def launch_argv(template: str, model: str, port: int, max_num_seqs: int) -> list
             'Put the port where the server takes it, e.g. --launch "vllm serve {model} '
             '--port {port} --max-num-seqs {max_num_seqs}"',
         )
-    try:
-        argv = [
-            part.format(model=model, port=port, max_num_seqs=max_num_seqs)
-            for part in shlex.split(template)
-        ]
-    except (KeyError, IndexError, ValueError) as err:
+    unknown = sorted(set(re.findall(r"\{(\w+)\}", template)) - set(_PLACEHOLDERS))
+    if unknown:
         raise UserError(
-            f"--launch {template!r} cannot be filled in ({err})",
+            f"--launch {template!r} cannot be filled in (unknown placeholder {{{unknown[0]}}})",
             "Use only the placeholders {model}, {port} and {max_num_seqs}",
-        ) from err
+        )
+    values = {"model": model, "port": str(port), "max_num_seqs": str(max_num_seqs)}
+    argv = []
+    for part in shlex.split(template):  # literal replacement: other braces (JSON) stay as given
+        for name in _PLACEHOLDERS:
+            part = part.replace(f"{{{name}}}", values[name])
+        argv.append(part)
     if not argv:
         raise UserError("--launch is empty", "Pass the command that starts the server")
     return argv
