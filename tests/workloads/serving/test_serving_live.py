@@ -18,7 +18,7 @@ import pytest
 
 from mlenergy.cli import main
 from mlenergy.errors import UserError
-from mlenergy.measure.emulated import PowerProfile, install_emulated_gpus
+from mlenergy.measure.emulated import PowerProfile, install_emulated_gpus, install_no_devices
 from mlenergy.records import RunRecord
 from mlenergy.store import RunStore
 from mlenergy.store.serving_checks import serving_problems
@@ -172,35 +172,35 @@ def test_unreachable_endpoint_is_one_error_line(tmp_path, capsys):
     assert rc == 2 and err.startswith("error: cannot reach the server")
 
 
-def test_launch_measures_the_moe_and_stops_exactly_its_process_group(tiny_models, tmp_path):
+def test_cli_launch_measures_the_moe_with_the_servers_modelled_cpu_and_stops_it(
+    tiny_models, tmp_path
+):
     data = tmp_path / "data"
-    template = transformers_serve_command()
-    spec = ServingSpec(
-        model=tiny_models["moe"],
-        levels=(3,),
-        num_requests=9,
-        launch=template,
-        input_tokens=8,
-        max_output_tokens=24,
-        ignore_eos=True,
-        idle_s=0.1,
-        startup_timeout_s=240.0,
-    )
+    model = tiny_models["moe"]
+    argv = [
+        "bench", "--launch", transformers_serve_command(), "--model", model,
+        "--concurrency", "3", "--num-requests", "9", "--input-tokens", "8",
+        "--max-output-tokens", "24", "--ignore-eos", "--idle-s", "0.1",
+        "--startup-timeout", "240", "--data-dir", str(data),
+    ]  # fmt: skip
     before = {p.pid for p in psutil.process_iter()}
-    with install_emulated_gpus(power_w=250.0, count=1):
-        (record,) = run_serving_bench(spec, data_dir=data)
+    with install_no_devices():  # no counter: the launched server's CPU, modelled
+        assert main(argv) == 0
+    (record,) = RunStore(data).runs()
     assert record.status == "ok", record.error
-    assert record.model.is_moe
-    assert record.serving.launched
-    assert record.serving.engine.startswith("transformers ")
+    assert record.model.is_moe and record.workload.method == "serving-steady-state"
+    assert record.energy_source == "modelled:cpu-tdp"
+    assert "launched server process tree" in record.serving.energy_scope_note
+    assert record.phase("request").energy_j > 0
+    assert record.serving.launched and record.serving.engine.startswith("transformers ")
     assert record.serving.engine_version_source == "--launch"
     log = record.tags["server_log"]
     assert os.path.isfile(log) and log.startswith(str(data))
     assert record.workload.max_num_seqs is None  # transformers serve takes no {max_num_seqs}
+    assert serving_problems(record, "run") == []
     leftover = [
         p for p in psutil.process_iter(["cmdline"])
-        if p.pid not in before and "serve" in " ".join(p.info["cmdline"] or [])
-        and tiny_models["moe"] in " ".join(p.info["cmdline"] or [])
+        if p.pid not in before and model in " ".join(p.info["cmdline"] or [])
     ]  # fmt: skip
     assert leftover == []
 
