@@ -6,6 +6,8 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+import psutil
+
 from mlenergy.errors import UserError
 from mlenergy.records import ModelInfo
 from mlenergy.workloads.serving.engine import check_endpoint
@@ -126,6 +128,11 @@ class ServingSpec:
         if self.launch is not None and self.server_pid is not None:
             raise UserError(
                 "--server-pid is for attached servers", "Drop it: a launched server is known"
+            )
+        if self.server_pid is not None and not psutil.pid_exists(self.server_pid):
+            raise UserError(
+                f"--server-pid {self.server_pid} is not a running process",
+                "Pass the process id of the serving engine, or leave it out",
             )
         if not self.model.strip():
             raise UserError("no --model given", "Pass the model name the server serves")

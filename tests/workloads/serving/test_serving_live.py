@@ -227,3 +227,20 @@ def test_a_server_dying_mid_run_keeps_finished_levels_and_loses_nothing(tiny_mod
         assert info.value.stored_ids == [stored[0].run_id]
         assert info.value.record.status == "failed"
         assert "level 4" in info.value.problem
+
+
+def test_attached_without_counters_models_the_server_pid_or_says_whole_machine(dense_server):
+    endpoint, pid, model = dense_server
+    small = dict(levels=(2,), num_requests=8, max_output_tokens=16)
+    with install_no_devices():
+        (own,) = run_serving_bench(_spec(endpoint, model, server_pid=pid, **small))
+        (machine,) = run_serving_bench(_spec(endpoint, model, **small))
+        with pytest.raises(UserError, match="not a running process"):
+            run_serving_bench(_spec(endpoint, model, server_pid=2**22 + 7, **small))
+    for record in (own, machine):
+        assert record.energy_source == "modelled:cpu-tdp"
+        assert record.phase("request").energy_j > 0
+        assert serving_problems(record, "run") == []
+    assert f"--server-pid process tree (pid {pid})" in own.serving.energy_scope_note
+    assert "whole machine" in machine.serving.energy_scope_note
+    assert "whole machine" in machine.scope.description
