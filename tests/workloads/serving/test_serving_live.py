@@ -90,9 +90,9 @@ def test_steady_state_figures_meet_the_identities_on_a_known_profile(dense_serve
     assert sum(s.request_energies_j) == pytest.approx(s.split_energy_j, rel=1e-9)
     assert len(s.request_energies_j) == 24
     first, last = record.started_at.timestamp(), record.ended_at.timestamp()
-    assert 0.9 * (last - first) <= s.split_span_s <= last - first + 0.02
+    assert 0.8 * (last - first) <= s.split_span_s <= last - first + 0.02
     mean_w = 2 * profile.energy_j(first, last) / (last - first)
-    assert s.split_energy_j == pytest.approx(mean_w * s.split_span_s, rel=0.1)
+    assert s.split_energy_j == pytest.approx(mean_w * s.split_span_s, rel=0.15)
     assert s.request_energy_j.p50 <= s.request_energy_j.p90 <= s.request_energy_j.p99
     timeline = record.power_timeline
     assert timeline is not None and len(timeline.t_s) > 5
