@@ -5,8 +5,8 @@ Usage::
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/leaderboard_concurrency.py
         [--clients 50] [--duration 60] [--max-requests 20000] [--reference DIR]
 
-Seeds a temporary store with ML.ENERGY's reference measurements (``mlenergy leaderboard
-import-reference``), serves it with ``mlenergy leaderboard`` on 127.0.0.1 (loopback only) and
+Serves an empty temporary store (the app shows ML.ENERGY's reference measurements beside it)
+with ``mlenergy leaderboard`` on 127.0.0.1 (loopback only) and
 runs the clients in ``--procs`` processes of threads. Each client loops, picking at random: a
 page load (``GET /`` and ``GET /theme.css`` on a new connection: what a returning visitor's
 browser fetches, its static assets being cached), ``/leaderboard_table`` with random filters
@@ -25,7 +25,6 @@ import argparse
 import os
 import random
 import resource
-import subprocess
 import sys
 import tempfile
 import threading
@@ -47,11 +46,15 @@ PAGE_PATHS = ("", "theme.css")
 """What a returning visitor's browser asks the app for (its ~90 static assets are cached)."""
 
 
-def seed_store(reference: Path, data_dir: Path) -> None:
-    """Import the reference measurements into ``data_dir`` with the real command."""
-    command = [sys.executable, "-m", "mlenergy.cli", "leaderboard", "import-reference"]
-    command += ["--reference", str(reference), "--data-dir", str(data_dir)]
-    subprocess.run(command, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+def seed_store(reference: Path | None, data_dir: Path) -> None:
+    """An empty store: the app shows the reference layer beside it (no import step).
+
+    ``reference`` (a folder laid out like the shipped one) is passed to the server as
+    ``$MLENERGY_REFERENCE_DIR``; ``None`` keeps the reference shipped with mlenergy.
+    """
+    data_dir.mkdir(parents=True, exist_ok=True)
+    if reference is not None:
+        os.environ["MLENERGY_REFERENCE_DIR"] = str(reference)
 
 
 class Caller:
@@ -209,9 +212,11 @@ def main() -> None:
     parser.add_argument(
         "--workers", type=int, default=1, help="server processes (client i uses worker i mod N)"
     )
-    parser.add_argument("--reference", type=Path, default=ROOT.parent / "shared" / "reference")
+    parser.add_argument(
+        "--reference", type=Path, default=None, help="another reference folder (default: shipped)"
+    )
     args = parser.parse_args()
-    if not (args.reference / "mlenergy-leaderboard").is_dir():
+    if args.reference is not None and not (args.reference / "mlenergy-leaderboard").is_dir():
         sys.exit(f"error: no mlenergy-leaderboard/ in {args.reference}. Pass --reference DIR")
     with tempfile.TemporaryDirectory(prefix="mlenergy-load-") as tmp:
         data_dir = Path(tmp) / "data"

@@ -22,8 +22,10 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from mlenergy.leaderboard import query as lb
-from mlenergy.leaderboard.data import LeaderboardData
+from mlenergy.leaderboard.context import AppContext
+from mlenergy.leaderboard.data import LeaderboardData, store_runs_frame
 from mlenergy.leaderboard.html import render_table
+from mlenergy.leaderboard.reference_layer import reference_layer
 from mlenergy.store import RunStore
 from mlenergy.testing.server import (
     CHROMIUM,
@@ -100,9 +102,29 @@ def main() -> int:
         del records
         print(f"generated {args.runs} runs in {gen_s:.1f} s; stored in {append_s:.1f} s")
 
+        ref_s, _ = _timed(reference_layer, repeats=1)
+        print(
+            f"reference layer read ({len(reference_layer().records)} runs): {ref_s * 1000:.0f} ms"
+        )
+        store = RunStore(data_dir)
+        flat_s, _ = _timed(store.runs_frame, repeats=3)
+        method_s, _ = _timed(lambda: store_runs_frame(store), repeats=3)
+        print(
+            f"store flat read: {flat_s * 1000:.0f} ms; with each record's method: "
+            f"{method_s * 1000:.0f} ms"
+        )
         load_s, data = _timed(lambda: LeaderboardData.load(data_dir), repeats=1)
         frame = data.frame(None)
-        print(f"store read + prepare ({len(frame)} rows): {load_s * 1000:.0f} ms (once per start)")
+        print(
+            f"store + reference read + prepare ({len(frame)} rows): {load_s * 1000:.0f} ms "
+            "(once per start; the reference is read once per process)"
+        )
+        ctx_s, ctx = _timed(lambda: AppContext.load(data_dir), repeats=1)
+        view_s, _ = _timed(lambda: ctx._view(("measured-gpu", "emulated")), repeats=1)
+        print(
+            f"app state with the default view's choices: {ctx_s * 1000:.0f} ms; the choices of "
+            f"another energy-source view: {view_s * 1000:.0f} ms (then memoised)"
+        )
 
         queries = {
             "default view (best config per model x hardware, task)": lb.TableQuery(
@@ -115,7 +137,7 @@ def main() -> int:
                 max_itl_ms=30.0, max_energy_per_token_j=1.0
             ),
             "search 'model-01'": lb.TableQuery(search="model-01"),
-            "sort all 100k configs by tokens/J desc": lb.TableQuery(
+            "sort all configs by tokens/J desc": lb.TableQuery(
                 best_only=False, sort_by="tokens_per_j", descending=True
             ),
             "sort all configs by model, page 1000": lb.TableQuery(

@@ -1,8 +1,8 @@
 """Take ``docs/leaderboard.png``: the real app on ML.ENERGY's reference measurements.
 
-Seeds a temporary store with ``mlenergy leaderboard import-reference`` (the published
-ML.ENERGY measurements only: no test data), serves it with ``mlenergy leaderboard`` on
-127.0.0.1 and photographs the opening view in Debian's headless Chromium through Playwright
+Serves an empty temporary store with ``mlenergy leaderboard`` (the app shows the shipped
+ML.ENERGY measurements beside it: no test data) on 127.0.0.1 and photographs the opening
+view in Debian's headless Chromium through Playwright
 (never ``playwright install``)::
 
     .venv/bin/python docs/screenshot.py [--reference DIR] [--out docs/leaderboard.png]
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -22,12 +21,15 @@ from mlenergy.testing.server import CHROMIUM, CHROMIUM_ARGS, STATUS_JS, serve_le
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def seed(reference: Path, data_dir: Path) -> None:
-    """Import the reference measurements into ``data_dir`` with the real command."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, "-m", "mlenergy.cli", "leaderboard", "import-reference"]
-    command += ["--reference", str(reference), "--data-dir", str(data_dir)]
-    subprocess.run(command, check=True, cwd=ROOT, env=env)
+def seed(reference: Path | None, data_dir: Path) -> None:
+    """An empty store: the app shows the reference layer beside it (no import step).
+
+    ``reference`` (a folder laid out like the shipped one) is passed to the server as
+    ``$MLENERGY_REFERENCE_DIR``; ``None`` keeps the reference shipped with mlenergy.
+    """
+    data_dir.mkdir(parents=True, exist_ok=True)
+    if reference is not None:
+        os.environ["MLENERGY_REFERENCE_DIR"] = str(reference)
 
 
 def photograph(url: str, out: Path, width: int, height: int) -> str:
@@ -50,12 +52,14 @@ def photograph(url: str, out: Path, width: int, height: int) -> str:
 def main() -> None:
     """Parse the options, seed, serve, photograph."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reference", type=Path, default=ROOT.parent / "shared" / "reference")
+    parser.add_argument(
+        "--reference", type=Path, default=None, help="another reference folder (default: shipped)"
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "leaderboard.png")
     parser.add_argument("--width", type=int, default=1400, help="viewport width (px)")
     parser.add_argument("--height", type=int, default=1000, help="viewport height (px)")
     args = parser.parse_args()
-    if not (args.reference / "mlenergy-leaderboard").is_dir():
+    if args.reference is not None and not (args.reference / "mlenergy-leaderboard").is_dir():
         sys.exit(
             f"error: no mlenergy-leaderboard/ folder in {args.reference}. Pass --reference DIR"
         )

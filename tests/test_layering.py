@@ -17,6 +17,7 @@ PKG = ROOT / "mlenergy"
 # Lower number = lower layer. A module may import its own package and any lower layer.
 LAYER = {
     "errors": 0,
+    "footprint": 1,
     "progress": 0,
     "records": 1,
     "reference": 1,
@@ -49,7 +50,9 @@ NOT_IMPORTABLE = {"leaderboard", "benchmarks", "tests"}
 # Agreed exceptions: the estimator reads architectures from configs with the same
 # pure-Python parser that counts parameters (no torch, no transformers), and describes models
 # for its records (estimates, the reference measurements) with the one ModelInfo builder.
+# Carbon and cost (footprint) read the shipped grid intensity table from the reference folder.
 ALLOWED_SAME_LAYER = {
+    ("footprint", "reference"),
     ("estimate", "models.architecture"),
     ("estimate", "models.parameters"),
     ("estimate", "models.info"),

@@ -9,7 +9,15 @@ from typing import Annotated
 
 import typer
 
-from mlenergy.commands.options import DataDirOption, resolve_data_dir
+from mlenergy.commands.options import (
+    CarbonIntensityOption,
+    DataDirOption,
+    PriceKwhOption,
+    PueOption,
+    RegionOption,
+    footprint_from,
+    resolve_data_dir,
+)
 
 
 def bench(
@@ -61,6 +69,10 @@ def bench(
         bool, typer.Option("--no-store", help="Do not write the records to the store.")
     ] = False,
     data_dir: DataDirOption = None,
+    carbon_intensity: CarbonIntensityOption = None,
+    region: RegionOption = None,
+    price_kwh: PriceKwhOption = None,
+    pue: PueOption = None,
     endpoint: Annotated[
         str | None,
         typer.Option(
@@ -125,6 +137,7 @@ def bench(
     With --endpoint or --launch: measure a serving engine under load instead, one record per
     concurrency level, energy over the steady-state window (docs/serve-benchmark.md).
     """
+    footprint = footprint_from(carbon_intensity, region, price_kwh, pue)
     if endpoint is not None or launch is not None:
         from mlenergy.commands.bench_serving import bench_serving
 
@@ -181,8 +194,26 @@ def bench(
     if not console.is_terminal:
         console = Console(stderr=json_out, width=160)
     console.print(summary_table(records))
+    if footprint is not None:
+        _print_footprint(console, records, footprint)
     if store_dir is not None:
         console.print(f"store: {store_dir}  ({len(records)} run(s) appended)")
+
+
+def _print_footprint(console: object, records: list, footprint: object) -> None:
+    """Carbon per 1k and cost per 1M whole-request tokens of each run (derived, not stored)."""
+    for r in records:
+        req = r.phase("request")
+        if req is None or req.energy_per_token_j is None:
+            continue
+        figures = footprint.per_token(req.energy_per_token_j)  # type: ignore[attr-defined]
+        shown = ", ".join(f"{k} {v:.4g}" for k, v in figures.items())
+        where = f"{r.model.model_id} batch {r.workload.batch_size} ({r.energy_source})"
+        console.print(f"{where}: {shown}", markup=False, highlight=False)  # type: ignore[attr-defined]
+    basis = footprint.basis()  # type: ignore[attr-defined]
+    console.print(
+        f"  derived with {basis}; records keep energy only", markup=False, highlight=False
+    )  # type: ignore[attr-defined]
 
 
 def register(app: typer.Typer) -> None:

@@ -17,7 +17,15 @@ import click
 import typer
 from typer.core import TyperGroup
 
-from mlenergy.commands.options import DataDirOption, resolve_data_dir
+from mlenergy.commands.options import (
+    CarbonIntensityOption,
+    DataDirOption,
+    PriceKwhOption,
+    PueOption,
+    RegionOption,
+    footprint_from,
+    resolve_data_dir,
+)
 from mlenergy.errors import UserError
 
 # The library is imported inside each command, not here: every ``mlenergy`` call imports this
@@ -128,10 +136,21 @@ def estimate_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     save: Annotated[bool, typer.Option(help="Save estimates as records in the store.")] = False,
     data_dir: DataDirOption = None,
+    carbon_intensity: CarbonIntensityOption = None,
+    region: RegionOption = None,
+    price_kwh: PriceKwhOption = None,
+    pue: PueOption = None,
 ) -> None:
     """Estimate energy per output token, energy per request, throughput and power."""
     if ctx.invoked_subcommand is not None:
         return
+    footprint = footprint_from(carbon_intensity, region, price_kwh, pue)
+    if footprint is not None and (batch is not None or train_seq_len is not None):
+        raise UserError(
+            "--carbon-intensity, --region, --price-kwh and --pue apply to serving estimates, "
+            f"not to {'--batch' if batch is not None else '--train-seq-len'}",
+            "drop them, or estimate one serving configuration",
+        )
     from mlenergy.estimate.coefficients import Coefficients
 
     coef = Coefficients.load(coefficients) if coefficients else None
@@ -186,15 +205,18 @@ def estimate_cmd(
         max_output_tokens=max_output_tokens,
         max_num_seqs=max_num_seqs,
     )
-    estimates = _estimate_serving(base, sweep or [], plot, as_json)
+    estimates = _estimate_serving(base, sweep or [], plot, as_json, footprint)
     if save:
         _save(estimates, configs_dir, resolve_data_dir(data_dir))
 
 
 def _estimate_serving(
-    base: dict[str, Any], sweep: list[str], plot: Path | None, as_json: bool
+    base: dict[str, Any], sweep: list[str], plot: Path | None, as_json: bool, footprint: Any = None
 ) -> list[Any]:
     """Print one estimate of ``base``, or the table of a sweep over ``sweep``'s axes.
+
+    With a ``footprint`` (carbon and cost settings) each estimate also gets
+    ``carbon_g_per_1k_tokens`` and ``cost_per_m_tokens``, derived here and never stored.
 
     Returns:
         The estimates made (a sweep's failed points left out).
@@ -207,13 +229,33 @@ def _estimate_serving(
         axes = dict(parse_sweep_axis(s) for s in sweep)
         results = run_sweep(base, axes)
         rows = sweep_table(results, axes)
+        if footprint is not None:
+            for row in rows:
+                if row.get("energy_per_token_j") is not None:
+                    row.update(footprint.per_token(row["energy_per_token_j"]))
+            typer.echo(_footprint_note(footprint), err=True)
         typer.echo(json.dumps(rows, indent=1) if as_json else format_table(rows))
         if plot is not None:
             typer.echo(f"plot -> {plot_sweep(rows, axes, plot)}", err=True)
         return [r for r in results if not isinstance(r, str)]
     est = estimate(**base)
-    typer.echo(json.dumps(est.to_dict(), indent=1) if as_json else format_estimate(est))
+    if as_json:
+        payload = est.to_dict()
+        if footprint is not None:
+            payload.update(footprint.per_token(est.energy_per_token_j))
+            payload["footprint"] = footprint.describe()
+        typer.echo(json.dumps(payload, indent=1))
+    else:
+        typer.echo(format_estimate(est))
+        if footprint is not None:
+            for line in footprint.per_token_lines(est.energy_per_token_j, "output tokens"):
+                typer.echo(f"  {line}")
     return [est]
+
+
+def _footprint_note(footprint: Any) -> str:
+    """One line saying how the carbon and cost columns were derived."""
+    return f"carbon_g_per_1k_tokens, cost_per_m_tokens derived with {footprint.basis()}"
 
 
 def _estimate_batch(

@@ -1,4 +1,4 @@
-"""``mlenergy leaderboard``: serve the Gradio leaderboard; ``import-reference`` seeds a store."""
+"""``mlenergy leaderboard``: serve the Gradio leaderboard (the shipped reference always shown)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,16 @@ from mlenergy.errors import UserError
 
 leaderboard_app = typer.Typer(
     name="leaderboard",
-    help="Serve the leaderboard app (no subcommand) or seed its store (import-reference).",
+    help="Serve the leaderboard app: the shipped ML.ENERGY reference beside your store.",
     invoke_without_command=True,
     no_args_is_help=False,
 )
+
+REFERENCE_NOTE = (
+    "nothing to import: the leaderboard always shows the ML.ENERGY reference shipped with "
+    "mlenergy (read-only) beside your store; `mlenergy reference` lists what ships"
+)
+"""What ``import-reference`` says (it is kept so that old scripts keep working)."""
 
 
 @leaderboard_app.callback(invoke_without_command=True)
@@ -29,11 +35,17 @@ def serve(
         typer.Option(
             "--published-quality",
             help="Published quality scores (CSV) for runs without their own quality record "
-            "(default: published-quality.csv of $MLENERGY_REFERENCE_DIR, else "
-            "../shared/reference, when present).",
+            "(default: the reference's published-quality.csv).",
             show_default=False,
         ),
     ] = None,
+    no_reference: Annotated[
+        bool,
+        typer.Option(
+            "--no-reference",
+            help="Serve the store alone, without the shipped ML.ENERGY reference rows.",
+        ),
+    ] = False,
 ) -> None:
     """Serve the leaderboard on http://HOST:PORT (Ctrl-C to stop)."""
     if ctx.invoked_subcommand is not None:
@@ -44,31 +56,20 @@ def serve(
 
     data = resolve_data_dir(data_dir)
     # a damaged store or quality file fails here, before any URL is printed
-    demo = module.build_app(data, published_quality=published_quality)
+    demo = module.build_app(data, published_quality=published_quality, reference=not no_reference)
     typer.echo(f"leaderboard: http://{host}:{port}  (store: {data})")
     module.launch(demo, host=host, port=port)
 
 
-@leaderboard_app.command("import-reference")
+@leaderboard_app.command("import-reference", hidden=True)
 def import_reference_cmd(
     reference: Annotated[
-        Path | None,
-        typer.Option(
-            "--reference",
-            help="Reference folder (default: $MLENERGY_REFERENCE_DIR, else ../shared/reference).",
-            show_default=False,
-        ),
+        Path | None, typer.Option("--reference", help="Ignored.", show_default=False)
     ] = None,
     data_dir: DataDirOption = None,
 ) -> None:
-    """Import ML.ENERGY's published measurements (Zeus on NVML, vLLM) into the store."""
-    from mlenergy.analysis.reference_import import import_reference
-
-    data = resolve_data_dir(data_dir)
-    added, duplicates = import_reference(reference, data)
-    typer.echo(
-        f"imported {added} ML.ENERGY reference runs into {data} ({duplicates} already there)"
-    )
+    """Nothing to do: the leaderboard always shows the shipped reference."""
+    typer.echo(REFERENCE_NOTE)
 
 
 def register(app: typer.Typer) -> None:

@@ -11,7 +11,13 @@ from typing import Annotated
 
 import typer
 
-from mlenergy.commands.options import DataDirOption, resolve_data_dir
+from mlenergy.commands.options import (
+    CarbonIntensityOption,
+    DataDirOption,
+    RegionOption,
+    footprint_from,
+    resolve_data_dir,
+)
 from mlenergy.errors import UserError
 
 optimize_app = typer.Typer(
@@ -77,7 +83,11 @@ def pipeline(
     ] = None,
     plot: Annotated[Path | None, typer.Option(help="Write a PNG of the frontier.")] = None,
     zeus_plan: Annotated[
-        Path | None, typer.Option(help="Write the plan for Zeus's PointSolution scheduler (.py).")
+        Path | None,
+        typer.Option(
+            help="Write the plan for Zeus's PointSolution scheduler (a .py file that says how "
+            "to serve it to PipelineFrequencyOptimizer)."
+        ),
     ] = None,
     solver: Annotated[
         str, typer.Option(help="fast (default) or lowtime (same answer, slower).")
@@ -116,6 +126,11 @@ def pipeline(
     if solver not in ("fast", "lowtime"):
         raise UserError(f"--solver {solver!r} is not fast or lowtime", "Use fast or lowtime")
     check_outputs(frontier_out, out, zeus_plan, plot, profile_out)
+    if zeus_plan is not None and zeus_plan.suffix != ".py":
+        raise UserError(
+            f"--zeus-plan {zeus_plan} must end in .py (Zeus's PointSolution refuses other files)",
+            "Name it e.g. plan.py",
+        )
     split = None
     if layers_per_stage:
         try:
@@ -162,6 +177,11 @@ def pipeline(
         typer.echo(line)
     for p in written:
         typer.echo(f"wrote {p}")
+    if zeus_plan is not None:
+        typer.echo(
+            f"{zeus_plan}: serve it with Zeus's PointSolution scheduler to "
+            "PipelineFrequencyOptimizer; the comments at its top say how"
+        )
 
 
 @optimize_app.command("power-limit")
@@ -182,12 +202,15 @@ def power_limit(
     """The GPU power limit Zeus's own selector picks from a measured power-limit profile."""
     import json
 
-    from mlenergy.optimize.power_limit import choose_power_limit, read_power_limit_profile
+    from mlenergy.optimize.power_limit import (
+        choose_power_limit,
+        profile_source,
+        read_power_limit_profile,
+    )
 
     rows = read_power_limit_profile(profile)
-    out = choose_power_limit(
-        rows, objective, eta, max_slowdown, world_size, energy_source=f"profile:{profile.name}"
-    )
+    source = profile_source(profile) or f"profile:{profile.name}"
+    out = choose_power_limit(rows, objective, eta, max_slowdown, world_size, energy_source=source)
     if as_json:
         typer.echo(json.dumps(out, indent=2))
         return
@@ -227,6 +250,8 @@ def power_cap(
         str | None, typer.Option(help="Per-GPU power limits to estimate, LOW:HIGH:STEP (W).")
     ] = None,
     price_kwh: Annotated[float, typer.Option(help="Electricity price per kWh.")] = 0.08,
+    carbon_intensity: CarbonIntensityOption = None,
+    region: RegionOption = None,
     reference: Annotated[Path | None, typer.Option(help="Reference data folder.")] = None,
     data_dir: DataDirOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
@@ -243,6 +268,8 @@ def power_cap(
     from mlenergy.optimize.power_cap import plan_power_cap, summary_lines
 
     check_outputs(plot)
+    # The planner's energy per token is site energy (PUE and host power included already).
+    carbon = footprint_from(carbon_intensity, region, None, None)
     if plot_metric not in ("site-tokens", "tokens-per-watt"):
         raise UserError(
             f"--plot-metric {plot_metric!r} is unknown", "Use site-tokens or tokens-per-watt"
@@ -268,10 +295,21 @@ def power_cap(
 
         plot_power_cap(result, plot, metric=plot_metric)
     if as_json:
-        typer.echo(json.dumps(result.to_json(), indent=2))
+        payload = result.to_json()
+        payload["cost_per_m_tokens"] = payload["energy_cost_per_million_tokens"]
+        if carbon is not None:
+            payload.update(carbon.per_token(result.best["energy_per_token_j"]))
+            payload["footprint"] = carbon.describe() | {"pue": result.site.pue}
+        typer.echo(json.dumps(payload, indent=2))
     else:
         for line in summary_lines(result):
             typer.echo(line)
+        if carbon is not None:
+            grams = carbon.per_token(result.best["energy_per_token_j"])["carbon_g_per_1k_tokens"]
+            typer.echo(
+                f"best: carbon {grams:.4g} gCO2e per 1k tokens (site energy, PUE "
+                f"{result.site.pue:g} included) at {carbon.intensity.label()}"
+            )
     if plot is not None and not as_json:
         typer.echo(f"wrote {plot}")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -29,3 +29,55 @@ DataDirOption = Annotated[
 def resolve_data_dir(value: Path | None) -> Path:
     """Return the data folder to use: ``value`` if given, else :func:`default_data_dir`."""
     return value if value is not None else default_data_dir()
+
+
+CarbonIntensityOption = Annotated[
+    float | None,
+    typer.Option(
+        "--carbon-intensity",
+        metavar="G_PER_KWH",
+        help="Grid carbon intensity (g CO2e per kWh) to show carbon beside energy.",
+        show_default=False,
+    ),
+]
+RegionOption = Annotated[
+    str | None,
+    typer.Option(
+        "--region",
+        metavar="CODE",
+        help="Region whose yearly grid intensity to use (FRA, USA-CA, ...: `mlenergy reference "
+        "--regions`), or electricitymaps:LAT,LON for Zeus's live value (network, requests).",
+        show_default=False,
+    ),
+]
+PriceKwhOption = Annotated[
+    str | None,
+    typer.Option(
+        "--price-kwh",
+        metavar="PRICE",
+        help="Electricity price per kWh (your currency) to show cost beside energy, or "
+        "openei:LAT,LON:LABEL for Zeus's OpenEI rate now (network, requests).",
+        show_default=False,
+    ),
+]
+PueOption = Annotated[
+    float | None,
+    typer.Option(
+        "--pue",
+        help="Power usage effectiveness of the facility (>= 1; default 1: IT energy only).",
+        show_default=False,
+    ),
+]
+
+
+def footprint_from(
+    carbon_intensity: float | None, region: str | None, price_kwh: str | None, pue: float | None
+) -> Any:
+    """The :class:`mlenergy.footprint.Footprint` of the options, or ``None`` when none is given.
+
+    Raises:
+        UserError: A bad value (see :meth:`mlenergy.footprint.Footprint.from_options`).
+    """
+    from mlenergy.footprint import Footprint
+
+    return Footprint.from_options(carbon_intensity, region, price_kwh, pue)

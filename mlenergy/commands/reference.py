@@ -9,10 +9,18 @@ import typer
 
 def reference(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    regions: Annotated[
+        bool,
+        typer.Option("--regions", help="List the grid carbon intensities (--region CODE) instead."),
+    ] = False,
 ) -> None:
     """List the shipped reference data: each file, its source, licence and date."""
     import json
     from dataclasses import asdict
+
+    if regions:
+        _print_regions(as_json)
+        return
 
     from mlenergy.reference import reference_dir, shipped_files, sources
 
@@ -39,6 +47,21 @@ def reference(
         typer.echo(f"\n{where}\n  {s.what}\n  source: {s.source}\n  licence: {s.licence}")
         typer.echo(f"  date: {s.date}; changes: {s.changes}")
     typer.echo(f"\nsources and notes: {root / 'SOURCES.md'}")
+
+
+def _print_regions(as_json: bool) -> None:
+    """Every region of the shipped grid intensity table: code, g CO2e/kWh, year, source."""
+    import json
+    from dataclasses import asdict
+
+    from mlenergy.footprint import intensity_for, regions
+
+    rows = [intensity_for(code) for code in regions()]
+    if as_json:
+        typer.echo(json.dumps([asdict(r) for r in rows], indent=1))
+        return
+    for r in rows:
+        typer.echo(f"{r.region:8s} {r.g_per_kwh:8.1f} gCO2e/kWh  {r.year}  {r.source}")
 
 
 def register(app: typer.Typer) -> None:

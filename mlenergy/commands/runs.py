@@ -40,6 +40,7 @@ def list_runs(
 
     from mlenergy.store.listing import PER_TOKEN_NOTE
     from mlenergy.store.listing import list_runs as run_listing
+    from mlenergy.store.validation import terminal_text
 
     store = _store(data_dir)
     if not store.results_dir.is_dir():
@@ -54,8 +55,9 @@ def list_runs(
     for header in listing.headers:
         table.add_column(header)
     for row in listing.rows:
-        # Names come from submitters: print them literally, never as console markup.
-        table.add_row(*(Text(cell) for cell in row))
+        # Names come from submitters: printed literally, never as console markup, with control
+        # characters (terminal escapes, bidirectional overrides) made visible.
+        table.add_row(*(Text(terminal_text(cell, 500)) for cell in row))
     console = Console()
     if not console.is_terminal:  # piped: do not squeeze the table into 80 columns
         console = Console(width=220)
@@ -92,9 +94,9 @@ def export(
 
 @runs_app.command("check")
 def check(data_dir: DataDirOption = None) -> None:
-    """Read every store file fully; name any damaged one (exit code 2)."""
+    """Read every store file and record fully; name any damaged one (exit code 2)."""
     store = _store(data_dir)
-    n = store.check()
+    n = store.check(records=True)
     typer.echo(f"ok: {n} record(s) in {store.results_dir}")
 
 

@@ -33,6 +33,14 @@ def export(
         typer.echo(f"wrote {path}")
 
 
+@schema_app.command("fields")
+def fields() -> None:
+    """Print every record's fields (name, type, meaning) as Markdown tables (docs/records.md)."""
+    from mlenergy.records.fields import field_tables
+
+    typer.echo(field_tables(), nl=False)
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``schema`` group to the root app."""
     app.add_typer(schema_app, name="schema")

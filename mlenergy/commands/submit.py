@@ -14,17 +14,26 @@ submissions_app = typer.Typer(
 )
 
 
+def _say_notices(queue) -> None:
+    """Print the queue's warnings (quarantined files) to stderr, one line each."""
+    from mlenergy.store.validation import terminal_text
+
+    for notice in queue.notices:
+        typer.echo(f"warning: {terminal_text(notice, 400)}", err=True)
+
+
 def _queue(data_dir: Path | None):
-    from mlenergy.estimate.catalog import catalog_tdp_w
     from mlenergy.store.submissions import SubmissionQueue
 
-    return SubmissionQueue(resolve_data_dir(data_dir), tdp_lookup=catalog_tdp_w)
+    # Physical limits come from the GPU catalog (plus the GPUs a maintainer admits), never
+    # from the record: the queue's default lookup.
+    return SubmissionQueue(resolve_data_dir(data_dir))
 
 
 def submit(
     bundle: Annotated[
-        Path, typer.Argument(help="Result bundle: Submission JSON or JSONL records.")
-    ],
+        Path | None, typer.Argument(help="Result bundle: Submission JSON or JSONL records.")
+    ] = None,
     submitter: Annotated[
         str | None,
         typer.Option(
@@ -41,21 +50,41 @@ def submit(
         ),
     ] = None,
     data_dir: DataDirOption = None,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="List the named checks a bundle must pass.")
+    ] = False,
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="With --explain: as a Markdown table.")
+    ] = False,
 ) -> None:
     """Validate a result bundle and queue it for approval (every problem is listed)."""
     from mlenergy.errors import UserError
     from mlenergy.store.validation import terminal_text
 
+    if explain:
+        from mlenergy.store.checks import explain as explain_checks
+
+        typer.echo(explain_checks(markdown=markdown))
+        return
+    if bundle is None:
+        raise UserError("no bundle given", "pass the path of a results file (or --explain)")
     if not bundle.is_file():
         raise UserError(f"bundle {bundle} does not exist", "pass the path of a results file")
-    entry = _queue(data_dir).submit(
-        bundle, submitter=submitter, new_tasks=new_task or ()
-    )  # the CLI lists the problems of a ValidationFailed, one per line
+    queue = _queue(data_dir)
+    try:  # the CLI lists the problems of a ValidationFailed, one per line
+        entry = queue.submit(bundle, submitter=submitter, new_tasks=new_task or ())
+    finally:
+        _say_notices(queue)
     sub = entry.submission
     typer.echo(
         f"queued {entry.submission_id}: {len(sub.runs)} run(s), {len(sub.quality)} quality "
         f"result(s) from {terminal_text(sub.submitter)}; awaiting approval"
     )
+    for run_id, reasons in entry.unverified_runs().items():
+        typer.echo(
+            f"note: run {run_id} will be shown as unverified ({'; '.join(reasons)}) "
+            "[measured-provenance]"
+        )
 
 
 @submissions_app.command("list")
@@ -69,7 +98,9 @@ def list_submissions(
 
     if status not in ("pending", "approved", "rejected", "all"):
         raise UserError(f"unknown status {status!r}", "use pending, approved, rejected or all")
-    entries = _queue(data_dir).list(None if status == "all" else status)  # type: ignore[arg-type]
+    queue = _queue(data_dir)
+    entries = queue.list(None if status == "all" else status)  # type: ignore[arg-type]
+    _say_notices(queue)
     if not entries:
         typer.echo(f"no {status if status != 'all' else ''} submissions".replace("  ", " "))
         return
@@ -92,7 +123,11 @@ def approve(
     data_dir: DataDirOption = None,
 ) -> None:
     """Add a pending submission's runs to the results (with submitter and provenance)."""
-    res = _queue(data_dir).approve(submission_id)
+    queue = _queue(data_dir)
+    try:
+        res = queue.approve(submission_id)
+    finally:
+        _say_notices(queue)
     typer.echo(
         f"approved {submission_id}: {res.added} record(s) added, {res.duplicates} duplicate(s)"
     )
@@ -105,7 +140,11 @@ def reject(
     data_dir: DataDirOption = None,
 ) -> None:
     """Move a pending submission to rejected/, with the reason."""
-    _queue(data_dir).reject(submission_id, why)
+    queue = _queue(data_dir)
+    try:
+        queue.reject(submission_id, why)
+    finally:
+        _say_notices(queue)
     typer.echo(f"rejected {submission_id}")
 
 

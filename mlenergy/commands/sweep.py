@@ -63,13 +63,19 @@ def sweep(
     if not 0 <= idle_s <= 600:
         raise UserError(f"--idle-s {idle_s} is out of range", "Use 0 to 600 seconds")
     plan = load_plan(plan_file)
-    runs = check_plan(plan, str(plan_file), use_ray=use_ray)
+    runs = check_plan(plan, str(plan_file), use_ray=use_ray, dry_run=dry_run)
     store = _open_store(resolve_data_dir(data_dir), dry_run)
     if dry_run:
         lines, done = dry_run_lines(runs, store)
         for line in lines:
             typer.echo(line)
         typer.echo(f"{plan.name}: {len(lines)} run(s), {done} done, {len(lines) - done} to run")
+        if plan.kind == "bench" and any(m.startswith("preset:") for m in plan.models):
+            typer.echo(
+                "note: a dry run checks presets by name; the sweep itself checks their "
+                "context length before any run starts",
+                err=True,
+            )
         return
     if use_ray:
         from mlenergy.sweep.ray_executor import RayExecutor
@@ -95,8 +101,50 @@ def sweep(
         f"{summary.ok} ok, {summary.failed} stored as failed, {summary.unstored} not stored "
         f"({executor.name} executor, store {store.data_dir})"
     )
+    if plan.kind == "estimate":
+        for line in _estimate_lines(runs, store):
+            typer.echo(line)
     if summary.unstored:
         raise typer.Exit(1)
+
+
+def _estimate_lines(runs: list, store: object) -> list[str]:
+    """The plan's stored estimates (this sweep's and earlier ones), one aligned line each."""
+    from mlenergy.sweep.spec import KEY_TAG
+
+    keys = {run.key for run in runs}
+    if not store.results_dir.is_dir():  # type: ignore[attr-defined]
+        return []
+    records = [r for r in store.runs() if r.tags.get(KEY_TAG) in keys]  # type: ignore[attr-defined]
+    if not records:
+        return []
+    header = ("model", "gpu", "batch", "in", "out", "J/token", "tokens/s", "W", "source")
+    rows = []
+    for r in records:
+        phase = r.phase("request") or (r.phases[0] if r.phases else None)
+        rows.append(
+            (
+                r.model.model_id,
+                r.hardware.accelerator_model or "-",
+                str(r.workload.batch_size),
+                str(r.workload.input_tokens),
+                str(r.workload.output_tokens),
+                _fmt(phase.energy_per_token_j if phase else None),
+                _fmt(phase.throughput_tokens_per_s if phase else None),
+                _fmt(phase.avg_power_w if phase else None),
+                r.energy_source,
+            )
+        )
+    rows.sort(key=lambda row: (row[0], row[1], int(row[2])))
+    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
+    return [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+        for row in (header, *rows)
+    ]
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
 
 
 def register(app: typer.Typer) -> None:

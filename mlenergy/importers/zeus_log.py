@@ -201,6 +201,36 @@ def _workload(name: str, win: _Window, opts: ZeusLogOptions, path: Path) -> Work
     )
 
 
+def _windows_to_import(
+    windows: dict[str, _Window], opts: ZeusLogOptions, path: Path, notes: list[str]
+) -> dict[str, _Window]:
+    """The windows to import: for inference, those given a token count (the others noted).
+
+    An inference log often holds a ``prefill`` and a ``decode`` window; a user who gives only
+    ``--tokens decode=N`` asks for the decode figure, so the other windows are left out with a
+    note saying how to import them too. With no token count at all the import fails.
+    """
+    if opts.kind != "inference":
+        return windows
+    counted = {name: win for name, win in windows.items() if opts.tokens.get(name, 0) >= 1}
+    if not counted:
+        first = next(iter(windows))
+        raise fail(
+            path,
+            "--tokens",
+            f"window {first!r} of an inference workload needs its token count",
+            f"pass --tokens {first}=N (tokens the window processed, summed over the batch), "
+            "or --kind training",
+        )
+    for name in windows:
+        if name not in counted:
+            notes.append(
+                f"window {name!r} not imported: it has no token count "
+                f"(add --tokens {name}=N to import it too)"
+            )
+    return counted
+
+
 def read_log(path: Path, opts: ZeusLogOptions) -> ImportBatch:
     """Read a Zeus log into one run record per window name.
 
@@ -229,7 +259,7 @@ def read_log(path: Path, opts: ZeusLogOptions) -> ImportBatch:
     )
     digest = file_sha256(path)
     records = []
-    for name, win in windows.items():
+    for name, win in _windows_to_import(windows, opts, path, notes).items():
         records.append(
             RunRecord(
                 run_id=stable_id("zeus", digest, name, model_id, gpu.name),

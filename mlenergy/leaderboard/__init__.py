@@ -3,7 +3,11 @@
 Modules:
     query: filter, best configuration per model x hardware, sort and page (no Gradio).
     columns, arch, views, plots, html: what the table shows, derived views, figures, rendering.
-    data: the cached store snapshot the app serves (memoised answers per snapshot).
+    reference_layer: the shipped ML.ENERGY reference, read once per process, shown beside
+    the store.
+    data: the cached snapshot (reference and store) the app serves, answers memoised.
+    footprint_view (over mlenergy.footprint): carbon and cost columns derived at view time.
+    client_errors: one log line and a path-free message for a refused request.
     context, answers: the app's shared state and the answers both the UI and the API give.
     filters, table_tab, plots_tab, detail_tab, compare_tab, estimate_tab, submit_tab,
     about_tab: one builder per part of the page.

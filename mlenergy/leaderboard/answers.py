@@ -15,7 +15,9 @@ import plotly.graph_objects as go
 from mlenergy.leaderboard import plots as plots
 from mlenergy.leaderboard import query as lb
 from mlenergy.leaderboard import views as views
+from mlenergy.leaderboard.columns import with_footprint
 from mlenergy.leaderboard.context import AppContext
+from mlenergy.leaderboard.footprint_view import ViewFootprint
 from mlenergy.leaderboard.html import render_frame, render_table
 
 PLOTS = ("Energy vs quality", "Energy vs latency", "Tokens/s/W by hardware")
@@ -29,6 +31,7 @@ TABLE_FRAME_COLUMNS = (
     *(c.name for c in lb.COLUMNS),
     *plots.PLOT_COLUMNS,
     *("_group", "_search", "quality_link", "arch_kind", "source_kind", "dtype", "task"),
+    *("source_class", "apart", "method", "layer"),
 )
 """The columns table pages, CSV files and plots read: a page copies only these."""
 
@@ -51,10 +54,19 @@ def table_result(ctx: AppContext, quality_key: str | None, q: lb.TableQuery) -> 
 
 
 def table_status(ctx: AppContext, res: lb.TableResult) -> str:
-    """The line above the table: rows, page, and how to seed an empty store."""
+    """The line above the table: rows, page, where the rows come from."""
     status = f"{res.total} rows · page {res.page} of {res.pages}"
-    if ctx.data.runs.empty:
-        status += " · the store is empty: run `mlenergy leaderboard import-reference`"
+    runs = ctx.data.runs
+    layers = runs["layer"] if "layer" in runs.columns else pd.Series(dtype=object)
+    n_ref, n_store = int((layers == "reference").sum()), int((layers != "reference").sum())
+    if n_ref:
+        status += f" · {n_ref} ML.ENERGY reference runs (shipped, read-only)"
+    if n_store:
+        status += f" · {n_store} runs from the store"
+    elif not runs.empty:
+        status += " · your runs (`mlenergy bench`) and approved submissions join them"
+    else:
+        status += " · the store is empty: measure a run with `mlenergy bench`"
     return status
 
 
@@ -63,6 +75,7 @@ def table_page(
     quality_key: str | None,
     q: lb.TableQuery,
     columns: tuple[str, ...] | None = None,
+    footprint: ViewFootprint | None = None,
 ) -> tuple[str, str, int]:
     """The table page as ``(html, status line, page shown)`` (memoised).
 
@@ -71,23 +84,41 @@ def table_page(
         quality_key: Quality figure to attach.
         q: The query.
         columns: Names of the columns to show (``None``: all; the model column always).
+        footprint: Carbon and cost settings; when active, their columns follow the energy
+            column (derived from the page's rows, see :mod:`.footprint_view`).
     """
     shown = tuple(
         c for c in lb.COLUMNS if columns is None or c.name in columns or c.name == "model_id"
     )
+    active = footprint is not None and footprint.active
+    if active:
+        shown = with_footprint(shown)
 
     def _render() -> tuple[str, str, int]:
         res = table_result(ctx, quality_key, q)
-        return render_table(res.page_rows, shown), table_status(ctx, res), res.page
+        rows = footprint.attach(res.page_rows) if active else res.page_rows
+        return render_table(rows, shown), table_status(ctx, res), res.page
 
-    key = ("table-html", quality_key or None, q, tuple(c.name for c in shown))
+    setting = footprint.key() if active else None
+    key = ("table-html", quality_key or None, q, tuple(c.name for c in shown), setting)
     return ctx.data.memo(key, _render)
 
 
-def table_csv(ctx: AppContext, quality_key: str | None, q: lb.TableQuery) -> str:
-    """Every row of the query (all pages) as CSV text (memoised)."""
-    key = ("csv", quality_key or None, replace(q, page=1))
-    return ctx.data.memo(key, lambda: lb.to_csv(table_result(ctx, quality_key, q).rows))
+def table_csv(
+    ctx: AppContext,
+    quality_key: str | None,
+    q: lb.TableQuery,
+    footprint: ViewFootprint | None = None,
+) -> str:
+    """Every row of the query (all pages) as CSV text, with carbon and cost when set (memoised)."""
+    active = footprint is not None and footprint.active
+
+    def _csv() -> str:
+        rows = table_result(ctx, quality_key, q).rows
+        return lb.to_csv(footprint.attach(rows) if active else rows)
+
+    setting = footprint.key() if active else None
+    return ctx.data.memo(("csv", quality_key or None, replace(q, page=1), setting), _csv)
 
 
 def plot_rows(ctx: AppContext, quality_key: str | None, q: lb.TableQuery) -> pd.DataFrame:
@@ -126,6 +157,14 @@ def plot_figure(ctx: AppContext, kind: str, quality_key: str | None, q: lb.Table
         return fig
 
     return ctx.data.memo(("plot", kind, quality_key or None, q), _draw)
+
+
+def top_models(ctx: AppContext, n: int) -> list[str]:
+    """The models of the first ``n`` rows of the opening view (detail and compare open on them)."""
+    view = ctx.view(None)
+    q = lb.TableQuery(task=view.default_task, source_kinds=lb.DEFAULT_SOURCES)
+    rows = table_result(ctx, view.quality_for(view.default_task), q).page_rows
+    return list(dict.fromkeys(rows["model_id"]))[:n]
 
 
 def model_rows(ctx: AppContext, model_id: str, quality_key: str | None) -> pd.DataFrame:

@@ -23,15 +23,19 @@ from mlenergy.leaderboard.compare_tab import build_compare_tab
 from mlenergy.leaderboard.context import AppContext
 from mlenergy.leaderboard.detail_tab import build_detail_tab
 from mlenergy.leaderboard.estimate_tab import build_estimate_tab
-from mlenergy.leaderboard.filters import build_filter_bar
+from mlenergy.leaderboard.filters import build_filter_bar, source_choices, wire_view
 from mlenergy.leaderboard.page_cache import PageCache
 from mlenergy.leaderboard.plots_tab import build_plots_tab
 from mlenergy.leaderboard.power_tab import build_power_tab
 from mlenergy.leaderboard.submit_tab import build_submit_tab
-from mlenergy.leaderboard.table_tab import PRIVATE, TableTab, build_table_tab
+from mlenergy.leaderboard.table_tab import PRIVATE, TableTab, build_table_tab, footprint_of
 
 CONCURRENCY = 16
 """Events of the page served at once (the API's read-only endpoints have no limit)."""
+
+
+UPLOAD_CACHE_S = (3600, 3600)
+"""Gradio's cache sweep: every hour, delete cached uploads older than an hour (s, s)."""
 
 
 def css() -> str:
@@ -39,38 +43,71 @@ def css() -> str:
     return resources.files("mlenergy.leaderboard").joinpath("leaderboard.css").read_text("utf-8")
 
 
-def _wire_reload(ctx: AppContext, bar, table: TableTab, pickers: list) -> None:
+FILTERED_TABS = ("Leaderboard", "Plots", "Model detail", "Compare", "Power budget")
+"""The tabs the filter panel applies to; it is hidden above the others (Estimator, Submit,
+About)."""
+
+
+def panel_visible(tab_label: object) -> bool:
+    """Whether the filter panel shows above the tab labelled ``tab_label``."""
+    return str(tab_label) in FILTERED_TABS
+
+
+def _wire_panel(tabs: gr.Tabs, bar) -> None:
+    """Show the filter panel only on :data:`FILTERED_TABS`."""
+
+    def on_tab(evt: gr.SelectData):
+        return gr.update(visible=panel_visible(evt.value))
+
+    tabs.select(on_tab, None, bar.panel, api_visibility=PRIVATE)
+
+
+def _wire_reload(ctx: AppContext, bar, table: TableTab, models: list) -> None:
     """The *Reload from store* button: re-read the store, refresh the table and pickers."""
     from mlenergy.leaderboard import answers
-    from mlenergy.leaderboard.filters import widget_query
+    from mlenergy.leaderboard.filters import FILTERS, view_outputs, view_updates, widget_query
 
-    def reload_view(columns, quality_key, *values):
+    n = len(table.footprint)
+
+    def reload_view(columns, *rest):
+        settings, quality_key, values = rest[:n], rest[n], rest[n + 1 :]
         ctx.reload()
-        c = ctx.choices
-        lists = [c["task"], ctx.quality_keys, c["hardware"], c["dtype"]]
-        lists += [[str(g) for g in c["accelerator_count"]], c["source_kind"]]
-        lists += [c["model_id"]] * (len(pickers) - len(lists))
-        q = widget_query(values, ctx.limits)
-        page = answers.table_page(ctx, quality_key, q, tuple(columns or ()))
-        return (*page, *[gr.update(choices=x) for x in lists])
+        named = dict(zip(FILTERS, values, strict=True))
+        view = ctx.view(named.get("sources"))
+        q = widget_query(values, ctx)
+        fp, line = footprint_of(settings)
+        page = (*answers.table_page(ctx, quality_key, q, tuple(columns or ()), fp), line)
+        pickers = view_updates(
+            view, named["task"], quality_key, named["hardware"], named["precisions"],
+            named["gpus"],
+        )  # fmt: skip
+        sources = gr.update(choices=source_choices(ctx.choices["source_class"]))
+        lists = [gr.update(choices=ctx.choices["model_id"]) for _ in models]
+        return (*page, *pickers, sources, *lists)
 
-    outputs = [table.grid, table.status, table.page, *pickers]
+    outputs = [table.grid, table.status, table.page, table.footprint_line]
+    outputs += [*view_outputs(bar), bar.sources, *models]
     table.reload_button.click(
         reload_view,
-        [table.columns, *bar.inputs],
+        [table.columns, *table.footprint, *bar.inputs],
         outputs,
         concurrency_limit=1,
         api_visibility=PRIVATE,
     )
 
 
-def build_app(data_dir: str | Path, published_quality: str | Path | None = None) -> gr.Blocks:
+def build_app(
+    data_dir: str | Path, published_quality: str | Path | None = None, reference: bool = True
+) -> gr.Blocks:
     """Build the leaderboard app over the store at ``data_dir`` (read once, here).
 
     Args:
-        data_dir: The store folder (an empty store shows an empty table and how to seed it).
+        data_dir: The store folder; the shipped reference is always shown beside it (an
+            empty store shows the reference rows).
         published_quality: Published quality scores (CSV) offered in the Quality figure menu;
-            ``None``: the shared reference's ``published-quality.csv`` when present.
+            ``None``: the reference's ``published-quality.csv`` when present.
+        reference: Show the shipped ML.ENERGY reference beside the store (``False``: the
+            store alone, e.g. a private board of one's own runs).
 
     Returns:
         The Gradio app; serve it with :func:`launch`.
@@ -79,14 +116,19 @@ def build_app(data_dir: str | Path, published_quality: str | Path | None = None)
         StoreError: The store exists but cannot be read.
         UserError: The published-quality file is missing (when given) or has a bad row.
     """
-    ctx = AppContext.load(data_dir, published_quality)
-    with gr.Blocks(title="mlenergy leaderboard", analytics_enabled=False) as demo:
+    ctx = AppContext.load(data_dir, published_quality, reference)
+    # Uploads that were never submitted leave Gradio's cache within two hours.
+    blocks = gr.Blocks(
+        title="mlenergy leaderboard", analytics_enabled=False, delete_cache=UPLOAD_CACHE_S
+    )
+    with blocks as demo:
         gr.Markdown(
             "# mlenergy leaderboard\nJoules per output token against quality and latency, "
             "measured, modelled and estimated figures kept apart, provenance on every run."
         )
         bar = build_filter_bar(ctx)
-        with gr.Tabs():
+        wire_view(ctx, bar, PRIVATE)
+        with gr.Tabs() as tabs:
             table = build_table_tab(ctx, bar)
             build_plots_tab(ctx, bar)
             detail_model = build_detail_tab(ctx, bar)
@@ -95,8 +137,8 @@ def build_app(data_dir: str | Path, published_quality: str | Path | None = None)
             build_estimate_tab()
             build_submit_tab(ctx.data_dir)
             build_about_tab()
-        pickers = [bar.task, bar.quality, bar.hardware, bar.precisions, bar.gpus, bar.sources]
-        _wire_reload(ctx, bar, table, [*pickers, detail_model, compare_models])
+        _wire_panel(tabs, bar)
+        _wire_reload(ctx, bar, table, [detail_model, compare_models])
         register_api(ctx)
     return demo
 
@@ -118,7 +160,7 @@ def launch(demo: gr.Blocks, host: str = "127.0.0.1", port: int = 7860, block: bo
         css=css(),
         theme=gr.themes.Soft(),
         prevent_thread_lock=not block,
-        show_error=True,
+        show_error=False,  # an unexpected error's text (paths, internals) never reaches clients
         quiet=True,
         footer_links=[],
         ssr_mode=False,

@@ -84,6 +84,12 @@ COLUMNS: tuple[Column, ...] = (
         "n_configs", "Configs", "Configurations of this model x hardware that were compared", "int"
     ),
     Column("source_kind", "Source", "measured / modelled / estimated / emulated / reference"),
+    Column(
+        "method",
+        "Method",
+        "How the run was measured: serving-steady-state (an engine serving requests, its "
+        "steady-state window) or static-batch (fixed batches)",
+    ),
     Column("energy_source", "Energy source", "Exact label of where the energy figure came from"),
     Column("submitter", "Submitter", "Who submitted the run (empty for local runs)"),
     Column("run_id", "Run id", "Unique id of the run (open it in Model detail)"),
@@ -125,6 +131,36 @@ DETAIL_ONLY: tuple[Column, ...] = (
     Column("created_at", "Created", "When the run was recorded (UTC)"),
 )
 """Columns shown in the model detail view only."""
-COLUMN_BY_NAME = {c.name: c for c in (*COLUMNS, *DETAIL_ONLY)}
+FOOTPRINT: tuple[Column, ...] = (
+    Column(
+        "carbon_g_per_1k_tokens",
+        "gCO2e/1k tok",
+        "Grams of CO2e per 1,000 output tokens = energy per token x 1,000 x PUE x grid intensity "
+        "(g/kWh) / 3.6e6; derived at view time from the region or intensity picked above",
+        "float",
+    ),
+    Column(
+        "cost_per_m_tokens",
+        "Cost/M tok",
+        "Electricity cost per million output tokens = energy per token x 1e6 x PUE x price per "
+        "kWh / 3.6e6, in the price's currency; derived at view time",
+        "float",
+    ),
+)
+"""Carbon and cost columns, shown after the energy column when the reader sets them (see
+:mod:`mlenergy.leaderboard.footprint_view`)."""
+
+
+def with_footprint(columns: tuple[Column, ...]) -> tuple[Column, ...]:
+    """``columns`` with :data:`FOOTPRINT` right after the energy-per-token column."""
+    out: list[Column] = []
+    for c in columns:
+        out.append(c)
+        if c.name == "energy_per_token_j":
+            out.extend(FOOTPRINT)
+    return tuple(out) if len(out) > len(columns) else (*columns, *FOOTPRINT)
+
+
+COLUMN_BY_NAME = {c.name: c for c in (*COLUMNS, *DETAIL_ONLY, *FOOTPRINT)}
 SORTABLE = tuple(c.name for c in COLUMNS)
 DEFAULT_SORT = "energy_per_token_j"

@@ -1,7 +1,7 @@
 """The Compare tab: 2 to 4 models side by side, each at its best configuration under the filters.
 
-A model without runs under the filters gets a note saying why and, when the task filter is the
-cause, which tasks it has.
+It opens on the models of the leaderboard's top rows. A model without runs under the filters
+gets a note saying why and, when the task filter is the cause, which tasks it has.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from mlenergy.leaderboard.table_tab import PRIVATE
 
 def build_compare_tab(ctx: AppContext, bar: FilterBar) -> gr.Dropdown:
     """Lay out the Compare tab; return its model picker (the reload refreshes it)."""
-    with gr.Tab("Compare", id="tab-compare"):
+    with gr.Tab("Compare", id="tab-compare") as tab:
         pick = gr.Dropdown(
             ctx.choices["model_id"],
-            value=[],
+            value=answers.top_models(ctx, 3),
             multiselect=True,
             max_choices=4,
             label="Models (2 to 4)",
@@ -32,12 +32,12 @@ def build_compare_tab(ctx: AppContext, bar: FilterBar) -> gr.Dropdown:
         figure = gr.Plot(elem_id="compare-plot")
 
     def show_compare(models, quality_key, *values):
-        q = widget_query(values, ctx.limits)
+        q = widget_query(values, ctx)
         table, figure, note = answers.compare_view(ctx, list(models or []), quality_key or None, q)
         return table, figure, html.escape(note)  # model names are text, never markup
 
     gr.on(
-        [w.change for w in [pick, *bar.inputs]],
+        [tab.select, *(w.change for w in [pick, *bar.inputs])],
         show_compare,
         [pick, *bar.inputs],
         [table, figure, note],

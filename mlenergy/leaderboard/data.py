@@ -1,6 +1,8 @@
 """The leaderboard's view of a store: prepared frames loaded once, cached per quality figure.
 
-``LeaderboardData.load(data_dir)`` reads the store's flat run and quality frames; table,
+``LeaderboardData.load(data_dir)`` reads the store's flat run and quality frames and puts the
+shipped reference's runs beside them (a read-only layer read once per process, see
+:mod:`mlenergy.leaderboard.reference_layer`); table,
 plot and detail requests then run on the in-memory frames (pandas), so a filter or sort over
 100,000 runs is answered without touching disk. Answers that depend only on the snapshot
 (a table page, a figure, a run's record) are memoised per snapshot with :meth:`memo`.
@@ -26,6 +28,7 @@ from mlenergy.leaderboard.published import (
     published_keys,
 )
 from mlenergy.leaderboard.query import prepare_runs
+from mlenergy.leaderboard.reference_layer import ReferenceLayer, merge_layers, reference_layer
 from mlenergy.leaderboard.views import attach_quality, quality_frame, quality_keys
 from mlenergy.quality.published import PublishedScore
 from mlenergy.records import RunRecord
@@ -39,6 +42,21 @@ BULK_RECORDS = 20_000
 """Stores with at most this many runs are read whole on the first provenance request."""
 
 Signature = tuple[tuple[str, int, int], ...]
+
+
+def store_runs_frame(store) -> pd.DataFrame:
+    """The store's flat run frame plus ``method`` (``Workload.method`` read from each record).
+
+    Args:
+        store: A :class:`~mlenergy.store.RunStore`.
+    """
+    from mlenergy.store.tables import RUN_COLUMNS
+
+    cols = ", ".join(f'"{c}"' for c in RUN_COLUMNS)
+    return store.query(
+        f"SELECT {cols}, json_extract_string(record_json, '$.workload.method') AS method "
+        "FROM _runs_all ORDER BY created_at, run_id"
+    )
 
 
 def store_signature(data_dir: Path) -> Signature:
@@ -71,6 +89,7 @@ class LeaderboardData:
         signature: The store files the frames were read from (see :func:`store_signature`).
         published: Published quality scores offered for runs without a quality record of
             their own (see :mod:`mlenergy.leaderboard.published`).
+        reference: The shipped reference layer shown beside the store (``None``: none).
     """
 
     data_dir: Path | None
@@ -78,6 +97,7 @@ class LeaderboardData:
     quality: pd.DataFrame
     signature: Signature = ()
     published: list[PublishedScore] = field(default_factory=list)
+    reference: ReferenceLayer | None = None
     _by_key: dict[str | None, pd.DataFrame] = field(default_factory=dict, repr=False)
     _memo: OrderedDict = field(default_factory=OrderedDict, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
@@ -106,28 +126,40 @@ class LeaderboardData:
 
     @classmethod
     def load(
-        cls, data_dir: str | Path, published: list[PublishedScore] | None = None
+        cls,
+        data_dir: str | Path,
+        published: list[PublishedScore] | None = None,
+        reference: ReferenceLayer | bool = True,
     ) -> LeaderboardData:
-        """Read the store at ``data_dir`` (an empty or missing store gives empty frames).
+        """Read the store at ``data_dir`` and put the reference layer beside it.
+
+        An empty or missing store gives the reference rows only.
 
         Args:
             data_dir: The store folder.
-            published: Published quality scores; ``None`` reads the shared reference's
+            published: Published quality scores; ``None`` reads the reference's
                 ``published-quality.csv`` when present (see
                 :func:`~mlenergy.leaderboard.published.load_published`).
+            reference: ``True``: the shipped reference (read once per process, see
+                :func:`~mlenergy.leaderboard.reference_layer.reference_layer`); a layer; or
+                ``False`` for the store alone.
 
         Raises:
             StoreError: The store exists but cannot be read.
-            UserError: The reference's published-quality file has a bad row.
+            UserError: The reference's published-quality file has a bad row, or
+                ``$MLENERGY_REFERENCE_DIR`` names no reference.
         """
         from mlenergy.store import RunStore
 
         if published is None:
             published = load_published()
+        layer = reference_layer() if reference is True else (reference or None)
         signature = store_signature(Path(data_dir))
         store = RunStore(data_dir)
-        data = cls.from_frames(store.runs_frame(), store.quality_frame(), Path(data_dir), published)
+        runs = merge_layers(layer.frame if layer else None, store_runs_frame(store))
+        data = cls.from_frames(runs, store.quality_frame(), Path(data_dir), published)
         data.signature = signature
+        data.reference = layer
         return data
 
     def reload(self) -> bool:
@@ -141,7 +173,7 @@ class LeaderboardData:
         with self._reload_lock:  # one reader at a time; the others see its result
             if store_signature(self.data_dir) == self.signature:
                 return False
-            fresh = LeaderboardData.load(self.data_dir, self.published)
+            fresh = LeaderboardData.load(self.data_dir, self.published, self.reference or False)
             with self._lock:
                 self.runs, self.quality = fresh.runs, fresh.quality
                 self.signature = fresh.signature
@@ -162,6 +194,28 @@ class LeaderboardData:
         if not self.published or self.runs.empty:
             return stored
         return [*stored, *published_keys(self.published, self.runs["model_id"].unique())]
+
+    def quality_keys_for(self, model_ids: set[str]) -> list[str]:
+        """The quality figures (in :meth:`quality_keys` order) that score a run of ``model_ids``.
+
+        A published benchmark counts when it scores one of the models; a stored figure when it
+        links to a run of one of them (see :func:`~mlenergy.leaderboard.views.attach_quality`).
+        """
+
+        def _keys() -> list[str]:
+            published = set(published_keys(self.published, model_ids)) if self.published else set()
+            out = []
+            for key in self.quality_keys():
+                if is_published_key(key):
+                    if key in published:
+                        out.append(key)
+                    continue
+                frame = self.frame(key)
+                if frame.loc[frame["model_id"].isin(model_ids), "quality"].notna().any():
+                    out.append(key)
+            return out
+
+        return self.memo(("quality-keys-for", frozenset(model_ids)), _keys)
 
     def frame(self, quality_key: str | None = None) -> pd.DataFrame:
         """Prepared runs with quality figure ``quality_key`` attached (cached per key).
@@ -205,6 +259,8 @@ class LeaderboardData:
         A store of at most :data:`BULK_RECORDS` runs is read whole on the first call (one
         query instead of one per run); a larger one is read run by run (memoised).
         """
+        if self.reference is not None and run_id in self.reference.records:
+            return self.reference.records[run_id]
         if self.data_dir is None or not run_id:
             return None
         if len(self.runs) <= BULK_RECORDS:

@@ -1,4 +1,7 @@
-"""The Model detail tab: every configuration of a model, a run's provenance and power timeline."""
+"""The Model detail tab: every configuration of a model, a run's provenance and power timeline.
+
+It opens on the model of the leaderboard's top row, drawn when the tab is first shown.
+"""
 
 from __future__ import annotations
 
@@ -21,9 +24,14 @@ def provenance_text(ctx: AppContext, run_id: str | None):
 
 def build_detail_tab(ctx: AppContext, bar: FilterBar) -> gr.Dropdown:
     """Lay out the Model detail tab; return its model picker (the reload refreshes it)."""
-    with gr.Tab("Model detail", id="tab-detail"):
+    top = answers.top_models(ctx, 1)
+    with gr.Tab("Model detail", id="tab-detail") as tab:
         model = gr.Dropdown(
-            ctx.choices["model_id"], value=None, label="Model", elem_id="detail-model"
+            ctx.choices["model_id"],
+            value=top[0] if top else None,
+            label="Model",
+            info="Opens on the top row of the leaderboard",
+            elem_id="detail-model",
         )
         table = gr.HTML(elem_id="detail-table")
         run_pick = gr.Dropdown(
@@ -40,7 +48,14 @@ def build_detail_tab(ctx: AppContext, bar: FilterBar) -> gr.Dropdown:
         html = answers.model_detail_html(ctx, model_id or "", quality_key)
         return html, gr.update(choices=runs, value=first)
 
-    model.change(detail, [model, bar.quality], [table, run_pick], api_visibility=PRIVATE)
+    gr.on(  # drawn when the tab opens (on the top row's model) and on each pick
+        [tab.select, model.change],
+        detail,
+        [model, bar.quality],
+        [table, run_pick],
+        trigger_mode="always_last",
+        api_visibility=PRIVATE,
+    )
     run_pick.change(
         lambda run_id: provenance_text(ctx, run_id), run_pick, [prov, timeline],
         api_visibility=PRIVATE,

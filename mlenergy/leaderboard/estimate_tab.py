@@ -16,6 +16,7 @@ import gradio as gr
 
 from mlenergy.errors import UserError
 from mlenergy.leaderboard import plots as plots
+from mlenergy.leaderboard.client_errors import LOG, log_line, public_message
 from mlenergy.leaderboard.html import render_problems
 
 PRIVATE = "private"
@@ -163,7 +164,8 @@ def run_estimate(
             precision, max(1, int(num_gpus or 1)), float(clock_mhz) if clock_mhz else None,
         )  # fmt: skip
     except UserError as exc:
-        return render_problems([exc.message], "Cannot estimate"), empty
+        LOG.warning(log_line("estimator tab", exc.message))
+        return render_problems([public_message(exc.message)], "Cannot estimate"), empty
     body = "".join(
         f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in _rows(e)
     )

@@ -86,19 +86,36 @@ def _cell(name: str, value: object, col: Column, hover: object) -> str:
     return f'<td data-col="{name}"{title}>{format_value(value, col.fmt)}</td>'
 
 
+APART_NOTE = (
+    "Not measured on GPUs (modelled, estimated, emulated or CPU figures): listed apart, not "
+    "comparable with the measured GPU rows above"
+)
+"""The separator row above the rows that are not measured on GPUs."""
+
+
 def _body(rows: pd.DataFrame, cols: Sequence[Column]) -> str:
-    """The table rows, with each cell's hover text where its column names one."""
+    """The table rows, with each cell's hover text where its column names one.
+
+    Rows flagged ``apart`` (not measured on GPUs) get the class ``lb-apart``, under a
+    separator row (class ``lb-apart-head``) saying why.
+    """
     attrs = [html.escape(c.name, quote=True) for c in cols]
     hovers = [c.hover if c.hover in rows.columns else None for c in cols]
     values = rows[[c.name for c in cols]].itertuples(index=False, name=None)
     extra = {h: rows[h].tolist() for h in hovers if h is not None}
+    apart = rows["apart"].tolist() if "apart" in rows.columns else [False] * len(rows)
     lines = []
     for i, rec in enumerate(values):
         cells = "".join(
             _cell(a, v, c, extra[h][i] if h is not None else None)
             for a, c, v, h in zip(attrs, cols, rec, hovers, strict=True)
         )
-        lines.append(f"<tr>{cells}</tr>")
+        if apart[i] and (i == 0 or not apart[i - 1]):
+            lines.append(
+                f'<tr class="lb-apart-head"><td colspan="{len(cols)}">'
+                f"{html.escape(APART_NOTE)}</td></tr>"
+            )
+        lines.append(f'<tr class="lb-apart">{cells}</tr>' if apart[i] else f"<tr>{cells}</tr>")
     return "".join(lines)
 
 

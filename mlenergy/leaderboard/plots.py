@@ -52,6 +52,47 @@ SYMBOLS = {
 """Marker symbol per energy-source kind, so measured and estimated points never look alike."""
 
 
+def tick_label(value: float) -> str:
+    """A log axis tick's full value (``0.04``, ``2``, ``1,000``, ``1e-05``), never a bare digit."""
+    if value == 0 or not np.isfinite(value):
+        return str(value)
+    if abs(value) >= 1e6 or abs(value) < 1e-4:
+        return f"{value:.0e}"
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.4g}"
+
+
+def log_ticks(values: Sequence[float] | np.ndarray) -> tuple[list[float], list[str]]:
+    """Ticks of a log axis over ``values``, each labelled with its full value.
+
+    1-2-5 in each decade, or each decade's 1 when the data span more than four decades.
+
+    Plotly labels a log axis's in-decade ticks with their leading digit only ("4" for 0.04);
+    explicit ticks avoid that.
+
+    Returns:
+        ``(tickvals, ticktext)``; empty when no value is positive and finite.
+    """
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    if not len(v):
+        return [], []
+    lo, hi = int(np.floor(np.log10(v.min()))), int(np.ceil(np.log10(v.max())))
+    hi = max(hi, lo + 1)
+    steps = (1,) if hi - lo > 4 else (1, 2, 5)
+    ticks = [m * 10.0**e for e in range(lo, hi + 1) for m in steps]
+    ticks = [t for t in ticks if v.min() / 1.5 <= t <= v.max() * 1.5] or [10.0**lo]
+    return ticks, [tick_label(t) for t in ticks]
+
+
+def log_axis(fig: go.Figure, values: Sequence[float] | np.ndarray, axis: str = "y") -> None:
+    """Make ``axis`` of ``fig`` logarithmic with :func:`log_ticks` over ``values``."""
+    vals, text = log_ticks(values)
+    update = fig.update_yaxes if axis == "y" else fig.update_xaxes
+    update(type="log", tickvals=vals or None, ticktext=text or None)
+
+
 def _safe(text: object) -> str:
     """Escape text for plotly, which renders a subset of HTML tags in labels and hovers."""
     return html.escape(str(text), quote=False)
@@ -124,6 +165,8 @@ def _scatter(
 ) -> go.Figure:
     """A scatter of ``y`` against ``x`` by hardware and energy source, with its frontier.
 
+    Rows flagged ``apart`` (not measured on GPUs) are hollow markers, named so in the legend.
+
     ``extra_hover`` adds ``(label, column)`` lines to each point's hover text.
     """
     points = _limit(df.dropna(subset=[x, y]))
@@ -140,17 +183,19 @@ def _scatter(
         + "<extra>",
     )
     for (hw, kind), group in points.groupby(["hardware", "source_kind"], sort=True):
+        apart = "apart" in group.columns and bool(group["apart"].iloc[0])
+        symbol = SYMBOLS.get(str(kind), "circle") + ("-open" if apart else "")
         fig.add_trace(
             go.Scatter(
                 x=group[x],
                 y=group[y],
                 mode="markers",
-                name=_safe(f"{hw} · {kind}"),
+                name=_safe(f"{hw} · {kind}" + (" (not measured on GPUs)" if apart else "")),
                 marker={
                     "size": 8,
                     "opacity": 0.75,
                     "color": palette[hw],
-                    "symbol": SYMBOLS.get(str(kind), "circle"),
+                    "symbol": symbol,
                 },
                 customdata=_custom(group, extra),
                 hovertemplate=f"{x_title}: %{{x:.4g}}<br>{y_title}: %{{y:.4g}}<br>" + hover,
@@ -177,7 +222,7 @@ def _scatter(
         legend_title="Hardware · energy source",
     )
     if log_y:
-        fig.update_yaxes(type="log")
+        log_axis(fig, points[y].to_numpy(dtype=float))
     return fig
 
 
@@ -237,7 +282,7 @@ def efficiency_by_hardware(df: pd.DataFrame) -> go.Figure:
         template="plotly_white",
         showlegend=False,
     )
-    fig.update_yaxes(type="log")
+    log_axis(fig, rows["tokens_per_j"].to_numpy(dtype=float))
     return fig
 
 

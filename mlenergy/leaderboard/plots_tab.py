@@ -27,7 +27,7 @@ def build_plots_tab(ctx: AppContext, bar: FilterBar) -> gr.Plot:
         figure = gr.Plot(elem_id="plot-figure")
 
     def draw(plot_kind, quality_key, *values):
-        q = widget_query(values, ctx.limits)
+        q = widget_query(values, ctx)
         return answers.plot_figure(ctx, plot_kind or default, quality_key or None, q)
 
     gr.on(

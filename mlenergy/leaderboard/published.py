@@ -44,6 +44,14 @@ PREFERRED = ("GPQA-Diamond", "MMLU-Pro", "LMArena text score")
 TASK_BENCHMARKS: dict[str, tuple[str, ...]] = {"gpqa": ("gpqa",)}
 """Task label -> the benchmark name prefixes (lower case) whose questions that task asks."""
 
+TASK_QUALITY: dict[str, str] = {
+    "lm-arena-chat": "LMArena text score",
+    "sharegpt-chat": "LMArena text score",
+    "gpqa": "GPQA-Diamond",
+}
+"""Task label -> the published benchmark the view attaches first: LMArena's text score for the
+text chat tasks, GPQA-Diamond for ``gpqa`` (other tasks: none until the reader picks one)."""
+
 QUALITY_EXTRA_COLUMNS = ("quality_source", "energy_per_response_j", "energy_per_correct_j")
 """Columns :func:`attach_published` adds beside ``quality`` and ``quality_link``."""
 
@@ -68,8 +76,8 @@ def load_published(path: str | Path | None = None) -> list[PublishedScore]:
     """Read the published scores the app attaches.
 
     Args:
-        path: A published-quality CSV; ``None`` reads the shared reference's file
-            (``$MLENERGY_REFERENCE_DIR``, else ``../shared/reference``) when present.
+        path: A published-quality CSV; ``None`` reads the reference's file (shipped with
+            mlenergy, or ``$MLENERGY_REFERENCE_DIR``'s) when present.
 
     Returns:
         The scores; empty when no path is given and no reference file exists.
@@ -103,6 +111,12 @@ def published_keys(scores: Sequence[PublishedScore], model_ids: Iterable[str]) -
     rank = {b: i for i, b in enumerate(PREFERRED)}
     ordered = sorted(counts, key=lambda b: (rank.get(b, len(rank)), -counts[b], b))
     return [published_key(b) for b in ordered]
+
+
+def task_quality_key(task: str | None) -> str | None:
+    """The quality figure a view of ``task`` opens with (see :data:`TASK_QUALITY`), or ``None``."""
+    bench = TASK_QUALITY.get((task or "").strip().lower())
+    return published_key(bench) if bench else None
 
 
 def task_answers_benchmark(task: str, benchmark: str) -> bool:

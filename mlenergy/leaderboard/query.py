@@ -18,13 +18,15 @@ import numpy as np
 import pandas as pd
 
 from mlenergy.leaderboard.arch import ARCH_KINDS, architecture_kinds
-from mlenergy.leaderboard.columns import COLUMNS, DEFAULT_SORT, SORTABLE
+from mlenergy.leaderboard.columns import COLUMNS, DEFAULT_SORT, SORTABLE, with_footprint
 
 __all__ = [
     "COLUMNS",
     "DEFAULT_SORT",
+    "DEFAULT_SOURCES",
     "PAGE_SIZE",
     "SORTABLE",
+    "SOURCE_CLASSES",
     "TableQuery",
     "TableResult",
     "best_configs",
@@ -44,6 +46,31 @@ SOURCE_KINDS = ("measured", "modelled", "estimated", "emulated", "reference")
 
 PAGE_SIZE = 50
 """Rows per table page."""
+
+MEASURED_GPU = "measured-gpu"
+"""``source_class`` of energy measured by a counter on GPUs (``measured:*``, accelerators > 0)."""
+
+SOURCE_CLASSES: dict[str, str] = {
+    MEASURED_GPU: "Measured on GPUs",
+    "measured-cpu": "Measured on CPUs",
+    "modelled": "Modelled (no counter)",
+    "estimated": "Estimated",
+    "emulated": "Emulated (tests and demos)",
+    "reference": "Reference",
+}
+"""``source_class`` values and their labels in the Energy source filter."""
+
+DEFAULT_SOURCES: tuple[str, ...] = (MEASURED_GPU,)
+"""The rows a view shows when no energy source is asked for: measured GPU rows only."""
+
+METHODS = ("serving-steady-state", "static-batch")
+"""``Workload.method`` values: an engine serving requests (its steady-state window) or fixed
+static batches (the runner)."""
+
+ITL_CAP_MS = 10_000.0
+"""The latency slider's end never exceeds this (ms); slower rows show when it is at its end."""
+ENERGY_CAP_J = 1_000.0
+"""The energy-budget slider's end never exceeds this (J per output token)."""
 
 
 def _col(df: pd.DataFrame, name: str) -> pd.Series:
@@ -80,7 +107,10 @@ def prepare_runs(runs: pd.DataFrame) -> pd.DataFrame:
     second per watt), ``hardware`` (accelerator model, else CPU model), ``arch_kind``
     (``dense``/``MoE``/``hybrid``, see
     :func:`mlenergy.leaderboard.arch.architecture_kind`), ``source_kind`` (prefix of
-    ``energy_source`` when missing),
+    ``energy_source`` when missing), ``source_class`` (see :data:`SOURCE_CLASSES`: measured
+    splits into GPU and CPU rows), ``apart`` (``True`` for every row that is not measured on
+    GPUs: such rows are shown below the measured ones), ``method`` (``Workload.method``, ``""``
+    when not recorded),
     ``active_params_b`` / ``total_params_b`` (billions), ``quality`` (NaN until
     :func:`mlenergy.leaderboard.views.attach_quality`) and ``_search`` (lower-case
     text searched by :func:`filter_runs`).
@@ -123,6 +153,13 @@ def prepare_runs(runs: pd.DataFrame) -> pd.DataFrame:
         kind = kind.copy()
         kind[blank] = source[blank].str.split(":", n=1).str[0]
     df["source_kind"] = kind
+    gpu = (df["accelerator_count"] > 0).to_numpy() & (accel != "").to_numpy()
+    klass = kind.copy()
+    klass[(kind == "measured").to_numpy() & gpu] = MEASURED_GPU
+    klass[(kind == "measured").to_numpy() & ~gpu] = "measured-cpu"
+    df["source_class"] = klass
+    df["apart"] = (klass != MEASURED_GPU).to_numpy()
+    df["method"] = _text(df, "method")
     df["active_params_b"] = _col(df, "active_params") / 1e9
     df["total_params_b"] = _col(df, "total_params") / 1e9
     df["batch_size"] = _first(_col(df, "max_num_seqs"), _col(df, "batch_size"))
@@ -159,7 +196,9 @@ class TableQuery:
             (``"dense"``, ``"MoE"``, ``"hybrid"``).
         precisions: ``dtype`` values to keep.
         gpu_counts: Accelerator counts to keep.
-        source_kinds: ``source_kind`` values to keep.
+        source_kinds: ``source_kind`` or ``source_class`` values to keep (``"measured"`` keeps
+            GPU and CPU measurements, ``"measured-gpu"`` the GPU ones).
+        methods: ``method`` values to keep (see :data:`METHODS`).
         search: Case-insensitive substring of model, architecture, hardware, submitter or task.
         max_itl_ms: Latency deadline on median inter-token latency in ms (``None``: no deadline).
         max_energy_per_token_j: Energy budget in J per output token (``None``: no budget).
@@ -177,6 +216,7 @@ class TableQuery:
     precisions: tuple[str, ...] = ()
     gpu_counts: tuple[int, ...] = ()
     source_kinds: tuple[str, ...] = ()
+    methods: tuple[str, ...] = ()
     search: str = ""
     max_itl_ms: float | None = None
     max_energy_per_token_j: float | None = None
@@ -226,11 +266,21 @@ def filter_mask(df: pd.DataFrame, q: TableQuery) -> np.ndarray:
     if q.gpu_counts:
         mask &= df["accelerator_count"].isin([int(c) for c in q.gpu_counts]).to_numpy()
     if q.source_kinds:
-        mask &= df["source_kind"].isin(q.source_kinds).to_numpy()
+        mask &= source_mask(df, q.source_kinds)
+    if q.methods:
+        mask &= df["method"].isin(q.methods).to_numpy()
     term = q.search.strip().lower()
     if term:
         mask &= df["_search"].str.contains(term, regex=False).to_numpy(dtype=bool)
     return mask & _limits_mask(df, q.max_itl_ms, q.max_energy_per_token_j)
+
+
+def source_mask(df: pd.DataFrame, sources: tuple[str, ...]) -> np.ndarray:
+    """Rows whose ``source_kind`` or ``source_class`` is one of ``sources``."""
+    mask = df["source_kind"].isin(sources).to_numpy().copy()
+    if "source_class" in df.columns:
+        mask |= df["source_class"].isin(sources).to_numpy()
+    return mask
 
 
 def _limits_mask(
@@ -363,6 +413,9 @@ def query_table(df: pd.DataFrame, q: TableQuery) -> TableResult:
         counts = np.ones(len(positions), dtype=int)
     order = _sort_positions(df, positions, q.sort_by, q.descending, counts)
     positions, counts = positions[order], counts[order]
+    if "apart" in df.columns:  # rows not measured on GPUs come after the measured ones
+        below = np.argsort(df["apart"].to_numpy(dtype=bool)[positions], kind="stable")
+        positions, counts = positions[below], counts[below]
     total = len(positions)
     size = max(1, int(q.page_size))
     pages = max(1, math.ceil(total / size))
@@ -385,13 +438,19 @@ def filter_choices(df: pd.DataFrame) -> dict[str, list]:
 
     Returns:
         Keys ``task``, ``hardware``, ``dtype``, ``accelerator_count``, ``source_kind``,
-        ``model_id``, plus ``max_itl_ms`` and ``max_energy_per_token_j`` (the data's maxima,
-        NaN-free; 0.0 for an empty frame).
+        ``source_class``, ``method``, ``model_id``, plus ``max_itl_ms`` and
+        ``max_energy_per_token_j`` (the data's finite maxima; 0.0 for an empty frame).
     """
 
     def _max(name: str) -> float:
-        s = df[name].dropna() if name in df.columns else pd.Series(dtype=float)
+        s = df[name] if name in df.columns else pd.Series(dtype=float)
+        s = s[np.isfinite(pd.to_numeric(s, errors="coerce").astype(float))]
         return float(s.max()) if len(s) else 0.0
+
+    def _values(name: str) -> list:
+        if not len(df) or name not in df.columns:
+            return []
+        return sorted(v for v in df[name].unique().tolist() if v)
 
     return {
         "task": sorted(df["task"].unique().tolist()) if len(df) else [],
@@ -401,23 +460,35 @@ def filter_choices(df: pd.DataFrame) -> dict[str, list]:
         if len(df)
         else [],
         "source_kind": sorted(df["source_kind"].unique().tolist()) if len(df) else [],
+        "source_class": [c for c in SOURCE_CLASSES if c in set(_values("source_class"))],
+        "method": _values("method"),
         "model_id": sorted(df["model_id"].unique().tolist()) if len(df) else [],
         "max_itl_ms": _max("itl_ms"),
         "max_energy_per_token_j": _max("energy_per_token_j"),
     }
 
 
-def slider_limit(value: float) -> float:
-    """Round a maximum up to two significant digits (a slider's end: 449.6 -> 450)."""
-    if not value or value <= 0 or math.isnan(value):
+def slider_limit(value: float, cap: float = math.inf) -> float:
+    """A slider's end: a maximum rounded up to two significant digits (449.6 -> 450).
+
+    Whatever is stored, the end is finite and sane: at most ``cap`` (rows beyond it still
+    show while the slider is at its end, which means "no limit"), and 1.0 for a missing,
+    non-positive, infinite or NaN maximum; tiny maxima end at 1e-6.
+    """
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
         return 1.0
+    if not math.isfinite(value) or value <= 0:
+        return 1.0 if not math.isfinite(cap) else min(1.0, cap)
+    value = min(max(value, 1e-6), cap)
     step = 10 ** (math.floor(math.log10(value)) - 1)
-    return math.ceil(value / step - 1e-9) * step
+    return float(min(math.ceil(value / step - 1e-9) * step, cap))
 
 
 def export_columns(rows: pd.DataFrame) -> pd.DataFrame:
     """Return the shown columns of ``rows``, in display order, with their labels as headers."""
-    cols = [c for c in COLUMNS if c.name in rows.columns]
+    cols = [c for c in with_footprint(COLUMNS) if c.name in rows.columns]
     out = rows[[c.name for c in cols]].copy()
     out.columns = [f"{c.label}" for c in cols]
     return out

@@ -6,14 +6,17 @@ this module only turns their answers into escaped HTML for the app.
 
 from __future__ import annotations
 
+import contextlib
 import html
 from pathlib import Path
 
 import gradio as gr
 
 from mlenergy.errors import UserError, ValidationFailed
-from mlenergy.estimate.catalog import catalog_tdp_w
 from mlenergy.leaderboard.html import render_problems
+
+SUBMIT_CONCURRENCY = 2
+"""Bundles validated at once; further clicks wait in Gradio's queue (bounded memory and CPU)."""
 
 
 def submit_bundle(
@@ -37,7 +40,7 @@ def submit_bundle(
         return render_problems(["no file was uploaded"], "Nothing to validate"), False
     from mlenergy.store.submissions import SubmissionQueue
 
-    queue = SubmissionQueue(data_dir, tdp_lookup=catalog_tdp_w)
+    queue = SubmissionQueue(data_dir)  # limits from the GPU catalog, never the record
     try:
         declared = [t.strip() for t in (new_tasks or "").split(",") if t.strip()]
         entry = queue.submit(
@@ -50,11 +53,17 @@ def submit_bundle(
     except UserError as exc:
         return render_problems([exc.message], "Rejected: nothing was queued"), False
     sid = html.escape(entry.submission_id)
+    notes = "".join(
+        f"<li>run <code>{html.escape(rid)}</code> will be shown as unverified: "
+        f"{html.escape('; '.join(reasons))}</li>"
+        for rid, reasons in entry.unverified_runs().items()
+    )
     return (
         f'<div class="lb-ok"><strong>Queued for review.</strong> Submission <code>{sid}</code> '
         f"({len(entry.submission.runs)} run(s) from {html.escape(entry.submission.submitter)}) "
         f"waits in <code>submissions/pending/</code>; a maintainer approves it with "
-        f"<code>mlenergy submissions approve {sid}</code>.</div>",
+        f"<code>mlenergy submissions approve {sid}</code>."
+        f"{f'<ul class=lb-unverified>{notes}</ul>' if notes else ''}</div>",
         True,
     )
 
@@ -83,8 +92,29 @@ def build_submit_tab(data_dir: Path) -> None:
         button = gr.Button("Validate and queue", variant="primary", elem_id="submit-run")
         result = gr.HTML(elem_id="submit-result")
     button.click(
-        lambda path, who, tasks: submit_bundle(path, data_dir, who, tasks)[0],
+        lambda path, who, tasks: handle_upload(path, data_dir, who, tasks),
         [upload, submitter, new_tasks],
-        result,
+        [result, upload],
         api_visibility="private",
+        concurrency_limit=SUBMIT_CONCURRENCY,
+        concurrency_id="submit",
     )
+
+
+def handle_upload(
+    path: str | Path | None, data_dir: str | Path, submitter: str | None, new_tasks: str | None
+) -> tuple[str, None]:
+    """The Submit button: validate and queue, then delete the uploaded copy.
+
+    The upload is Gradio's temporary copy of the user's file: once handled (queued, or
+    refused with its problems) it is deleted, so uploads do not pile up on the server.
+
+    Returns:
+        ``(html, None)``: the answer, and ``None`` to clear the file box.
+    """
+    try:
+        return submit_bundle(path, data_dir, submitter, new_tasks)[0], None
+    finally:
+        if path:
+            with contextlib.suppress(OSError):
+                Path(path).unlink(missing_ok=True)

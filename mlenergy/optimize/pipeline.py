@@ -114,7 +114,8 @@ def write_pipeline_outputs(
     if plan_out is not None:
         written.append(write_plan_json(plan_out, result.plan_json))
     if zeus_plan is not None:
-        written.append(write_text(zeus_plan, zeus_plan_text(result.trace, result.plan.knobs)))
+        text = zeus_plan_text(result.trace, result.plan.knobs, Path(zeus_plan).name)
+        written.append(write_text(zeus_plan, text))
     if plot is not None:
         written.append(plot_pipeline_result(result, plot))
     return written

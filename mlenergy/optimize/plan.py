@@ -192,17 +192,49 @@ def plan_to_dict(trace: PlanTrace, plan: PipelinePlan) -> dict[str, Any]:
     }
 
 
-def zeus_plan_text(trace: PlanTrace, knobs: np.ndarray) -> str:
-    """The plan as the Python literal Zeus's ``PointSolution`` scheduler reads.
+ZEUS_PLAN_USAGE = """\
+# How to use it (Zeus's Perseus integration, zeus.optimizer.pipeline_frequency):
+# 1. On a host the training ranks can reach, with `pip install 'zeus[pfo-server]'`, serve it:
+#      ZEUS_PFO_SCHEDULER=PointSolution \\
+#      ZEUS_PFO_SCHEDULER_ARGS='{{"solution_path": "/absolute/path/to/{name}"}}' \\
+#      uvicorn zeus.optimizer.pipeline_frequency.server.router:app --host 0.0.0.0 --port 7787
+#    (PointSolution3D instead when data or tensor parallel > 1: it gives each stage's list to
+#    every rank of that stage; PointSolution needs exactly one rank per stage.)
+# 2. In each training rank (torch.distributed initialised, `pip install 'zeus[pfo]'`):
+#      pfo = PipelineFrequencyOptimizer(rank, dp_rank, pp_rank, tp_rank, device_id, dp_degree,
+#                                       pp_degree, tp_degree, world_size,
+#                                       server_url="http://HOST:7787")
+#    and per iteration pfo.on_step_begin(); around each microbatch's forward and backward
+#    pfo.on_instruction_begin("forward") / pfo.on_instruction_end("forward") (and "backward");
+#    pfo.on_step_end(). Each rank then runs its stage's list below, in order.
+# The server reads this file with eval(): keep it a single list literal (comments are fine).
+"""
 
-    One list per pipeline stage (rank of a pure pipeline-parallel job; Zeus's
-    ``PointSolution3D`` copies it to every rank of that stage) of ``(instruction, MHz)`` pairs
-    in the order the stage runs them.
+
+def zeus_plan_text(trace: PlanTrace, knobs: np.ndarray, name: str = "plan.py") -> str:
+    """The plan as the file Zeus's ``PointSolution`` scheduler reads, with how to use it.
+
+    The body is the Python literal ``PointSolution`` evaluates: one list per pipeline stage (rank
+    of a pure pipeline-parallel job; Zeus's ``PointSolution3D`` copies it to every rank of that
+    stage) of ``(instruction, MHz)`` pairs in the order the stage runs them. Comment lines above
+    it say what the plan is and how to serve it to ``PipelineFrequencyOptimizer``.
+
+    Args:
+        trace: The solver's trace (the pipeline and its instructions).
+        knobs: The chosen plan's clock per instruction.
+        name: The file's name, quoted in the usage comment.
     """
-    per_stage: list[list[tuple[str, int]]] = [[] for _ in range(trace.pdag.num_stages)]
+    pdag = trace.pdag
+    per_stage: list[list[tuple[str, int]]] = [[] for _ in range(pdag.num_stages)]
     for row in plan_frequencies(trace, knobs):
         per_stage[row["stage"]].append((row["instruction"], row["frequency_mhz"]))
-    return repr(per_stage) + "\n"
+    head = (
+        f"# Per-instruction GPU frequency plan (MHz) for a 1F1B pipeline of {pdag.num_stages} "
+        f"stages, {pdag.num_microbatches} microbatches per iteration,\n"
+        f"# written by `mlenergy optimize pipeline --zeus-plan`; profile energy source: "
+        f"{pdag.energy_source}.\n"
+    )
+    return head + ZEUS_PLAN_USAGE.format(name=name) + repr(per_stage) + "\n"
 
 
 def write_text(path: str | Path, text: str) -> Path:

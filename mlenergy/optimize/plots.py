@@ -6,11 +6,26 @@ changes the caller's pyplot backend (a notebook keeps its inline backend).
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 from matplotlib.figure import Figure
 
 from mlenergy.optimize.frontier import Frontier
+
+
+class NotebookFigure(Figure):
+    """A figure that shows itself as a PNG in Jupyter, whatever the notebook's backend.
+
+    A bare :class:`~matplotlib.figure.Figure` displays as ``<Figure size 600x400 with 1 Axes>``
+    unless pyplot's inline backend was set up first; IPython calls ``_repr_png_`` instead.
+    """
+
+    def _repr_png_(self) -> bytes:
+        """The figure as PNG bytes (120 dpi, tight), for IPython's display."""
+        buffer = io.BytesIO()
+        self.savefig(buffer, format="png", dpi=120, bbox_inches="tight")
+        return buffer.getvalue()
 
 
 def _save(fig: Figure, path: str | Path | None) -> Path | Figure:
@@ -42,7 +57,7 @@ def plot_pipeline_frontier(
             checked with real times.
         title: Figure title.
     """
-    fig = Figure(figsize=(6, 4))
+    fig = NotebookFigure(figsize=(6, 4))
     ax = fig.add_subplot()
     ax.plot(frontier.iteration_time_s, frontier.energy_j, "-", label="frontier (lowtime)")
     if max_clock is not None:
@@ -78,7 +93,7 @@ def plot_power_cap(result, path: str | Path | None, metric: str = "site-tokens")
     else:
         df["y"] = df["site_tokens_per_s"]
         ylabel = "site tokens/s"
-    fig = Figure(figsize=(7, 4.5))
+    fig = NotebookFigure(figsize=(7, 4.5))
     ax = fig.add_subplot()
     for (gpu, prec), g in sorted(df.groupby(["gpu", "precision"]), key=lambda kv: kv[0]):
         g = g.sort_values("per_user", ascending=False)
@@ -96,7 +111,7 @@ def plot_power_cap(result, path: str | Path | None, metric: str = "site-tokens")
 
 def plot_stage_profile(profile, stage: int = 0, path: str | Path | None = None) -> Path | Figure:
     """Time (s) and energy (J) of one microbatch against the SM clock, for one stage."""
-    fig = Figure(figsize=(9, 3.5))
+    fig = NotebookFigure(figsize=(9, 3.5))
     ax_t, ax_e = fig.subplots(1, 2)
     for inst in ("forward", "backward"):
         opts = sorted(profile.options[(stage, inst)], key=lambda o: o.frequency_mhz)

@@ -10,21 +10,53 @@ made by :mod:`zeus.optimizer.power_limit`'s ``Energy``, ``Time``, ``ZeusCost(eta
 from __future__ import annotations
 
 import csv
+import importlib
+import importlib.util
 import json
 import math
+import sys
 from pathlib import Path
-from typing import Any
-
-from zeus.optimizer.power_limit import (
-    Energy,
-    MaxSlowdownConstraint,
-    OptimumSelector,
-    PowerLimitMeasurement,
-    Time,
-    ZeusCost,
-)
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from mlenergy.errors import UserError
+
+if TYPE_CHECKING:
+    from zeus.optimizer.power_limit import OptimumSelector, PowerLimitMeasurement
+
+_ZEUS_MODULE = "zeus.optimizer.power_limit"
+_QUIET_COPY = "mlenergy.optimize._zeus_power_limit_selectors"
+
+
+def zeus_power_limit() -> ModuleType:
+    """Zeus's ``zeus.optimizer.power_limit`` module, for its selectors and measurements.
+
+    That module also defines a Hugging Face Trainer callback and so imports transformers (and
+    torch), which takes seconds and which choosing from a profile never needs. When neither it
+    nor transformers is loaded yet, Zeus's file is executed once more under a private name with
+    transformers hidden (Zeus supports its absence), and the real module is left untouched for
+    code that needs the callback. Either way the selectors are Zeus's own code.
+    """
+    if _ZEUS_MODULE in sys.modules or "transformers" in sys.modules:
+        return importlib.import_module(_ZEUS_MODULE)
+    if _QUIET_COPY in sys.modules:
+        return sys.modules[_QUIET_COPY]
+    spec = importlib.util.find_spec(_ZEUS_MODULE)
+    if spec is None or spec.origin is None:
+        return importlib.import_module(_ZEUS_MODULE)
+    copy_spec = importlib.util.spec_from_file_location(_QUIET_COPY, spec.origin)
+    module = importlib.util.module_from_spec(copy_spec)  # type: ignore[arg-type]
+    sys.modules[_QUIET_COPY] = module
+    sys.modules["transformers"] = None  # type: ignore[assignment]  # its import now fails
+    try:
+        copy_spec.loader.exec_module(module)  # type: ignore[union-attr]
+    except BaseException:
+        del sys.modules[_QUIET_COPY]
+        raise
+    finally:
+        sys.modules.pop("transformers", None)  # not loaded before (checked above)
+    return module
+
 
 POWER_LIMIT_COLUMNS = ("power_limit_w", "time_s", "energy_j")
 OBJECTIVES = ("energy", "time", "zeus-cost", "max-slowdown")
@@ -44,15 +76,43 @@ def _measurement(limit: Any, time_s: Any, energy_j: Any, where: str) -> PowerLim
     pl = _positive(limit, f"{where}: power_limit_w")
     if pl != int(pl):
         raise UserError(f"{where}: power_limit_w {limit!r} is not whole watts", "Use whole W")
-    return PowerLimitMeasurement(
+    return zeus_power_limit().PowerLimitMeasurement(
         power_limit=int(pl),
         time=_positive(time_s, f"{where}: time_s"),
         energy=_positive(energy_j, f"{where}: energy_j"),
     )
 
 
+SOURCE_COMMENT = "# energy_source:"
+"""A leading CSV comment line ``# energy_source: <label>`` names where the figures came from."""
+
+
+def _leading_comments(text: str) -> list[str]:
+    lines = text.splitlines()
+    n = next((i for i, line in enumerate(lines) if not line.startswith("#")), len(lines))
+    return lines[:n]
+
+
+def profile_source(path: str | Path) -> str | None:
+    """The ``# energy_source: <label>`` a CSV profile declares in its leading comments, if any.
+
+    A profile that was not measured (an estimate, a worked example) says so there, and every
+    output of the choice shows that label instead of ``profile:<file name>``.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError:
+        return None
+    for line in _leading_comments(text):
+        if line.startswith(SOURCE_COMMENT):
+            label = line.removeprefix(SOURCE_COMMENT).strip()
+            return label or None
+    return None
+
+
 def _read_csv(path: Path, text: str) -> list[PowerLimitMeasurement]:
-    reader = csv.DictReader(text.splitlines())
+    skip = len(_leading_comments(text))  # leading '# ...' lines: provenance notes
+    reader = csv.DictReader(text.splitlines()[skip:])
     header = [h.strip() for h in (reader.fieldnames or [])]
     unknown = [h for h in header if h not in POWER_LIMIT_COLUMNS]
     missing = [c for c in POWER_LIMIT_COLUMNS if c not in header]
@@ -64,7 +124,7 @@ def _read_csv(path: Path, text: str) -> list[PowerLimitMeasurement]:
         raise UserError(f"{path}: {what}", f"The columns are {','.join(POWER_LIMIT_COLUMNS)}")
     reader.fieldnames = header
     rows = []
-    for line, row in enumerate(reader, start=2):
+    for line, row in enumerate(reader, start=2 + skip):
         rows.append(
             _measurement(row["power_limit_w"], row["time_s"], row["energy_j"], f"{path} row {line}")
         )
@@ -134,16 +194,16 @@ def zeus_selector(
             f"--objective {objective!r} is unknown", f"Use one of {', '.join(OBJECTIVES)}"
         )
     if objective == "energy":
-        return Energy()
+        return zeus_power_limit().Energy()
     if objective == "time":
-        return Time()
+        return zeus_power_limit().Time()
     if objective == "zeus-cost":
         if not 0.0 <= eta <= 1.0:
             raise UserError(f"--eta is {eta}; it must be within [0, 1]", "Pass e.g. --eta 0.5")
-        return ZeusCost(eta_knob=eta, world_size=world_size)
+        return zeus_power_limit().ZeusCost(eta_knob=eta, world_size=world_size)
     if not max_slowdown >= 1.0:
         raise UserError(f"--max-slowdown is {max_slowdown}; it must be >= 1", "Pass e.g. 1.1")
-    return MaxSlowdownConstraint(factor=max_slowdown)
+    return zeus_power_limit().MaxSlowdownConstraint(factor=max_slowdown)
 
 
 def choose_power_limit(

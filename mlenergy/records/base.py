@@ -49,9 +49,17 @@ NonNegInt = Annotated[int, Field(ge=0)]
 
 
 class FrozenModel(BaseModel):
-    """Base for all records: immutable, no unknown fields, no NaN or infinity."""
+    """Base for all records: immutable, no unknown fields, no NaN or infinity.
 
-    model_config = ConfigDict(frozen=True, extra="forbid", ser_json_inf_nan="null")
+    No float field of any record accepts NaN or infinity, whether built in Python or parsed
+    from JSON. A non-finite float that bypassed validation (``model_construct``) is written as
+    the bare ``NaN`` / ``Infinity`` constant, which every reader refuses, never as ``null``
+    (a ``null`` would read back as a missing value, or fail on a required field later).
+    """
+
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", allow_inf_nan=False, ser_json_inf_nan="constants"
+    )
 
 
 def canonical_json(data: Any) -> str:
@@ -72,7 +80,12 @@ def sha256_hex(text: str) -> str:
 
 
 class Interval(FrozenModel):
-    """A two-sided interval, e.g. a 95% confidence interval, in the unit of its owner field."""
+    """A two-sided interval, e.g. a 95% confidence interval, in the unit of its owner field.
+
+    Attributes:
+        low: Lower end.
+        high: Upper end (not below ``low``).
+    """
 
     low: float = Field(allow_inf_nan=False)
     high: float = Field(allow_inf_nan=False)
@@ -88,6 +101,13 @@ class RepeatStats(FrozenModel):
     """A quantity measured over several repeats: values, mean, spread and 95% CI of the mean.
 
     The unit is that of the field that holds it (e.g. ``energy_j_repeats`` is in joules).
+
+    Attributes:
+        n: Number of repeats.
+        values: The value of each repeat, in the order measured.
+        mean: Their mean.
+        std: Their sample standard deviation.
+        ci95: Student-t 95% confidence interval of the mean (``None`` for one repeat).
     """
 
     n: PosInt

@@ -43,7 +43,16 @@ class Hardware(FrozenModel):
 
 
 class Software(FrozenModel):
-    """Versions of everything that can change a measurement. ``None`` means not installed."""
+    """Versions of everything that can change a measurement. ``None`` means not installed.
+
+    Attributes:
+        python: Python version.
+        torch: PyTorch version.
+        transformers: transformers version.
+        zeus: Zeus version (the energy meter).
+        mlenergy: mlenergy version.
+        git_commit: Commit of the mlenergy checkout, when run from one.
+    """
 
     python: str
     torch: str | None = None

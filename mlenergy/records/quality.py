@@ -16,6 +16,8 @@ class QualityResult(FrozenModel):
     """One quality figure of one model on one task.
 
     Attributes:
+        schema_version: Version of this record schema.
+        record_type: Always ``quality``.
         quality_id: Unique id of this result.
         model: The model evaluated (its ``config_fingerprint`` links it to energy runs).
         task: ``perplexity:<corpus>`` or ``lm-eval:<task>``.
@@ -28,6 +30,9 @@ class QualityResult(FrozenModel):
         dataset: Data source and split, e.g. ``pydoc_data.topics[val]``.
         linked_run_ids: Energy runs of the same model instance.
         submission: How the result entered the store through community submission, if so.
+        created_at: When the record was made (UTC).
+        software: The versions that computed the figure.
+        tags: Free-form labels.
     """
 
     schema_version: Literal["1.0"] = SCHEMA_VERSION

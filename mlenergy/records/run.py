@@ -181,7 +181,13 @@ class MeasuredScope(FrozenModel):
 
 
 class IdleBaseline(FrozenModel):
-    """Power drawn by the measured scope while nothing runs, measured before the workload."""
+    """Power drawn by the measured scope while nothing runs, measured before the workload.
+
+    Attributes:
+        avg_power_w: Average power at rest (W); ``None`` where no counter or model gives it.
+        duration_s: How long the rest was measured (s).
+        energy_source: Where the figure came from.
+    """
 
     avg_power_w: NonNegFloat | None
     duration_s: NonNegFloat
@@ -231,12 +237,23 @@ class TrainingCheckpoint(FrozenModel):
 
 
 class SubmissionInfo(FrozenModel):
-    """How a record entered the store through community submission."""
+    """How a record entered the store through community submission.
+
+    Attributes:
+        submission_id: Queue id of the submission.
+        submitter: Who submitted it.
+        submitted_at: When it was queued (UTC).
+        approved_at: When a maintainer approved it (UTC).
+        unverified: Why a measured run is shown as unverified: the provenance a real
+            measurement records that it lacks (device names, driver, Zeus version, a power
+            timeline covering its phases). Empty when nothing is missing.
+    """
 
     submission_id: str
     submitter: str
     submitted_at: datetime
     approved_at: datetime | None = None
+    unverified: tuple[str, ...] = ()
 
 
 def new_run_id() -> str:
@@ -253,6 +270,32 @@ class RunRecord(FrozenModel):
     """One run: a measured or modelled workload, or an estimate, with full provenance.
 
     ``energy_source`` says where every energy figure on the record came from.
+
+    Attributes:
+        schema_version: Version of this record schema.
+        record_type: Always ``run``.
+        run_id: Unique id (8-64 letters, digits, ``_`` or ``-``).
+        created_at: When the record was made (UTC).
+        started_at: When the measured work started (UTC), when known.
+        ended_at: When the measured work ended (UTC), when known.
+        status: ``ok``, or ``failed`` (a point that could not run, e.g. out of memory).
+        error: Why a failed run failed.
+        model: The model that ran.
+        workload: What was run and how.
+        hardware: Where it ran.
+        software: The versions of everything that can change a measurement.
+        energy_source: Where the energy figures came from (``measured:zeus-nvml``,
+            ``modelled:cpu-tdp``, ``estimated:mlenergy-<version>``...).
+        scope: The devices the energy figures cover.
+        repeats: Measured repeats behind each phase figure.
+        warmup_runs: Unmeasured warm-up runs before the repeats.
+        phases: One result per phase (prefill, decode, the whole request, a training step).
+        idle: Power of the measured scope at rest, measured before the work.
+        power_timeline: Power samples over the run (W against s), when recorded.
+        checkpoints: Training checkpoints (energy so far, validation perplexity).
+        expert_utilisation: Fraction of routed tokens per expert, averaged over layers (MoE).
+        tags: Free-form labels (``study``, ``sweep_key``, notes on what was assumed).
+        submission: How the record entered the store through community submission, if so.
     """
 
     schema_version: Literal["1.0"] = SCHEMA_VERSION

@@ -15,6 +15,8 @@ class Submission(FrozenModel):
     """What a submitter uploads (``mlenergy submit results.json``).
 
     Attributes:
+        schema_version: Version of this record schema.
+        record_type: Always ``submission``.
         submitter: Name or handle of the person or lab submitting (shown on the leaderboard).
         contact: Optional e-mail or URL.
         description: Optional free text about how the runs were made.

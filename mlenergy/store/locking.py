@@ -26,7 +26,8 @@ def locked_folders(
         what: What is locked, for messages (e.g. ``"the store"``).
 
     Raises:
-        StoreError: The folder cannot be written, or the lock stayed taken for ``timeout_s``.
+        StoreError: The folder cannot be written, the lock stayed taken for ``timeout_s``, or
+            the block failed to write (an ``OSError``: disk full, read-only file system).
     """
     try:
         for folder in folders:
@@ -42,6 +43,11 @@ def locked_folders(
         raise _not_writable("data directory", data_dir, "--data-dir", exc) from exc
     try:
         yield
+    except OSError as exc:  # disk full, read-only file system, ... while changing the data
+        raise StoreError(
+            f"cannot write to {what} in {data_dir} ({exc.strerror or exc})",
+            "free disk space or make the folder writable, then retry (nothing was half-written)",
+        ) from exc
     finally:
         lock.release()
 

@@ -83,13 +83,24 @@ def connect(results_dir: Path) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def diagnose(results_dir: Path) -> int:
+def diagnose(results_dir: Path, *, records: bool = False) -> int:
     """Read every segment fully and check its key columns; return the number of records.
+
+    While a compaction has committed but not finished (a journal is pending), the old
+    segments and the merged one both exist: records are then counted once per content hash,
+    as the readers see them.
+
+    Args:
+        results_dir: The store's results folder.
+        records: Also parse every stored record (``runs check``): a record that fails its
+            schema (e.g. a NaN written as ``null`` by an older version) names its segment.
 
     Raises:
         StoreError: Naming the first damaged file and how to fix it.
     """
+    dedupe = bool(seg.pending_journals(results_dir))
     total = 0
+    hashes: dict[str, set[str]] = {kind: set() for kind in seg.KINDS}
     for kind in seg.KINDS:
         for path in seg.list_segments(results_dir, kind):
             try:
@@ -101,8 +112,33 @@ def diagnose(results_dir: Path) -> int:
             missing = {KIND_ID[kind], "content_hash", RECORD_JSON} - set(table.column_names)
             if missing:
                 raise corrupted(path, f"missing columns {sorted(missing)}")
-            total += table.num_rows
-    return total
+            if records:
+                _check_records(path, kind, table)
+            if dedupe:
+                hashes[kind].update(table.column("content_hash").to_pylist())
+            else:
+                total += table.num_rows
+    return total + sum(len(h) for h in hashes.values())
+
+
+def _check_records(path: Path, kind: str, table: pa.Table) -> None:
+    """Parse every record of a segment; the first that fails names the segment and the id."""
+    from pydantic import ValidationError
+
+    from mlenergy.records import QualityResult, RunRecord
+
+    model = RunRecord if kind == "runs" else QualityResult
+    ids = table.column(KIND_ID[kind]).to_pylist()
+    for rid, text in zip(ids, table.column(RECORD_JSON).to_pylist(), strict=True):
+        try:
+            model.model_validate_json(text or "")
+        except (ValidationError, ValueError) as exc:
+            if isinstance(exc, ValidationError) and exc.error_count():
+                err = exc.errors(include_url=False, include_input=False)[0]
+                why = f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
+            else:
+                why = first_line(exc, 200)
+            raise corrupted(path, f"record {str(rid)[:64]} fails its schema: {why}") from exc
 
 
 def read_json_rows(path: Path, rows: list[int]) -> dict[tuple[str, int], str]:

@@ -71,6 +71,25 @@ class _SegmentIndex:
     hashes: tuple[str, ...]
 
 
+def _batches(
+    records: Iterable[RunRecord | QualityResult],
+) -> dict[str, list[tuple[str, str, RunRecord | QualityResult]]]:
+    """``(id, content hash, record)`` of the records, by segment kind."""
+    runs: list[RunRecord] = []
+    quality: list[QualityResult] = []
+    for rec in records:
+        if isinstance(rec, RunRecord):
+            runs.append(rec)
+        elif isinstance(rec, QualityResult):
+            quality.append(rec)
+        else:
+            raise TypeError(f"cannot store {type(rec).__name__}: expected RunRecord/QualityResult")
+    return {
+        "runs": [(r.run_id, r.content_hash(), r) for r in runs],
+        "quality": [(q.quality_id, q.content_hash(), q) for q in quality],
+    }
+
+
 class RunStore:
     """Append-only store of :class:`RunRecord` and :class:`QualityResult` records.
 
@@ -141,57 +160,71 @@ class RunStore:
             StoreError: The folder is not writable, a segment is corrupted, or a record
                 reuses the id of a stored record with different content (nothing written).
         """
-        runs: list[RunRecord] = []
-        quality: list[QualityResult] = []
-        for rec in records:
-            if isinstance(rec, RunRecord):
-                runs.append(rec)
-            elif isinstance(rec, QualityResult):
-                quality.append(rec)
-            else:
-                raise TypeError(
-                    f"cannot store {type(rec).__name__}: expected RunRecord/QualityResult"
-                )
-        batches = {
-            "runs": [(r.run_id, r.content_hash(), r) for r in runs],
-            "quality": [(q.quality_id, q.content_hash(), q) for q in quality],
-        }
-        if not runs and not quality:
+        batches = _batches(records)
+        if not any(batches.values()):
             return AppendResult(0, 0)
+        with self._locked():
+            return self._append_locked(batches)
+
+    def append_if(
+        self, records: Iterable[RunRecord | QualityResult], still_wanted: Callable[[], bool]
+    ) -> AppendResult | None:
+        """Append only if ``still_wanted()``, asked while holding the store's lock.
+
+        Checking and appending under one lock is what makes "store this point unless someone
+        stored it meanwhile" safe between processes (two sweep drivers on one plan).
+
+        Args:
+            records: Run records and/or quality results.
+            still_wanted: Reads the store (e.g. the sweep keys stored) and says whether to
+                append; called with the lock held, so no other writer changes the answer.
+
+        Returns:
+            The append's result, or ``None`` when ``still_wanted()`` said no (nothing written).
+        """
+        batches = _batches(records)
+        with self._locked():
+            if not still_wanted():
+                return None
+            if not any(batches.values()):
+                return AppendResult(0, 0)
+            return self._append_locked(batches)
+
+    def _append_locked(self, batches: dict[str, list[tuple[str, str, _T]]]) -> AppendResult:
+        """The body of an append (the caller holds the lock)."""
         added_ids: list[str] = []
         dup_ids: list[str] = []
-        with self._locked():
-            adds: list[tuple[Path, str]] = []
-            try:
-                for kind, batch in batches.items():
-                    if not batch:
-                        continue
-                    new = self._filter_new(kind, batch, dup_ids)
-                    if not new:
-                        continue
-                    table = (runs_table if kind == "runs" else quality_table)(
-                        [r for _, _, r in new], [h for _, h, _ in new]
-                    )
-                    tmp = seg.write_tmp_parquet(table, self.results_dir)
-                    name = seg.segment_name(kind)
-                    adds.append((tmp, name))
-                    self._index[name] = _SegmentIndex(
-                        tuple(i for i, _, _ in new), tuple(h for _, h, _ in new)
-                    )
-                    added_ids.extend(i for i, _, _ in new)
-                if adds:
-                    seg.commit(self.results_dir, adds)
-            except BaseException as exc:
-                self._abandon(adds)
-                if isinstance(exc, OSError):
-                    raise StoreError(
-                        f"cannot write to the store in {self.results_dir} ({exc.strerror or exc})",
-                        "free disk space or fix the folder's permissions, then retry",
-                    ) from exc
-                raise
-            for kind in seg.KINDS:
-                if len(seg.list_segments(self.results_dir, kind)) > AUTO_COMPACT_SEGMENTS:
-                    self._compact_locked(kind, max_rows=AUTO_COMPACT_MAX_ROWS)
+        adds: list[tuple[Path, str]] = []
+        try:
+            for kind, batch in batches.items():
+                if not batch:
+                    continue
+                new = self._filter_new(kind, batch, dup_ids)
+                if not new:
+                    continue
+                table = (runs_table if kind == "runs" else quality_table)(
+                    [r for _, _, r in new], [h for _, h, _ in new]
+                )
+                tmp = seg.write_tmp_parquet(table, self.results_dir)
+                name = seg.segment_name(kind)
+                adds.append((tmp, name))
+                self._index[name] = _SegmentIndex(
+                    tuple(i for i, _, _ in new), tuple(h for _, h, _ in new)
+                )
+                added_ids.extend(i for i, _, _ in new)
+            if adds:
+                seg.commit(self.results_dir, adds)
+        except BaseException as exc:
+            self._abandon(adds)
+            if isinstance(exc, OSError):
+                raise StoreError(
+                    f"cannot write to the store in {self.results_dir} ({exc.strerror or exc})",
+                    "free disk space or fix the folder's permissions, then retry",
+                ) from exc
+            raise
+        for kind in seg.KINDS:
+            if len(seg.list_segments(self.results_dir, kind)) > AUTO_COMPACT_SEGMENTS:
+                self._compact_locked(kind, max_rows=AUTO_COMPACT_MAX_ROWS)
         return AppendResult(len(added_ids), len(dup_ids), tuple(added_ids), tuple(dup_ids))
 
     def _abandon(self, adds: list[tuple[Path, str]]) -> None:
@@ -349,13 +382,16 @@ class RunStore:
     def _listing(self) -> tuple[str, ...]:
         return tuple(p.name for k in seg.KINDS for p in seg.list_segments(self.results_dir, k))
 
-    def check(self) -> int:
+    def check(self, *, records: bool = False) -> int:
         """Read every segment fully and check its columns; return the number of records.
 
+        Args:
+            records: Also parse every stored record against its schema (about 0.3 ms each).
+
         Raises:
-            StoreError: Naming the first damaged file and how to fix it.
+            StoreError: Naming the first damaged file (and record) and how to fix it.
         """
-        return scan.diagnose(self.results_dir)
+        return scan.diagnose(self.results_dir, records=records)
 
     def _connect(self) -> duckdb.DuckDBPyConnection:
         return scan.connect(self.results_dir)

@@ -16,6 +16,7 @@ between is finished by approving again. A rejected bundle writes nothing at all.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import uuid
 from collections.abc import Collection, Iterator
@@ -26,11 +27,20 @@ from typing import Literal
 import pandas as pd
 from pydantic import Field, ValidationError
 
-from mlenergy.errors import StoreError, UserError, ValidationFailed
+from mlenergy.errors import StoreError, UserError, ValidationFailed, first_line
 from mlenergy.records import FrozenModel, QualityResult, RunRecord, Submission, SubmissionInfo
 from mlenergy.store import segments as seg
+from mlenergy.store.facts import facts_from_record
+from mlenergy.store.gpus import gpu_lookup
 from mlenergy.store.locking import locked_folders
-from mlenergy.store.rules import KNOWN_TASKS, measurement_key
+from mlenergy.store.near_duplicates import NearDuplicateIndex
+from mlenergy.store.rules import (
+    KNOWN_TASKS,
+    check_run,
+    measurement_key,
+    reserved_submitter_problem,
+    unverified_reasons,
+)
 from mlenergy.store.store import AppendResult, RunStore
 from mlenergy.store.tables import flatten_run
 from mlenergy.store.validation import (
@@ -44,6 +54,8 @@ Status = Literal["pending", "approved", "rejected"]
 _STATES: tuple[Status, ...] = ("pending", "approved", "rejected")
 _ID_PATTERN = r"^[0-9A-Za-z][0-9A-Za-z_\-]{5,63}$"
 _ID_RE = re.compile(_ID_PATTERN)
+QUARANTINE = "quarantine"
+"""Folder under ``submissions/`` where unreadable queue files are set aside."""
 
 
 class QueuedSubmission(FrozenModel):
@@ -70,15 +82,48 @@ class QueuedSubmission(FrozenModel):
     reason: str | None = None
 
     def approved_records(self, approved_at: datetime) -> list[RunRecord | QualityResult]:
-        """The runs and quality results with :class:`SubmissionInfo` filled in, for the store."""
+        """The runs and quality results with :class:`SubmissionInfo` filled in, for the store.
+
+        A measured run lacking the provenance a real run records carries the reasons in
+        ``SubmissionInfo.unverified`` (the leaderboard shows it as unverified).
+        """
         info = SubmissionInfo(
             submission_id=self.submission_id,
             submitter=self.submission.submitter,
             submitted_at=self.submitted_at,
             approved_at=approved_at,
         )
-        bundle = [*self.submission.runs, *self.submission.quality]
-        return [r.model_copy(update={"submission": info}) for r in bundle]
+        out: list[RunRecord | QualityResult] = []
+        for rec in [*self.submission.runs, *self.submission.quality]:
+            reasons = (
+                tuple(unverified_reasons(facts_from_record(rec)))
+                if isinstance(rec, RunRecord)
+                else ()
+            )
+            out.append(
+                rec.model_copy(
+                    update={"submission": info.model_copy(update={"unverified": reasons})}
+                )
+            )
+        return out
+
+    def unverified_runs(self) -> dict[str, list[str]]:
+        """``run_id -> reasons`` of the runs that will be shown as unverified."""
+        out = {}
+        for run in self.submission.runs:
+            reasons = unverified_reasons(facts_from_record(run))
+            if reasons:
+                out[run.run_id] = reasons
+        return out
+
+
+def _cause(exc: BaseException) -> str:
+    """Why a queue file could not be read, in one line (the first schema error's field)."""
+    if isinstance(exc, ValidationError) and exc.error_count():
+        err = exc.errors(include_url=False, include_input=False, include_context=False)[0]
+        loc = ".".join(str(part) for part in err["loc"])
+        return f"{loc}: {err['msg']}" if loc else str(err["msg"])
+    return first_line(exc, 200)
 
 
 class SubmissionQueue:
@@ -86,8 +131,10 @@ class SubmissionQueue:
 
     Args:
         data_dir: The data folder (``data_dir/submissions`` and ``data_dir/results``).
-        tdp_lookup: Accelerator name -> TDP in watts for the physics checks (the CLI passes
-            the estimator's GPU catalog); records may carry ``accelerator_tdp_w`` instead.
+        tdp_lookup: Accelerator name -> catalog facts (or TDP in watts) for the physics
+            checks; ``None`` (the default): the GPU catalog plus the GPUs a maintainer admits
+            in ``submissions/gpus.json`` (:func:`mlenergy.store.gpus.gpu_lookup`). A record's
+            own ``accelerator_tdp_w`` never sets a limit.
         lock_timeout_s: How long to wait for another process changing the queue, in seconds.
     """
 
@@ -103,6 +150,8 @@ class SubmissionQueue:
         self.store = RunStore(self.data_dir)
         self.tdp_lookup = tdp_lookup
         self.lock_timeout_s = lock_timeout_s
+        self.notices: list[str] = []
+        """Warnings for the user (a queue file moved to quarantine), one line each."""
 
     # ------------------------------------------------------------------ reading
 
@@ -118,6 +167,40 @@ class SubmissionQueue:
                 f"move it out of {path.parent} (or restore it from a backup), then retry",
             ) from exc
 
+    def _load_or_quarantine(self, path: Path) -> QueuedSubmission | None:
+        """Load a queue file; an unreadable one is moved to ``quarantine/`` (``None``).
+
+        One damaged upload must not block the queue: it is set aside with the reason, and a
+        notice (:attr:`notices`) says where it went.
+        """
+        try:
+            return self._load(path)
+        except StoreError as exc:
+            cause = _cause(exc.__cause__) if exc.__cause__ else exc.problem
+            self._quarantine(path, cause)
+            return None
+
+    def _quarantine(self, path: Path, cause: str) -> None:
+        folder = self.root / QUARANTINE
+        dest = folder / f"{path.parent.name}-{path.name}"
+        where = f"{path.parent.name}/{path.name}"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            seg.write_bytes_atomic(dest.with_suffix(".reason.txt"), f"{where}: {cause}\n".encode())
+            os.replace(path, dest)
+        except FileNotFoundError:
+            return  # another process set it aside first
+        except OSError as exc:
+            self.notices.append(
+                f"submission file {where} is unreadable ({cause[:200]}) and could not be moved "
+                f"to {QUARANTINE}/ ({exc.strerror or exc}); it is skipped"
+            )
+            return
+        self.notices.append(
+            f"submission file {where} is unreadable ({cause[:200]}); moved to "
+            f"{QUARANTINE}/{dest.name}, the rest of the queue goes on"
+        )
+
     def list(self, status: Status | None = "pending") -> list[QueuedSubmission]:
         """Return queued submissions (``status=None``: all), oldest first."""
         out: list[QueuedSubmission] = []
@@ -129,7 +212,9 @@ class SubmissionQueue:
             for path in sorted(folder.glob("*.json")):
                 if state == "pending" and path.stem in decided:
                     continue  # a decision was recorded; only the cleanup was interrupted
-                out.append(self._load(path))
+                entry = self._load_or_quarantine(path)
+                if entry is not None:
+                    out.append(entry)
         return sorted(out, key=lambda q: (q.submitted_at, q.submission_id))
 
     def _decided_ids(self) -> set[str]:
@@ -193,6 +278,22 @@ class SubmissionQueue:
                     out.setdefault(key, f"{where} (model {run.model.model_id!r})")
         return out
 
+    def known_runs(self, runs: pd.DataFrame | None = None) -> NearDuplicateIndex:
+        """Stored and pending runs, indexed for the near-duplicate rule.
+
+        Args:
+            runs: The store's ``runs_frame()`` when already read.
+        """
+        index = NearDuplicateIndex()
+        runs = self.store.runs_frame() if runs is None else runs
+        for row in runs.to_dict("records"):
+            index.add(row, f"stored run {row['run_id']} (model {row['model_id']!r})")
+        for entry in self.list("pending"):
+            for run in entry.submission.runs:
+                where = f"run {run.run_id} of pending submission {entry.submission_id}"
+                index.add(flatten_run(run), f"{where} (model {run.model.model_id!r})")
+        return index
+
     def validate(
         self,
         data: bytes | str | Path,
@@ -215,13 +316,14 @@ class SubmissionQueue:
         return validate_bundle(
             data,
             submitter=submitter,
-            tdp_lookup=self.tdp_lookup,
+            tdp_lookup=self.tdp_lookup or gpu_lookup(self.root),
             known_hashes=known,
             known_run_ids=stored_ids,
             max_bytes=MAX_BUNDLE_BYTES,
             known_tasks=self.known_tasks(runs),
             new_tasks=new_tasks,
             known_measurements=self.known_measurements(runs),
+            known_runs=self.known_runs(runs),
         )
 
     # ------------------------------------------------------------------ changing
@@ -302,15 +404,34 @@ class SubmissionQueue:
         Returns:
             The store's append result (records already present count as duplicates).
 
+        The submission's runs are checked again against today's rules (a bundle queued
+        before a rule existed must not slip through): a run that now fails one is not
+        approved, and the problems say why (reject it with them).
+
         Raises:
             UserError: Unknown id, or the submission is not pending.
+            ValidationFailed: A run fails today's rules (nothing is stored).
         """
         with self._locked():
             entry = self._pending(submission_id, "approved")
+            problems = self._recheck(entry)
+            if problems:
+                raise ValidationFailed(problems)
             when = approved_at or datetime.now(UTC)
             result = self.store.append(entry.approved_records(when))
             self._decide(entry, "approved", when, None)
         return result
+
+    def _recheck(self, entry: QueuedSubmission) -> list[str]:
+        """Problems of a queued submission's runs under today's rules (not duplicates)."""
+        lookup = self.tdp_lookup or gpu_lookup(self.root)
+        problems = []
+        name_problem = reserved_submitter_problem("bundle.submitter", entry.submission.submitter)
+        if name_problem:
+            problems.append(name_problem)
+        for i, run in enumerate(entry.submission.runs):
+            problems.extend(check_run(run, f"runs[{i}]", lookup))
+        return problems
 
     def reject(self, submission_id: str, why: str) -> QueuedSubmission:
         """Move a pending submission to ``rejected/`` with the reason.

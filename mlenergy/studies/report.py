@@ -33,6 +33,23 @@ if TYPE_CHECKING:
 
 MEASURED_REPORT_LINK = "../dense-vs-moe-measured/index.html"
 """Relative link to the measured study's report (``reports/dense-vs-moe-measured``)."""
+MEASURED_REPORT_COMMAND = "mlenergy study dense-vs-moe --measured"
+"""The command that writes the measured study's report beside this one."""
+
+
+def measured_report_exists(report_dir: str | Path) -> bool:
+    """Whether the measured study's report sits beside ``report_dir`` (so a link to it works)."""
+    return (Path(report_dir).parent / "dense-vs-moe-measured" / "index.html").is_file()
+
+
+def _measured_sentence(exists: bool) -> str:
+    """Where the measured study is: beside this report, or how to make it."""
+    if exists:
+        return "Measured study (real GPUs): ../dense-vs-moe-measured/summary.md"
+    return (
+        "The measured study (production models on H100/B200 GPUs against published quality) "
+        f"is not in this reports folder yet: `{MEASURED_REPORT_COMMAND}` writes it."
+    )
 
 
 def study_tables(source: Any, study_id: str, batch_size: int | None = None) -> dict[str, Any]:
@@ -264,12 +281,13 @@ def build_report(
 
     def write(tmp: Path) -> list[str]:
         figures = write_figures(t, tmp, source)
-        md = _summary_md(energy_note(source), meta, tables, paragraphs)
+        measured = measured_report_exists(result.report_dir)
+        md = _summary_md(energy_note(source), meta, tables, paragraphs, measured)
         (tmp / "summary.md").write_text(md, encoding="utf-8")
         t["summary"].drop(columns=["expert_utilisation"], errors="ignore").to_csv(
             tmp / "summary.csv", index=False
         )
-        body = _page_body(energy_note(source), meta, tables, paragraphs)
+        body = _page_body(energy_note(source), meta, tables, paragraphs, measured)
         page = html_page("Dense versus MoE: energy per unit of quality", _CSS, body, figures)
         (tmp / "index.html").write_text(page, encoding="utf-8")
         return [*figures, "summary.md", "summary.csv", "index.html"]
@@ -301,7 +319,9 @@ def _meta(result: StudyResult, size: StudySize, *, corpus: str, steps: int, seed
     return meta
 
 
-def _summary_md(note: str, meta: str, tables: list[_Table], paragraphs: list[str]) -> str:
+def _summary_md(
+    note: str, meta: str, tables: list[_Table], paragraphs: list[str], measured: bool
+) -> str:
     """``summary.md``: the energy note, what was run, the tables (empty ones left out)."""
     (_, _, header, rows), *rest = tables
     md = [
@@ -311,7 +331,7 @@ def _summary_md(note: str, meta: str, tables: list[_Table], paragraphs: list[str
         "",
         meta,
         "",
-        "Measured study (real GPUs): ../dense-vs-moe-measured/summary.md",
+        _measured_sentence(measured),
         "",
         markdown_table(header, rows),
         "",
@@ -323,14 +343,22 @@ def _summary_md(note: str, meta: str, tables: list[_Table], paragraphs: list[str
     return "\n".join(md)
 
 
-def _page_body(note: str, meta: str, tables: list[_Table], paragraphs: list[str]) -> list[str]:
+def _page_body(
+    note: str, meta: str, tables: list[_Table], paragraphs: list[str], measured: bool
+) -> list[str]:
     """The HTML lines of ``index.html`` above the figures (empty tables left out)."""
+    if measured:
+        see_also = (
+            f"<p>See also the <a id='measured-link' href='{MEASURED_REPORT_LINK}'>measured "
+            "study</a> (production models on H100/B200 GPUs against published quality).</p>"
+        )
+    else:
+        see_also = f"<p id='measured-missing'>{html.escape(_measured_sentence(False))}</p>"
     body = [
         "<h1>Dense versus Mixture-of-Experts: energy per unit of quality</h1>",
         f"<p class='energy' id='energy-source'>{html.escape(note)}</p>",
         f"<p>{html.escape(meta)}</p>",
-        f"<p>See also the <a id='measured-link' href='{MEASURED_REPORT_LINK}'>measured "
-        "study</a> (production models on H100/B200 GPUs against published quality).</p>",
+        see_also,
     ]
     for i, (title, table_id, header, rows) in enumerate(tables):
         if rows or i == 0:

@@ -2,9 +2,11 @@
 
 The driver is the only writer of the store. Executors hand back records; each run's records
 are appended as soon as it ends (one atomic append per run), so an interrupted sweep keeps every
-finished run. A run whose key is already stored (ok or failed) is never run or stored again:
-rerunning a plan, ``--resume`` after a crash, or a second plan that overlaps the first all run
-only the missing points.
+finished run. Checking that a run's key is not stored and appending it happen under the store's
+lock (:meth:`~mlenergy.store.RunStore.append_if`), so two drivers running overlapping plans on
+one store store each point once, and each counts only what it stored. A run whose key is
+already stored (ok or failed) is never run or stored again: rerunning a plan, ``--resume``
+after a crash, or a second plan that overlaps the first all run only the missing points.
 """
 
 from __future__ import annotations
@@ -55,15 +57,19 @@ class SweepSummary:
 
     Attributes:
         planned: Distinct runs of the plan.
-        skipped: Runs already in the store before this sweep.
+        skipped: Runs this sweep did not store because the store already held them: before
+            it started, or stored meanwhile by another driver (``stored_elsewhere``).
         ok: Runs stored as ok records.
         failed: Runs stored as failed points (crashed, timed out, out of memory, errors).
         unstored: Runs that ended without a record (estimate or quality errors).
         errors: ``label: error`` of every run that did not end ok.
+        stored_elsewhere: Runs this sweep ran but another driver stored first (counted in
+            ``skipped``; this sweep's figures for them were dropped, not stored twice).
     """
 
     planned: int = 0
     skipped: int = 0
+    stored_elsewhere: int = 0
     ok: int = 0
     failed: int = 0
     unstored: int = 0
@@ -126,6 +132,16 @@ def _count(summary: SweepSummary, outcome: Outcome, records: list[Any]) -> None:
         summary.errors.append(f"{outcome.spec.label()}: {outcome.status}: {error}")
 
 
+def _store_once(store: Any, key: str, records: list[Any]) -> bool:
+    """Store a run's records unless its key is stored; check and append under one lock.
+
+    Returns:
+        Whether this call stored them (``False``: another driver stored the key first).
+    """
+    result = store.append_if(link_quality(records, store), lambda: key not in stored_keys(store))
+    return result is not None
+
+
 def run_sweep(
     specs: Sequence[RunSpec],
     store: Any,
@@ -169,9 +185,11 @@ def run_sweep(
         for outcome in executor.run(todo, on_start):
             running.discard(outcome.spec.key)
             records = _records_of(outcome, same_host=executor.name == "local")
-            if records and outcome.spec.key not in stored_keys(store):
-                store.append(link_quality(records, store))
-            _count(summary, outcome, records)
+            if records and not _store_once(store, outcome.spec.key, records):
+                summary.stored_elsewhere += 1  # another driver stored this key meanwhile
+                summary.skipped += 1
+            else:
+                _count(summary, outcome, records)
             bar.advance()
             note()
     return summary

@@ -51,7 +51,7 @@ from pydantic import (
     model_validator,
 )
 
-from mlenergy.errors import UserError
+from mlenergy.errors import UserError, ValidationFailed
 from mlenergy.sweep.spec import RunSpec, ServeSettings
 
 PLAN_FIX = "Fix the plan (see examples/sweep-tiny.yaml for every key)"
@@ -228,9 +228,42 @@ def _value_at(data: Any, loc: tuple[Any, ...]) -> Any:
     return value
 
 
-def describe_validation_error(exc: ValidationError, data: Any, origin: str) -> UserError:
-    """Turn pydantic's first error into one line naming the key and its value."""
-    err = exc.errors(include_url=False)[0]
+class PlanProblems(ValidationFailed):
+    """Several problems in one plan, shown one per line below a headline.
+
+    Args:
+        origin: The plan's name in messages (its path).
+        problems: One line per problem, each naming its key and value.
+    """
+
+    def __init__(self, origin: str, problems: list[str]) -> None:
+        self.origin = origin
+        super().__init__(problems)
+        self.fix = PLAN_FIX
+
+    @property
+    def summary(self) -> str:
+        """The headline: how many problems, and how to fix them."""
+        return f"{self.origin}: {len(self.problems)} problems in the plan, listed below. {PLAN_FIX}"
+
+
+def raise_problems(origin: str, errors: list[UserError]) -> None:
+    """Raise nothing for no errors, the one error itself, or every error as :class:`PlanProblems`.
+
+    Raises:
+        UserError: One problem (one line).
+        PlanProblems: Two or more (one line each).
+    """
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        lines = [e.problem.removeprefix(f"{origin}: ") for e in errors]
+        fixes = [f". {e.fix}" if e.fix and e.fix != PLAN_FIX else "" for e in errors]
+        raise PlanProblems(origin, [line + fix for line, fix in zip(lines, fixes, strict=True)])
+
+
+def _describe(err: Any, data: Any, origin: str) -> UserError:
+    """One pydantic error as one line naming the key and its value."""
     loc = tuple(err.get("loc", ()))
     if loc and isinstance(loc[-1], int) and not isinstance(_value_at(data, loc[:-1]), list):
         loc = loc[:-1]  # an axis written as one value: name the key, not an index
@@ -246,11 +279,17 @@ def describe_validation_error(exc: ValidationError, data: Any, origin: str) -> U
     return UserError(f"{origin}: key {key!r} = {value!r}: {msg}", PLAN_FIX)
 
 
+def describe_validation_errors(exc: ValidationError, data: Any, origin: str) -> list[UserError]:
+    """Every pydantic error of a plan, one line each naming the key and its value."""
+    return [_describe(err, data, origin) for err in exc.errors(include_url=False)]
+
+
 def parse_plan(data: Any, origin: str = "plan") -> Plan:
     """Validate plan data (a mapping, as read from YAML).
 
     Raises:
-        UserError: Naming the first bad key and its value.
+        UserError: Naming the bad key and its value (:class:`PlanProblems`: every bad key, one
+            line each).
     """
     if not isinstance(data, dict):
         raise UserError(
@@ -259,7 +298,8 @@ def parse_plan(data: Any, origin: str = "plan") -> Plan:
     try:
         return Plan.model_validate(data)
     except ValidationError as exc:
-        raise describe_validation_error(exc, data, origin) from None
+        raise_problems(origin, describe_validation_errors(exc, data, origin))
+        raise  # pydantic raised with no error listed: not expected
 
 
 def load_plan(path: str | Path) -> Plan:

@@ -24,9 +24,31 @@ HOSTILE = "<script>alert(1)</script>"
 HYBRID = "synthetic/hybrid-9b"
 
 
+TOY_TASKS = ("(none)", "dense-vs-moe", "notebook-cell")
+"""Tasks the demo's toy runs carry: never in the default view."""
+TOY_CPU = "AMD EPYC 7B13"
+"""The toy runs' CPU: never a hardware choice of the default view."""
+
+
+def toy_runs() -> list:
+    """What the demo leaves in a store: CPU runs with modelled energy and an emulated GPU run."""
+    from mlenergy.records import Hardware
+    from mlenergy.testing.synthetic import synthetic_model, synthetic_run
+
+    toy = synthetic_model("toy/tiny-gpt", 0.01, False)
+    out = []
+    for i, task in enumerate(TOY_TASKS):
+        run = synthetic_run(toy, task=task, energy_source="modelled:cpu-tdp", index=700 + i)
+        work = run.workload.model_copy(update={"method": "static-batch", "device": "cpu"})
+        hw = Hardware(cpu_model=TOY_CPU, accelerator_count=0)
+        out.append(run.model_copy(update={"hardware": hw, "workload": work}))
+    out.append(synthetic_run(toy, task="dense-vs-moe", index=710))  # emulated:synthetic on a GPU
+    return out
+
+
 def seed_store(data_dir: Path) -> None:
-    """Seed a store: reference rows (when present), synthetic rows, a hostile name, quality."""
-    from mlenergy.analysis.reference_import import default_reference_dir, read_reference
+    """Seed a store beside the shipped reference (always shown, never imported): synthetic GPU
+    rows labelled measured (test data), a hostile name, quality, and the demo's toy runs."""
     from mlenergy.store import RunStore
     from mlenergy.testing.synthetic import (
         synthetic_model,
@@ -34,10 +56,6 @@ def seed_store(data_dir: Path) -> None:
         synthetic_run,
     )
 
-    records = []
-    ref = default_reference_dir()
-    if ref is not None and (ref / "mlenergy-leaderboard").is_dir():
-        records += read_reference(ref)
     models = [
         synthetic_model("synthetic/dense-8b", 8.0, False),
         synthetic_model("synthetic/moe-a3b", 3.0, True, dtype="fp8"),
@@ -57,6 +75,7 @@ def seed_store(data_dir: Path) -> None:
                         tdp_w=tdp,
                         batch_size=bs,
                         task="synthetic-chat",
+                        energy_source="measured:zeus-nvml",
                         index=i,
                         timeline=True,
                     )
@@ -66,7 +85,7 @@ def seed_store(data_dir: Path) -> None:
         synthetic_quality(models[0], 0.62),
         synthetic_quality(models[1], 0.58, linked=[runs[4].run_id]),
     ]
-    RunStore(data_dir).append(records + runs + quality)
+    RunStore(data_dir).append(runs + quality + toy_runs())
 
 
 @pytest.fixture(scope="session")

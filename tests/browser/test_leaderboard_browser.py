@@ -134,7 +134,7 @@ def test_model_detail_shows_configs_and_provenance(page):
         "() => (document.querySelector('#detail-provenance')?.innerText || '')"
         ".includes('energy_source')"
     )
-    assert "emulated:synthetic" in page.locator("#detail-provenance").inner_text()
+    assert "measured:zeus-nvml" in page.locator("#detail-provenance").inner_text()
     page.wait_for_selector("#detail-timeline .js-plotly-plot, #detail-timeline .plotly")
     _shot(page, "leaderboard-detail.png", full_page=True)
 
@@ -155,6 +155,8 @@ def test_hostile_model_detail_is_text(page):
 
 def test_compare_two_models(page):
     page.get_by_role("tab", name="Compare").click()
+    page.wait_for_function("() => document.querySelectorAll('#lb-compare thead th').length >= 3")
+    page.locator("#compare-models .token-remove.remove-all").first.click()  # opens on top rows
     for model in ("synthetic/dense-8b", "synthetic/moe-a3b"):
         _pick(page, "compare-models", model)
     page.wait_for_function("() => document.querySelectorAll('#lb-compare thead th').length === 3")
@@ -251,7 +253,16 @@ def test_reload_shows_new_runs_and_choices(page, server):
 
     model = synthetic_model("late/arrival-3b", 3.0, False)
     RunStore(server["data_dir"]).append(
-        [synthetic_run(model, gpu="L40S", tdp_w=350.0, task="synthetic-chat", index=5000)]
+        [
+            synthetic_run(
+                model,
+                gpu="L40S",
+                tdp_w=350.0,
+                task="synthetic-chat",
+                energy_source="measured:zeus-nvml",
+                index=5000,
+            )
+        ]
     )
     page.locator("#f-search textarea, #f-search input").first.fill("late/arrival")
     page.wait_for_function(f"() => ({STATUS_JS})().startsWith('0 rows')")

@@ -42,9 +42,27 @@ def test_windows_become_runs_with_repeats(configs_dir):
     assert decode.energy_source == "measured:zeus-nvml"
 
 
-def test_inference_window_without_tokens_is_refused(configs_dir):
-    with pytest.raises(UserError, match="--tokens: window 'decode'"):
-        read_log(ZEUS_LOG, _opts(configs_dir, tokens={"prefill": 10}))
+def test_inference_log_without_any_token_count_is_refused(configs_dir):
+    with pytest.raises(UserError, match="--tokens: window 'prefill'"):
+        read_log(ZEUS_LOG, _opts(configs_dir, tokens={}))
+
+
+def test_only_the_counted_window_is_imported_the_other_noted(configs_dir):
+    # The README's `--tokens decode=N` on a log that also has a prefill window.
+    batch = read_log(ZEUS_LOG, _opts(configs_dir, tokens={"decode": 4096}))
+    assert [r.tags["window_name"] for r in batch.records] == ["decode"]
+    assert any("'prefill' not imported" in n and "--tokens prefill=N" in n for n in batch.notes)
+    batch = read_log(ZEUS_LOG, _opts(configs_dir, tokens={"prefill": 10}))
+    assert [r.tags["window_name"] for r in batch.records] == ["prefill"]
+
+
+def test_readme_command_imports_the_decode_window(configs_dir, tmp_path):
+    from mlenergy.cli import main
+
+    data = tmp_path / "data"
+    argv = ["import", "zeus-log", str(ZEUS_LOG), "--model", "Qwen/Qwen3-8B", "--gpu", "H100"]
+    argv += ["--tokens", "decode=4096", "--data-dir", str(data), "--configs-dir", str(configs_dir)]
+    assert main(argv) == 0
 
 
 def test_training_windows_need_no_tokens(configs_dir):

@@ -117,3 +117,49 @@ def test_measured_study_from_the_shipped_reference(installed):
     out = _run([str(bin_dir / "mlenergy"), "study", "dense-vs-moe", "--measured"], cwd)
     assert out.returncode == 0, out.stderr[-2000:]
     assert (cwd / "reports" / "dense-vs-moe-measured" / "index.html").is_file()
+
+
+def test_leaderboard_serves_the_reference_rows(installed):
+    import time
+    import urllib.request
+
+    from gradio_client import Client
+
+    from mlenergy.testing.server import free_port
+
+    bin_dir, cwd = installed
+    port = free_port()
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(cwd), "OMP_NUM_THREADS": "1"}
+    env["GRADIO_ANALYTICS_ENABLED"] = "False"
+    log = (cwd / "leaderboard.log").open("w")
+    proc = subprocess.Popen(
+        [str(bin_dir / "mlenergy"), "leaderboard", "--port", str(port)],
+        cwd=cwd,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            assert proc.poll() is None, (cwd / "leaderboard.log").read_text()[-2000:]
+            assert time.monotonic() < deadline, "the leaderboard did not answer in 180 s"
+            try:
+                with urllib.request.urlopen(url, timeout=2) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                time.sleep(1)
+        table = Client(url, verbose=False).predict(api_name="/leaderboard_table")
+        assert table["total"] >= 10
+        assert {r["hardware"] for r in table["rows"]} <= {"H100-SXM5-80GB", "B200"}
+        assert all(r["energy_source"] == "measured:zeus-nvml" for r in table["rows"])
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()

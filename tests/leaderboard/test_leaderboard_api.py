@@ -51,7 +51,7 @@ def served(tmp_path_factory):
     published = tmp_path_factory.mktemp("api-published") / "published-quality.csv"
     published.write_text(PUBLISHED, encoding="utf-8")
     log = tmp_path_factory.mktemp("api-log") / "server.log"
-    args = ("--published-quality", str(published))
+    args = ("--published-quality", str(published), "--no-reference")
     try:
         with serve_leaderboard(data_dir, log_path=log, extra_args=args) as url:
             yield gradio_client.Client(url, verbose=False), data_dir
@@ -181,3 +181,23 @@ def test_power_budget_endpoint(served):
         client.predict(pue=0.5, api_name="/power_budget")
     with pytest.raises(gradio_client.exceptions.AppError, match="task is not set"):
         client.predict(task="all", api_name="/power_budget")
+
+
+def test_a_string_for_a_list_and_a_page_out_of_range_are_errors(served):
+    client, _ = served
+    with pytest.raises(gradio_client.exceptions.AppError, match="hardware must be a list"):
+        client.predict(hardware="B200", api_name="/leaderboard_table")
+    with pytest.raises(gradio_client.exceptions.AppError, match="page 99 is out of range"):
+        client.predict(page=99, api_name="/leaderboard_table")
+    with pytest.raises(gradio_client.exceptions.AppError, match="models must be a list"):
+        client.predict(models="org/dense-8b", api_name="/compare")
+
+
+@pytest.mark.skipif(not estimator_available(), reason="the estimator is not installed")
+def test_estimate_refuses_file_names_without_showing_paths(served):
+    client, _ = served
+    with pytest.raises(gradio_client.exceptions.AppError) as err:
+        client.predict(model="some_file.json ", api_name="/estimate")
+    text = str(err.value)
+    assert "not a model id of the reference catalog" in text
+    assert "Traceback" not in text and "site-packages" not in text

@@ -28,7 +28,7 @@ def test_app_does_no_io_at_import(monkeypatch):
 
 @pytest.mark.parametrize("seeded", [False, True])
 def test_build_app(tmp_path, seeded):
-    if seeded:
+    if seeded:  # emulated runs: stored, counted, but not in the default view
         model = synthetic_model("org/m", 2.0, False)
         RunStore(tmp_path).append(
             [synthetic_run(model, index=i, batch_size=8 * (i + 1)) for i in range(3)]
@@ -36,10 +36,22 @@ def test_build_app(tmp_path, seeded):
     module = importlib.import_module("mlenergy.leaderboard.app")
     demo = module.build_app(tmp_path)
     assert isinstance(demo, gr.Blocks)
+    assert demo.delete_cache == module.UPLOAD_CACHE_S  # unsubmitted uploads are swept
     by_id = {getattr(b, "elem_id", None): b for b in demo.blocks.values()}
-    assert ("org/m" in by_id["lb-grid"].value) == seeded
+    grid = by_id["lb-grid"].value
+    assert "org/m" not in grid and "meta-llama/" in grid  # the reference, no import step
     status = by_id["lb-status"].value
-    assert ("store is empty" in status) != seeded
+    assert "ML.ENERGY reference runs" in status
+    assert ("3 runs from the store" in status) == seeded
+    assert by_id["detail-model"].value  # opens on the top row
+    assert len(by_id["compare-models"].value) >= 2
+
+
+def test_panel_shows_only_on_filtered_tabs():
+    from mlenergy.leaderboard.app import panel_visible
+
+    assert all(panel_visible(t) for t in ("Leaderboard", "Plots", "Compare", "Model detail"))
+    assert not any(panel_visible(t) for t in ("Estimator", "Submit", "About"))
 
 
 def test_damaged_store_fails_in_one_line_before_any_url(tmp_path, capsys, monkeypatch):

@@ -38,7 +38,7 @@ def ctx(tmp_path_factory):
     runs.append(synthetic_run(synthetic_model("org/emulated-1b", 1.0, False), index=900))
     data_dir = tmp_path_factory.mktemp("power-store")
     RunStore(data_dir).append(runs)
-    return AppContext.load(data_dir)
+    return AppContext.load(data_dir, reference=False)
 
 
 def _exhaustive(cands, q: pb.BudgetQuery) -> tuple[float, int]:

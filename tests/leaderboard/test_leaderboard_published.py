@@ -202,8 +202,10 @@ def test_load_published_default_path_and_missing(tmp_path, monkeypatch, publishe
 
 def test_app_context_offers_published_figures(tmp_path, records, published_file):
     RunStore(tmp_path / "store").append(records)
-    ctx = AppContext.load(tmp_path / "store", published_file)
-    assert ctx.default_quality == GPQA  # no stored figure: the first published one
+    ctx = AppContext.load(tmp_path / "store", published_file, reference=False)
+    # the opening task (lm-arena-chat) opens on its figure, LMArena's, not the first listed
+    assert ctx.default_quality == published_key("LMArena text score")
+    assert ctx.view(["emulated"]).quality_for("gpqa") == GPQA
     fig = answers.plot_figure(ctx, answers.PLOTS[0], GPQA, lb.TableQuery(best_only=False))
     assert sum(len(t.x) for t in fig.data if t.name != "Pareto frontier") == 5
     assert ctx.reload() is False and GPQA in ctx.quality_keys

@@ -62,7 +62,7 @@ def test_good_bundle_waits_then_joins_results_when_approved(tmp_path):
     assert "Lab &lt;b&gt;X&lt;/b&gt;" in html
     pending = list((store / "submissions" / "pending").glob("*.json"))
     assert len(pending) == 1
-    data = LeaderboardData.load(store)
+    data = LeaderboardData.load(store, reference=False)
     assert data.runs.empty  # pending runs are not shown
     SubmissionQueue(store).approve(pending[0].stem)
     data.reload()
@@ -95,3 +95,25 @@ def test_jsonl_records_need_a_submitter(tmp_path):
     assert not ok and "submitter" in html.lower()
     html, ok = submit_bundle(path, tmp_path / "store", submitter="JSONL Lab")
     assert ok, html
+
+
+def test_uploads_are_deleted_once_handled(tmp_path):
+    from mlenergy.leaderboard.submit_tab import handle_upload
+
+    good, bad = _bundle(tmp_path, "good.json"), _bundle(tmp_path, "bad.json", _break)
+    html, cleared = handle_upload(good, tmp_path / "store", None, None)
+    assert "Queued" in html and cleared is None and not good.exists()
+    html, _ = handle_upload(bad, tmp_path / "store", None, None)
+    assert "problem" in html and not bad.exists()
+
+
+def test_the_submit_button_runs_a_bounded_number_at_once(tmp_path):
+    import gradio as gr
+
+    from mlenergy.leaderboard.submit_tab import SUBMIT_CONCURRENCY, build_submit_tab
+
+    with gr.Blocks() as demo:
+        build_submit_tab(tmp_path)
+    fns = list(demo.fns.values()) if isinstance(demo.fns, dict) else list(demo.fns)
+    limits = [f.concurrency_limit for f in fns]
+    assert limits == [SUBMIT_CONCURRENCY] and 1 <= SUBMIT_CONCURRENCY <= 4

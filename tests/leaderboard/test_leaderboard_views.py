@@ -120,7 +120,7 @@ def test_load_from_store_and_reload(tmp_path, records):
     runs, quality = records
     store = RunStore(tmp_path)
     store.append(runs[:3] + quality)
-    data = LeaderboardData.load(tmp_path)
+    data = LeaderboardData.load(tmp_path, reference=False)
     assert len(data.runs) == 3
     assert data.get_run(runs[0].run_id).power_timeline is not None
     assert data.get_run("missing-run-id") is None
@@ -130,7 +130,7 @@ def test_load_from_store_and_reload(tmp_path, records):
 
 
 def test_load_empty_store(tmp_path):
-    data = LeaderboardData.load(tmp_path / "fresh")
+    data = LeaderboardData.load(tmp_path / "fresh", reference=False)
     assert data.runs.empty
     assert lb.query_table(data.frame(None), lb.TableQuery()).total == 0
 

@@ -10,7 +10,6 @@ import pytest
 from mlenergy.cli import main
 from mlenergy.estimate.reference import read_reference
 from mlenergy.reference import reference_dir
-from mlenergy.store import RunStore
 
 REF = reference_dir()
 
@@ -77,31 +76,6 @@ def test_params_come_from_configs(records):
     # FP8 variant shares the architecture (and fingerprint) of its base model
     fp8 = by_id["Qwen/Qwen3-235B-A22B-Instruct-2507-FP8"]
     assert fp8.config_fingerprint == by_id["Qwen/Qwen3-235B-A22B-Instruct-2507"].config_fingerprint
-
-
-def test_cli_import_is_idempotent(tmp_path, capsys):
-    args = ["leaderboard", "import-reference", "--reference", str(REF), "--data-dir", str(tmp_path)]
-    assert main(args) == 0
-    assert "imported" in capsys.readouterr().out
-    n = len(RunStore(tmp_path).runs_frame())
-    assert main(args) == 0
-    assert "imported 0 " in capsys.readouterr().out
-    assert len(RunStore(tmp_path).runs_frame()) == n
-
-
-def test_cli_bad_reference_is_a_user_error(tmp_path, capsys):
-    rc = main(
-        [
-            "leaderboard",
-            "import-reference",
-            "--reference",
-            str(tmp_path),
-            "--data-dir",
-            str(tmp_path),
-        ]
-    )
-    assert rc == 2
-    assert "error: no ML.ENERGY reference tables" in capsys.readouterr().err
 
 
 def test_cli_bad_port_is_a_user_error(tmp_path, capsys):

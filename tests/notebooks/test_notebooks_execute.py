@@ -1,5 +1,6 @@
 """The notebooks execute top to bottom on reduced parameters (papermill-style injection)."""
 
+import re
 from pathlib import Path
 
 import nbformat
@@ -39,6 +40,36 @@ def _run(name: str, overrides: dict, cwd: Path):
     return nb
 
 
+PLOTTING = re.compile(
+    r"(\bplot\w*\(|\bplt\.|\.plot\(|\bImage\(|\bdisplay\(fig|^fig\s*$)", re.MULTILINE
+)
+"""A code cell that draws: a plot function, pyplot, an image shown, or a figure as its last line."""
+
+
+def assert_plots_render(nb, name: str) -> int:
+    """Every plotting cell shows an image; no figure anywhere shows only its text repr.
+
+    Returns:
+        How many plotting cells there are (each checked).
+    """
+    plotting = 0
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        outputs = cell.get("outputs", [])
+        for o in outputs:
+            data = o.get("data", {})
+            text = str(data.get("text/plain", ""))
+            assert not (text.startswith("<Figure size") and "image/png" not in data), (
+                f"{name} cell {i}: a figure shows as text ({text!r}), not as an image"
+            )
+        if PLOTTING.search(cell.source):
+            plotting += 1
+            images = [o for o in outputs if "image/png" in o.get("data", {})]
+            assert images, f"{name} cell {i} plots but shows no image:\n{cell.source[:200]}"
+    return plotting
+
+
 def _text(nb) -> str:
     out = []
     for cell in nb.cells:
@@ -60,6 +91,7 @@ def test_measure_quickstart_executes(tmp_path):
         },
         tmp_path,
     )
+    assert assert_plots_render(nb, "01_measure_quickstart.ipynb") >= 1
     text = _text(nb)
     assert "energy_per_token_j" in text
     assert "modelled:cpu-tdp" in text or "measured:" in text
@@ -78,6 +110,7 @@ def test_dense_vs_moe_notebook_executes(tmp_path):
         },
         tmp_path,
     )
+    assert assert_plots_render(nb, "02_dense_vs_moe.ipynb") >= 1
     text = _text(nb)
     assert "Verdict" in text
     assert (tmp_path / "report" / "index.html").is_file()
@@ -97,6 +130,7 @@ def test_dense_vs_moe_measured_notebook_executes(tmp_path):
         },
         tmp_path,
     )
+    assert assert_plots_render(nb, "05_dense_vs_moe_measured.ipynb") >= 1
     text = _text(nb)
     assert "energy_per_correct_j" in text
     assert "published:GPQA-Diamond" in text
@@ -110,6 +144,23 @@ def test_reduce_energy_notebook_executes(tmp_path):
         {"MICROBATCHES": 3, "TIME_UNIT": 0.01, "BUDGET_W": 50_000},
         tmp_path,
     )
+    assert assert_plots_render(nb, "04_reduce_energy.ipynb") == 4  # its four figures
     text = _text(nb)
     assert "saves" in text and "measured:perseus" in text
     assert "estimated:mlenergy" in text
+
+
+@pytest.mark.slow  # the estimator's cross-validation; tests/estimate runs it for its numbers
+def test_estimator_notebook_shows_its_figures(tmp_path):
+    nb = _run(
+        "03_estimator.ipynb",
+        {"FOLDS": 3, "BATCH_SIZES": [1, 64], "CLOCKS_MHZ": [600, 1200, 1980]},
+        tmp_path,
+    )
+    assert assert_plots_render(nb, "03_estimator.ipynb") >= 3
+
+
+def test_every_notebook_is_checked_for_figures():
+    this = Path(__file__).read_text(encoding="utf-8")
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        assert f'assert_plots_render(nb, "{path.name}")' in this, path.name

@@ -116,3 +116,26 @@ def test_bad_input_is_one_line_exit_2_nothing_written(tmp_path, text, extra, nee
     assert len(res.output.strip().splitlines()) == 1
     assert not any(p.exists() for p in outs.values())
     assert sorted(x.name for x in tmp_path.iterdir()) == ["bad.csv"]
+
+
+def test_zeus_plan_is_what_point_solution_reads_and_says_how(tmp_path, profile_csv):
+    outs = {"--zeus-plan": tmp_path / "perseus_plan.py"}
+    res = run_cli(_argv(profile_csv, outs))
+    assert res.exit_code == 0, res.output
+    text = outs["--zeus-plan"].read_text()
+    # zeus.optimizer.pipeline_frequency.server.scheduler.PointSolution: eval(f.read()), one
+    # list per rank of a pure pipeline, each a list of (instruction, MHz).
+    schedule = eval(text)  # exactly what Zeus's PointSolution does
+    assert isinstance(schedule, list) and len(schedule) == 3
+    for stage in schedule:
+        assert all(isinstance(n, str) and isinstance(f, int) for n, f in stage)
+    assert "ZEUS_PFO_SCHEDULER=PointSolution" in text
+    assert '"solution_path": "/absolute/path/to/perseus_plan.py"' in text
+    assert "PipelineFrequencyOptimizer" in text and "on_instruction_begin" in text
+    assert "PointSolution scheduler" in res.output
+
+
+def test_zeus_plan_must_be_a_python_file(tmp_path, profile_csv):
+    res = run_cli(_argv(profile_csv, {"--zeus-plan": tmp_path / "plan.txt"}))
+    assert res.exit_code == 2 and ".py" in res.output
+    assert not (tmp_path / "plan.txt").exists()

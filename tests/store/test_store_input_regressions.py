@@ -89,14 +89,17 @@ def test_rule_check_matches_for_parsed_and_raw_records(factory):
     bad_schema = validate_bundle(
         json.dumps(run).encode(), submitter="Test Lab", tdp_lookup=CATALOG.get
     )
-    assert bad_schema.problems == ["bundle.extra: unknown field", *good_schema.problems]
+    assert bad_schema.problems == ["bundle.extra: unknown field [schema]", *good_schema.problems]
 
 
 def test_value_error_prefix_is_stripped(factory):
     run = _dump(factory.make_run(seed=5))
     run["hardware"]["accelerator_model"] = None
     report = validate_bundle(json.dumps(run).encode(), submitter="Test Lab", tdp_lookup=CATALOG.get)
-    assert "bundle.hardware: accelerator_count > 0 needs an accelerator_model" in report.problems
+    assert (
+        "bundle.hardware: accelerator_count > 0 needs an accelerator_model [schema]"
+        in report.problems
+    )
     assert not any("Value error" in p for p in report.problems), report.problems
 
 

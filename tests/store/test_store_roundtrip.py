@@ -49,6 +49,7 @@ CONTRACT_COLUMNS = [
     "cpu_model",
     "repeats",
     "submitter",
+    "unverified",
     "idle_power_w",
     "ttft_s",
     "itl_p50_s",

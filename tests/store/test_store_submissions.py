@@ -92,7 +92,7 @@ def _bad_bundles(factory, stored_run) -> dict[str, tuple[bytes, str | None, str]
         "unknown accelerator": (
             as_bundle([mystery]),
             None,
-            "unknown accelerator 'Mystery X1': add accelerator_tdp_w",
+            "unknown accelerator 'Mystery X1': it is not in the GPU catalog",
         ),
         "emulated": (as_bundle([emulated]), None, "emulated test devices"),
         "cpu tdp missing": (as_bundle([cpu_no_tdp]), None, "CPU-only run needs the CPU TDP"),
