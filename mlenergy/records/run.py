@@ -296,6 +296,8 @@ class RunRecord(FrozenModel):
         expert_utilisation: Fraction of routed tokens per expert, averaged over layers (MoE).
         tags: Free-form labels (``study``, ``sweep_key``, notes on what was assumed).
         submission: How the record entered the store through community submission, if so.
+        serving: A serving run's load, latencies, whole-run energy and per-request energies
+            (method ``serving-steady-state``; its request phase is the steady-state window).
     """
 
     schema_version: Literal["1.0"] = SCHEMA_VERSION

@@ -20,6 +20,12 @@ class Percentiles(FrozenModel):
     """The 50th, 90th and 99th percentiles (and mean) of one per-request figure.
 
     Units are those of the field that holds it (named in its docstring).
+
+    Attributes:
+        p50: Median (linear interpolation between samples).
+        p90: 90th percentile.
+        p99: 99th percentile.
+        mean: Arithmetic mean.
     """
 
     p50: NonNegFloat
