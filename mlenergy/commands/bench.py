@@ -53,7 +53,8 @@ def bench(
     gpu_indices: Annotated[
         str | None,
         typer.Option(
-            help="GPUs to measure, e.g. 0,1 (none: no GPU); default: the GPUs the model occupies."
+            help="GPUs to measure, e.g. 0,1 (none: no GPU); default: the GPUs the model "
+            "occupies (serving: every GPU Zeus finds)."
         ),
     ] = None,
     interleave: Annotated[
@@ -86,9 +87,97 @@ def bench(
     region: RegionOption = None,
     price_kwh: PriceKwhOption = None,
     pue: PueOption = None,
+    endpoint: Annotated[
+        str | None,
+        typer.Option(
+            help="Serving: the OpenAI base URL of a running server (e.g. "
+            "http://127.0.0.1:8000/v1); measures it under load, steady-state window."
+        ),
+    ] = None,
+    launch: Annotated[
+        str | None,
+        typer.Option(
+            help="Serving: a command that starts the server, once per level, with {model}, "
+            '{port} and {max_num_seqs} filled in (e.g. "vllm serve {model} --port {port} '
+            '--max-num-seqs {max_num_seqs}").'
+        ),
+    ] = None,
+    concurrency: Annotated[
+        str, typer.Option(help="Serving: comma-separated concurrency levels (one record each).")
+    ] = "8,64,256",
+    num_requests: Annotated[
+        int, typer.Option(help="Serving: requests per level (at least the level).")
+    ] = 1024,
+    request_rate: Annotated[
+        str,
+        typer.Option(help="Serving: 'inf' (all at once, capped by the level) or requests/s."),
+    ] = "inf",
+    burstiness: Annotated[
+        float, typer.Option(help="Serving: gamma shape of arrival gaps (1.0: Poisson).")
+    ] = 1.0,
+    max_output_tokens: Annotated[
+        int | None,
+        typer.Option(help="Serving: max_tokens per request (default: --output-tokens)."),
+    ] = None,
+    ignore_eos: Annotated[
+        bool, typer.Option("--ignore-eos", help="Serving: ask the server to ignore EOS.")
+    ] = False,
+    api: Annotated[str, typer.Option(help="Serving: 'chat' or 'completions'.")] = "chat",
+    engine: Annotated[
+        str | None,
+        typer.Option(help="Serving: engine name and version when the server does not say it."),
+    ] = None,
+    server_pid: Annotated[
+        int | None,
+        typer.Option(help="Serving, attached, no energy counter: the server's process id."),
+    ] = None,
+    model_config: Annotated[
+        str | None,
+        typer.Option(help="Serving: a config.json, folder or hub id that describes --model."),
+    ] = None,
+    startup_timeout: Annotated[
+        float, typer.Option(help="Serving: seconds a launched server may take to start.")
+    ] = 600.0,
+    request_timeout: Annotated[
+        float, typer.Option(help="Serving: seconds a request may wait for its next chunk.")
+    ] = 600.0,
 ) -> None:
-    """Measure prefill, decode and whole-request energy of models over batch sizes."""
+    """Measure prefill, decode and whole-request energy of models over batch sizes.
+
+    With --endpoint or --launch: measure a serving engine under load instead, one record per
+    concurrency level, energy over the steady-state window (docs/serve-benchmark.md).
+    """
     footprint = footprint_from(carbon_intensity, region, price_kwh, pue)
+    if endpoint is not None or launch is not None:
+        from mlenergy.commands.bench_serving import bench_serving
+
+        bench_serving(
+            models=model,
+            endpoint=endpoint,
+            launch=launch,
+            concurrency=concurrency,
+            num_requests=num_requests,
+            request_rate=request_rate,
+            burstiness=burstiness,
+            prompts=prompts,
+            input_tokens=input_tokens,
+            max_output_tokens=max_output_tokens or output_tokens,
+            ignore_eos=ignore_eos,
+            api=api,
+            engine=engine,
+            server_pid=server_pid,
+            gpu_indices=gpu_indices,
+            model_config=model_config,
+            cpu_tdp_w=cpu_tdp_w,
+            seed=seed,
+            idle_s=idle_s,
+            task=task,
+            startup_timeout_s=startup_timeout,
+            request_timeout_s=request_timeout,
+            json_out=json_out,
+            store_dir=None if no_store else resolve_data_dir(data_dir),
+        )
+        return
     from rich.console import Console
 
     from mlenergy.workloads.bench import BenchOptions, run_bench, summary_table

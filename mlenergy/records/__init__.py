@@ -32,24 +32,28 @@ from mlenergy.records.run import (
     utc_now,
 )
 from mlenergy.records.schema import export_schemas
+from mlenergy.records.serving import EngineMetrics, Percentiles, ServingStats
 from mlenergy.records.submission import Submission
 
 __all__ = [
     "ENERGY_SOURCE_PATTERN",
     "SCHEMA_VERSION",
     "EnergySource",
+    "EngineMetrics",
     "FrozenModel",
     "Hardware",
     "IdleBaseline",
     "Interval",
     "MeasuredScope",
     "ModelInfo",
+    "Percentiles",
     "Phase",
     "PhaseResult",
     "PowerTimeline",
     "QualityResult",
     "RepeatStats",
     "RunRecord",
+    "ServingStats",
     "Software",
     "Submission",
     "SubmissionInfo",

@@ -29,6 +29,7 @@ def _models() -> list[type[BaseModel]]:
         TrainingCheckpoint,
         Workload,
     )
+    from mlenergy.records.serving import EngineMetrics, Percentiles, ServingStats
     from mlenergy.records.submission import Submission
 
     return [
@@ -44,6 +45,9 @@ def _models() -> list[type[BaseModel]]:
         IdleBaseline,
         PowerTimeline,
         TrainingCheckpoint,
+        ServingStats,
+        Percentiles,
+        EngineMetrics,
         SubmissionInfo,
         QualityResult,
         Submission,

@@ -22,6 +22,7 @@ from mlenergy.records.base import (
     sha256_hex,
 )
 from mlenergy.records.provenance import Hardware, ModelInfo, Software
+from mlenergy.records.serving import ServingStats
 
 
 class Phase(StrEnum):
@@ -320,6 +321,8 @@ class RunRecord(FrozenModel):
         expert_utilisation: Fraction of routed tokens per expert, averaged over layers (MoE).
         tags: Free-form labels (``study``, ``sweep_key``, notes on what was assumed).
         submission: How the record entered the store through community submission, if so.
+        serving: A serving run's load, latencies, whole-run energy and per-request energies
+            (method ``serving-steady-state``; its request phase is the steady-state window).
     """
 
     schema_version: Literal["1.0"] = SCHEMA_VERSION
@@ -347,6 +350,11 @@ class RunRecord(FrozenModel):
     )
     tags: dict[str, str] = Field(default_factory=dict)
     submission: SubmissionInfo | None = None
+    serving: ServingStats | None = Field(
+        default=None,
+        description="Load, latencies and per-request energies of a serving run "
+        "(method serving-steady-state); the request phase holds the steady-state window.",
+    )
 
     @model_validator(mode="after")
     def _status_consistent(self) -> RunRecord:
@@ -375,5 +383,6 @@ class RunRecord(FrozenModel):
         Two appends of the same record (a retry, a resubmission) share a hash; the store and
         the submission intake use it to reject duplicates.
         """
-        data = self.model_dump(mode="json", exclude={"submission"})
+        excluded = {"submission"} if self.serving is not None else {"submission", "serving"}
+        data = self.model_dump(mode="json", exclude=excluded)  # hashes of older records stay
         return sha256_hex(canonical_json(data))

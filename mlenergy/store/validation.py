@@ -52,6 +52,7 @@ from mlenergy.store.rules import (
     task_problem,
     unverified_reasons,
 )
+from mlenergy.store.serving_checks import serving_problems
 from mlenergy.store.tables import flatten_run
 
 __all__ = [
@@ -167,7 +168,7 @@ def validate_bundle(
             bad_task = task_problem(where, rec.workload.task, known_tasks, parsed.new_tasks)
             problems.extend([tag("task-known", bad_task)] if bad_task else [])
             problems.extend(check_run(rec, where, tdp_lookup))
-            # Serving-specific rules (mlenergy/store/serving_checks.py) are called here.
+            problems.extend(serving_problems(rec, where))
             reasons = unverified_reasons(facts_from_record(rec))
             if reasons:
                 unverified.append(f"{where}: {'; '.join(reasons)}")

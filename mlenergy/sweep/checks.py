@@ -172,8 +172,10 @@ def check_plan(
         device_named = any("key devices[" in e.problem for e in errors)
         if not use_ray and not device_named:  # a missing CUDA device already says it
             errors += _collect(check_gpus, plan, runs, origin)
-    else:
+    elif plan.kind == "estimate":
         errors = _check_estimates(runs, origin)
+    else:  # serve: the server is checked when the run reaches it
+        errors = []
     raise_problems(origin, errors)
     return runs
 

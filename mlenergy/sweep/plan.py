@@ -14,6 +14,19 @@ Example (``examples/sweep-tiny.yaml``)::
     resources: {gpus: 0, tensor_parallel: 1, timeout_s: 600, retries: 1}
     quality: perplexity         # optional: one quality run per model
 
+A ``kind: serve`` plan measures a serving engine: ``batch_sizes`` are its concurrency levels,
+``output_tokens`` each request's cap, and a ``serve:`` block says how to reach the server and
+load it (keys of :class:`~mlenergy.sweep.spec.ServeSettings`)::
+
+    name: serve-tiny
+    kind: serve
+    models: [/models/llama]
+    batch_sizes: [8, 64]        # concurrency levels
+    input_tokens: 128
+    output_tokens: 256
+    serve: {launch: "vllm serve {model} --port {port} --max-num-seqs {max_num_seqs}",
+            num_requests: 1024, ignore_eos: true}
+
 The grid is the product of ``models x batch_sizes x input_tokens x output_tokens x precisions x
 devices``. Every key is checked by pydantic: an unknown key, a list where a number is expected,
 an empty axis or a negative length is a :class:`~mlenergy.errors.UserError` naming the key and
@@ -39,7 +52,7 @@ from pydantic import (
 )
 
 from mlenergy.errors import UserError, ValidationFailed
-from mlenergy.sweep.spec import RunSpec
+from mlenergy.sweep.spec import RunSpec, ServeSettings
 
 PLAN_FIX = "Fix the plan (see examples/sweep-tiny.yaml for every key)"
 
@@ -80,7 +93,7 @@ class Plan(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: Annotated[StrictStr, Field(min_length=1, max_length=100, pattern=r"^[\w.\-]+$")]
-    kind: Literal["bench", "estimate"] = "bench"
+    kind: Literal["bench", "estimate", "serve"] = "bench"
     models: StrAxis
     batch_sizes: IntAxis
     input_tokens: IntAxis
@@ -94,6 +107,7 @@ class Plan(BaseModel):
     prompts: StrictStr = "synthetic"
     resources: Resources = Resources()
     quality: Annotated[StrictStr, Field(pattern=r"^(perplexity|lm-eval:\S+)$")] | None = None
+    serve: ServeSettings | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> Plan:
@@ -104,24 +118,35 @@ class Plan(BaseModel):
             raise ValueError(f"tensor_parallel {tp} must divide resources.gpus ({gpus})")
         if self.kind == "estimate" and self.quality is not None:
             raise ValueError("quality runs are measured: use them with kind: bench")
+        if (self.kind == "serve") != (self.serve is not None):
+            raise ValueError("a serve: block goes with kind: serve, and kind: serve needs one")
+        if self.serve is not None:
+            if (self.serve.endpoint is None) == (self.serve.launch is None):
+                raise ValueError("serve: give exactly one of endpoint and launch")
+            if self.serve.num_requests < max(self.batch_sizes):
+                raise ValueError("serve.num_requests is below the largest concurrency level")
+            if self.quality is not None:
+                raise ValueError("quality runs go with kind: bench")
         return self
 
     @property
     def precision_axis(self) -> list[str]:
         """The precisions (or dtypes) of the grid, with the kind's default."""
         given = self.precisions or self.dtypes
-        return list(given) if given else ["float32" if self.kind == "bench" else "bfloat16"]
+        return list(given) if given else ["bfloat16" if self.kind == "estimate" else "float32"]
 
     @property
     def device_axis(self) -> list[str]:
         """The devices of the grid (torch devices for bench, catalog GPUs for estimates)."""
-        return list(self.devices) if self.devices else ["cpu" if self.kind == "bench" else "H100"]
+        return (
+            list(self.devices) if self.devices else ["H100" if self.kind == "estimate" else "cpu"]
+        )
 
     def gpus_for(self, device: str) -> int:
         """GPUs each run on ``device`` reserves."""
         if self.resources.gpus is not None:
             return self.resources.gpus
-        if self.kind == "bench":
+        if self.kind in ("bench", "serve"):
             return 1 if device.startswith("cuda") else 0
         return self.resources.tensor_parallel
 
@@ -137,6 +162,7 @@ class Plan(BaseModel):
             dict.fromkeys(self.input_tokens),
             dict.fromkeys(self.output_tokens),
         )
+        measured = self.kind != "estimate"
         for model, precision, device, batch, n_in, n_out in axes:
             out.append(
                 RunSpec(
@@ -146,16 +172,17 @@ class Plan(BaseModel):
                     input_tokens=n_in,
                     output_tokens=n_out,
                     repeats=self.repeats,
-                    warmup=self.warmup if self.kind == "bench" else 0,
+                    warmup=self.warmup if measured else 0,
                     precision=precision,
                     device=device,
                     gpus=self.gpus_for(device),
                     tensor_parallel=res.tensor_parallel,
-                    seed=self.seed if self.kind == "bench" else 0,
-                    prompts=self.prompts if self.kind == "bench" else "synthetic",
+                    seed=self.seed if measured else 0,
+                    prompts=self.prompts if measured else "synthetic",
                     timeout_s=res.timeout_s,
                     retries=res.retries,
                     plan=self.name,
+                    serve=self.serve,
                 )
             )
         if self.quality:

@@ -44,6 +44,8 @@ def execute_run(spec: RunSpec, idle_s: float = 0.0) -> list[Record]:
         return [_bench(spec, idle_s)]
     if spec.kind == "estimate":
         return [_estimate(spec)]
+    if spec.kind == "serve":
+        return [_serve(spec, idle_s)]
     from mlenergy.sweep.quality_step import run_quality
 
     return run_quality(spec, sweep_tags(spec))
@@ -76,6 +78,40 @@ def _bench(spec: RunSpec, idle_s: float) -> RunRecord:
     finally:
         meter.close()
     return with_gpu_split(record, spec, devices)
+
+
+def _serve(spec: RunSpec, idle_s: float) -> RunRecord:
+    """One concurrency level of a serving engine; a failed level comes back as a failed point."""
+    import math
+
+    from mlenergy.workloads.serving.runner import run_serving_bench
+    from mlenergy.workloads.serving.spec import ServingSpec
+
+    serve = spec.serve
+    if serve is None:
+        raise UserError("a serve run needs its serve settings", "Add a serve: block to the plan")
+    serving = ServingSpec(
+        model=spec.model,
+        levels=(spec.batch_size,),
+        num_requests=serve.num_requests,
+        endpoint=serve.endpoint,
+        launch=serve.launch,
+        request_rate=serve.request_rate or math.inf,
+        burstiness=serve.burstiness,
+        prompts=spec.prompts,
+        input_tokens=spec.input_tokens,
+        max_output_tokens=spec.output_tokens,
+        ignore_eos=serve.ignore_eos,
+        api=serve.api,
+        seed=spec.seed,
+        engine=serve.engine,
+        gpu_indices=list(range(spec.gpus)) if spec.gpus else None,
+        model_config=serve.describe_with,
+        idle_s=idle_s,
+        startup_timeout_s=serve.startup_timeout_s,
+    )
+    (record,) = run_serving_bench(serving, keep_going=True)
+    return record.model_copy(update={"tags": {**record.tags, **sweep_tags(spec)}})
 
 
 def _run_devices(spec: RunSpec) -> list[str]:

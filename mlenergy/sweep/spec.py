@@ -36,12 +36,45 @@ IDENTITY_FIELDS = (
 )
 
 
+class ServeSettings(BaseModel):
+    """How a ``serve`` run reaches its server and loads it (``kind: serve`` plans).
+
+    Attributes:
+        endpoint: OpenAI base URL of a running server (attach).
+        launch: Command template starting a server per run, with ``{model}``, ``{port}``,
+            ``{max_num_seqs}`` (launch).
+        num_requests: Requests per run (at least its level).
+        request_rate: Mean requests per second; ``None``: all at once.
+        burstiness: Gamma shape of the arrival gaps (1.0: Poisson).
+        ignore_eos: Ask the server to ignore end-of-sequence.
+        api: ``chat`` or ``completions``.
+        engine: Engine name and version when the server does not say it.
+        describe_with: A config.json, folder or hub id describing the model, when the served
+            name cannot be resolved.
+        startup_timeout_s: Seconds a launched server may take to answer.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    endpoint: str | None = None
+    launch: str | None = None
+    num_requests: int = Field(default=256, ge=1)
+    request_rate: float | None = Field(default=None, gt=0)
+    burstiness: float = Field(default=1.0, gt=0)
+    ignore_eos: bool = False
+    api: Literal["chat", "completions"] = "chat"
+    engine: str | None = None
+    describe_with: str | None = None
+    startup_timeout_s: float = Field(default=600.0, gt=0)
+
+
 class RunSpec(BaseModel):
     """Everything a single run needs; one point of a plan's grid.
 
     Attributes:
-        kind: ``bench`` (measured), ``estimate`` (predicted) or ``quality`` (one quality
-            evaluation of a model).
+        kind: ``bench`` (measured), ``estimate`` (predicted), ``quality`` (one quality
+            evaluation of a model) or ``serve`` (a serving engine under load at one
+            concurrency level, ``batch_size``; ``output_tokens`` is each request's cap).
         model: Model source (``preset:<name>``, hub id, folder or ``config.json``).
         batch_size: Sequences per batch (0 for a quality run).
         input_tokens: Prompt tokens per sequence (0 for a quality run).
@@ -59,11 +92,12 @@ class RunSpec(BaseModel):
         timeout_s: Seconds after which the run is cancelled (``None``: no limit).
         retries: How many times a crashed run is run again before it is stored as failed.
         plan: Name of the plan the run came from.
+        serve: Server and load of a ``serve`` run (part of its key).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    kind: Literal["bench", "estimate", "quality"]
+    kind: Literal["bench", "estimate", "quality", "serve"]
     model: str
     batch_size: int = Field(default=0, ge=0)
     input_tokens: int = Field(default=0, ge=0)
@@ -80,11 +114,15 @@ class RunSpec(BaseModel):
     timeout_s: float | None = Field(default=None, gt=0)
     retries: int = Field(default=0, ge=0)
     plan: str = "sweep"
+    serve: ServeSettings | None = None
 
     @property
     def key(self) -> str:
         """Stable key of the run: a hash of the fields that define it (not of how it runs)."""
         identity = {name: getattr(self, name) for name in IDENTITY_FIELDS}
+        if self.serve is not None:  # only serve runs: the keys of other runs stay as they were
+            settings = self.serve.model_dump(exclude={"startup_timeout_s"})
+            identity["serve"] = {k: v for k, v in settings.items() if v is not None}
         return sha256_hex(canonical_json(identity))[:KEY_LENGTH]
 
     def label(self) -> str:

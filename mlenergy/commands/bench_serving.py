@@ -1,0 +1,149 @@
+"""``mlenergy bench --endpoint URL`` / ``--launch CMD``: the serving side of ``bench``.
+
+:func:`bench_serving` turns the options into a :class:`~mlenergy.workloads.serving.ServingSpec`
+and runs :func:`~mlenergy.workloads.serving.runner.run_serving_bench`; :func:`serving_table`
+prints one row per level.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from mlenergy.errors import UserError
+
+
+def bench_serving(
+    *,
+    models: list[str],
+    endpoint: str | None,
+    launch: str | None,
+    concurrency: str,
+    num_requests: int,
+    request_rate: str,
+    burstiness: float,
+    prompts: str,
+    input_tokens: int,
+    max_output_tokens: int,
+    ignore_eos: bool,
+    api: str,
+    engine: str | None,
+    server_pid: int | None,
+    gpu_indices: str | None,
+    model_config: str | None,
+    cpu_tdp_w: float | None,
+    seed: int,
+    idle_s: float,
+    task: str | None,
+    startup_timeout_s: float,
+    request_timeout_s: float,
+    json_out: bool,
+    store_dir: Path | None,
+) -> None:
+    """Run the serving benchmark from ``bench``'s options (see ``mlenergy bench --help``)."""
+    from rich.console import Console
+
+    from mlenergy.measure.scope import parse_gpu_indices
+    from mlenergy.workloads.serving.arrivals import parse_request_rate
+    from mlenergy.workloads.serving.runner import run_serving_bench
+    from mlenergy.workloads.serving.spec import ServingSpec, parse_levels
+
+    if len(models) != 1:
+        raise UserError(
+            f"a serving benchmark measures one model, {len(models)} were given",
+            "Pass --model once, exactly as the server names it",
+        )
+    spec = ServingSpec(
+        model=models[0],
+        levels=parse_levels(concurrency),
+        num_requests=num_requests,
+        endpoint=endpoint,
+        launch=launch,
+        request_rate=parse_request_rate(request_rate),
+        burstiness=burstiness,
+        prompts=prompts,
+        input_tokens=input_tokens,
+        max_output_tokens=max_output_tokens,
+        ignore_eos=ignore_eos,
+        api=api,  # type: ignore[arg-type]
+        seed=seed,
+        task=task,
+        engine=engine,
+        server_pid=server_pid,
+        gpu_indices=parse_gpu_indices(gpu_indices),
+        cpu_tdp_w=cpu_tdp_w,
+        model_config=model_config,
+        idle_s=idle_s,
+        startup_timeout_s=startup_timeout_s,
+        request_timeout_s=request_timeout_s,
+    )
+    console = Console(stderr=True, width=160)
+    shown: list[Any] = []
+
+    def emit(record: Any) -> None:
+        shown.append(record)
+        if json_out:
+            typer.echo(record.model_dump_json())
+        else:
+            console.print(f"level {record.workload.batch_size}: {_line(record)}")
+
+    run_serving_bench(spec, data_dir=store_dir, on_record=emit)
+    Console(stderr=json_out, width=160).print(serving_table(shown))
+    if store_dir is not None:
+        console.print(f"store: {store_dir}  ({len(shown)} serving run(s) appended)")
+
+
+def _line(record: Any) -> str:
+    phase = record.phase("request")
+    if record.status != "ok" or phase is None:
+        return f"failed: {record.error}"
+    ept = phase.energy_per_token_j
+    return (
+        f"{ept * 1e3:.4g} mJ/token over a {phase.duration_s:.3g} s steady state "
+        f"({record.energy_source})"
+        if ept is not None
+        else "no energy figure"
+    )
+
+
+def _fmt(value: float | None, scale: float = 1.0) -> str:
+    return "-" if value is None else f"{value * scale:.4g}"
+
+
+def serving_table(records: list[Any]) -> Any:
+    """A rich table: one row per level (energy per token in mJ, latencies in ms)."""
+    from rich.table import Table
+
+    table = Table(title="mlenergy bench (serving, steady state; energy per token in millijoules)")
+    for column in (
+        "level",
+        "achieved",
+        "mJ/token",
+        "avg W",
+        "tok/s",
+        "TTFT p50 ms",
+        "TPOT p50 ms",
+        "J/request p50",
+        "run mJ/token",
+        "engine",
+        "source",
+    ):
+        table.add_column(column)
+    for r in records:
+        s, p = r.serving, r.phase("request")
+        table.add_row(
+            str(r.workload.batch_size),
+            _fmt(s.achieved_concurrency if s else None),
+            _fmt(p.energy_per_token_j if p else None, 1e3),
+            _fmt(p.avg_power_w if p else None),
+            _fmt(p.throughput_tokens_per_s if p else None),
+            _fmt(s.ttft_s.p50 if s and s.ttft_s else None, 1e3),
+            _fmt(s.tpot_s.p50 if s and s.tpot_s else None, 1e3),
+            _fmt(s.request_energy_j.p50 if s and s.request_energy_j else None),
+            _fmt(s.run_energy_per_token_j if s else None, 1e3),
+            (s.engine if s else None) or "-",
+            r.energy_source,
+        )
+    return table

@@ -1,0 +1,94 @@
+"""Identities a serving record (``workload.method == "serving-steady-state"``) must meet.
+
+A serving record's ``request`` phase is the steady-state window; its figures are tied together
+and to :class:`~mlenergy.records.ServingStats`:
+
+* energy per output token x window tokens = window energy (within :data:`IDENTITY_REL_TOL`);
+* output throughput x window duration = window tokens (same tolerance);
+* the window's tokens are those of ``serving.window_output_tokens``, its duration that of
+  ``serving.window_end_s - serving.window_start_s`` (the Zeus window, within 5 ms or 1 %);
+* achieved concurrency <= the level (``workload.batch_size``) and, when given, the achieved
+  batch ``workload.avg_batch_size`` equals it;
+* the requests' energies add up to ``serving.split_energy_j``, and the whole run's energy is
+  at least the window's.
+
+Records without serving stats (the reference rows, static batches) are not checked here.
+"""
+
+from __future__ import annotations
+
+import math
+
+from mlenergy.records import RunRecord
+
+IDENTITY_REL_TOL = 0.005
+"""Relative tolerance of the identities (figures are stored as floats, rounded by submitters)."""
+
+_WINDOW_ABS_TOL_S = 0.005
+
+
+def _close(a: float, b: float, rel: float = IDENTITY_REL_TOL, abs_tol: float = 1e-9) -> bool:
+    return math.isclose(a, b, rel_tol=rel, abs_tol=abs_tol)
+
+
+def serving_problems(run: RunRecord, where: str) -> list[str]:
+    """The identities ``run`` breaks, one line each naming the field; ``[]`` when none."""
+    if run.workload.method != "serving-steady-state" or run.status != "ok":
+        return []
+    s = run.serving
+    if s is None:
+        return []  # reference rows and imports carry no serving stats
+    problems: list[str] = []
+    phase = run.phase("request")
+    if phase is None:
+        return [f"{where}.phases: a serving record needs the request phase (the steady state)"]
+    ept, energy = phase.energy_per_token_j, phase.energy_j
+    if ept is not None and energy is not None and not _close(ept * phase.tokens, energy):
+        problems.append(
+            f"{where}.phases[request].energy_per_token_j: x {phase.tokens} tokens = "
+            f"{phase.energy_per_token_j * phase.tokens:.6g} J, not the window's "
+            f"{phase.energy_j:.6g} J"
+        )
+    tput = phase.throughput_tokens_per_s
+    if tput is not None and not _close(tput * phase.duration_s, phase.tokens):
+        problems.append(
+            f"{where}.phases[request].throughput_tokens_per_s: x {phase.duration_s:.6g} s "
+            f"= {phase.throughput_tokens_per_s * phase.duration_s:.6g} tokens, not the "
+            f"window's {phase.tokens}"
+        )
+    if s.window_output_tokens != phase.tokens:
+        problems.append(
+            f"{where}.serving.window_output_tokens: {s.window_output_tokens}, but the request "
+            f"phase counts {phase.tokens}"
+        )
+    span = s.window_end_s - s.window_start_s
+    if not math.isclose(span, phase.duration_s, rel_tol=0.01, abs_tol=_WINDOW_ABS_TOL_S):
+        problems.append(
+            f"{where}.serving.window_end_s: the window spans {span:.6g} s, the request phase "
+            f"{phase.duration_s:.6g} s"
+        )
+    if s.achieved_concurrency > run.workload.batch_size * (1 + IDENTITY_REL_TOL):
+        problems.append(
+            f"{where}.serving.achieved_concurrency: {s.achieved_concurrency:.4g} exceeds the "
+            f"level {run.workload.batch_size}"
+        )
+    avg = run.workload.avg_batch_size
+    if avg is not None and not _close(avg, s.achieved_concurrency):
+        problems.append(
+            f"{where}.workload.avg_batch_size: {avg:.4g}, but serving.achieved_concurrency is "
+            f"{s.achieved_concurrency:.4g}"
+        )
+    if s.split_energy_j is not None and s.request_energies_j:
+        total = sum(s.request_energies_j)
+        if not _close(total, s.split_energy_j):
+            problems.append(
+                f"{where}.serving.request_energies_j: add up to {total:.6g} J, not "
+                f"split_energy_j {s.split_energy_j:.6g} J"
+            )
+    run_j = s.run_energy_j
+    if run_j is not None and energy is not None and run_j < energy * (1 - IDENTITY_REL_TOL):
+        problems.append(
+            f"{where}.serving.run_energy_j: {s.run_energy_j:.6g} J is less than the "
+            f"steady-state window's {phase.energy_j:.6g} J inside it"
+        )
+    return problems

@@ -1,0 +1,178 @@
+"""The energy scope of a serving run: Zeus's devices, else the server's modelled CPU.
+
+With energy counters (GPUs Zeus finds, or RAPL), windows go through
+:class:`~mlenergy.measure.EnergyMeter` and its power timeline: GPUs ``--gpu-indices`` or all the
+GPUs the process can see. Without counters the CPU power model
+(:mod:`mlenergy.measure.cpu_model`, ``modelled:cpu-tdp``) is applied to the CPU time of the
+*server*, not of the client: the launched server's process tree, the process tree of
+``--server-pid`` when attached, else every process of the machine (the record says which).
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import suppress
+from dataclasses import dataclass
+
+import psutil
+
+from mlenergy.errors import UserError
+from mlenergy.measure import MODELLED_CPU_SOURCE, EnergyMeter, resolve_cpu_power_model
+from mlenergy.measure.timeline import ThreadSampler, delta_power_fn
+from mlenergy.records import MeasuredScope
+
+
+@dataclass(frozen=True)
+class WindowEnergy:
+    """One window: unix start time, duration in seconds, energy in joules (``None``: none)."""
+
+    start_s: float
+    duration_s: float
+    energy_j: float | None
+    by_device_j: dict[str, float]
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system, reaped children included) of a process and its children.
+
+    Raises:
+        psutil.NoSuchProcess: The process is gone.
+    """
+    root = psutil.Process(pid)
+    total = 0.0
+    for proc in [root, *root.children(recursive=True)]:
+        try:
+            t = proc.cpu_times()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        total += t.user + t.system + t.children_user + t.children_system
+    return total
+
+
+def machine_cpu_seconds() -> float:
+    """Busy CPU seconds of the whole machine (all CPUs, idle and I/O wait excluded)."""
+    t = psutil.cpu_times()
+    return sum(t) - t.idle - getattr(t, "iowait", 0.0)
+
+
+class ServingPower:
+    """Windows and a power timeline over the scope of a serving run.
+
+    Args:
+        gpu_indices: GPUs to measure (``None``: every GPU Zeus finds).
+        cpu_tdp_w: Full-load CPU watts for the CPU power model (no counter).
+        server_pid: Process whose tree the modelled CPU energy covers; ``None``: the machine.
+        server_label: How the record names that process (``launched server``, ``--server-pid``).
+        period_s: Sampling period of the power timeline in seconds.
+
+    Raises:
+        UserError: GPUs asked for that Zeus cannot see, or a server pid that does not exist.
+    """
+
+    def __init__(
+        self,
+        gpu_indices: list[int] | None = None,
+        cpu_tdp_w: float | None = None,
+        server_pid: int | None = None,
+        server_label: str = "--server-pid",
+        period_s: float = 0.1,
+    ) -> None:
+        self._meter: EnergyMeter | None = EnergyMeter(
+            gpu_indices=gpu_indices,
+            cpu_tdp_w=cpu_tdp_w,
+            power_timeline=True,
+            timeline_period_s=period_s,
+            sync_execution=False,
+        )
+        self.note: str | None = None
+        self._open: dict[str, tuple[float, float]] = {}
+        self._sampler: ThreadSampler | None = None
+        if self._meter.energy_source != MODELLED_CPU_SOURCE:
+            self.energy_source = self._meter.energy_source
+            self.scope = self._meter.scope
+            return
+        self._meter.close()
+        self._meter = None
+        self.energy_source = MODELLED_CPU_SOURCE
+        self.model = resolve_cpu_power_model(cpu_tdp_w)
+        if server_pid is not None:
+            if not psutil.pid_exists(server_pid):
+                raise UserError(
+                    f"--server-pid {server_pid} is not a running process",
+                    "Pass the process id of the serving engine, or leave it out",
+                )
+            pid = server_pid
+            self._cpu_s = lambda: tree_cpu_seconds(pid)
+            self.note = f"modelled CPU energy of the {server_label} process tree (pid {pid})"
+        else:
+            self._cpu_s = machine_cpu_seconds
+            self.note = (
+                "modelled CPU energy of the whole machine (every process, the client included): "
+                "pass --server-pid to cover the server only"
+            )
+        self.scope = MeasuredScope(description=f"{self.model.describe()}; {self.note}")
+        model = self.model
+        self._sampler = ThreadSampler(
+            delta_power_fn(
+                self._safe_cpu_s,
+                lambda cpu_s, dt: model.power_w(cpu_s / (dt * model.num_cpus)),
+            ),
+            period_s=period_s,
+        )
+        self._last_cpu_s = 0.0
+
+    def _safe_cpu_s(self) -> float:
+        with suppress(psutil.Error):  # the server is gone: its CPU time stops growing
+            self._last_cpu_s = self._cpu_s()
+        return self._last_cpu_s
+
+    @property
+    def meter(self) -> EnergyMeter | None:
+        """The Zeus meter (``None`` on the modelled path)."""
+        return self._meter
+
+    def begin(self, name: str) -> None:
+        """Open the window ``name``."""
+        if self._meter is not None:
+            self._meter.begin(name)
+        else:
+            self._open[name] = (time.time(), self._safe_cpu_s())
+
+    def end(self, name: str) -> WindowEnergy:
+        """Close the window ``name``; its energy over the scope."""
+        if self._meter is not None:
+            r = self._meter.end(name)
+            start = r.start_time_s if r.start_time_s is not None else time.time() - r.duration_s
+            return WindowEnergy(start, r.duration_s, r.energy_j, dict(r.energy_by_device_j))
+        start, cpu0 = self._open.pop(name)
+        duration = time.time() - start
+        energy = self.model.energy_j(duration, self._safe_cpu_s() - cpu0)
+        return WindowEnergy(start, duration, energy, {"cpu:modelled": energy})
+
+    def cancel(self, name: str) -> None:
+        """Drop an open window."""
+        if self._meter is not None:
+            self._meter.cancel(name)
+        else:
+            self._open.pop(name, None)
+
+    def samples(self, start_s: float) -> list[tuple[float, float]]:
+        """``(unix time, watts)`` samples since ``start_s``, each the mean since the previous."""
+        if self._sampler is not None:
+            return [s for s in self._sampler.samples() if s[0] >= start_s]
+        assert self._meter is not None
+        timeline = self._meter.timeline(start_time_s=start_s)
+        if timeline is None:
+            return []
+        return [(start_s + t, p) for t, p in zip(timeline.t_s, timeline.power_w, strict=True)]
+
+    def gpu_names(self) -> list[str]:
+        """Names of the measured GPUs."""
+        return self._meter.gpu_names() if self._meter is not None else []
+
+    def close(self) -> None:
+        """Stop the samplers (idempotent)."""
+        if self._meter is not None:
+            self._meter.close()
+        if self._sampler is not None:
+            self._sampler.stop()

@@ -1,0 +1,137 @@
+"""Pure logic of the serving benchmark: arrivals, the steady-state window, the energy split."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from mlenergy.errors import UserError
+from mlenergy.workloads.serving.arrivals import arrival_offsets_s, parse_request_rate
+from mlenergy.workloads.serving.energy_split import split_energy, timeline_energy_j
+from mlenergy.workloads.serving.stats import percentiles
+from mlenergy.workloads.serving.steady_state import (
+    SteadyStateTracker,
+    mean_in_flight,
+    steady_state_window,
+    tokens_in_window,
+)
+from mlenergy.workloads.serving.timing import RequestTiming
+
+
+def _req(i, sent, first, end, tokens, prompt=0):
+    chunks = list(np.linspace(first, end, tokens)) if tokens else []
+    return RequestTiming(
+        index=i,
+        sent_s=sent,
+        first_token_s=first,
+        end_s=end,
+        chunk_times_s=chunks,
+        output_tokens=tokens,
+        prompt_tokens=prompt,
+    )
+
+
+def test_infinite_rate_sends_everything_at_once():
+    assert arrival_offsets_s(5, math.inf) == [0.0] * 5
+
+
+def test_gamma_arrivals_have_the_requested_mean_rate_and_are_seeded():
+    a = arrival_offsets_s(4001, 10.0, burstiness=0.5, seed=3)
+    assert a == arrival_offsets_s(4001, 10.0, burstiness=0.5, seed=3)
+    assert a != arrival_offsets_s(4001, 10.0, burstiness=0.5, seed=4)
+    gaps = np.diff(a)
+    assert gaps.mean() == pytest.approx(0.1, rel=0.08)
+    # burstier than Poisson: coefficient of variation 1/sqrt(shape) = 1.41
+    assert gaps.std() / gaps.mean() == pytest.approx(1 / math.sqrt(0.5), rel=0.1)
+    regular = np.diff(arrival_offsets_s(4001, 10.0, burstiness=4.0, seed=3))
+    assert regular.std() / regular.mean() == pytest.approx(0.5, rel=0.1)
+
+
+@pytest.mark.parametrize("bad", ["0", "-1", "fast", "nan"])
+def test_bad_request_rate_is_a_user_error(bad):
+    with pytest.raises(UserError):
+        parse_request_rate(bad)
+    assert parse_request_rate("inf") == math.inf
+
+
+def test_window_opens_when_first_level_all_have_a_token_and_closes_when_fewer_remain():
+    # level 2, 4 requests all sent at 0; slots free as requests end
+    reqs = [
+        _req(0, 0.0, 1.0, 3.0, 5),
+        _req(1, 0.0, 1.5, 4.0, 5),
+        _req(2, 3.0, 3.5, 6.0, 5),  # gets a slot at 3.0
+        _req(3, 4.0, 4.5, 7.0, 5),  # gets a slot at 4.0
+    ]
+    w = steady_state_window(reqs, level=2, arrivals_s=[0.0] * 4)
+    # opens at 1.5 (request 1's first token); outstanding 4,3,2 after ends at 3,4;
+    # the end at 6.0 leaves 1 < 2: closes
+    assert (w.start_s, w.end_s) == (1.5, 6.0)
+    assert mean_in_flight(reqs, w) == pytest.approx(2.0, rel=1e-9)  # the client cap held
+    inside = tokens_in_window(reqs, w)
+    expected = sum(1 for r in reqs for t in r.token_times_s() if 1.5 <= t <= 6.0)
+    assert inside == expected
+
+
+def test_live_tracker_fires_callbacks_at_the_same_moments():
+    opened, closed = [], []
+    tr = SteadyStateTracker(2, opened.append, closed.append)
+    for i in range(3):
+        tr.arrived(i, 0.0)
+    tr.first_token(0, 1.0)
+    assert not opened
+    tr.first_token(1, 2.0)
+    assert opened == [2.0]
+    tr.finished(0, 3.0)  # 2 outstanding: still steady
+    assert not closed
+    tr.finished(1, 4.0)  # 1 outstanding < 2
+    assert closed == [4.0]
+    assert tr.window.duration_s == 2.0
+
+
+def test_slow_arrivals_never_reach_the_level():
+    reqs = [_req(0, 0.0, 0.5, 1.0, 3), _req(1, 5.0, 5.5, 6.0, 3)]
+    assert steady_state_window(reqs, level=2) is None
+
+
+def test_token_times_spread_tokens_the_stream_bundled():
+    r = RequestTiming(0, 0.0, 1.0, 3.0, chunk_times_s=[1.0, 2.0], output_tokens=5)
+    times = r.token_times_s()
+    assert len(times) == 5 and times[0] == 1.0 and max(times) <= 3.0
+
+
+def test_split_adds_up_to_the_in_flight_energy_and_follows_tokens():
+    # power 100 W from 0 to 2 s, 400 W from 2 to 4 s, sampled every 0.1 s
+    samples = [(0.1 * k, 100.0 if 0.1 * k <= 2.0 + 1e-9 else 400.0) for k in range(0, 41)]
+    a = _req(0, 0.0, 0.5, 4.0, 30)  # long request
+    b = _req(1, 1.0, 1.2, 2.0, 10)  # short one, only during the low-power part
+    res = split_energy([a, b], samples)
+    assert sum(res.energy_j) == pytest.approx(res.attributed_j, rel=1e-12)
+    assert res.attributed_j == pytest.approx(timeline_energy_j(samples, 0.0, 4.0), rel=1e-9)
+    assert res.attributed_j == pytest.approx(100 * 2 + 400 * 2, rel=1e-6)
+    # b ran only at 100 W for 1 s: it cannot have more than 100 J
+    assert 0 < res.energy_j[1] < 100.0
+    assert res.unattributed_j == pytest.approx(0.0, abs=1e-9)
+
+
+def test_split_keeps_idle_gaps_apart():
+    samples = [(0.1 * k, 50.0) for k in range(0, 51)]
+    res = split_energy([_req(0, 0.0, 0.2, 1.0, 5), _req(1, 3.0, 3.2, 4.0, 5)], samples)
+    assert res.attributed_j == pytest.approx(50 * 2.0, rel=1e-6)
+    assert res.unattributed_j == pytest.approx(50 * 3.0, rel=1e-6)
+    assert res.energy_j[0] == pytest.approx(50.0, rel=1e-6)
+
+
+def test_prefill_tokens_count_for_the_prefilling_request():
+    samples = [(0.0, 0.0), (1.0, 100.0)]
+    decoding = _req(0, 0.0, 0.1, 1.0, 10)
+    prefilling = RequestTiming(1, 0.0, first_token_s=1.0, end_s=1.0, prompt_tokens=30)
+    res = split_energy([decoding, prefilling], samples)
+    assert res.energy_j[1] == pytest.approx(100.0 * 30 / 40, rel=1e-9)
+
+
+def test_percentiles():
+    p = percentiles(list(range(101)))
+    assert (p.p50, p.p90, p.p99, p.mean) == (50.0, 90.0, 99.0, 50.0)
+    assert percentiles([]) is None
