@@ -12,7 +12,8 @@ was published and how it was matched.
 Where the score is an accuracy in % and the run answered that benchmark's questions (its task
 is the benchmark's, see :data:`TASK_BENCHMARKS`: ML.ENERGY's ``gpqa`` runs measured whole GPQA
 responses), the run also gets ``energy_per_correct_j = energy_per_response_j / (quality / 100)``
-with ``energy_per_response_j = energy_per_token_j x output_tokens`` (J). A chat response's
+with ``energy_per_response_j = energy_per_token_j x mean output length`` (J; the exact mean,
+``avg_output_tokens``, where the record has one, else ``output_tokens``). A chat response's
 energy divided by a GPQA accuracy is no energy per correct answer, so chat runs get none.
 """
 
@@ -25,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mlenergy.analysis.headline import energy_per_response_j
 from mlenergy.quality.published import (
     THINKING_MIN_OUTPUT_TOKENS,
     PublishedScore,
@@ -163,6 +165,20 @@ def energy_per_correct(
     return out
 
 
+def mean_output_tokens(runs: pd.DataFrame) -> np.ndarray:
+    """Each run's exact mean output length (tokens).
+
+    ``avg_output_tokens``, else ``output_tokens``; NaN where neither is positive (0: length not
+    published).
+    """
+    tokens = np.full(len(runs), np.nan)
+    for name in ("output_tokens", "avg_output_tokens"):  # the exact mean wins
+        if name in runs.columns:
+            values = pd.to_numeric(runs[name], errors="coerce").to_numpy(dtype=float)
+            tokens = np.where(np.isfinite(values), values, tokens)
+    return np.where(tokens > 0, tokens, np.nan)
+
+
 def attach_published(
     runs: pd.DataFrame, scores: Sequence[PublishedScore], key: str
 ) -> pd.DataFrame:
@@ -181,17 +197,14 @@ def attach_published(
     """
     benchmark = key[len(PREFIX) :] if is_published_key(key) else key
     out = runs.copy()
-    tokens = np.full(len(out), np.nan)
-    if "output_tokens" in out.columns:
-        tokens = pd.to_numeric(out["output_tokens"], errors="coerce").to_numpy(dtype=float)
-    tokens = np.where(tokens > 0, tokens, np.nan)  # 0: length not published
+    tokens = mean_output_tokens(out)
     modes = [run_mode(t) for t in tokens]
     found = _matches(scores, benchmark, dict.fromkeys(zip(out["model_id"], modes, strict=True)))
     picked = [found.get(pair) for pair in zip(out["model_id"], modes, strict=True)]
     out["quality"] = [p[0] if p else np.nan for p in picked]
     out["quality_link"] = [p[1] if p else "" for p in picked]
     out["quality_source"] = [published_key(benchmark) if p else "" for p in picked]
-    energy = out["energy_per_token_j"].to_numpy(dtype=float) * tokens
+    energy = energy_per_response_j(out["energy_per_token_j"], tokens)
     out["energy_per_response_j"] = energy  # as prepare_runs computes it
     answers = {t: task_answers_benchmark(t, benchmark) for t in out["task"].unique()}
     accuracy = np.array(
