@@ -27,6 +27,15 @@ class Column:
 
 COLUMNS: tuple[Column, ...] = (
     Column("model_id", "Model", "Model id (Hugging Face id, local path or preset)"),
+    Column(
+        "marks",
+        "Marks",
+        "host-bound: a measured run of a configuration the estimator's host-bound rule flags "
+        "(host-bound steps at low power; its energy per token measures a host stall); "
+        "unverified: a submission lacking the provenance a real measurement records. Hover a "
+        "mark for why",
+        hover="marks_why",
+    ),
     Column("hardware", "Hardware", "Accelerator model (CPU model for CPU-only runs)"),
     Column("accelerator_count", "GPUs", "Accelerators used by the configuration (count)", "int"),
     Column("task", "Task", "Workload task label"),
@@ -160,6 +169,14 @@ def with_footprint(columns: tuple[Column, ...]) -> tuple[Column, ...]:
             out.extend(FOOTPRINT)
     return tuple(out) if len(out) > len(columns) else (*columns, *FOOTPRINT)
 
+
+HOVER_ONLY: tuple[str, ...] = (
+    "marks_why",
+    "host_bound",
+    "unverified",
+    "unverified_reasons",
+)
+"""Columns given to the API and shown on hover (of *Marks*), never as a table column."""
 
 COLUMN_BY_NAME = {c.name: c for c in (*COLUMNS, *DETAIL_ONLY, *FOOTPRINT)}
 SORTABLE = tuple(c.name for c in COLUMNS)

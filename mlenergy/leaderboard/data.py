@@ -45,7 +45,10 @@ Signature = tuple[tuple[str, int, int], ...]
 
 
 def store_runs_frame(store) -> pd.DataFrame:
-    """The store's flat run frame plus ``method`` (``Workload.method`` read from each record).
+    """The store's flat run frame plus ``method`` and ``unverified_reasons``.
+
+    ``method`` is ``Workload.method`` read from each record; ``unverified_reasons`` the
+    record's ``SubmissionInfo.unverified`` as JSON text (unverified runs only).
 
     Args:
         store: A :class:`~mlenergy.store.RunStore`.
@@ -54,8 +57,9 @@ def store_runs_frame(store) -> pd.DataFrame:
 
     cols = ", ".join(f'"{c}"' for c in RUN_COLUMNS)
     return store.query(
-        f"SELECT {cols}, json_extract_string(record_json, '$.workload.method') AS method "
-        "FROM _runs_all ORDER BY created_at, run_id"
+        f"SELECT {cols}, json_extract_string(record_json, '$.workload.method') AS method, "
+        "CASE WHEN unverified THEN json_extract(record_json, '$.submission.unverified')::VARCHAR "
+        "END AS unverified_reasons FROM _runs_all ORDER BY created_at, run_id"
     )
 
 
