@@ -27,15 +27,6 @@ class Column:
 
 COLUMNS: tuple[Column, ...] = (
     Column("model_id", "Model", "Model id (Hugging Face id, local path or preset)"),
-    Column(
-        "marks",
-        "Marks",
-        "host-bound: a measured run of a configuration the estimator's host-bound rule flags "
-        "(host-bound steps at low power; its energy per token measures a host stall); "
-        "unverified: a submission lacking the provenance a real measurement records. Hover a "
-        "mark for why",
-        hover="marks_why",
-    ),
     Column("hardware", "Hardware", "Accelerator model (CPU model for CPU-only runs)"),
     Column("accelerator_count", "GPUs", "Accelerators used by the configuration (count)", "int"),
     Column("task", "Task", "Workload task label"),
@@ -53,6 +44,15 @@ COLUMNS: tuple[Column, ...] = (
         "Energy/token (J)",
         "Energy per output token in joules (whole request; decode if no request figure)",
         "float",
+    ),
+    Column(
+        "marks",
+        "Marks",
+        "host-bound: a measured run of a configuration the estimator's host-bound rule flags "
+        "(host-bound steps at low power; its energy per token measures a host stall); "
+        "unverified: a submission lacking the provenance a real measurement records. Hover a "
+        "mark for why",
+        hover="marks_why",
     ),
     Column("itl_ms", "ITL p50 (ms)", "Median inter-token latency in milliseconds", "float"),
     Column(
