@@ -64,7 +64,7 @@ def headline_sql(field: str) -> str:
 def energy_per_response_j(energy_per_token_j: Any, mean_output_tokens: Any) -> Any:
     """Energy per output token x the exact mean output length (J); NaN where length <= 0."""
     length = np.asarray(mean_output_tokens, dtype=float)
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):  # 1e308 J x tokens is inf, not a warning
         return np.asarray(energy_per_token_j, dtype=float) * np.where(length > 0, length, np.nan)
 
 

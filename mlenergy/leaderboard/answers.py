@@ -32,6 +32,7 @@ TABLE_FRAME_COLUMNS = (
     *plots.PLOT_COLUMNS,
     *("_group", "_search", "quality_link", "arch_kind", "source_kind", "dtype", "task"),
     *("source_class", "apart", "method", "layer"),
+    *("marks_why", "host_bound", "unverified", "unverified_reasons"),
 )
 """The columns table pages, CSV files and plots read: a page copies only these."""
 

@@ -226,7 +226,8 @@ def _table_answer(ctx: AppContext, quality: str | None, q: lb.TableQuery) -> dic
     res = answers.table_result(ctx, quality, q)
     if q.page > res.pages:
         raise refuse(f"page {q.page} is out of range; this query has {res.pages} page(s)")
-    columns = [c.name for c in lb.COLUMNS] + ["quality_link"]
+    columns = [c.name for c in lb.COLUMNS]
+    columns += ["quality_link", "host_bound", "unverified", "unverified_reasons"]
     return {
         "task": q.task,
         "quality": quality,

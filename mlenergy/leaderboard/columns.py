@@ -45,6 +45,15 @@ COLUMNS: tuple[Column, ...] = (
         "Energy per output token in joules (whole request; decode if no request figure)",
         "float",
     ),
+    Column(
+        "marks",
+        "Marks",
+        "host-bound: a measured run of a configuration the estimator's host-bound rule flags "
+        "(host-bound steps at low power; its energy per token measures a host stall); "
+        "unverified: a submission lacking the provenance a real measurement records. Hover a "
+        "mark for why",
+        hover="marks_why",
+    ),
     Column("itl_ms", "ITL p50 (ms)", "Median inter-token latency in milliseconds", "float"),
     Column(
         "throughput_tokens_per_s",
@@ -160,6 +169,14 @@ def with_footprint(columns: tuple[Column, ...]) -> tuple[Column, ...]:
             out.extend(FOOTPRINT)
     return tuple(out) if len(out) > len(columns) else (*columns, *FOOTPRINT)
 
+
+HOVER_ONLY: tuple[str, ...] = (
+    "marks_why",
+    "host_bound",
+    "unverified",
+    "unverified_reasons",
+)
+"""Columns given to the API and shown on hover (of *Marks*), never as a table column."""
 
 COLUMN_BY_NAME = {c.name: c for c in (*COLUMNS, *DETAIL_ONLY, *FOOTPRINT)}
 SORTABLE = tuple(c.name for c in COLUMNS)

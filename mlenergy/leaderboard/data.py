@@ -31,7 +31,7 @@ from mlenergy.leaderboard.query import prepare_runs
 from mlenergy.leaderboard.reference_layer import ReferenceLayer, merge_layers, reference_layer
 from mlenergy.leaderboard.views import attach_quality, quality_frame, quality_keys
 from mlenergy.quality.published import PublishedScore
-from mlenergy.records import RunRecord
+from mlenergy.records import QualityResult, RunRecord
 
 _T = TypeVar("_T")
 
@@ -45,7 +45,10 @@ Signature = tuple[tuple[str, int, int], ...]
 
 
 def store_runs_frame(store) -> pd.DataFrame:
-    """The store's flat run frame plus ``method`` (``Workload.method`` read from each record).
+    """The store's flat run frame plus ``method`` and ``unverified_reasons``.
+
+    ``method`` is ``Workload.method`` read from each record; ``unverified_reasons`` the
+    record's ``SubmissionInfo.unverified`` as JSON text (unverified runs only).
 
     Args:
         store: A :class:`~mlenergy.store.RunStore`.
@@ -54,8 +57,9 @@ def store_runs_frame(store) -> pd.DataFrame:
 
     cols = ", ".join(f'"{c}"' for c in RUN_COLUMNS)
     return store.query(
-        f"SELECT {cols}, json_extract_string(record_json, '$.workload.method') AS method "
-        "FROM _runs_all ORDER BY created_at, run_id"
+        f"SELECT {cols}, json_extract_string(record_json, '$.workload.method') AS method, "
+        "CASE WHEN unverified THEN json_extract(record_json, '$.submission.unverified')::VARCHAR "
+        "END AS unverified_reasons FROM _runs_all ORDER BY created_at, run_id"
     )
 
 
@@ -90,6 +94,9 @@ class LeaderboardData:
         published: Published quality scores offered for runs without a quality record of
             their own (see :mod:`mlenergy.leaderboard.published`).
         reference: The shipped reference layer shown beside the store (``None``: none).
+        quality_records: The store's quality records, preferred to published scores under a
+            published benchmark's figure (see
+            :func:`~mlenergy.analysis.quality_attach.pick_quality`).
     """
 
     data_dir: Path | None
@@ -98,6 +105,7 @@ class LeaderboardData:
     signature: Signature = ()
     published: list[PublishedScore] = field(default_factory=list)
     reference: ReferenceLayer | None = None
+    quality_records: list[QualityResult] = field(default_factory=list)
     _by_key: dict[str | None, pd.DataFrame] = field(default_factory=dict, repr=False)
     _memo: OrderedDict = field(default_factory=OrderedDict, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
@@ -110,6 +118,7 @@ class LeaderboardData:
         quality: pd.DataFrame | None = None,
         data_dir: Path | None = None,
         published: list[PublishedScore] | None = None,
+        quality_records: list[QualityResult] | None = None,
     ) -> LeaderboardData:
         """Build from the store's flat frames (``runs_frame()``, ``quality_frame()``).
 
@@ -118,10 +127,15 @@ class LeaderboardData:
             quality: The store's flat quality frame.
             data_dir: The store folder, if any.
             published: Published quality scores (none by default).
+            quality_records: The store's quality records (``RunStore.quality()``).
         """
         q = quality_frame(quality if quality is not None else pd.DataFrame())
         return cls(
-            data_dir=data_dir, runs=prepare_runs(runs), quality=q, published=list(published or [])
+            data_dir=data_dir,
+            runs=prepare_runs(runs),
+            quality=q,
+            published=list(published or []),
+            quality_records=list(quality_records or []),
         )
 
     @classmethod
@@ -157,7 +171,8 @@ class LeaderboardData:
         signature = store_signature(Path(data_dir))
         store = RunStore(data_dir)
         runs = merge_layers(layer.frame if layer else None, store_runs_frame(store))
-        data = cls.from_frames(runs, store.quality_frame(), Path(data_dir), published)
+        records = store.quality() if store.results_dir.is_dir() else []
+        data = cls.from_frames(runs, store.quality_frame(), Path(data_dir), published, records)
         data.signature = signature
         data.reference = layer
         return data
@@ -176,6 +191,7 @@ class LeaderboardData:
             fresh = LeaderboardData.load(self.data_dir, self.published, self.reference or False)
             with self._lock:
                 self.runs, self.quality = fresh.runs, fresh.quality
+                self.quality_records = fresh.quality_records
                 self.signature = fresh.signature
                 self._by_key.clear()
                 self._memo.clear()
@@ -228,7 +244,9 @@ class LeaderboardData:
             cached = self._by_key.get(quality_key)
             if cached is None:
                 if is_published_key(quality_key):
-                    cached = attach_published(self.runs, self.published, quality_key)
+                    cached = attach_published(
+                        self.runs, self.published, quality_key, self.quality_records
+                    )
                 else:
                     cached = attach_quality(self.runs, self.quality, quality_key)
                 self._by_key[quality_key] = cached

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from mlenergy.leaderboard.columns import COLUMN_BY_NAME, COLUMNS, Column
+from mlenergy.leaderboard.columns import COLUMN_BY_NAME, COLUMNS, HOVER_ONLY, Column
 
 
 def format_value(value: object, fmt: str = "text") -> str:
@@ -123,7 +123,7 @@ def render_frame(rows: pd.DataFrame, table_id: str, empty_text: str = "Nothing t
     """Render any frame (e.g. a model's configurations, a comparison) with escaped cells.
 
     Columns known to the main table get its labels, formats and tooltips; other columns are
-    shown under their own name.
+    shown under their own name, except :data:`~.columns.HOVER_ONLY` ones (shown on hover).
     """
     cols = [
         COLUMN_BY_NAME.get(
@@ -136,6 +136,7 @@ def render_frame(rows: pd.DataFrame, table_id: str, empty_text: str = "Nothing t
             ),
         )
         for name in rows.columns
+        if name not in HOVER_ONLY
     ]
     return render_table(rows, cols, table_id=table_id, empty_text=empty_text)
 

@@ -7,12 +7,16 @@ them the Quality figure menu also offers each published benchmark of
 benchmark, the score of the run's mode (thinking or not, told by the run's mean output
 length; :func:`~mlenergy.quality.published.match_score`). Such a figure was not measured in
 the run: its ``quality_source`` is ``published:<benchmark>`` and ``quality_link`` says where it
-was published and how it was matched.
+was published and how it was matched. A model with a quality record of its own in the store
+on that benchmark gets that record instead (``quality_source`` ``measured:<task>`` or
+``imported:<task>``), as in the measured study: both call the one rule,
+:func:`mlenergy.analysis.quality_attach.pick_quality`.
 
 Where the score is an accuracy in % and the run answered that benchmark's questions (its task
 is the benchmark's, see :data:`TASK_BENCHMARKS`: ML.ENERGY's ``gpqa`` runs measured whole GPQA
 responses), the run also gets ``energy_per_correct_j = energy_per_response_j / (quality / 100)``
-with ``energy_per_response_j = energy_per_token_j x output_tokens`` (J). A chat response's
+with ``energy_per_response_j = energy_per_token_j x mean output length`` (J; the exact mean,
+``avg_output_tokens``, where the record has one, else ``output_tokens``). A chat response's
 energy divided by a GPQA accuracy is no energy per correct answer, so chat runs get none.
 """
 
@@ -25,15 +29,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mlenergy.analysis.headline import energy_per_response_j
+from mlenergy.analysis.quality_attach import pick_quality
 from mlenergy.quality.published import (
     THINKING_MIN_OUTPUT_TOKENS,
     PublishedScore,
     default_published_quality_path,
-    match_score,
     read_published_quality,
     run_mode,
     scores_for,
 )
+from mlenergy.records import QualityResult
 
 PREFIX = "published:"
 """Prefix of the Quality figure menu's published entries (the score's source label)."""
@@ -135,16 +141,27 @@ def _link_text(score: PublishedScore, how: str) -> str:
 
 
 def _matches(
-    scores: Sequence[PublishedScore], benchmark: str, pairs: Iterable[tuple[str, str | None]]
-) -> dict[tuple[str, str | None], tuple[float, str, bool]]:
-    """``(model_id, mode) -> (score, link text, is accuracy)`` for the pairs with a score."""
+    records: Sequence[QualityResult],
+    scores: Sequence[PublishedScore],
+    benchmark: str,
+    pairs: Iterable[tuple[str, str | None]],
+) -> dict[tuple[str, str | None], tuple[float, str, bool, str]]:
+    """``(model_id, mode) -> (score, link text, is accuracy, source label)`` with a figure.
+
+    The figure is :func:`~mlenergy.analysis.quality_attach.pick_quality`'s: the store's own
+    record of the model on the benchmark, else the published score of the run's mode.
+    """
     out = {}
     for model_id, mode in pairs:
-        match = match_score(scores, model_id, benchmark, mode=mode)
-        if match is not None:
-            s = match.score
-            how = match.how.replace(f"{mode} run (given)", _MODE_RULE.get(mode, ""))
-            out[(model_id, mode)] = (s.score, _link_text(s, how), s.is_accuracy)
+        fig = pick_quality(records, scores, model_id, benchmark, mode=mode)
+        if fig is None:
+            continue
+        if fig.published is not None:
+            how = fig.how.replace(f"{mode} run (given)", _MODE_RULE.get(mode, ""))
+            link = _link_text(fig.published, how)
+        else:
+            link = f"{fig.reference}; {fig.how}"
+        out[(model_id, mode)] = (fig.score, link, fig.is_accuracy, fig.source_label)
     return out
 
 
@@ -163,15 +180,38 @@ def energy_per_correct(
     return out
 
 
+def mean_output_tokens(runs: pd.DataFrame) -> np.ndarray:
+    """Each run's exact mean output length (tokens).
+
+    ``avg_output_tokens``, else ``output_tokens``; NaN where neither is positive (0: length not
+    published).
+    """
+    tokens = np.full(len(runs), np.nan)
+    for name in ("output_tokens", "avg_output_tokens"):  # the exact mean wins
+        if name in runs.columns:
+            values = pd.to_numeric(runs[name], errors="coerce").to_numpy(dtype=float)
+            tokens = np.where(np.isfinite(values), values, tokens)
+    return np.where(tokens > 0, tokens, np.nan)
+
+
 def attach_published(
-    runs: pd.DataFrame, scores: Sequence[PublishedScore], key: str
+    runs: pd.DataFrame,
+    scores: Sequence[PublishedScore],
+    key: str,
+    records: Sequence[QualityResult] = (),
 ) -> pd.DataFrame:
-    """Set the published score of benchmark ``key`` on every run whose model has one.
+    """Set the quality figure of benchmark ``key`` on every run whose model has one.
+
+    The figure is the one rule's (:func:`~mlenergy.analysis.quality_attach.pick_quality`,
+    shared with the measured study): the store's own quality record of the model on that
+    benchmark when there is one (``quality_source`` ``measured:<task>`` or
+    ``imported:<task>``), else the published score of the run's mode.
 
     Args:
         runs: A frame from :func:`mlenergy.leaderboard.query.prepare_runs`.
         scores: Published scores.
         key: A menu key (``published:<benchmark>``).
+        records: The store's quality records (preferred to published scores).
 
     Returns:
         A copy of ``runs`` with ``quality`` (the score, NaN where none), ``quality_link`` (its
@@ -181,17 +221,15 @@ def attach_published(
     """
     benchmark = key[len(PREFIX) :] if is_published_key(key) else key
     out = runs.copy()
-    tokens = np.full(len(out), np.nan)
-    if "output_tokens" in out.columns:
-        tokens = pd.to_numeric(out["output_tokens"], errors="coerce").to_numpy(dtype=float)
-    tokens = np.where(tokens > 0, tokens, np.nan)  # 0: length not published
+    tokens = mean_output_tokens(out)
     modes = [run_mode(t) for t in tokens]
-    found = _matches(scores, benchmark, dict.fromkeys(zip(out["model_id"], modes, strict=True)))
+    pairs = dict.fromkeys(zip(out["model_id"], modes, strict=True))
+    found = _matches(records, scores, benchmark, pairs)
     picked = [found.get(pair) for pair in zip(out["model_id"], modes, strict=True)]
     out["quality"] = [p[0] if p else np.nan for p in picked]
     out["quality_link"] = [p[1] if p else "" for p in picked]
-    out["quality_source"] = [published_key(benchmark) if p else "" for p in picked]
-    energy = out["energy_per_token_j"].to_numpy(dtype=float) * tokens
+    out["quality_source"] = [p[3] if p else "" for p in picked]
+    energy = energy_per_response_j(out["energy_per_token_j"], tokens)
     out["energy_per_response_j"] = energy  # as prepare_runs computes it
     answers = {t: task_answers_benchmark(t, benchmark) for t in out["task"].unique()}
     accuracy = np.array(

@@ -25,6 +25,7 @@ from mlenergy.analysis.headline import (
 )
 from mlenergy.leaderboard.arch import ARCH_KINDS, architecture_kinds
 from mlenergy.leaderboard.columns import COLUMNS, DEFAULT_SORT, SORTABLE, with_footprint
+from mlenergy.leaderboard.marks import attach_marks
 
 __all__ = [
     "COLUMNS",
@@ -117,7 +118,9 @@ def prepare_runs(runs: pd.DataFrame) -> pd.DataFrame:
     splits into GPU and CPU rows), ``apart`` (``True`` for every row that is not measured on
     GPUs: such rows are shown below the measured ones), ``method`` (``Workload.method``, ``""``
     when not recorded),
-    ``active_params_b`` / ``total_params_b`` (billions), ``quality`` (NaN until
+    ``host_bound``, ``unverified``, ``unverified_reasons``, ``marks`` and ``marks_why`` (see
+    :mod:`mlenergy.leaderboard.marks`), ``active_params_b`` / ``total_params_b`` (billions),
+    ``quality`` (NaN until
     :func:`mlenergy.leaderboard.views.attach_quality`) and ``_search`` (lower-case
     text searched by :func:`filter_runs`).
 
@@ -170,6 +173,7 @@ def prepare_runs(runs: pd.DataFrame) -> pd.DataFrame:
     for name in ("model_id", "task", "dtype", "submitter", "energy_source", "run_id"):
         df[name] = _text(df, name)
     df["task"] = df["task"].replace("", "(none)")
+    attach_marks(df)
     if "quality" not in df.columns:
         df["quality"] = np.nan
     df["_group"] = pd.MultiIndex.from_arrays(

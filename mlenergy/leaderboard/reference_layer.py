@@ -43,15 +43,17 @@ _LOCK = threading.Lock()
 
 
 def flat_frame(records: list[RunRecord]) -> pd.DataFrame:
-    """The store's flat columns of ``records`` plus ``method`` (``Workload.method``)."""
+    """The store's flat columns of ``records`` plus ``method`` and ``unverified_reasons``."""
     from mlenergy.store.tables import RUN_COLUMNS, flatten_run
 
     rows = []
     for record in records:
         row = flatten_run(record)
         row["method"] = record.workload.method
+        sub = record.submission
+        row["unverified_reasons"] = list(sub.unverified) if sub is not None else None
         rows.append(row)
-    return pd.DataFrame(rows, columns=[*RUN_COLUMNS, "method"])
+    return pd.DataFrame(rows, columns=[*RUN_COLUMNS, "method", "unverified_reasons"])
 
 
 def reference_layer(root: str | Path | None = None) -> ReferenceLayer:

@@ -32,6 +32,7 @@ QUALITY_COLUMNS = (
 
 DETAIL_COLUMNS = (
     "run_id",
+    "marks",
     "task",
     "hardware",
     "accelerator_count",
@@ -63,6 +64,10 @@ DETAIL_COLUMNS = (
     "idle_power_w",
     "repeats",
     "created_at",
+    "marks_why",
+    "host_bound",
+    "unverified",
+    "unverified_reasons",
 )
 
 COMPARE_METRICS = (

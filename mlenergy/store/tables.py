@@ -2,7 +2,9 @@
 
 One run becomes one row of :data:`RUN_COLUMNS`; one quality result one row of
 :data:`QUALITY_COLUMNS`. Units are in the column names (joules, seconds, watts, tokens); a
-figure the record lacks is ``None`` (NaN in pandas), never 0.
+figure the record lacks is ``None`` (NaN in pandas), never 0. ``avg_output_tokens`` is the exact
+mean output length where the record has one (``output_tokens`` is then its rounding); segments
+written before a column existed read it as null.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ _RUN_BASE: tuple[tuple[str, pa.DataType], ...] = (
     ("max_num_seqs", pa.int64()),
     ("input_tokens", pa.int64()),
     ("output_tokens", pa.int64()),
+    ("avg_output_tokens", pa.float64()),
     ("num_requests", pa.int64()),
     ("device", pa.string()),
     ("tensor_parallel", pa.int64()),
@@ -193,6 +196,7 @@ def flatten_run(run: RunRecord, content_hash: str | None = None) -> dict[str, An
         "max_num_seqs": work.max_num_seqs,
         "input_tokens": work.input_tokens,
         "output_tokens": work.output_tokens,
+        "avg_output_tokens": work.avg_output_tokens,
         "num_requests": work.num_requests,
         "device": work.device,
         "tensor_parallel": work.tensor_parallel,

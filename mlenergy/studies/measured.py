@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +33,26 @@ from mlenergy.analysis.headline import (
     lowest_energy_positions,
     meets_deadline,
 )
-from mlenergy.quality.published import PublishedScore, match_score, run_mode
+from mlenergy.analysis.quality_attach import (
+    QualityFigure,
+    matches_benchmark,
+    normalise,
+    pick_quality,
+    published_quality,
+    store_quality,
+)
+from mlenergy.quality.published import PublishedScore, run_mode
 from mlenergy.records import Phase, QualityResult, RunRecord
+
+__all__ = [
+    "QualityFigure",
+    "attach_quality",
+    "best_configurations",
+    "measured_frame",
+    "pick_quality",
+    "published_quality",
+    "store_quality",
+]
 
 CHAT_BENCHMARK = "LMArena text score"
 """Quality figure of the chat task: one LMArena snapshot (2025-11-09), on one Elo scale."""
@@ -199,111 +216,6 @@ def best_configurations(configs: pd.DataFrame, itl_limit_ms: float) -> pd.DataFr
     return pd.DataFrame(out).reset_index(drop=True)
 
 
-@dataclass(frozen=True)
-class QualityFigure:
-    """The quality figure attached to one row, with its label and how it was matched."""
-
-    benchmark: str
-    score: float
-    is_accuracy: bool
-    source_label: str
-    reference: str
-    how: str
-    alternatives: tuple[float, ...] = field(default=())
-
-
-_ACCURACY_METRICS = ("acc", "exact_match", "em", "pass@1", "accuracy")
-
-
-def _normalise(text: str) -> str:
-    return "".join(ch for ch in text.lower() if ch.isalnum())
-
-
-_FILTER_ORDER = ("none", "strict-match")
-"""lm-eval filters preferred when one task reports several (then the others, by name)."""
-
-
-def _quality_kind(q: QualityResult) -> str:
-    """``imported`` (read from another tool's file or submitted) or ``measured`` (this project)."""
-    return "imported" if q.tags.get("imported_from") or q.submission is not None else "measured"
-
-
-def _quality_origin(q: QualityResult) -> str:
-    """Who produced a quality record: the tool (and submitter) or this project."""
-    who = q.tags.get("origin") or ("this project" if _quality_kind(q) == "measured" else "")
-    if q.submission is not None:
-        by = f"submitted by {q.submission.submitter}"
-        who = f"{who}, {by}" if who else by
-    return who
-
-
-def _filter_rank(q: QualityResult) -> tuple[int, str]:
-    filt = q.tags.get("filter", "none")
-    order = _FILTER_ORDER.index(filt) if filt in _FILTER_ORDER else len(_FILTER_ORDER)
-    return order, q.metric
-
-
-def _task_rank(q: QualityResult, benchmark: str) -> tuple[float, int, int, int]:
-    """Order of preference among matching records: newest, then the benchmark's own task.
-
-    ``lm-eval:mmlu_pro`` (the task named as the benchmark, or a group) comes before its
-    subtasks such as ``lm-eval:mmlu_pro_biology``, then shorter names.
-    """
-    name = _normalise(q.task.removeprefix("lm-eval:"))
-    exact = name == _normalise(benchmark) or q.tags.get("benchmark") is not None
-    return (-q.created_at.timestamp(), 0 if exact else 1, 0 if q.tags.get("group") else 1,
-            len(q.task))  # fmt: skip
-
-
-def _as_percent(q: QualityResult) -> tuple[float, bool]:
-    accuracy = q.metric.lower().startswith(_ACCURACY_METRICS) and 0.0 <= q.value <= 1.0
-    return (q.value * 100.0 if accuracy else q.value), accuracy
-
-
-def store_quality(
-    records: Iterable[QualityResult], model_id: str, benchmark: str
-) -> QualityFigure | None:
-    """A quality record of the store for ``model_id`` on ``benchmark`` (the newest), if any.
-
-    A record counts when its ``tags["benchmark"]`` names the benchmark or its task contains
-    the benchmark's name (``lm-eval:gpqa_diamond_cot_zeroshot`` for ``GPQA-Diamond``). The
-    newest evaluation wins, and within it the benchmark's own task or group before its
-    subtasks (:func:`_task_rank`); among that task's records lm-eval's filter ``none``, then
-    ``strict-match``, is chosen and the other figures are named in ``how``. Accuracy
-    fractions in [0, 1] are shown in %. The label is ``imported:<task>`` for a record read
-    from another tool's file or submitted, else ``measured:<task>``.
-    """
-    found = [
-        q for q in records if q.model.model_id == model_id and _matches_benchmark(q, benchmark)
-    ]
-    if not found:
-        return None
-    newest = min(found, key=lambda r: _task_rank(r, benchmark))
-    same = [q for q in found if q.task == newest.task and q.created_at == newest.created_at]
-    q = min(same, key=_filter_rank)
-    score, accuracy = _as_percent(q)
-    others = [f"{o.metric} {_as_percent(o)[0]:.4g}" for o in sorted(same, key=_filter_rank)[1:]]
-    how = f"quality record of the store ({q.task}, {q.metric}), preferred to published scores"
-    if others:
-        how += f"; other figures of that evaluation: {', '.join(others)}"
-    return QualityFigure(
-        benchmark=benchmark,
-        score=score,
-        is_accuracy=accuracy,
-        source_label=f"{_quality_kind(q)}:{q.task}",
-        reference=(
-            f"quality record {q.quality_id} ({q.metric} on {q.dataset or q.task}, "
-            f"by {_quality_origin(q)}; not measured in the energy runs)"
-        ),
-        how=how,
-    )
-
-
-def _matches_benchmark(q: QualityResult, benchmark: str) -> bool:
-    want = _normalise(benchmark)
-    return _normalise(q.tags.get("benchmark", "")) == want or want in _normalise(q.task)
-
-
 def unused_store_quality(
     records: Iterable[QualityResult], measured: set[str], benchmarks: list[str]
 ) -> list[str]:
@@ -320,7 +232,7 @@ def unused_store_quality(
     """
     by_model: dict[str, set[str]] = {}
     for q in records:
-        if not any(_matches_benchmark(q, b) for b in benchmarks) or (
+        if not any(matches_benchmark(q, b) for b in benchmarks) or (
             q.model.model_id not in measured
         ):
             by_model.setdefault(q.model.model_id, set()).add(q.task)
@@ -337,43 +249,6 @@ def unused_store_quality(
             "task's)"
         )
     return out
-
-
-def published_quality(
-    scores: list[PublishedScore], model_id: str, benchmark: str, mean_output_tokens: float
-) -> QualityFigure | None:
-    """The published score of ``model_id`` on ``benchmark``, in the run's mode, if any."""
-    match = match_score(scores, model_id, benchmark, mean_output_tokens=mean_output_tokens)
-    if match is None:
-        return None
-    s = match.score
-    return QualityFigure(
-        benchmark=s.benchmark,
-        score=s.score,
-        is_accuracy=s.is_accuracy,
-        source_label=s.label,
-        reference=f"{s.source} ({s.source_date}; {s.setting})",
-        how=match.how,
-        alternatives=tuple(sorted({a.score for a in match.alternatives} - {s.score})),
-    )
-
-
-def _stored_or_published(
-    records: list[QualityResult],
-    scores: list[PublishedScore],
-    model_id: str,
-    benchmark: str,
-    mean_output_tokens: float,
-) -> QualityFigure | None:
-    """The store's figure (naming the published score it is preferred to), else the published."""
-    stored = store_quality(records, model_id, benchmark)
-    published = published_quality(scores, model_id, benchmark, mean_output_tokens)
-    if stored is None:
-        return published
-    if published is not None:
-        how = f"{stored.how} (published {published.score:g}, {published.reference}, not used)"
-        stored = replace(stored, how=how)
-    return stored
 
 
 def attach_quality(
@@ -398,7 +273,7 @@ def attach_quality(
         if bench is None:
             reason = f"no quality benchmark is mapped to task {row['task']!r}"
         else:
-            fig = _stored_or_published(
+            fig = pick_quality(
                 quality_records, scores, row["model_id"], bench, row["mean_output_tokens"]
             )
             if fig is None:
@@ -443,7 +318,7 @@ def accuracy_interval(score: float, benchmark: str) -> tuple[float, float] | Non
     Returns:
         ``(low, high)`` in %, or ``None`` when the benchmark's size is not known.
     """
-    n = BENCHMARK_QUESTIONS.get(_normalise(benchmark))
+    n = BENCHMARK_QUESTIONS.get(normalise(benchmark))
     if n is None or not math.isfinite(score):
         return None
     p = score / 100.0

@@ -38,6 +38,7 @@ CONTRACT_COLUMNS = [
     "max_num_seqs",
     "input_tokens",
     "output_tokens",
+    "avg_output_tokens",
     "num_requests",
     "device",
     "tensor_parallel",
