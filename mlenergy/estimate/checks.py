@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from mlenergy.errors import UserError
 
 if TYPE_CHECKING:
@@ -44,6 +46,24 @@ def expected_num_gpus(tp: int, ep: int, dp: int, pp: int) -> int:
     return max(int(tp) * int(pp) * int(dp), int(ep))
 
 
+def layout_mismatch(
+    num_gpus: np.ndarray | float,
+    tp: np.ndarray | float,
+    ep: np.ndarray | float,
+    dp: np.ndarray | float,
+    pp: np.ndarray | float,
+) -> np.ndarray | bool:
+    """Whether a parallel layout is inconsistent with ``num_gpus`` (scalars or arrays).
+
+    Rule (holds on every reference row): ``num_gpus == max(tp * pp * dp, ep)``; with
+    ``ep > 1`` the experts are sharded over all GPUs, so ``ep == num_gpus`` and ``tp * pp * dp``
+    divides it. :func:`check_layout` words the message.
+    """
+    dense = tp * pp * dp
+    sharded = (ep > 1) & ((ep != num_gpus) | (np.mod(num_gpus, dense) != 0))
+    return (num_gpus != np.maximum(dense, ep)) | sharded
+
+
 def check_layout(num_gpus: float, tp: float, ep: float, dp: float, pp: float) -> str:
     """The error message of a parallel layout inconsistent with ``num_gpus`` ('' if none).
 
@@ -51,19 +71,18 @@ def check_layout(num_gpus: float, tp: float, ep: float, dp: float, pp: float) ->
     ``ep > 1`` the experts are sharded over all GPUs, so ``ep == num_gpus`` and ``tp * pp * dp``
     divides it.
     """
+    if not layout_mismatch(num_gpus, tp, ep, dp, pp):
+        return ""
     dense = tp * pp * dp
-    want = max(dense, ep)
-    if num_gpus != want:
+    if num_gpus != max(dense, ep):
         how = f"tensor_parallel x pipeline_parallel x data_parallel = {dense:g}"
         if ep > dense:
             how = f"expert_parallel = {ep:g} (above tp x pp x dp = {dense:g})"
         return f"num_gpus ({num_gpus:g}) does not match the parallel layout: {how}"
-    if ep > 1 and (ep != num_gpus or num_gpus % dense):
-        return (
-            f"expert_parallel ({ep:g}) must equal num_gpus ({num_gpus:g}), with "
-            f"tp x pp x dp ({dense:g}) dividing it (experts are sharded over all GPUs)"
-        )
-    return ""
+    return (
+        f"expert_parallel ({ep:g}) must equal num_gpus ({num_gpus:g}), with "
+        f"tp x pp x dp ({dense:g}) dividing it (experts are sharded over all GPUs)"
+    )
 
 
 def check_workload(w: ServingSetup, spec: ArchitectureSpec, gpu: GpuSpec) -> None:

@@ -465,7 +465,7 @@ def predict(f: dict[str, np.ndarray], c: Coefficients) -> dict[str, np.ndarray]:
     clock = np.clip(clock, f["min_clock"], f["max_clock"])
     res = _at_clock(f, c, clock)
     over = res["power_gpu"] > cap * 1.0001
-    if np.any(over):
+    if over.any():
         # Bisect the clock of the rows over the cap only (the others keep theirs).
         idx = np.flatnonzero(over)
         sub = {name: v[idx] for name, v in f.items()}
