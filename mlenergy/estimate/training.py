@@ -27,12 +27,15 @@ from mlenergy.estimate.coefficients import Coefficients, default_coefficients
 from mlenergy.estimate.configs import resolve_model
 from mlenergy.estimate.physics import effective_bandwidth
 from mlenergy.estimate.profile import build_profile, normalise_precision
+from mlenergy.estimate.training_memory import (
+    OPTIMIZER_BYTES_PER_PARAM,
+    state_bytes,
+    usable_gb,
+)
 from mlenergy.estimate.training_pipeline import StageStep, pipelined_step
 
 TRAIN_MFU_PRIOR = 0.40
 """Achieved fraction of dense tensor peak in training matmuls (typical well-tuned MFU)."""
-OPTIMIZER_BYTES_PER_PARAM = 16.0
-"""Adam mixed precision: bf16 weight + bf16 grad + fp32 master + two fp32 moments."""
 ACTIVATION_BYTES_PER_TOKEN_LAYER_HIDDEN = 34.0
 """Stored activations per token, layer and hidden unit without recomputation (bytes)."""
 
@@ -191,11 +194,12 @@ def estimate_training(
     state_gpu = params_gpu / dp  # fully sharded (FSDP / ZeRO-3) over data-parallel ranks
     act = ACTIVATION_BYTES_PER_TOKEN_LAYER_HIDDEN * tokens_gpu * prof.hidden_size
     act *= prof.num_layers / tensor_parallel
-    mem_gb = (state_gpu * OPTIMIZER_BYTES_PER_PARAM + act) / 1e9
-    if mem_gb > 0.95 * g.memory_gb:
+    state = state_bytes(params_gpu, dp, fully_sharded=True)
+    mem_gb = (state + act) / 1e9
+    if mem_gb > usable_gb(g.memory_gb):
         raise UserError(
-            f"training step does not fit: {state_gpu * 16 / 1e9:.1f} GB weights/grads/Adam + "
-            f"{act / 1e9:.1f} GB activations per GPU > {0.95 * g.memory_gb:.1f} GB usable",
+            f"training step does not fit: {state / 1e9:.1f} GB weights/grads/Adam + "
+            f"{act / 1e9:.1f} GB activations per GPU > {usable_gb(g.memory_gb):.1f} GB usable",
             "Use more GPUs, a smaller batch or shorter sequences",
         )
     clock = float(sm_clock_mhz or g.max_sm_clock_mhz)
@@ -463,11 +467,11 @@ def estimate_pipeline_stages(
         params_gpu = params / tensor_parallel
         act = ACTIVATION_BYTES_PER_TOKEN_LAYER_HIDDEN * tokens * prof.hidden_size * layers
         act *= min(stages - stage, stages) / tensor_parallel
-        mem_gb = (params_gpu * (4.0 + 12.0 / data_parallel) + act) / 1e9
-        if mem_gb > 0.95 * g.memory_gb:
+        mem_gb = (state_bytes(params_gpu, data_parallel, fully_sharded=False) + act) / 1e9
+        if mem_gb > usable_gb(g.memory_gb):
             raise UserError(
                 f"stage {stage} does not fit: {mem_gb:.1f} GB per GPU > "
-                f"{0.95 * g.memory_gb:.1f} GB usable on {g.name}",
+                f"{usable_gb(g.memory_gb):.1f} GB usable on {g.name}",
                 "Use more stages, more tensor parallelism, --data-parallel or smaller microbatches",
             )
         for inst, mult, reads in (("forward", 1.0, 1.0), ("backward", 2.0, 3.0)):

@@ -44,15 +44,12 @@ from mlenergy.errors import UserError
 from mlenergy.estimate.catalog import GpuSpec
 from mlenergy.estimate.coefficients import Coefficients
 from mlenergy.estimate.physics import effective_bandwidth
+from mlenergy.estimate.training_memory import OPTIMIZER_BYTES_PER_PARAM, state_bytes, usable_gb
 
 if TYPE_CHECKING:
     from mlenergy.estimate.training import TrainingEstimate
 
-WEIGHT_GRAD_BYTES_PER_PARAM = 4.0
-"""bf16 weight and bf16 gradient, held whole by every data-parallel replica."""
-ADAM_STATE_BYTES_PER_PARAM = 12.0
-"""fp32 master weight and two fp32 moments, sharded over the data-parallel ranks."""
-ADAM_UPDATE_BYTES_PER_PARAM = 16.0
+ADAM_UPDATE_BYTES_PER_PARAM = OPTIMIZER_BYTES_PER_PARAM
 """Bytes streamed per parameter by the Adam update of a shard (states, weight, gradient)."""
 
 
@@ -166,7 +163,7 @@ def stage_memory_gb(
     """(weights + gradients + Adam shard, activations) per GPU of a stage, in GB."""
     from mlenergy.estimate.training import ACTIVATION_BYTES_PER_TOKEN_LAYER_HIDDEN
 
-    state = params / tp * (WEIGHT_GRAD_BYTES_PER_PARAM + ADAM_STATE_BYTES_PER_PARAM / dp)
+    state = state_bytes(params / tp, dp, fully_sharded=False)
     act = ACTIVATION_BYTES_PER_TOKEN_LAYER_HIDDEN * tokens * hidden * layers * in_flight / tp
     return state / 1e9, act / 1e9
 
@@ -339,8 +336,8 @@ def replace_busy(stage: StageStep, busy_fraction: float) -> StageStep:
 
 
 def _check_fits(stage: int, state_gb: float, act_gb: float, g: GpuSpec) -> None:
-    """Raise :class:`UserError` when a stage needs more than 95% of the GPU's memory."""
-    usable = 0.95 * g.memory_gb
+    """Raise :class:`UserError` when a stage needs more than the GPU's usable memory."""
+    usable = usable_gb(g.memory_gb)
     if state_gb + act_gb > usable:
         raise UserError(
             f"training step does not fit: pipeline stage {stage} needs {state_gb:.1f} GB "
