@@ -19,8 +19,9 @@ Modules, by job:
   ``table_rows`` (the results, a row as an ``Estimate``); ``api`` (one estimate, a sweep)
   and ``batch`` (the CSV contract) call it; ``sampling`` draws random requests for the
   agreement check of the two;
-* other paths: ``training``, ``prepare`` (the calibration's featuriser), ``report`` (text,
-  tables, plots), ``to_record`` (estimates as run records);
+* other paths: ``training`` (with ``training_memory``), ``prepare`` (one configuration's
+  features, via the table), ``report`` (text, tables, plots), ``to_record`` (estimates as run
+  records);
 * data and fit: ``locate`` (the shared reference folder), ``reference`` (the one reader of
   the ML.ENERGY measurements, as run records), ``measurements`` (records to the fit's
   columns), ``calibration`` (the fit), ``crossval`` (grouped cross-validation), ``refit``

@@ -21,158 +21,30 @@ import numpy as np
 import pandas as pd
 
 from mlenergy.errors import UserError
-from mlenergy.estimate.catalog import GpuSpec, resolve_gpu
-from mlenergy.estimate.checks import mode_error
+from mlenergy.estimate.checks import expected_num_gpus, mode_error
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients, interval_class
-from mlenergy.estimate.configs import resolve_model_config
 from mlenergy.estimate.engines import CURRENT_ENGINE, engine_note, is_legacy, resolve_engine
-from mlenergy.estimate.features import feature_row
 from mlenergy.estimate.host_bound import host_bound_mask, host_bound_note
 from mlenergy.estimate.memory import (
-    MEMORY_KEYS,
     fit_verdict,
     memory_bytes,
-    memory_row,
     offline_kv_limit,
     usable_bytes,
 )
 from mlenergy.estimate.offline import predict_modes
 from mlenergy.estimate.offline_scheduler import default_cap_note, row_schedulers
-from mlenergy.estimate.physics import FEATURES
-from mlenergy.estimate.prepare import weight_precision
-from mlenergy.estimate.profile import ModelProfile, build_profile
 from mlenergy.estimate.requests import EstimateRequests
 from mlenergy.estimate.row_checks import RowErrors, check_clock_power, check_parallel, check_values
-from mlenergy.estimate.serving import ServingSetup
+from mlenergy.estimate.table_keys import (
+    ModelOnGpu,
+    factorize,
+    key_features,
+    key_numbers,
+    per_key,
+    resolve_keys,
+)
 from mlenergy.estimate.table_rows import EstimateTable
 from mlenergy.estimate.task_defaults import is_multimodal, task_input_tokens
-from mlenergy.models.architecture import ArchitectureSpec
-
-_UNIT_SETUP = ServingSetup(batch_size=1.0, input_tokens=1.0, output_tokens=1.0)
-"""A placeholder workload: the per-model features do not depend on it."""
-
-
-@dataclass(frozen=True)
-class ModelOnGpu:
-    """One distinct (model, GPU, precision) of a table, resolved once.
-
-    Attributes:
-        spec: Architecture.
-        prof: Profile at the weight precision.
-        gpu: GPU datasheet.
-        features: Per-model features in the order of :data:`KEY_FEATURES` (the
-            workload's are placeholders).
-        note: The resolution's caveat (a variant's config used, an fp8 format assumed).
-    """
-
-    spec: ArchitectureSpec
-    prof: ModelProfile
-    gpu: GpuSpec
-    features: np.ndarray
-    note: str
-
-
-KEY_FEATURES = tuple(dict.fromkeys((*FEATURES, *MEMORY_KEYS)))
-"""Names of :attr:`ModelOnGpu.features`: the physics' features and the memory rule's."""
-_RESOLVED: dict[tuple, ModelOnGpu] = {}
-"""Resolved (model, GPU, precision, configs folder), kept for the process (bounded)."""
-_RESOLVED_MAX = 4096
-
-
-_PROFILES: dict[tuple[ArchitectureSpec, str], ModelProfile] = {}
-
-
-def _resolve(model: str, gpu: str | GpuSpec, precision: str, configs_dir) -> ModelOnGpu:
-    """Resolve one (model, GPU, precision) (:func:`resolve_model_config`, the catalog).
-
-    Each is resolved once per process (configs are read once too: ``configs._load_config``).
-
-    Raises:
-        UserError: No config, an unknown GPU or a precision that conflicts with the id.
-    """
-    key = (model, gpu, precision, str(configs_dir))
-    try:
-        return _RESOLVED[key]
-    except KeyError:
-        pass
-    except TypeError:  # an unhashable GPU spec: resolve it every time
-        return _resolve_uncached(model, gpu, precision, configs_dir)
-    found = _resolve_uncached(model, gpu, precision, configs_dir)
-    if len(_RESOLVED) >= _RESOLVED_MAX:
-        _RESOLVED.clear()
-    _RESOLVED[key] = found
-    return found
-
-
-def _resolve_uncached(model: str, gpu: str | GpuSpec, precision: str, configs_dir) -> ModelOnGpu:
-    """:func:`_resolve` without the cache."""
-    resolved = resolve_model_config(model, configs_dir)
-    spec = resolved.spec
-    prec = weight_precision(resolved.fp8, precision, spec.quant_method)
-    if isinstance(gpu, str) and not gpu.strip():
-        raise UserError("gpu is empty", "Give a catalog GPU name or a spec file")
-    gpu_spec = resolve_gpu(gpu)
-    prof = _PROFILES.get((spec, prec))
-    if prof is None:
-        prof = _PROFILES.setdefault((spec, prec), build_profile(spec, prec))
-    row = feature_row(prof, gpu_spec, _UNIT_SETUP)
-    row.update(memory_row(spec, prof))
-    vector = np.array([row[name] for name in KEY_FEATURES], dtype=float)
-    vector.setflags(write=False)  # shared by every row and table of this key
-    return ModelOnGpu(spec, prof, gpu_spec, vector, resolved.note)
-
-
-def _factorize(values: np.ndarray) -> tuple[np.ndarray, list]:
-    """Codes and distinct values of a column (no pandas call for a single row)."""
-    if len(values) == 1:
-        return np.zeros(1, dtype=np.int64), [values[0]]
-    codes, uniques = pd.factorize(values)
-    return codes, list(uniques)
-
-
-def _resolve_keys(
-    req: EstimateRequests, configs_dir: str | Path | None, errors: RowErrors
-) -> tuple[np.ndarray, list[ModelOnGpu | None]]:
-    """Each row's index into the distinct (model, GPU, precision), each resolved once."""
-    parts = [_factorize(col) for col in (req.model, req.gpu, req.precision)]
-    combined = (parts[0][0] * len(parts[1][1]) + parts[1][0]) * len(parts[2][1]) + parts[2][0]
-    if len(combined) == 1:
-        first, codes = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
-    else:
-        _, first, codes = np.unique(combined, return_index=True, return_inverse=True)
-    keys: list[ModelOnGpu | None] = []
-    key_err: list[str] = []
-    for i in first:
-        try:
-            keys.append(_resolve(req.model[i], req.gpu[i], req.precision[i], configs_dir))
-            key_err.append("")
-        except UserError as exc:
-            keys.append(None)
-            key_err.append(exc.message)
-    messages = np.array(key_err, dtype=object)[codes]
-    errors.flag(messages != "", messages)
-    return codes, keys
-
-
-def _per_key(keys: list[ModelOnGpu | None], codes: np.ndarray, value, default) -> np.ndarray:
-    """``value(key)`` of each row's key (``default`` for an unresolved one)."""
-    return np.array([default if k is None else value(k) for k in keys])[codes]
-
-
-def _key_numbers(
-    keys: list[ModelOnGpu | None], codes: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each row's attention heads, routed experts (0: dense) and GPU memory (GiB)."""
-    table = np.array(
-        [
-            (1.0, 0.0, math.inf)
-            if k is None
-            else (k.spec.num_heads, k.spec.num_experts or 0, k.gpu.memory_gb)
-            for k in keys
-        ],
-        dtype=float,
-    )[codes]
-    return table[:, 0], table[:, 1], table[:, 2]
 
 
 def _modes(req: EstimateRequests, errors: RowErrors) -> tuple[np.ndarray, np.ndarray]:
@@ -202,7 +74,7 @@ def _engines(
     else:
         joined = pd.Series(req.engine) + "\x00" + pd.Series(req.task) + "\x00" + modes
         keys = joined.to_numpy(dtype=object)
-    codes, uniques = _factorize(keys)
+    codes, uniques = factorize(keys)
     names, fails, notes = [], [], []
     for key in uniques:
         engine, task, mode = key.split("\x00")
@@ -218,26 +90,59 @@ def _engines(
     return np.array(names, dtype=object)[codes], np.array(notes, dtype=object)[codes]
 
 
-def estimate_table(
-    req: EstimateRequests,
-    configs_dir: str | Path | None = None,
-    coefficients: Coefficients | None = None,
-) -> EstimateTable:
-    """Estimate every request of the table (serving or offline); bad rows get an error.
+@dataclass(frozen=True)
+class PreparedTable:
+    """Requests checked, resolved and featurised: the physics' inputs and what reports need.
+
+    Attributes:
+        errors: Each row's error so far.
+        codes: Each row's index into ``keys``.
+        keys: The distinct (model, GPU, precision) resolved (``None``: unresolved).
+        offline: Which rows are offline jobs.
+        max_output_tokens: Each offline job's cap (NaN: none).
+        engines: Each row's engine profile.
+        notes: Per row, the engine's caveat, the memory fit's and the KV-cache queue's.
+        num_gpus: Each row's GPUs (derived where not given).
+        input_tokens: Each row's prompt length (the task's default where not given).
+        features: The physics' feature columns (placeholders on bad rows).
+        schedule: The offline scheduler's token budget and chunked prefill per row.
+        queued: Per row, whether the offline default cap queued requests, the sequences
+            decoding together and the replicas.
+        gpu_names: Each row's catalog GPU name.
+        memory_gb: Per-GPU memory in GB per row (empty without the fit check).
+    """
+
+    errors: RowErrors
+    codes: np.ndarray
+    keys: list[ModelOnGpu | None]
+    offline: np.ndarray
+    max_output_tokens: np.ndarray
+    engines: np.ndarray
+    notes: tuple[np.ndarray, np.ndarray, np.ndarray]
+    num_gpus: np.ndarray
+    input_tokens: np.ndarray
+    features: dict[str, np.ndarray]
+    schedule: tuple[np.ndarray, np.ndarray]
+    queued: tuple[np.ndarray, np.ndarray, np.ndarray]
+    gpu_names: np.ndarray
+    memory_gb: dict[str, np.ndarray]
+
+
+def prepare_table(
+    req: EstimateRequests, configs_dir: str | Path | None = None, check_fit: bool = True
+) -> PreparedTable:
+    """Check, resolve and featurise every request (the physics' inputs); bad rows get an error.
 
     Args:
         req: The requests.
         configs_dir: Folder of ``<org>__<name>.json`` model configs.
-        coefficients: Model coefficients (default: shipped).
-
-    Returns:
-        One entry per request in every column, in order.
+        check_fit: Apply the memory fit rule (the calibration featurises measured runs
+            without it: they ran).
     """
-    coef = coefficients or default_coefficients()
     n = len(req)
     errors = RowErrors(n)
     errors.flag(req.bad_cells != "", req.bad_cells)
-    codes, keys = _resolve_keys(req, configs_dir, errors)
+    codes, keys = resolve_keys(req, configs_dir, errors)
     offline, max_out = _modes(req, errors)
     engines, engine_notes = _engines(req, offline, errors)
 
@@ -247,9 +152,9 @@ def estimate_table(
         req.data_parallel,
         req.pipeline_parallel,
     )
-    ngpu = np.where(np.isnan(req.num_gpus), np.maximum(tp * pp * dp, ep), req.num_gpus)
+    ngpu = np.where(np.isnan(req.num_gpus), expected_num_gpus(tp, ep, dp, pp), req.num_gpus)
     jobs, out_tok = req.batch_size, req.output_tokens
-    task_codes, task_names = _factorize(req.task)
+    task_codes, task_names = factorize(req.task)
     task_len = np.array([task_input_tokens(t) for t in task_names], dtype=float)[task_codes]
     in_given = ~np.isnan(req.input_tokens)
     in_tok = np.where(in_given, req.input_tokens, task_len)
@@ -263,7 +168,7 @@ def estimate_table(
         "data_parallel": dp,
         "pipeline_parallel": pp,
     }
-    heads, experts, mem_gb = _key_numbers(keys, codes)
+    heads, experts, mem_gb = key_numbers(keys, codes)
     check_parallel(errors, degrees, heads, experts)
     gpus = [None if k is None else k.gpu for k in keys]
     check_clock_power(errors, req.sm_clock_mhz, req.power_limit_w, gpus, codes)
@@ -278,7 +183,7 @@ def estimate_table(
     batch = np.where(offline & (together >= 1) & (jobs > together), together, jobs)
 
     good = errors.ok()
-    feat = _features(keys, codes)
+    feat = key_features(keys, codes)
     fill = {
         "num_gpus": ngpu,
         "tp": tp,
@@ -300,12 +205,59 @@ def estimate_table(
     equal = np.isnan(max_out) | (max_out <= out_tok)
     queue_notes = offline_kv_limit(feat, mem_gb, offline & good, equal)
     feat["seqs"] = np.where(good & np.isnan(cap), feat["batch"], feat["seqs"])
-    gpu_names = _per_key(keys, codes, lambda k: k.gpu.name, "").astype(object)
-    memory, fit_warn = _memory_fit(feat, mem_gb, gpu_names, in_given, errors)
+    gpu_names = per_key(keys, codes, lambda k: k.gpu.name, "").astype(object)
+    memory: dict[str, np.ndarray] = {}
+    fit_warn = np.full(n, "", dtype=object)
+    if check_fit:
+        memory, fit_warn = _memory_fit(feat, mem_gb, gpu_names, in_given, errors)
+    return PreparedTable(
+        errors=errors,
+        codes=codes,
+        keys=keys,
+        offline=offline,
+        max_output_tokens=max_out,
+        engines=engines,
+        notes=(engine_notes, fit_warn, queue_notes),
+        num_gpus=ngpu,
+        input_tokens=in_tok,
+        features=feat,
+        schedule=(budget, chunked),
+        queued=(defaulted, together, replicas),
+        gpu_names=gpu_names,
+        memory_gb=memory,
+    )
 
+
+def estimate_table(
+    req: EstimateRequests,
+    configs_dir: str | Path | None = None,
+    coefficients: Coefficients | None = None,
+) -> EstimateTable:
+    """Estimate every request of the table (serving or offline); bad rows get an error.
+
+    Args:
+        req: The requests.
+        configs_dir: Folder of ``<org>__<name>.json`` model configs.
+        coefficients: Model coefficients (default: shipped).
+
+    Returns:
+        One entry per request in every column, in order.
+    """
+    coef = coefficients or default_coefficients()
+    p = prepare_table(req, configs_dir)
+    errors, codes, keys, jobs = p.errors, p.codes, p.keys, req.batch_size
+    engine_notes, fit_warn, queue_notes = p.notes
+    defaulted, together, replicas = p.queued
+    gpu_names, ngpu, offline = p.gpu_names, p.num_gpus, p.offline
+    n = len(req)
     good = errors.ok()
     pred = predict_modes(
-        feat, coef, offline & good, max_out, np.where(good, jobs, 1.0), budget, chunked
+        p.features,
+        coef,
+        offline & good,
+        p.max_output_tokens,
+        np.where(good, jobs, 1.0),
+        *p.schedule,
     )
 
     def infeasible(i: int) -> str:
@@ -321,7 +273,7 @@ def estimate_table(
     host = host_bound_mask(gpu_names, ngpu, req.task, coef.host_bound_rule)
     lo, hi = _interval(coef, keys, codes, host)
 
-    key_notes = _per_key(keys, codes, lambda k: k.note, "").astype(object)
+    key_notes = per_key(keys, codes, lambda k: k.note, "").astype(object)
     noted = (engine_notes != "") | (key_notes != "") | (fit_warn != "") | (queue_notes != "")
     warnings = np.full(n, "", dtype=object)
     for i in np.flatnonzero(good & (noted | defaulted | host)):
@@ -337,29 +289,14 @@ def estimate_table(
         warning=warnings,
         keys=keys,
         codes=codes,
-        engine=engines,
+        engine=p.engines,
         offline=offline,
-        input_tokens=in_tok,
+        input_tokens=p.input_tokens,
         num_gpus=ngpu,
         prediction=pred,
         interval=(lo, hi),
-        memory_gb=memory,
+        memory_gb=p.memory_gb,
     )
-
-
-def _features(keys: list[ModelOnGpu | None], codes: np.ndarray) -> dict[str, np.ndarray]:
-    """The per-model feature columns of every row (an unresolved row takes a resolved one's)."""
-    template = next((k.features for k in keys if k is not None), None)
-    if template is None:
-        return {name: np.ones(len(codes)) for name in KEY_FEATURES}
-    if len(codes) == 1:  # one row: slices of its key's vector (read-only, never written)
-        return {name: template[j : j + 1] for j, name in enumerate(KEY_FEATURES)}
-    if len(keys) == 1:
-        table = np.broadcast_to(template, (len(codes), len(template)))
-    else:
-        table = np.stack([template if k is None else k.features for k in keys])[codes]
-    table = np.asfortranarray(table)  # each feature a contiguous column
-    return {name: table[:, j] for j, name in enumerate(KEY_FEATURES)}
 
 
 def _memory_fit(
@@ -415,15 +352,15 @@ def _interval(
     ones; the host-bound rule's own where it matches; widened by ``unseen_gpu_widen`` for a
     GPU absent from calibration.
     """
-    per_key = [
+    logs = [
         coef.interval_logs(False, interval_class(k.gpu.name, k.spec.kind) if k else None)
         for k in keys
     ]
-    q05 = np.array([lo for lo, _ in per_key], dtype=float)[codes]
-    q95 = np.array([hi for _, hi in per_key], dtype=float)[codes]
+    q05 = np.array([lo for lo, _ in logs], dtype=float)[codes]
+    q95 = np.array([hi for _, hi in logs], dtype=float)[codes]
     h05, h95 = coef.interval_logs(True)
     calibrated = set(coef.calibrated_gpus)
-    widen = _per_key(
+    widen = per_key(
         keys, codes, lambda k: 1.0 if k.gpu.name in calibrated else coef.unseen_gpu_widen, 1.0
     ).astype(float)
     lo = np.exp(np.where(host, h05, q05) * widen)
