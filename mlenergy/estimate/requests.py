@@ -10,7 +10,6 @@ is not a number is kept as that row's error (``bad_cells``), so the row keeps it
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -138,6 +137,13 @@ class EstimateRequests:
                 bad[i] = f"{name} is not a number (got {str(df[name].iloc[i]).strip()!r})"
         return cls(**cols, bad_cells=bad)
 
+    @classmethod
+    def concat(cls, tables: list[EstimateRequests]) -> EstimateRequests:
+        """The rows of ``tables``, one after another."""
+        return cls(
+            **{f.name: np.concatenate([getattr(t, f.name) for t in tables]) for f in fields(cls)}
+        )
+
     def row(self, i: int) -> dict[str, Any]:
         """Request ``i`` as keyword values (``None`` where not given)."""
         out: dict[str, Any] = {}
@@ -160,9 +166,3 @@ def _numbers(df: pd.DataFrame, col: str, default: float) -> tuple[np.ndarray, np
     vals = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
     blank = raw.isna().to_numpy() | (raw.astype(str).str.strip() == "").to_numpy()
     return np.where(blank, default, vals), ~blank & np.isnan(vals)
-
-
-def requests_from_mapping(values: Mapping[str, Any]) -> EstimateRequests:
-    """:meth:`EstimateRequests.one` from a mapping that may hold other keys (ignored)."""
-    names = {f.name for f in fields(EstimateRequests)} - {"bad_cells"}
-    return EstimateRequests.one(**{k: v for k, v in values.items() if k in names})

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from mlenergy.errors import UserError
-from mlenergy.estimate import estimate, estimate_frame
+from mlenergy.estimate import estimate, estimate_frame, sweep
 from mlenergy.estimate.batch import row_estimates
 from mlenergy.estimate.sampling import random_requests
 
@@ -83,3 +83,22 @@ def test_a_bad_row_keeps_its_place_with_one_error():
     assert frame.loc[1, "error"] == "batch_size is not a number (got 'lots')"
     assert frame.loc[0, "energy_per_token_j"] == frame.loc[2, "energy_per_token_j"]
     assert len(row_estimates(frame)) == 2
+
+
+def test_a_sweep_is_one_table_and_matches_single_estimates():
+    base = dict(model="Qwen/Qwen3-30B-A3B-Instruct-2507", gpu="H100", output_tokens=256)
+    base.update(input_tokens=1024, mode="offline")
+    axes = {"batch_size": [1, 64, 4096], "sm_clock_mhz": [900.0, 1980.0, 99.0]}
+    results = sweep(base, axes)
+    assert len(results) == 9
+    i = 0
+    for batch in axes["batch_size"]:
+        for clock in axes["sm_clock_mhz"]:
+            single = _single({**base, "batch_size": batch, "sm_clock_mhz": clock})
+            got = results[i]
+            if isinstance(single, str):
+                assert got == single  # the clock outside the range: the same one error
+            else:
+                assert got.to_dict() == single.to_dict()
+            i += 1
+    assert sum(isinstance(r, str) for r in results) == 3
