@@ -102,6 +102,7 @@ class EstimateRequests:
             cell = "" if v is None else v if name == "gpu" and not isinstance(v, str) else str(v)
             cols[name] = np.array([cell], dtype=object)
         bad = ""
+        nums = []
         for name in NUMBER_COLUMNS:
             v = values.get(name)
             num = math.nan
@@ -112,7 +113,11 @@ class EstimateRequests:
                     bad = bad or f"{name} is not a number (got {v!r})"
             elif name in PARALLEL_DEGREES:
                 num = 1.0
-            cols[name] = np.array([num], dtype=float)
+            nums.append(num)
+        numbers = np.array(nums, dtype=float)
+        numbers.setflags(write=False)  # columns are views of it: never written in place
+        for j, name in enumerate(NUMBER_COLUMNS):
+            cols[name] = numbers[j : j + 1]
         return cls(**cols, bad_cells=np.array([bad], dtype=object))
 
     @classmethod

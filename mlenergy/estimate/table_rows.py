@@ -169,7 +169,11 @@ class EstimateTable:
         r = self.requests
         key = self.keys[self.codes[i]]
         assert key is not None  # a row without error has a resolved key
-        p = {name: float(v[i]) for name, v in self.prediction.items()}
+        pred = self.prediction
+        names = (*BREAKDOWN_KEYS.values(), "energy_per_token_j", "clock_mhz", "step_s")
+        names += ("throughput_tokens_per_s", "avg_power_w", "t_prefill_s")
+        names += ("job_duration_s", "prefill_duration_s") if self.offline[i] else ()
+        p = {name: float(pred[name][i]) for name in names}
         e, out_tok = p["energy_per_token_j"], float(r.output_tokens[i])
         offline = bool(self.offline[i])
         prof, spec = key.prof, key.spec
