@@ -271,13 +271,7 @@ def _estimate_batch(
     typer.echo(f"estimated {len(result) - bad} of {len(result)} rows -> {out}", err=True)
     if target is None:
         return
-    estimates = row_estimates(result, configs_dir, coef)
-    if len(estimates) != len(result) - bad:
-        typer.echo(
-            f"note: {len(result) - bad - len(estimates)} estimated row(s) not saved "
-            "(rejected by the single-estimate checks)",
-            err=True,
-        )
+    estimates = row_estimates(result, configs_dir, coef)  # the same path: every row estimated
     _save(estimates, configs_dir, target)
 
 
@@ -342,13 +336,23 @@ def calibrate_cmd(
         Path | None, typer.Option(help="Also fit on GPU measurements of this data dir.")
     ] = None,
     out: Annotated[
-        Path | None, typer.Option(help="Coefficients file (default: the package's).")
+        Path | None,
+        typer.Option(
+            help="Coefficients file to write (required); use it with "
+            "`mlenergy estimate --coefficients FILE`."
+        ),
     ] = None,
     configs_dir: Annotated[Path | None, typer.Option(help="Folder of model configs.")] = None,
     no_v2: Annotated[bool, typer.Option("--no-v2", help="Skip the 2024 v2 tables.")] = False,
     folds: Annotated[int, typer.Option(help="CV folds for the prediction interval.")] = 10,
 ) -> None:
-    """Fit the estimator's global coefficients on measurements and write them."""
+    """Fit the estimator's global coefficients on measurements and write them to --out."""
+    if out is None:
+        raise UserError(
+            "--out is required: calibrate never rewrites the installed package's coefficients",
+            "Give a file, e.g. --out my-coefficients.json, then estimate with "
+            "--coefficients my-coefficients.json",
+        )
     if folds == 1 or folds < 0:
         raise UserError(
             f"--folds must be >= 2 (or 0: keep the current interval), got {folds}",
@@ -365,8 +369,11 @@ def calibrate_cmd(
         except Exception as exc:  # no store there yet, or not readable: skip it, say so
             typer.echo(f"note: no stored measurements used from {store} ({exc})", err=True)
     configs_dir = configs_next_to(reference, configs_dir)
-    coef, path, n = calibrate_all(reference, runs, out, configs_dir, not no_v2, folds)
+    coef, path, n = calibrate_all(
+        reference, runs, out=out, configs_dir=configs_dir, include_v2=not no_v2, folds=folds
+    )
     typer.echo(f"fitted on {n} rows; coefficients -> {path}")
+    typer.echo(f"use them with: mlenergy estimate --coefficients {path} ...")
     width = max(len(name) for name in coef.FITTED)
     for name in coef.FITTED:
         typer.echo(f"  {name:{width}s} {getattr(coef, name):.4g}")
@@ -395,6 +402,10 @@ def validate_cmd(
     no_v2: Annotated[bool, typer.Option("--no-v2", help="Skip the 2024 v2 tables.")] = False,
     out: Annotated[Path | None, typer.Option(help="Write out-of-fold predictions (CSV).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    markdown: Annotated[
+        bool,
+        typer.Option("--markdown", help="Print the report as Markdown (docs include it)."),
+    ] = False,
 ) -> None:
     """Grouped cross-validation (no model in both fit and test): error report."""
     if folds is not None and folds < 2:
@@ -424,13 +435,27 @@ def validate_cmd(
         note = f"{len(own)} measured GPU serving run(s) from {store} (source 'store')"
         typer.echo(note, err=True)
         df = pd.concat([df, own], ignore_index=True) if len(own) else df
-    cv = cross_validate(df, folds=folds, configs_dir=configs, group_by=hold_out)
+    cv = cross_validate(df, folds=folds, configs_dir=configs, group_by=hold_out, show_progress=True)
     tables = validation_tables(cv, group_by)
     checks = cv.target_checks(held_out_gpu=hold_out == "gpu")
     clean = cv.without_stalled()
     clean_checks = clean.target_checks(held_out_gpu=hold_out == "gpu") if len(clean.rows) else []
     if out is not None:
         cv.rows.to_csv(out, index=False)
+    rule = host_bound_label(default_coefficients().host_bound_rule)
+    if markdown:
+        from mlenergy.estimate.accuracy_markdown import validation_markdown
+
+        words = ["mlenergy estimate validate"]
+        words += [] if hold_out == "architecture" else ["--hold-out", hold_out]
+        words += [] if folds is None else ["--folds", str(folds)]
+        words += ["--no-v2"] if no_v2 else []
+        words += [f"--group-by {g}" for g in group_by or []]
+        command = " ".join([*words, "--markdown"])
+        typer.echo(
+            validation_markdown(command, cv, tables, checks, cv.energy_tail(), rule), nl=False
+        )
+        return
     if as_json:
         payload = {k: json.loads(v.to_json(orient="index")) for k, v in tables.items()}
         payload["targets_percent"] = TARGETS
@@ -447,7 +472,7 @@ def validate_cmd(
     for name, table in tables.items():
         typer.echo(f"\n== by {name}")
         typer.echo(table.round(1).to_string())
-    typer.echo(f"\nhost-bound rule: {host_bound_label(default_coefficients().host_bound_rule)}")
+    typer.echo(f"\nhost-bound rule: {rule}")
     missed = sum(not c.met for c in checks)
     typer.echo(f"\ntargets: {len(checks) - missed} of {len(checks)} met (all rows, in %)")
     for c in checks:

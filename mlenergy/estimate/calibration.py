@@ -26,16 +26,14 @@ from mlenergy.estimate.coefficients import (
     default_coefficients,
     interval_class,
 )
-from mlenergy.estimate.features import stack
+from mlenergy.estimate.engines import CURRENT_ENGINE, LEGACY_ENGINE
 from mlenergy.estimate.host_bound import MIN_HOST_BOUND_ROWS, host_bound_mask
-from mlenergy.estimate.physics import predict
-from mlenergy.estimate.prepare import prepare
-from mlenergy.estimate.serving import ServingSetup
+from mlenergy.estimate.physics import FEATURES, predict
+from mlenergy.estimate.requests import EstimateRequests
+from mlenergy.estimate.table import PreparedTable, prepare_table
 from mlenergy.estimate.task_defaults import (
     TASK_INPUT_TOKENS,
     has_value,
-    input_tokens_for,
-    visual_tokens_for,
 )
 
 # (name, lower bound, upper bound) of fitted coefficients; fitted in log space.
@@ -97,53 +95,46 @@ ENERGY_WEIGHT = 1.0
 def featurise(
     df: pd.DataFrame, configs_dir: str | Path | None = None
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Feature arrays for the rows of a reference-like frame.
+    """Feature arrays for the rows of a reference-like frame, by the estimator's one path.
+
+    The rows go through :func:`~mlenergy.estimate.table.prepare_table` (the checks and
+    features of every estimate) without the memory fit rule: the runs were measured, so they
+    fitted. A row the estimator refuses (no config, a layout it does not take) is left out.
 
     Args:
         df: Frame with ``config_id`` (or ``model_id``), ``gpu``, parallelism columns,
             ``precision``, ``task``, ``batch_size``, ``output_tokens`` and optionally
-            ``input_tokens`` and ``legacy``.
+            ``input_tokens`` and ``legacy`` (the 2024 engine).
         configs_dir: Folder of model configs.
 
     Returns:
-        The stacked features of the rows that could be prepared, and their row positions.
+        The features of the rows that could be prepared, and their row positions.
     """
-    rows, keep = [], []
-    for pos, r in enumerate(df.itertuples(index=False)):
-        try:
-            feat = prepare_row(r._asdict(), configs_dir)
-        except UserError:
-            continue
-        rows.append(feat)
-        keep.append(pos)
-    if not rows:
+    prepared = _prepare(df, configs_dir)
+    keep = np.flatnonzero(prepared.errors.ok())
+    if not len(keep):
         raise UserError("no reference row could be prepared", "Check --reference and configs")
-    return stack(rows), np.array(keep, dtype=int)
+    return {name: prepared.features[name][keep] for name in FEATURES}, keep
 
 
-def prepare_row(rec: dict, configs_dir: str | Path | None = None) -> dict[str, float]:
-    """The feature row of one measurement (columns as in :func:`featurise`).
+def _prepare(df: pd.DataFrame, configs_dir: str | Path | None) -> PreparedTable:
+    """The rows of a reference-like frame through the one path, without the fit rule."""
+    model = df["config_id"] if "config_id" in df else df["model_id"]
+    if "model_id" in df and "config_id" in df:
+        model = df["config_id"].where(df["config_id"].fillna("").astype(str) != "", df["model_id"])
+    legacy = df["legacy"].fillna(False).astype(bool) if "legacy" in df else False
+    columns = ["gpu", "precision", "task", "batch_size", "output_tokens", "input_tokens"]
+    columns += ["num_gpus", "tensor_parallel", "expert_parallel", "data_parallel"]
+    columns += ["pipeline_parallel"]
+    frame = df[[c for c in columns if c in df]].copy()
+    frame["model"] = model
+    frame["engine"] = np.where(legacy, LEGACY_ENGINE, CURRENT_ENGINE)
+    return prepare_table(EstimateRequests.from_frame(frame), configs_dir, check_fit=False)
 
-    Raises:
-        UserError: The row cannot be estimated (no config, a layout the estimator refuses);
-            the message names why.
-    """
-    prompt_tokens = input_tokens_for(rec.get("task"), rec.get("input_tokens"))
-    w = ServingSetup(
-        batch_size=float(rec["batch_size"]),
-        input_tokens=prompt_tokens,
-        visual_tokens=visual_tokens_for(rec.get("task"), prompt_tokens),
-        output_tokens=float(rec["output_tokens"]),
-        num_gpus=int(rec["num_gpus"]),
-        tensor_parallel=int(rec["tensor_parallel"]),
-        expert_parallel=int(rec["expert_parallel"]),
-        data_parallel=int(rec["data_parallel"]),
-        pipeline_parallel=int(rec.get("pipeline_parallel") or 1),
-        legacy_engine=bool(rec.get("legacy", False)),
-    )
-    model = rec.get("config_id") or rec["model_id"]
-    *_, feat = prepare(model, rec["gpu"], w, rec["precision"], configs_dir, check_fit=False)
-    return feat
+
+def row_errors(df: pd.DataFrame, configs_dir: str | Path | None = None) -> np.ndarray:
+    """Why each row of a reference-like frame cannot be estimated (``""``: it can)."""
+    return _prepare(df, configs_dir).errors.messages
 
 
 def _subset(feat: dict[str, np.ndarray], mask: np.ndarray) -> dict[str, np.ndarray]:

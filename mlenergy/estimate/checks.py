@@ -1,8 +1,8 @@
 """Input checks of one configuration: values, parallel layout, SM clock and power limit.
 
-Each check names the offending field; :func:`check_workload` raises
-:class:`~mlenergy.errors.UserError`, the other checks return the message so that the batch path can
-put it in a row's ``error``.
+Each check names the offending field and returns its message (``""``: none); the one path
+(:mod:`~mlenergy.estimate.row_checks`) applies them to a table of requests and puts the
+message in the row's error.
 """
 
 from __future__ import annotations
@@ -10,29 +10,18 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from mlenergy.errors import UserError
+import numpy as np
 
 if TYPE_CHECKING:
     from mlenergy.estimate.catalog import GpuSpec
-    from mlenergy.estimate.serving import ServingSetup
-    from mlenergy.models.architecture import ArchitectureSpec
 
 BATCH_CAP_TOLERANCE = 1.001
 """``batch_size`` may exceed ``max_num_seqs`` by this factor (rounding of measured averages)."""
 
 
-def positive(name: str, value: float | None, allow_zero: bool = False) -> float:
-    """``value`` as a float, or :class:`UserError` naming ``name`` unless > 0 (>= 0)."""
-    try:
-        v = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise UserError(f"{name} must be a number, got {value!r}") from None
-    if math.isnan(v) or v < 0 or (v == 0 and not allow_zero):
-        raise UserError(f"{name} must be {'>= 0' if allow_zero else '> 0'}, got {value!r}")
-    return v
-
-
-def expected_num_gpus(tp: int, ep: int, dp: int, pp: int) -> int:
+def expected_num_gpus(
+    tp: np.ndarray | float, ep: np.ndarray | float, dp: np.ndarray | float, pp: np.ndarray | float
+) -> np.ndarray | float:
     """GPUs a parallel layout occupies: ``tp * pp * dp``, or ``ep`` when experts span more.
 
     Expert parallelism reuses the GPUs of the other degrees (as in vLLM, where the experts of
@@ -41,7 +30,25 @@ def expected_num_gpus(tp: int, ep: int, dp: int, pp: int) -> int:
     In both cases the layout spans ``max(tp * pp * dp, ep)`` GPUs and the experts are sharded
     over all of them (``ep = num_gpus``).
     """
-    return max(int(tp) * int(pp) * int(dp), int(ep))
+    return np.maximum(tp * pp * dp, ep)
+
+
+def layout_mismatch(
+    num_gpus: np.ndarray | float,
+    tp: np.ndarray | float,
+    ep: np.ndarray | float,
+    dp: np.ndarray | float,
+    pp: np.ndarray | float,
+) -> np.ndarray | bool:
+    """Whether a parallel layout is inconsistent with ``num_gpus`` (scalars or arrays).
+
+    Rule (holds on every reference row): ``num_gpus == max(tp * pp * dp, ep)``; with
+    ``ep > 1`` the experts are sharded over all GPUs, so ``ep == num_gpus`` and ``tp * pp * dp``
+    divides it. :func:`check_layout` words the message.
+    """
+    dense = tp * pp * dp
+    sharded = (ep > 1) & ((ep != num_gpus) | (np.mod(num_gpus, dense) != 0))
+    return (num_gpus != np.maximum(dense, ep)) | sharded
 
 
 def check_layout(num_gpus: float, tp: float, ep: float, dp: float, pp: float) -> str:
@@ -51,67 +58,18 @@ def check_layout(num_gpus: float, tp: float, ep: float, dp: float, pp: float) ->
     ``ep > 1`` the experts are sharded over all GPUs, so ``ep == num_gpus`` and ``tp * pp * dp``
     divides it.
     """
+    if not layout_mismatch(num_gpus, tp, ep, dp, pp):
+        return ""
     dense = tp * pp * dp
-    want = max(dense, ep)
-    if num_gpus != want:
+    if num_gpus != max(dense, ep):
         how = f"tensor_parallel x pipeline_parallel x data_parallel = {dense:g}"
         if ep > dense:
             how = f"expert_parallel = {ep:g} (above tp x pp x dp = {dense:g})"
         return f"num_gpus ({num_gpus:g}) does not match the parallel layout: {how}"
-    if ep > 1 and (ep != num_gpus or num_gpus % dense):
-        return (
-            f"expert_parallel ({ep:g}) must equal num_gpus ({num_gpus:g}), with "
-            f"tp x pp x dp ({dense:g}) dividing it (experts are sharded over all GPUs)"
-        )
-    return ""
-
-
-def check_workload(w: ServingSetup, spec: ArchitectureSpec, gpu: GpuSpec) -> None:
-    """Raise :class:`UserError` naming the field if the configuration is invalid."""
-    positive("batch_size", w.batch_size)
-    positive("input_tokens", w.input_tokens)
-    positive("output_tokens", w.output_tokens)
-    for name in ("num_gpus", "tensor_parallel", "expert_parallel", "data_parallel"):
-        v = getattr(w, name)
-        if int(v) != v or v < 1:
-            raise UserError(f"{name} must be a whole number >= 1, got {v!r}")
-    if w.max_num_seqs is not None:
-        cap = positive("max_num_seqs", w.max_num_seqs)
-        if int(cap) != cap:
-            raise UserError(f"max_num_seqs must be a whole number >= 1, got {w.max_num_seqs!r}")
-        if w.batch_size > cap * BATCH_CAP_TOLERANCE:
-            raise UserError(
-                f"batch_size ({w.batch_size:g}) exceeds max_num_seqs ({cap:g}), the engine's "
-                "concurrency cap",
-                "batch_size is the average number of sequences decoding together; keep it "
-                "at or below max_num_seqs",
-            )
-    if int(w.pipeline_parallel) != w.pipeline_parallel or w.pipeline_parallel < 1:
-        raise UserError(f"pipeline_parallel must be a whole number >= 1, got {w.pipeline_parallel}")
-    if w.num_gpus % w.data_parallel:
-        raise UserError(
-            f"data_parallel ({w.data_parallel}) does not divide num_gpus ({w.num_gpus})"
-        )
-    layout = check_layout(
-        w.num_gpus, w.tensor_parallel, w.expert_parallel, w.data_parallel, w.pipeline_parallel
+    return (
+        f"expert_parallel ({ep:g}) must equal num_gpus ({num_gpus:g}), with "
+        f"tp x pp x dp ({dense:g}) dividing it (experts are sharded over all GPUs)"
     )
-    if layout:
-        raise UserError(layout, "Omit --num-gpus to derive it from the parallel degrees")
-    if spec.num_heads % w.tensor_parallel:
-        raise UserError(
-            f"tensor_parallel ({w.tensor_parallel}) does not divide num_attention_heads "
-            f"({spec.num_heads})",
-            "Pick a tensor-parallel degree that divides the number of attention heads",
-        )
-    if w.expert_parallel > 1 and not spec.is_moe:
-        raise UserError(f"expert_parallel ({w.expert_parallel}) needs an MoE model")
-    if spec.is_moe and w.expert_parallel > (spec.num_experts or 1):
-        raise UserError(
-            f"expert_parallel ({w.expert_parallel}) exceeds num_experts ({spec.num_experts})"
-        )
-    message = clock_power_error(w.sm_clock_mhz, w.power_limit_w, gpu)
-    if message:
-        raise UserError(message)
 
 
 def clock_power_error(sm_clock_mhz: float | None, power_limit_w: float | None, gpu: GpuSpec) -> str:
@@ -172,26 +130,3 @@ def mode_error(mode: str | None, max_output_tokens: float | None, output_tokens:
             f"({output_tokens:g}): the cap must be at least the mean output length"
         )
     return ""
-
-
-def check_mode(
-    mode: str | None, max_output_tokens: float | str | None, output_tokens: float
-) -> tuple[str, float | None]:
-    """The mode (``serving`` or ``offline``) and the generation cap of an estimate.
-
-    Raises:
-        UserError: Unknown mode, a cap that is not a positive number, a cap below the mean
-            output length, or a cap in serving mode (the message names the field).
-    """
-    cap = None
-    if max_output_tokens is not None and str(max_output_tokens).strip() not in ("", "nan"):
-        try:
-            cap = float(max_output_tokens)
-        except (TypeError, ValueError):
-            raise UserError(
-                f"max_output_tokens must be a number, got {max_output_tokens!r}"
-            ) from None
-    message = mode_error(mode, cap, float(output_tokens))
-    if message:
-        raise UserError(message)
-    return (mode or "").strip().lower() or "serving", cap

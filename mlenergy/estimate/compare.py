@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from mlenergy.errors import UserError
-from mlenergy.estimate.calibration import prepare_row
+from mlenergy.estimate.calibration import row_errors
 from mlenergy.estimate.coefficients import Coefficients
 from mlenergy.estimate.crossval import in_sample
 from mlenergy.estimate.measurements import measurements_from_records
@@ -68,11 +68,9 @@ class Comparison:
 
 
 def _skip_reason(row: pd.Series, configs_dir: str | Path | None) -> str:
-    try:
-        prepare_row(row.to_dict(), configs_dir)
-    except UserError as exc:
-        return str(exc)
-    return "not estimated"
+    return str(row_errors(row.to_frame().T.reset_index(drop=True), configs_dir)[0]) or (
+        "not estimated"
+    )
 
 
 def compare_runs(

@@ -7,6 +7,7 @@ as ``<org>__<name>.json``, else as a variant with the same text architecture; a 
 
 from __future__ import annotations
 
+import difflib
 import json
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -118,6 +119,28 @@ def config_candidates(model_id: str, folder: Path) -> list[Path]:
     return [folder / f for f in out]
 
 
+def close_model_ids(model_id: str, folder: Path, limit: int = 3) -> list[str]:
+    """Model ids of the configs in ``folder`` that look like ``model_id``, closest first.
+
+    An id that a shipped id extends (``deepseek-ai/DeepSeek-R1`` for
+    ``deepseek-ai/DeepSeek-R1-0528``) comes first, then :func:`difflib.get_close_matches`
+    over the ids (letter case ignored); an id without an organisation is compared with the
+    names alone.
+
+    Args:
+        model_id: The id that resolved to no config (``-FP8`` already removed).
+        folder: Folder of ``<org>__<name>.json`` configs.
+        limit: Most ids returned.
+    """
+    ids = [f[: -len(".json")].replace("__", "/") for f in _config_files(str(folder))]
+    keyed = {(i if "/" in model_id else i.rpartition("/")[2]).lower(): i for i in ids}
+    want = model_id.strip().lower()
+    longer = sorted(k for k in keyed if k.startswith(want + "-") or k.startswith(want + "."))
+    similar = difflib.get_close_matches(want, list(keyed), n=limit, cutoff=0.75)
+    ordered = list(dict.fromkeys([*longer, *similar]))[:limit]
+    return [keyed[k] for k in ordered]
+
+
 def resolve_model_config(model: str, configs_dir: str | Path | None = None) -> ResolvedModel:
     """Resolve ``model`` to its config: the one resolution rule of every estimator path.
 
@@ -149,10 +172,12 @@ def resolve_model_config(model: str, configs_dir: str | Path | None = None) -> R
     exact = base.replace("/", "__") + ".json"
     found = config_candidates(base, folder) if folder.is_dir() else []
     if not found:
+        close = close_model_ids(base, folder) if folder.is_dir() else []
+        hint = f"Did you mean {' or '.join(close)}? Else put" if close else "Put"
         raise UserError(
             f"model '{text}': no config '{exact}' in {folder}, nor one of a variant with the "
             "same architecture" + ("" if "/" in base else " under exactly one organisation"),
-            "Put the model's config.json there as <org>__<name>.json or pass its path"
+            f"{hint} the model's config.json there as <org>__<name>.json or pass its path"
             + ("" if "/" in base else " (or give the id as <org>/<name>)"),
         )
     path = found[0]

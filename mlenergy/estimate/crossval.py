@@ -22,6 +22,7 @@ from mlenergy.estimate.configs import resolve_model
 from mlenergy.estimate.measurements import model_group
 from mlenergy.estimate.physics import lockstep_replicas, predict
 from mlenergy.estimate.task_defaults import has_value
+from mlenergy.progress import progress_bar
 
 TARGETS = {
     "energy_median": 8.0,
@@ -303,6 +304,43 @@ def in_interval(rows: pd.DataFrame, coef: Coefficients, unseen_gpu: bool) -> np.
     return (log_ratio >= lo) & (log_ratio <= hi)
 
 
+_PREDICTED = {
+    "e": "energy_per_token_j",
+    "t": "throughput_tokens_per_s",
+    "p": "avg_power_w",
+    "i": "median_step_s",
+}
+"""Out-of-fold prediction columns (short key: the prediction's name)."""
+
+
+def _fold_prediction(
+    feat: dict[str, np.ndarray],
+    rows: pd.DataFrame,
+    train: np.ndarray,
+    test: np.ndarray,
+    start: Coefficients,
+    weights: np.ndarray | None,
+    itl: np.ndarray | None,
+    tasks: np.ndarray,
+    fit_tasks: bool,
+) -> dict[str, np.ndarray]:
+    """Fit on the ``train`` rows from ``start`` and predict the ``test`` rows."""
+    coef = fit(
+        {name: v[train] for name, v in feat.items()},
+        rows.loc[train, "throughput_tokens_per_s"].to_numpy(float),
+        rows.loc[train, "avg_power_w"].to_numpy(float),
+        start=start,
+        weights=weights[train] if weights is not None else None,
+        tasks=tasks[train] if fit_tasks else None,
+        itl=itl[train] if itl is not None else None,
+    )
+    test_feat = {name: v[test] for name, v in feat.items()}
+    if fit_tasks:
+        lengths = np.array([coef.task_input_tokens.get(t, np.nan) for t in tasks[test]])
+        test_feat["input_tokens"] = np.where(np.isnan(lengths), test_feat["input_tokens"], lengths)
+    return predict(test_feat, coef)
+
+
 def cross_validate(
     df: pd.DataFrame,
     folds: int | None = None,
@@ -310,6 +348,7 @@ def cross_validate(
     start: Coefficients | None = None,
     fit_tasks: bool = False,
     group_by: str = "architecture",
+    show_progress: bool = False,
 ) -> CrossValidation:
     """Leave-group-out cross-validation (groups: architectures).
 
@@ -325,6 +364,8 @@ def cross_validate(
             line in both: :func:`model_family`, families sharing an architecture merged) or
             ``gpu`` (no GPU in both: the held-out GPU is predicted from its datasheet
             figures alone).
+        show_progress: Draw a progress bar on standard error, one step per fold: a
+            leave-one-out run takes minutes.
 
     Returns:
         Out-of-fold predictions for every row that could be prepared.
@@ -358,34 +399,19 @@ def cross_validate(
     weights = fit_weights(rows)
     itl = itl_targets(rows)
     out = {k: np.full(len(rows), np.nan) for k in ("e", "t", "p", "i")}
-    for k in range(n_folds):
-        train, test = fold != k, fold == k
-        if not test.any() or not train.any():
-            continue
-        sub = {name: v[train] for name, v in feat.items()}
-        w = weights[train] if weights is not None else None
-        coef = fit(
-            sub,
-            rows.loc[train, "throughput_tokens_per_s"].to_numpy(float),
-            rows.loc[train, "avg_power_w"].to_numpy(float),
-            start=base.replace(task_input_tokens={}, calibrated_gpus=()),
-            weights=w,
-            tasks=tasks_all[train] if fit_tasks else None,
-            itl=itl[train] if itl is not None else None,
-        )
-        test_feat = {name: v[test] for name, v in feat.items()}
-        if fit_tasks:
-            lengths = np.array(
-                [coef.task_input_tokens.get(t, np.nan) for t in tasks_all[test]], dtype=float
-            )
-            test_feat["input_tokens"] = np.where(
-                np.isnan(lengths), test_feat["input_tokens"], lengths
-            )
-        pred = predict(test_feat, coef)
-        out["e"][test] = pred["energy_per_token_j"]
-        out["t"][test] = pred["throughput_tokens_per_s"]
-        out["p"][test] = pred["avg_power_w"]
-        out["i"][test] = pred["median_step_s"]
+    start_coef = base.replace(task_input_tokens={}, calibrated_gpus=())
+    with progress_bar(
+        n_folds, f"cross-validating ({group_by} held out)", unit="fold", enabled=show_progress
+    ) as bar:
+        for k in range(n_folds):
+            train, test = fold != k, fold == k
+            if test.any() and train.any():
+                pred = _fold_prediction(
+                    feat, rows, train, test, start_coef, weights, itl, tasks_all, fit_tasks
+                )
+                for short, name in _PREDICTED.items():
+                    out[short][test] = pred[name]
+            bar.advance()
     rows["pred_energy_per_token_j"] = out["e"]
     rows["pred_throughput_tokens_per_s"] = out["t"]
     rows["pred_avg_power_w"] = out["p"]

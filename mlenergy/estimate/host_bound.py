@@ -79,7 +79,11 @@ def host_bound_mask(
     if rule is None:
         return np.zeros(len(gpus), dtype=bool)
     count = np.asarray(num_gpus, dtype=float)
-    codes, labels = pd.factorize(pd.Series(list(task), dtype=object).fillna("").astype(str))
+    if len(gpus) == 1:  # one estimate: no pandas call (it costs more than the estimate)
+        only = next(iter(task))
+        codes, labels = np.zeros(1, dtype=np.int64), ["" if only is None else str(only)]
+    else:
+        codes, labels = pd.factorize(pd.Series(list(task), dtype=object).fillna("").astype(str))
     matching = np.array([canonical_task(t) in rule.tasks for t in labels], dtype=bool)
     task_match = matching[codes] if len(labels) else np.zeros(len(codes), dtype=bool)
     return (gpus == rule.gpu) & (count == rule.num_gpus) & task_match

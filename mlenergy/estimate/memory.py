@@ -151,7 +151,7 @@ def offline_kv_limit(
     rule) and returns each row's :func:`queue_note` (empty where nothing changed).
     """
     notes = np.full(len(offline), "", dtype=object)
-    if not np.any(offline):
+    if not offline.any():
         return notes
     out_len = np.asarray(f["output_tokens"], dtype=float)
     # ``I + O/2`` of memory_bytes at twice the output length is the peak context I + O.

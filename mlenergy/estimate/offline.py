@@ -369,8 +369,8 @@ def predict_modes(
             None if chunked is None else np.asarray(chunked, bool)[idx],
         )
         for key, arr in sub.items():
-            if key in out:
-                merged = out[key].copy()
-                merged[idx] = arr
-                out[key] = merged
+            # Keys of offline jobs only (job_duration_s, prefill_duration_s): NaN elsewhere.
+            merged = out[key].copy() if key in out else np.full(len(offline), np.nan)
+            merged[idx] = arr
+            out[key] = merged
     return out

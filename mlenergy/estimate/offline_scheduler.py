@@ -95,7 +95,10 @@ def row_schedulers(
         ``(max_num_batched_tokens, max_num_seqs, chunked_prefill)`` arrays, per replica.
     """
     pair = np.asarray(codes, dtype=np.int64) * 2 + np.asarray(legacy, dtype=bool)
-    uniq, inv = np.unique(pair, return_inverse=True)
+    if len(pair) == 1:
+        uniq, inv = pair, np.zeros(1, dtype=np.int64)
+    else:
+        uniq, inv = np.unique(pair, return_inverse=True)
     found = [
         SMALL_GPU_DEFAULTS if gpus[u // 2] is None else offline_scheduler(gpus[u // 2], bool(u % 2))
         for u in uniq

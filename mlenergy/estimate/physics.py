@@ -57,6 +57,7 @@ from __future__ import annotations
 import numpy as np
 
 from mlenergy.estimate.coefficients import Coefficients
+from mlenergy.estimate.roofline import effective_bandwidth, soft_max
 
 PREFILL_TOKEN_BUDGET = 8192.0
 """Prompt tokens one step may carry (vLLM's ``max_num_batched_tokens`` server default with
@@ -130,32 +131,6 @@ def lockstep_replicas(ep: np.ndarray, dp: np.ndarray) -> np.ndarray:
         dp: Data-parallel replicas per row.
     """
     return (np.asarray(ep) > 1) & (np.asarray(dp) > 1)
-
-
-def effective_bandwidth(
-    bandwidth_b_s: float | np.ndarray, c: Coefficients, ceiling_b_s: float | None = None
-) -> float | np.ndarray:
-    """Achieved memory bandwidth in bytes/s for streaming weights and KV cache.
-
-    ``eta_mem`` times the datasheet figure in series with a GPU-independent streaming
-    ceiling: ``1 / (1 / (eta_mem BW) + 1 / ceiling)``. Latency-bound loads do not speed up
-    with the memory, so faster HBM is harder to saturate.
-
-    Args:
-        bandwidth_b_s: Datasheet memory bandwidth in bytes/s (scalar or array).
-        c: Coefficients (``eta_mem``, ``mem_ceiling``).
-        ceiling_b_s: The ceiling in bytes/s (default ``c.mem_ceiling``, the dense weights',
-            KV cache's and state's; the routed experts stream under ``c.moe_ceiling``).
-    """
-    ceiling = c.mem_ceiling if ceiling_b_s is None else ceiling_b_s
-    return 1.0 / (1.0 / (c.eta_mem * bandwidth_b_s) + 1.0 / ceiling)
-
-
-def _soft_max(x: np.ndarray, y: np.ndarray, p: float) -> np.ndarray:
-    """Smooth maximum ``(x^p + y^p)^(1/p)`` of two times (roofline with partial overlap)."""
-    if p == 3.0:  # the shipped exponent: cube and cube root are much faster than power
-        return np.cbrt(x * x * x + y * y * y)
-    return np.power(np.power(x, p) + np.power(y, p), 1.0 / p)
 
 
 _MAX_NORMAL_LOG2N = np.arange(8.0)
@@ -297,8 +272,8 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
             hits_gpu = np.where(ep_on, hl, hit)
             b_el = f["expert_bytes"] / np.maximum(3.0 * h * it, 1.0)
             wm = c.moe_min_cols
-            gu = h * _soft_max(hits_gpu * 2.0 * it / ts, wm, p)
-            dn = it / ts * _soft_max(hits_gpu * h, wm, p)
+            gu = h * soft_max(hits_gpu * 2.0 * it / ts, wm, p)
+            dn = it / ts * soft_max(hits_gpu * h, wm, p)
             w_exp_max = np.where(it > 0, f["n_moe_layers"] * b_el * (gu + dn), w_exp_max)
         q_elems = f["quant_common"] / a + f["n_moe_layers"] * f["quant_expert"] * hit / ep_shards
         # Time to stream the stored bytes of scaled low-precision weights (s).
@@ -325,9 +300,9 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
         # experts the GPU holds, a fixed cost per MoE layer (GPU busy time).
         t_tile = tile_on * c.moe_tile_s * _tile_switch(tm / e_local) * f["n_moe_layers"] / pp
         t_gpu = (
-            _soft_max(w_common / bw, t_c_dense + t_p_dense, p)
-            + _soft_max(w_exp_max / bw_exp, t_c_exp + t_p_exp, p)
-            + _soft_max((kv_bytes + ssm_bytes) / bw, t_c_attn, p)
+            soft_max(w_common / bw, t_c_dense + t_p_dense, p)
+            + soft_max(w_exp_max / bw_exp, t_c_exp + t_p_exp, p)
+            + soft_max((kv_bytes + ssm_bytes) / bw, t_c_attn, p)
             + t_fp8
             + t_tile
         )
@@ -465,7 +440,7 @@ def predict(f: dict[str, np.ndarray], c: Coefficients) -> dict[str, np.ndarray]:
     clock = np.clip(clock, f["min_clock"], f["max_clock"])
     res = _at_clock(f, c, clock)
     over = res["power_gpu"] > cap * 1.0001
-    if np.any(over):
+    if over.any():
         # Bisect the clock of the rows over the cap only (the others keep theirs).
         idx = np.flatnonzero(over)
         sub = {name: v[idx] for name, v in f.items()}

@@ -277,3 +277,35 @@ __all__ = [
     "mixer_params",
     "normalise_precision",
 ]
+
+
+def weight_precision(fp8_id: bool, precision: str | None, stored: str | None = None) -> str:
+    """Weight precision of a row: ``precision``, else what the checkpoint stores.
+
+    Empty (or ``auto``) ``precision``: fp8 for a ``-FP8`` id or a checkpoint whose
+    ``quantization_config`` says ``quant_method: fp8`` (DeepSeek-V3/R1 ship fp8 weights, and
+    vLLM serves them so) or ``fbgemm_fp8`` (Meta's fp8 checkpoints),
+    else bfloat16 (gpt-oss style ``mxfp4`` checkpoints are handled by the profile).
+    A ``-FP8`` id means fp8 weights: its precision must be empty or ``fp8``.
+
+    Args:
+        fp8_id: The model id ends in ``-FP8``.
+        precision: The requested precision (may be empty).
+        stored: The checkpoint's ``quant_method`` (None if unquantised).
+
+    Raises:
+        UserError: A ``-FP8`` id with another precision (conflicting precision).
+    """
+    p = (precision or "").strip()
+    if p.lower() == "auto":  # vLLM's --dtype auto: what the checkpoint stores
+        p = ""
+    if fp8_id:
+        if p and normalise_precision(p) != "fp8":
+            raise UserError(
+                f"precision '{p}' conflicts with the model's -FP8 weights",
+                "Omit --precision or give fp8 for a -FP8 model (or drop the -FP8 suffix)",
+            )
+        return "fp8"
+    if not p and stored in ("fp8", "fbgemm_fp8"):
+        return "fp8"
+    return normalise_precision(p or None)

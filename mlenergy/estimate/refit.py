@@ -22,7 +22,8 @@ from mlenergy.records import RunRecord
 def calibrate_all(
     reference: str | Path | None = None,
     store_runs: Iterable[RunRecord] | None = None,
-    out: str | Path | None = None,
+    *,
+    out: str | Path,
     configs_dir: str | Path | None = None,
     include_v2: bool = True,
     folds: int = 10,
@@ -38,7 +39,9 @@ def calibrate_all(
         store_runs: A store's run records (``RunStore.runs()``); its own measured GPU
             serving runs are added to the fit (none: skipped; imported reference runs are
             not counted twice).
-        out: Output file or folder (default: the package's ``coefficients.json``).
+        out: Output file or folder (``coefficients.json`` inside a folder). Never the
+            package's own file unless named: the shipped fit stays as released, and
+            estimates load a user's coefficients only when asked (``--coefficients``).
         configs_dir: Folder of model configs.
         include_v2: Include the 2024 v2 tables.
         folds: Cross-validation folds for the interval (0: keep the current interval).
@@ -55,7 +58,7 @@ def calibrate_all(
     if folds:
         cv = cross_validate(df, folds=folds, configs_dir=configs_dir)
         coef = coef.replace(**interval_quantiles(cv.rows))
-    target = Path(out) if out is not None else Path(__file__).parent / COEFFICIENTS_FILE
-    path = coef.save(target)
-    default_coefficients.cache_clear()
+    path = coef.save(out)
+    if path.resolve() == (Path(__file__).parent / COEFFICIENTS_FILE).resolve():
+        default_coefficients.cache_clear()  # the shipped file was named and rewritten
     return coef, path, len(used)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from mlenergy.estimate.checks import positive
 from mlenergy.estimate.coefficients import default_coefficients
 from mlenergy.estimate.engines import canonical_task
 
@@ -40,13 +39,6 @@ def task_input_tokens(task: str | None) -> float:
     return float(TASK_INPUT_TOKENS.get(key, DEFAULT_INPUT_TOKENS))
 
 
-def input_tokens_for(task: str | None, input_tokens: float | str | None) -> float:
-    """The prompt length: ``input_tokens`` when given, else the task default (tokens)."""
-    if has_value(input_tokens):
-        return positive("input_tokens", input_tokens)
-    return task_input_tokens(task)
-
-
 MULTIMODAL_TASKS = ("image-chat", "video-chat")
 """Tasks whose prompts carry images or video."""
 
@@ -54,16 +46,3 @@ MULTIMODAL_TASKS = ("image-chat", "video-chat")
 def is_multimodal(task: str | None) -> bool:
     """True for a task whose prompts carry images or video (:data:`MULTIMODAL_TASKS`)."""
     return canonical_task(task) in MULTIMODAL_TASKS
-
-
-def visual_tokens_for(task: str | None, prompt_tokens: float) -> float:
-    """Prompt tokens per request that come from images or video (tokens).
-
-    A multimodal task's prompt is taken as visual tokens throughout (its text is a few dozen
-    tokens against a thousand or more from the image or clip); any other task has none.
-
-    Args:
-        task: Workload label.
-        prompt_tokens: The prompt length already resolved (:func:`input_tokens_for`).
-    """
-    return prompt_tokens if is_multimodal(task) else 0.0

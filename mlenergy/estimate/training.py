@@ -25,14 +25,22 @@ from mlenergy.estimate.api import energy_source
 from mlenergy.estimate.catalog import GpuSpec, resolve_gpu
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients
 from mlenergy.estimate.configs import resolve_model
-from mlenergy.estimate.physics import effective_bandwidth
 from mlenergy.estimate.profile import build_profile, normalise_precision
-from mlenergy.estimate.training_pipeline import StageStep, pipelined_step
+from mlenergy.estimate.roofline import effective_bandwidth
+from mlenergy.estimate.training_memory import (
+    OPTIMIZER_BYTES_PER_PARAM,
+    state_bytes,
+    usable_gb,
+)
+from mlenergy.estimate.training_pipeline import (
+    StageStep,
+    pipelined_step,
+    split_layers,
+    stage_work,
+)
 
 TRAIN_MFU_PRIOR = 0.40
 """Achieved fraction of dense tensor peak in training matmuls (typical well-tuned MFU)."""
-OPTIMIZER_BYTES_PER_PARAM = 16.0
-"""Adam mixed precision: bf16 weight + bf16 grad + fp32 master + two fp32 moments."""
 ACTIVATION_BYTES_PER_TOKEN_LAYER_HIDDEN = 34.0
 """Stored activations per token, layer and hidden unit without recomputation (bytes)."""
 
@@ -191,11 +199,12 @@ def estimate_training(
     state_gpu = params_gpu / dp  # fully sharded (FSDP / ZeRO-3) over data-parallel ranks
     act = ACTIVATION_BYTES_PER_TOKEN_LAYER_HIDDEN * tokens_gpu * prof.hidden_size
     act *= prof.num_layers / tensor_parallel
-    mem_gb = (state_gpu * OPTIMIZER_BYTES_PER_PARAM + act) / 1e9
-    if mem_gb > 0.95 * g.memory_gb:
+    state = state_bytes(params_gpu, dp, fully_sharded=True)
+    mem_gb = (state + act) / 1e9
+    if mem_gb > usable_gb(g.memory_gb):
         raise UserError(
-            f"training step does not fit: {state_gpu * 16 / 1e9:.1f} GB weights/grads/Adam + "
-            f"{act / 1e9:.1f} GB activations per GPU > {0.95 * g.memory_gb:.1f} GB usable",
+            f"training step does not fit: {state / 1e9:.1f} GB weights/grads/Adam + "
+            f"{act / 1e9:.1f} GB activations per GPU > {usable_gb(g.memory_gb):.1f} GB usable",
             "Use more GPUs, a smaller batch or shorter sequences",
         )
     clock = float(sm_clock_mhz or g.max_sm_clock_mhz)
@@ -355,53 +364,11 @@ class StageInstructionEstimate:
     energy_source: str
 
 
-def split_layers(num_layers: int, stages: int, layers_per_stage: list[int] | None) -> list[int]:
-    """Layers per stage: as given, else as even as possible (earlier stages take the rest).
-
-    Raises:
-        UserError: The split does not add up to ``num_layers`` or leaves a stage empty.
-    """
-    if stages < 1:
-        raise UserError(f"--stages is {stages}; it must be >= 1", "Pass a positive count")
-    if layers_per_stage is not None:
-        if len(layers_per_stage) != stages or sum(layers_per_stage) != num_layers:
-            raise UserError(
-                f"--layers-per-stage {layers_per_stage} does not split {num_layers} layers "
-                f"into {stages} stages",
-                "Give one count per stage that sums to the model's layers",
-            )
-        if min(layers_per_stage) < 1:
-            raise UserError("--layers-per-stage has an empty stage", "Give each stage a layer")
-        return list(layers_per_stage)
-    if stages > num_layers:
-        raise UserError(
-            f"--stages {stages} is more than the model's {num_layers} layers", "Use fewer stages"
-        )
-    base, extra = divmod(num_layers, stages)
-    return [base + (1 if s < extra else 0) for s in range(stages)]
-
-
 def pipeline_clocks(gpu: GpuSpec) -> list[int]:
     """SM clocks of an estimated profile: max down to half of it in 15 MHz steps (MHz)."""
     top = float(gpu.max_sm_clock_mhz)
     low = max(float(gpu.min_sm_clock_mhz), PIPELINE_LOWEST_CLOCK_FRACTION * top)
     return [round(float(f)) for f in np.arange(top, low - 1e-9, -PIPELINE_CLOCK_STEP_MHZ)]
-
-
-def _stage_work(prof: Any, spec: Any, layers: int, first: bool, last: bool, seq_len: int):
-    """(forward FLOPs per token, parameters) of one stage."""
-    head = float(spec.vocab_size * spec.hidden_size)
-    body_flops = prof.dense_flops_per_token + prof.expert_flops_per_token - 2.0 * head
-    attn = (
-        prof.attn_full_flops * seq_len / 2
-        + prof.attn_window_flops * min(seq_len, prof.window or seq_len) / 2
-    )
-    per_layer_flops = (body_flops + attn) / prof.num_layers
-    embeddings = head * (1 if spec.tie_embeddings else 2)
-    per_layer_params = (prof.total_params - embeddings) / prof.num_layers
-    flops = layers * per_layer_flops + (2.0 * head if last else 0.0)
-    params = layers * per_layer_params + (head if first else 0.0) + (head if last else 0.0)
-    return flops, params
 
 
 def estimate_pipeline_stages(
@@ -457,17 +424,15 @@ def estimate_pipeline_stages(
     clocks = clocks_mhz or pipeline_clocks(g)
     out: list[StageInstructionEstimate] = []
     for stage, layers in enumerate(split):
-        flops_tok, params = _stage_work(
-            prof, spec, layers, stage == 0, stage == stages - 1, seq_len
-        )
+        flops_tok, params = stage_work(prof, spec, layers, stage == 0, stage == stages - 1, seq_len)
         params_gpu = params / tensor_parallel
         act = ACTIVATION_BYTES_PER_TOKEN_LAYER_HIDDEN * tokens * prof.hidden_size * layers
         act *= min(stages - stage, stages) / tensor_parallel
-        mem_gb = (params_gpu * (4.0 + 12.0 / data_parallel) + act) / 1e9
-        if mem_gb > 0.95 * g.memory_gb:
+        mem_gb = (state_bytes(params_gpu, data_parallel, fully_sharded=False) + act) / 1e9
+        if mem_gb > usable_gb(g.memory_gb):
             raise UserError(
                 f"stage {stage} does not fit: {mem_gb:.1f} GB per GPU > "
-                f"{0.95 * g.memory_gb:.1f} GB usable on {g.name}",
+                f"{usable_gb(g.memory_gb):.1f} GB usable on {g.name}",
                 "Use more stages, more tensor parallelism, --data-parallel or smaller microbatches",
             )
         for inst, mult, reads in (("forward", 1.0, 1.0), ("backward", 2.0, 3.0)):

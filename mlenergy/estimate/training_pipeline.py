@@ -43,16 +43,13 @@ import numpy as np
 from mlenergy.errors import UserError
 from mlenergy.estimate.catalog import GpuSpec
 from mlenergy.estimate.coefficients import Coefficients
-from mlenergy.estimate.physics import effective_bandwidth
+from mlenergy.estimate.roofline import effective_bandwidth
+from mlenergy.estimate.training_memory import OPTIMIZER_BYTES_PER_PARAM, state_bytes, usable_gb
 
 if TYPE_CHECKING:
     from mlenergy.estimate.training import TrainingEstimate
 
-WEIGHT_GRAD_BYTES_PER_PARAM = 4.0
-"""bf16 weight and bf16 gradient, held whole by every data-parallel replica."""
-ADAM_STATE_BYTES_PER_PARAM = 12.0
-"""fp32 master weight and two fp32 moments, sharded over the data-parallel ranks."""
-ADAM_UPDATE_BYTES_PER_PARAM = 16.0
+ADAM_UPDATE_BYTES_PER_PARAM = OPTIMIZER_BYTES_PER_PARAM
 """Bytes streamed per parameter by the Adam update of a shard (states, weight, gradient)."""
 
 
@@ -166,7 +163,7 @@ def stage_memory_gb(
     """(weights + gradients + Adam shard, activations) per GPU of a stage, in GB."""
     from mlenergy.estimate.training import ACTIVATION_BYTES_PER_TOKEN_LAYER_HIDDEN
 
-    state = params / tp * (WEIGHT_GRAD_BYTES_PER_PARAM + ADAM_STATE_BYTES_PER_PARAM / dp)
+    state = state_bytes(params / tp, dp, fully_sharded=False)
     act = ACTIVATION_BYTES_PER_TOKEN_LAYER_HIDDEN * tokens * hidden * layers * in_flight / tp
     return state / 1e9, act / 1e9
 
@@ -269,7 +266,7 @@ def pipelined_step(
     Raises:
         UserError: Bad split or a stage that does not fit in the GPU's memory.
     """
-    from mlenergy.estimate.training import _instruction_at_clock, _stage_work, split_layers
+    from mlenergy.estimate.training import _instruction_at_clock
 
     pp, tp, dp = pipeline_parallel, tensor_parallel, data_parallel
     check_stage_count(pp, prof.num_layers)
@@ -279,7 +276,7 @@ def pipelined_step(
     stages: list[StageStep] = []
     flops_step = 0.0  # model FLOPs of one replica's step on one GPU of every stage
     for i, layers in enumerate(split_layers(prof.num_layers, pp, None)):
-        flops_tok, params = _stage_work(prof, spec, layers, i == 0, i == pp - 1, seq_len)
+        flops_tok, params = stage_work(prof, spec, layers, i == 0, i == pp - 1, seq_len)
         in_flight = min(pp - i, m)
         state_gb, act_gb = stage_memory_gb(
             params, layers, in_flight, tokens, prof.hidden_size, tp, dp
@@ -339,8 +336,8 @@ def replace_busy(stage: StageStep, busy_fraction: float) -> StageStep:
 
 
 def _check_fits(stage: int, state_gb: float, act_gb: float, g: GpuSpec) -> None:
-    """Raise :class:`UserError` when a stage needs more than 95% of the GPU's memory."""
-    usable = 0.95 * g.memory_gb
+    """Raise :class:`UserError` when a stage needs more than the GPU's usable memory."""
+    usable = usable_gb(g.memory_gb)
     if state_gb + act_gb > usable:
         raise UserError(
             f"training step does not fit: pipeline stage {stage} needs {state_gb:.1f} GB "
@@ -369,3 +366,45 @@ def format_pipeline(est: TrainingEstimate) -> str:
         f"  after the flush  : {est.gradient_sync_s:.3f} s gradient sync, "
         f"{est.optimizer_update_s:.3f} s Adam update"
     )
+
+
+def split_layers(num_layers: int, stages: int, layers_per_stage: list[int] | None) -> list[int]:
+    """Layers per stage: as given, else as even as possible (earlier stages take the rest).
+
+    Raises:
+        UserError: The split does not add up to ``num_layers`` or leaves a stage empty.
+    """
+    if stages < 1:
+        raise UserError(f"--stages is {stages}; it must be >= 1", "Pass a positive count")
+    if layers_per_stage is not None:
+        if len(layers_per_stage) != stages or sum(layers_per_stage) != num_layers:
+            raise UserError(
+                f"--layers-per-stage {layers_per_stage} does not split {num_layers} layers "
+                f"into {stages} stages",
+                "Give one count per stage that sums to the model's layers",
+            )
+        if min(layers_per_stage) < 1:
+            raise UserError("--layers-per-stage has an empty stage", "Give each stage a layer")
+        return list(layers_per_stage)
+    if stages > num_layers:
+        raise UserError(
+            f"--stages {stages} is more than the model's {num_layers} layers", "Use fewer stages"
+        )
+    base, extra = divmod(num_layers, stages)
+    return [base + (1 if s < extra else 0) for s in range(stages)]
+
+
+def stage_work(prof: Any, spec: Any, layers: int, first: bool, last: bool, seq_len: int):
+    """(forward FLOPs per token, parameters) of one stage."""
+    head = float(spec.vocab_size * spec.hidden_size)
+    body_flops = prof.dense_flops_per_token + prof.expert_flops_per_token - 2.0 * head
+    attn = (
+        prof.attn_full_flops * seq_len / 2
+        + prof.attn_window_flops * min(seq_len, prof.window or seq_len) / 2
+    )
+    per_layer_flops = (body_flops + attn) / prof.num_layers
+    embeddings = head * (1 if spec.tie_embeddings else 2)
+    per_layer_params = (prof.total_params - embeddings) / prof.num_layers
+    flops = layers * per_layer_flops + (2.0 * head if last else 0.0)
+    params = layers * per_layer_params + (head if first else 0.0) + (head if last else 0.0)
+    return flops, params

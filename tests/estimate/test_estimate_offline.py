@@ -96,7 +96,7 @@ def test_pipeline_without_micro_batching_runs_one_stage_at_a_time(configs_dir):
         (dict(mode="nightly"), "mode must be serving or offline, got 'nightly'"),
         (dict(mode="offline", max_output_tokens=100), "max_output_tokens (100) is below"),
         (dict(max_output_tokens=1024), "max_output_tokens applies to mode offline only"),
-        (dict(mode="offline", max_output_tokens="lots"), "max_output_tokens must be a number"),
+        (dict(mode="offline", max_output_tokens="lots"), "max_output_tokens is not a number"),
     ],
 )
 def test_bad_mode_or_cap_names_the_field(configs_dir, kw, fragment):

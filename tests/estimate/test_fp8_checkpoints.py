@@ -10,8 +10,7 @@ from mlenergy.estimate import estimate
 from mlenergy.estimate.catalog import resolve_gpu
 from mlenergy.estimate.configs import resolve_model_config
 from mlenergy.estimate.features import feature_row
-from mlenergy.estimate.prepare import weight_precision
-from mlenergy.estimate.profile import build_profile
+from mlenergy.estimate.profile import build_profile, weight_precision
 from mlenergy.estimate.serving import ServingSetup
 from mlenergy.models.architecture import ArchitectureSpec
 from mlenergy.models.parameters import count_parameters
