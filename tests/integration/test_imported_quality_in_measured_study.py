@@ -58,7 +58,7 @@ def _import_lm_eval(data: Path, results: Path, configs: Path) -> None:
 def _study(data: Path, quality: Path, report: Path, capsys) -> tuple[pd.DataFrame, str]:
     code = main(
         [
-            "study", "dense-vs-moe", "--measured", "--data-dir", str(data),
+            "study", "dense-vs-moe", "--measured", "--without-reference", "--data-dir", str(data),
             "--quality-file", str(quality), "--report-dir", str(report), "--no-progress",
         ]
     )  # fmt: skip

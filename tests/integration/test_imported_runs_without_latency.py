@@ -35,7 +35,7 @@ def _study(data: Path, tmp_path: Path) -> int:
     quality = write_quality(tmp_path / "quality.csv")
     return main(
         [
-            "study", "dense-vs-moe", "--measured", "--data-dir", str(data),
+            "study", "dense-vs-moe", "--measured", "--without-reference", "--data-dir", str(data),
             "--quality-file", str(quality), "--report-dir", str(tmp_path / "report"),
             "--no-progress",
         ]
