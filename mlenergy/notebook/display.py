@@ -32,7 +32,7 @@ UNIT_SUFFIXES: tuple[tuple[str, str], ...] = (
 """Unit of a field from the end of its name (the project's naming rule)."""
 
 FORMATTED_TYPES: tuple[tuple[str, str], ...] = (
-    ("mlenergy.estimate.api", "Estimate"),
+    ("mlenergy.estimate.table_rows", "Estimate"),
     ("mlenergy.optimize.plan", "PipelinePlan"),
     ("mlenergy.optimize.frontier", "Frontier"),
     ("mlenergy.optimize.pipeline", "PipelineResult"),

@@ -168,9 +168,14 @@ def test_short_windows_see_their_computation(no_devices, monkeypatch, num_cpus):
     assert model is not None and model.num_cpus == num_cpus
     busy_j = spin_s * model.per_cpu_w  # the spin's CPU time at one CPU's power
     for i in range(3):  # sleeping: no computation, only Zeus's own bookkeeping
+        # Threads other tests left running in this process (servers, clients) are charged too,
+        # as the process's work: take out what they used, measured beside the window.
+        proc0, thread0 = time.process_time(), time.thread_time()
         with meter.window(f"sleep{i}") as w:
             time.sleep(0.005)
-        assert w.result.energy_j < 0.3 * busy_j, (i, w.result)
+        others_s = (time.process_time() - proc0) - (time.thread_time() - thread0)
+        own_j = w.result.energy_j - max(others_s, 0.0) * model.per_cpu_w
+        assert own_j < 0.3 * busy_j, (i, w.result, others_s)
     for i in range(20):  # every window, not by luck of a clock tick
         with meter.window(f"busy{i}") as w:
             _spin_cpu(spin_s)

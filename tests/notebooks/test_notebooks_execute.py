@@ -1,11 +1,12 @@
 """The notebooks execute top to bottom on reduced parameters (papermill-style injection)."""
 
-import re
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
+
+from mlenergy.testing.notebooks import assert_plots_render
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
@@ -38,36 +39,6 @@ def _run(name: str, overrides: dict, cwd: Path):
         nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}
     ).execute()
     return nb
-
-
-PLOTTING = re.compile(
-    r"(\bplot\w*\(|\bplt\.|\.plot\(|\bImage\(|\bdisplay\(fig|^fig\s*$)", re.MULTILINE
-)
-"""A code cell that draws: a plot function, pyplot, an image shown, or a figure as its last line."""
-
-
-def assert_plots_render(nb, name: str) -> int:
-    """Every plotting cell shows an image; no figure anywhere shows only its text repr.
-
-    Returns:
-        How many plotting cells there are (each checked).
-    """
-    plotting = 0
-    for i, cell in enumerate(nb.cells):
-        if cell.cell_type != "code":
-            continue
-        outputs = cell.get("outputs", [])
-        for o in outputs:
-            data = o.get("data", {})
-            text = str(data.get("text/plain", ""))
-            assert not (text.startswith("<Figure size") and "image/png" not in data), (
-                f"{name} cell {i}: a figure shows as text ({text!r}), not as an image"
-            )
-        if PLOTTING.search(cell.source):
-            plotting += 1
-            images = [o for o in outputs if "image/png" in o.get("data", {})]
-            assert images, f"{name} cell {i} plots but shows no image:\n{cell.source[:200]}"
-    return plotting
 
 
 def _text(nb) -> str:
@@ -167,6 +138,7 @@ def test_estimator_notebook_shows_its_figures(tmp_path):
 
 
 def test_every_notebook_is_checked_for_figures():
-    this = Path(__file__).read_text(encoding="utf-8")
+    tests = Path(__file__).resolve().parents[1]
+    text = "\n".join(p.read_text(encoding="utf-8") for p in tests.rglob("test_*.py"))
     for path in sorted(NOTEBOOKS.glob("*.ipynb")):
-        assert f'assert_plots_render(nb, "{path.name}")' in this, path.name
+        assert f'assert_plots_render(nb, "{path.name}")' in text, path.name

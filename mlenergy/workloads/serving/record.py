@@ -168,8 +168,13 @@ def build_record(ctx: LevelContext, m: LevelMeasurement) -> RunRecord:
         energy_by_device_j=m.window_by_device_j,
     )
     split = split_energy(ok, m.samples, start_s=m.start_s) if m.samples else None
-    energies = split.energy_j if split else []
-    per_token = [e / r.output_tokens for e, r in zip(energies, ok, strict=True) if r.output_tokens]
+    # No power samples (no timeline from the meter): no per-request split, never zeros.
+    energies = split.energy_j if split is not None else []
+    per_token = (
+        [e / r.output_tokens for e, r in zip(energies, ok, strict=True) if r.output_tokens]
+        if split is not None
+        else []
+    )
     out_total = sum(r.output_tokens for r in ok)
     limit = spec.max_output_tokens
     stats = ServingStats(

@@ -8,6 +8,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from mlenergy.testing.notebooks import assert_plots_render
+
 NOTEBOOK = Path(__file__).resolve().parents[3] / "notebooks" / "06_serving_energy.ipynb"
 
 
@@ -24,6 +26,7 @@ def test_serving_notebook_executes_and_plots(tmp_path, monkeypatch):
     small = 'MODEL_KIND = "dense"\nLEVELS = (2, 4)\nNUM_REQUESTS = 12\nMAX_OUTPUT_TOKENS = 24'
     nb.cells.insert(idx + 1, nbformat.v4.new_code_cell(small))
     NotebookClient(nb, timeout=500, kernel_name="python3").execute(cwd=str(tmp_path))
+    assert assert_plots_render(nb, "06_serving_energy.ipynb") >= 1
     images = [o for c in nb.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
     assert len(images) == 1  # the figure with its three panels
     text = "\n".join(str(o.get("data", {}).get("text/plain", "")) for c in nb.cells
