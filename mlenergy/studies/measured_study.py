@@ -107,8 +107,10 @@ class MeasuredStudyResult:
 
     @property
     def summary(self) -> pd.DataFrame:
-        """The ``summary.csv`` table."""
-        return m.summary_table(self.rows)
+        """The ``summary.csv`` table (with carbon and cost when a footprint is set)."""
+        from mlenergy.studies.measured_footprint import with_footprint
+
+        return with_footprint(m.summary_table(self.rows), self.rows, self.footprint)
 
     def _counts(self) -> str:
         with_quality = int(self.rows["quality_score"].notna().sum()) if len(self.rows) else 0

@@ -30,6 +30,7 @@ def test_report_adds_carbon_and_cost_per_response_and_correct(
     )  # fmt: skip
     csv = pd.read_csv(result.csv_path)
     assert list(csv.columns[: len(SUMMARY_COLUMNS)]) == list(SUMMARY_COLUMNS)
+    assert list(result.summary.columns) == list(csv.columns)  # the notebook's table too
     row = csv[csv["energy_per_correct_j"].notna()].iloc[0]
     # 3.6e6 J per kWh: 360 g/kWh x 1.5 PUE is 1.5e-4 g per joule; 0.5/kWh x 1.5 is 2.083e-7.
     assert row["carbon_g_per_response"] == pytest.approx(row["energy_per_response_j"] * 1.5e-4)
