@@ -164,8 +164,9 @@ def own_measurements(
 ) -> pd.DataFrame:
     """:func:`measurements_from_records` without the reference's own runs (source ``store``).
 
-    A store into which the reference was imported (``mlenergy leaderboard import-reference``)
-    holds the reference rows too; added to the reference they would count twice.
+    A store into which an older mlenergy copied the reference (``leaderboard
+    import-reference``, now a no-op: the reference is read where it ships) holds the reference
+    rows too; added to the reference they would count twice.
     """
     df = measurements_from_records(records, configs_dir)
     return df[df["source"] == "store"].reset_index(drop=True) if len(df) else df

@@ -198,10 +198,10 @@ def rank(df: pd.DataFrame, objective: str) -> pd.DataFrame:
 def _not_stored(reference: pd.DataFrame, stored: pd.DataFrame) -> pd.DataFrame:
     """The reference rows whose measurement is not already in the store.
 
-    A store seeded with ``mlenergy leaderboard import-reference`` holds the same measurements as
-    the reference tables; each is kept once, as the stored run (its source names the run id).
-    A reference row is the stored one when its configuration matches and its throughput agrees
-    within 0.1%.
+    A store that an older mlenergy seeded with the reference (``leaderboard import-reference``,
+    now a no-op) holds the same measurements as the reference tables; each is kept once, as the
+    stored run (its source names the run id). A reference row is the stored one when its
+    configuration matches and its throughput agrees within 0.1%.
     """
     if reference.empty or stored.empty:
         return reference
