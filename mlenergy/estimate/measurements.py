@@ -97,11 +97,16 @@ def measurement_row(rec: RunRecord, configs_dir: str | Path | None = None) -> di
     """One measured GPU serving run in the calibration's columns, or ``None`` if not one.
 
     Only ``measured:`` inference runs on a catalog GPU with a request (or decode) phase that
-    has throughput and power qualify. A prompt length tagged ``unknown`` (the reference
-    tables) is NaN, so the task's default applies.
+    has throughput and power qualify: serving measurements (``mlenergy bench --endpoint``, the
+    reference, imported harness runs), not static batches of ``generate``
+    (``workload.method == "static-batch"``), which the serving model does not describe. A
+    prompt length tagged ``unknown`` (the reference tables) is NaN, so the task's default
+    applies.
     """
     w, hw = rec.workload, rec.hardware
     if not rec.energy_source.startswith("measured:") or w.kind != "inference":
+        return None
+    if w.method == "static-batch":
         return None
     try:
         gpu = resolve_gpu(hw.accelerator_model or "").name
