@@ -35,3 +35,13 @@ def test_every_mention_of_import_reference_says_it_is_a_no_op():
                 line = text.count("\n", 0, hit.start()) + 1
                 stale.append(f"{path.relative_to(ROOT)}:{line}")
     assert not stale, f"hints at the retired import-reference: {stale}"
+
+
+def test_nothing_points_at_a_folder_beside_the_repository():
+    """The reference ships in the package: no code or page sends users to ``../shared``."""
+    stale = [
+        f"{path.relative_to(ROOT)}:{path.read_text(encoding='utf-8').count(chr(10), 0, i) + 1}"
+        for path in _texts()
+        if (i := path.read_text(encoding="utf-8").find("../shared")) >= 0
+    ]
+    assert not stale, f"mentions of ../shared: {stale}"
