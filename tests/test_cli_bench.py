@@ -308,3 +308,45 @@ def test_bench_interleave_flag_interleaves_the_models(capsys):
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
     assert [r["model"]["model_id"] for r in lines] == ["preset:tiny-dense", "preset:tiny-moe"]
     assert all(r["tags"]["repeat_order"] == "interleaved" for r in lines)
+
+
+def _table_text(records) -> str:
+    import io
+
+    from rich.console import Console
+
+    from mlenergy.commands.bench import summary_table
+
+    out = io.StringIO()
+    Console(file=out, width=400, color_system=None).print(summary_table(records))
+    return out.getvalue()
+
+
+def test_bench_table_headline_is_the_whole_request_and_phases_are_labelled(filled_store):
+    """The printed headline is the request phase (as the report shows), first and labelled."""
+    _, stdout, stderr = filled_store
+    assert "headline" in stderr  # the printed table (stderr with --json) names its headline
+    records = [RunRecord.model_validate_json(line) for line in stdout.splitlines() if line.strip()]
+    text = _table_text(records)
+    header = next(line for line in text.splitlines() if "model" in line and "batch" in line)
+    columns = [c.strip() for c in header.split("┃") if c.strip()]
+    assert columns[3:6] == ["headline mJ/tok", "± 95%", "headline tok/s"]
+    assert columns[6:8] == ["prefill only mJ/tok", "decode only mJ/tok"]
+    assert "whole request" in text and "not the headline" in text
+    first = next(line for line in text.splitlines() if "preset:tiny-dense" in line)
+    cells = [c.strip() for c in first.split("│") if c.strip()]
+    req, dec = records[0].phase("request"), records[0].phase("decode")
+    assert cells[3] == f"{req.energy_per_token_j * 1e3:.4g}"
+    assert cells[7] == f"{dec.energy_per_token_j * 1e3:.4g}" != cells[3]
+
+
+def test_bench_table_headline_falls_back_to_decode_and_says_so(filled_store):
+    _, stdout, _ = filled_store
+    record = RunRecord.model_validate_json(stdout.splitlines()[0])
+    decode_only = record.model_copy(
+        update={"phases": [p for p in record.phases if p.phase != "request"]}
+    )
+    dec = decode_only.phase("decode")
+    row = next(line for line in _table_text([decode_only]).splitlines() if "preset:" in line)
+    cells = [c.strip() for c in row.split("│") if c.strip()]
+    assert cells[3] == f"{dec.energy_per_token_j * 1e3:.4g} (decode only)"

@@ -20,8 +20,8 @@ def import_reference(reference_dir: Path | None, data_dir: Path) -> tuple[int, i
     """Append the reference records to the store at ``data_dir``.
 
     Args:
-        reference_dir: The shared reference folder (``None``: ``$MLENERGY_REFERENCE_DIR``,
-            else ``../shared/reference``).
+        reference_dir: The reference folder (``None``: ``$MLENERGY_REFERENCE_DIR``, else
+            the one shipped in ``mlenergy/reference/``).
         data_dir: The store folder.
 
     Returns:

@@ -1,11 +1,12 @@
 """``mlenergy bench``: measure the inference energy of models over a batch-size sweep.
 
-The workflow lives in :mod:`mlenergy.workloads.bench`; this module parses the options.
+The workflow lives in :mod:`mlenergy.workloads.bench`; this module parses the options and
+prints the table, whose headline is the whole request (:mod:`mlenergy.analysis.headline`).
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -18,6 +19,12 @@ from mlenergy.commands.options import (
     footprint_from,
     resolve_data_dir,
 )
+
+if TYPE_CHECKING:
+    from mlenergy.records import RunRecord
+
+HEADLINE_PHASE_NAME = "request"
+"""The phase the headline is meant to come from (a :class:`mlenergy.records.Phase` value)."""
 
 
 def bench(
@@ -180,7 +187,7 @@ def bench(
         return
     from rich.console import Console
 
-    from mlenergy.workloads.bench import BenchOptions, run_bench, summary_table
+    from mlenergy.workloads.bench import BenchOptions, run_bench
     from mlenergy.workloads.inference import InferenceSpec, parse_batch_sizes
 
     spec = InferenceSpec(
@@ -219,19 +226,98 @@ def bench(
 
 
 def _print_footprint(console: object, records: list, footprint: object) -> None:
-    """Carbon per 1k and cost per 1M whole-request tokens of each run (derived, not stored)."""
+    """Carbon per 1k and cost per 1M tokens of each run's headline phase (derived, not stored)."""
+    from mlenergy.analysis.headline import headline_phase
+
     for r in records:
-        req = r.phase("request")
-        if req is None or req.energy_per_token_j is None:
+        head = headline_phase(r)
+        if head is None:
             continue
-        figures = footprint.per_token(req.energy_per_token_j)  # type: ignore[attr-defined]
+        figures = footprint.per_token(head.energy_per_token_j)  # type: ignore[attr-defined]
         shown = ", ".join(f"{k} {v:.4g}" for k, v in figures.items())
-        where = f"{r.model.model_id} batch {r.workload.batch_size} ({r.energy_source})"
+        only = "" if head.phase == HEADLINE_PHASE_NAME else f", {head.phase} only"
+        where = f"{r.model.model_id} batch {r.workload.batch_size} ({r.energy_source}{only})"
         console.print(f"{where}: {shown}", markup=False, highlight=False)  # type: ignore[attr-defined]
     basis = footprint.basis()  # type: ignore[attr-defined]
     console.print(
         f"  derived with {basis}; records keep energy only", markup=False, highlight=False
     )  # type: ignore[attr-defined]
+
+
+def _fmt(value: float | None, scale: float = 1.0, digits: int = 4) -> str:
+    if value is None:
+        return "-"
+    return f"{value * scale:.{digits}g}"
+
+
+HEADLINE_COLUMN = "headline mJ/tok"
+"""The table's headline: energy per output token of the headline phase (whole request, as the
+reference reports it; else decode, named in the cell), by
+:func:`mlenergy.analysis.headline.headline_phase`."""
+
+_SUMMARY_COLUMNS = (
+    ("model", "left"),
+    ("batch", "right"),
+    ("status", "left"),
+    (HEADLINE_COLUMN, "right"),
+    ("± 95%", "right"),
+    ("headline tok/s", "right"),
+    ("prefill only mJ/tok", "right"),
+    ("decode only mJ/tok", "right"),
+    ("TTFT ms", "right"),
+    ("ITL p50 ms", "right"),
+    ("source", "left"),
+)
+
+
+def _headline_text(phase: Any) -> str:
+    """The headline energy per token (mJ), naming its phase when it is not the whole request."""
+    if phase is None:
+        return "-"
+    text = _fmt(phase.energy_per_token_j, 1e3)
+    return text if phase.phase == HEADLINE_PHASE_NAME else f"{text} ({phase.phase} only)"
+
+
+def summary_table(records: list[RunRecord]) -> Any:
+    """A rich table: one row per record, the headline energy per token (mJ) first.
+
+    The headline is the whole-request phase (prefill and decode together, as ML.ENERGY's
+    reference and the report show it), else decode where only decode was measured (said in
+    the cell); its 95% interval from the run-to-run spread of the repeats follows (``!``: wider
+    than ±20%, too noisy to compare on its own), then its throughput. Prefill and decode
+    follow as phase-only figures.
+    """
+    from rich.table import Table
+
+    from mlenergy.analysis.headline import headline_phase
+    from mlenergy.workloads.bench import interval_text
+
+    table = Table(
+        title="mlenergy bench (energy per output token in millijoules; headline: the whole "
+        "request, prefill and decode together)",
+        caption="± 95%: interval of the headline figure from run-to-run spread; ! wider than "
+        "±20%. prefill only / decode only: one phase's energy per token, not the headline.",
+        show_lines=False,
+    )
+    for column, justify in _SUMMARY_COLUMNS:
+        table.add_column(column, justify=justify, no_wrap=column == "model")  # type: ignore[arg-type]
+    for r in records:
+        pre, dec, req = r.phase("prefill"), r.phase("decode"), r.phase("request")
+        head = headline_phase(r)
+        table.add_row(
+            r.model.model_id,
+            str(r.workload.batch_size),
+            "ok" if r.status == "ok" else f"failed: {(r.error or '')[:40]}",
+            _headline_text(head),
+            interval_text(head),
+            _fmt(head.throughput_tokens_per_s if head else None, digits=5),
+            _fmt(pre.energy_per_token_j if pre else None, 1e3),
+            _fmt(dec.energy_per_token_j if dec else None, 1e3),
+            _fmt(req.ttft_s if req else None, 1e3),
+            _fmt(req.itl_p50_s if req else None, 1e3),
+            r.energy_source,
+        )
+    return table
 
 
 def register(app: typer.Typer) -> None:

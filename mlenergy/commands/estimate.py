@@ -330,7 +330,10 @@ def _save(estimates: list[Any], configs_dir: Path | None, target: Path) -> None:
 @app.command("calibrate")
 def calibrate_cmd(
     reference: Annotated[
-        Path | None, typer.Option(help="Reference folder (default ../shared/reference).")
+        Path | None,
+        typer.Option(
+            help="Reference folder (default: the shipped one, or $MLENERGY_REFERENCE_DIR)."
+        ),
     ] = None,
     store: Annotated[
         Path | None, typer.Option(help="Also fit on GPU measurements of this data dir.")

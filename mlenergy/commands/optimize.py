@@ -260,7 +260,10 @@ def power_cap(
     power_limits: Annotated[
         str | None, typer.Option(help="Per-GPU power limits to estimate, LOW:HIGH:STEP (W).")
     ] = None,
-    price_kwh: Annotated[float, typer.Option(help="Electricity price per kWh.")] = 0.08,
+    price_kwh: Annotated[
+        float | None,
+        typer.Option(help="Electricity price per kWh (no cost is shown without one)."),
+    ] = None,
     carbon_intensity: CarbonIntensityOption = None,
     region: RegionOption = None,
     reference: Annotated[Path | None, typer.Option(help="Reference data folder.")] = None,

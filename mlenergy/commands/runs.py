@@ -45,8 +45,10 @@ def list_runs(
     store = _store(data_dir)
     if not store.results_dir.is_dir():
         typer.echo(
-            f"no store at {store.data_dir} yet (run `mlenergy bench` or "
-            "`mlenergy leaderboard import-reference` to create one)",
+            f"no store at {store.data_dir} yet (run `mlenergy bench` or `mlenergy import ...` "
+            "to create one; the shipped ML.ENERGY reference is never copied into a store: "
+            "`mlenergy leaderboard` and `mlenergy study dense-vs-moe --measured` read it as it "
+            "is)",
             err=True,
         )
         return

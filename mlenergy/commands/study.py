@@ -6,7 +6,10 @@ without text, an absent device) ends with one ``error:`` line and exit code 2, s
 
 ``--measured`` runs the study on real GPU measurements (ML.ENERGY's, read from the shipped
 reference beside the store's own measured runs) against published quality; its last line is
-``summary: <summary.csv>  report: <index.html>``.
+``summary: <summary.csv>  report: <index.html>``. With ``--carbon-intensity G`` or ``--region
+CODE``, ``--price-kwh PRICE`` and ``--pue``, it first prints the headline table with grams of
+CO2e and cost per response and per correct answer beside the joules (labelled with the
+intensity's region, source and year); the report's tables and ``summary.csv`` add the same.
 """
 
 from __future__ import annotations
@@ -16,7 +19,15 @@ from typing import Annotated
 
 import typer
 
-from mlenergy.commands.options import DataDirOption, resolve_data_dir
+from mlenergy.commands.options import (
+    CarbonIntensityOption,
+    DataDirOption,
+    PriceKwhOption,
+    PueOption,
+    RegionOption,
+    footprint_from,
+    resolve_data_dir,
+)
 from mlenergy.errors import UserError
 
 study_app = typer.Typer(
@@ -91,6 +102,10 @@ def dense_vs_moe(
     benchmark: Annotated[
         str, typer.Option(help="With --measured: quality benchmark of the gpqa task.")
     ] = "GPQA-Diamond",
+    carbon_intensity: CarbonIntensityOption = None,
+    region: RegionOption = None,
+    price_kwh: PriceKwhOption = None,
+    pue: PueOption = None,
 ) -> None:
     """Train dense and MoE models, benchmark them, and report energy per unit of quality."""
     toy = {"--size": size != "tiny", "--steps": steps is not None, "--seeds": seeds != 1,
@@ -98,7 +113,9 @@ def dense_vs_moe(
     real = {"--reference": reference is not None, "--quality-file": quality_file is not None,
             "--gpu": gpu is not None, "--itl-limit-ms": itl_limit_ms != 50.0,
             "--benchmark": benchmark != "GPQA-Diamond",
-            "--without-reference": not with_reference}  # fmt: skip
+            "--without-reference": not with_reference,
+            "--carbon-intensity": carbon_intensity is not None, "--region": region is not None,
+            "--price-kwh": price_kwh is not None, "--pue": pue is not None}  # fmt: skip
     misplaced = [k for k, v in (toy if measured else real).items() if v]
     if misplaced:
         raise UserError(
@@ -107,9 +124,10 @@ def dense_vs_moe(
             "drop it, or " + ("leave out --measured" if measured else "add --measured"),
         )
     if measured:
+        footprint = footprint_from(carbon_intensity, region, price_kwh, pue)
         _measured(
             resolve_data_dir(data_dir), reference, quality_file, gpu, itl_limit_ms, benchmark,
-            report_dir, progress, with_reference,
+            report_dir, progress, with_reference, footprint,
         )  # fmt: skip
         return
     from mlenergy.studies.dense_vs_moe import run_study
@@ -142,6 +160,7 @@ def _measured(
     report_dir: Path | None,
     progress: bool,
     with_reference: bool = True,
+    footprint: object = None,
 ) -> None:
     from mlenergy.studies.measured_study import DEFAULT_REPORT_DIR, run_measured_study
 
@@ -155,8 +174,14 @@ def _measured(
         benchmark=benchmark,
         report_dir=report_dir if report_dir is not None else DEFAULT_REPORT_DIR,
         progress=progress,
+        footprint=footprint,  # type: ignore[arg-type]
     )
     typer.echo("")
+    if result.footprint is not None:
+        from mlenergy.studies.measured_footprint import headline_text
+
+        typer.echo(headline_text(result.rows, result.footprint))
+        typer.echo("")
     for paragraph in result.conclusion:
         typer.echo(paragraph)
         typer.echo("")

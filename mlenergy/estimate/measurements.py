@@ -97,11 +97,16 @@ def measurement_row(rec: RunRecord, configs_dir: str | Path | None = None) -> di
     """One measured GPU serving run in the calibration's columns, or ``None`` if not one.
 
     Only ``measured:`` inference runs on a catalog GPU with a request (or decode) phase that
-    has throughput and power qualify. A prompt length tagged ``unknown`` (the reference
-    tables) is NaN, so the task's default applies.
+    has throughput and power qualify: serving measurements (``mlenergy bench --endpoint``, the
+    reference, imported harness runs), not static batches of ``generate``
+    (``workload.method == "static-batch"``), which the serving model does not describe. A
+    prompt length tagged ``unknown`` (the reference tables) is NaN, so the task's default
+    applies.
     """
     w, hw = rec.workload, rec.hardware
     if not rec.energy_source.startswith("measured:") or w.kind != "inference":
+        return None
+    if w.method == "static-batch":
         return None
     try:
         gpu = resolve_gpu(hw.accelerator_model or "").name
@@ -164,8 +169,9 @@ def own_measurements(
 ) -> pd.DataFrame:
     """:func:`measurements_from_records` without the reference's own runs (source ``store``).
 
-    A store into which the reference was imported (``mlenergy leaderboard import-reference``)
-    holds the reference rows too; added to the reference they would count twice.
+    A store into which an older mlenergy copied the reference (``leaderboard
+    import-reference``, now a no-op: the reference is read where it ships) holds the reference
+    rows too; added to the reference they would count twice.
     """
     df = measurements_from_records(records, configs_dir)
     return df[df["source"] == "store"].reset_index(drop=True) if len(df) else df

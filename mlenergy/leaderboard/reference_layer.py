@@ -86,8 +86,8 @@ def reference_layer(root: str | Path | None = None) -> ReferenceLayer:
 def merge_layers(reference: pd.DataFrame | None, store: pd.DataFrame) -> pd.DataFrame:
     """The reference rows then the store's, each with its ``layer``; each run id once.
 
-    A store row whose run id is a reference run's (a store seeded by the old
-    ``import-reference``) is dropped: the reference layer shows it.
+    A store row whose run id is a reference run's (a store seeded by ``import-reference``
+    before it became a no-op) is dropped: the reference layer shows it.
     """
     store = store.assign(layer=LAYER_STORE)
     if reference is None or reference.empty:

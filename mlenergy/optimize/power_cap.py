@@ -66,6 +66,8 @@ BEST_KEYS = (
 class SiteParams:
     """The site: power budget (W), PUE, host power per GPU (W), price (per kWh), peak factor.
 
+    ``price_kwh`` is ``None`` unless the user gave a price: no cost is shown then.
+
     ``peak_factor`` multiplies the measured average GPU power to give the power the budget must
     hold at peaks (1.0: the average).
     """
@@ -73,7 +75,7 @@ class SiteParams:
     budget_w: float
     pue: float = 1.2
     host_w_per_gpu: float = 150.0
-    price_kwh: float = 0.08
+    price_kwh: float | None = None
     peak_factor: float = 1.0
 
     def replica_site_w(self, gpu_w: Any, num_gpus: Any, peak: bool = False) -> Any:
@@ -94,11 +96,13 @@ class SiteParams:
             ("--budget-w", self.budget_w, self.budget_w > 0),
             ("--pue", self.pue, self.pue >= 1.0),
             ("--host-w-per-gpu", self.host_w_per_gpu, self.host_w_per_gpu >= 0),
-            ("--price-kwh", self.price_kwh, self.price_kwh >= 0),
             ("--peak-factor", self.peak_factor, self.peak_factor >= 1.0),
         ):
             if not (ok and math.isfinite(value)):
                 raise UserError(f"{name} is {value}; it is out of range", "Pass a sensible value")
+        price = self.price_kwh
+        if price is not None and not (price >= 0 and math.isfinite(price)):
+            raise UserError(f"--price-kwh is {price}; it is out of range", "Pass a sensible value")
 
 
 @dataclass(frozen=True)
@@ -125,8 +129,13 @@ class PowerCapResult:
         """The best configuration (the keys of :data:`BEST_KEYS`)."""
         return _row(self.table.iloc[0])
 
-    def cost_per_million_tokens(self) -> float:
-        """Site energy cost of one million tokens at the best configuration (price units)."""
+    def cost_per_million_tokens(self) -> float | None:
+        """Site energy cost of one million tokens at the best configuration (price units).
+
+        ``None`` when no price was given.
+        """
+        if self.site.price_kwh is None:
+            return None
         return self.best["energy_per_token_j"] * 1e6 / 3.6e6 * self.site.price_kwh
 
     def to_json(self, runners_up: int = 5) -> dict[str, Any]:
@@ -198,10 +207,10 @@ def rank(df: pd.DataFrame, objective: str) -> pd.DataFrame:
 def _not_stored(reference: pd.DataFrame, stored: pd.DataFrame) -> pd.DataFrame:
     """The reference rows whose measurement is not already in the store.
 
-    A store seeded with ``mlenergy leaderboard import-reference`` holds the same measurements as
-    the reference tables; each is kept once, as the stored run (its source names the run id).
-    A reference row is the stored one when its configuration matches and its throughput agrees
-    within 0.1%.
+    A store that an older mlenergy seeded with the reference (``leaderboard import-reference``,
+    now a no-op) holds the same measurements as the reference tables; each is kept once, as the
+    stored run (its source names the run id). A reference row is the stored one when its
+    configuration matches and its throughput agrees within 0.1%.
     """
     if reference.empty or stored.empty:
         return reference
@@ -278,7 +287,7 @@ def plan_power_cap(
     objective: str = "throughput",
     pue: float = 1.2,
     host_w_per_gpu: float = 150.0,
-    price_kwh: float = 0.08,
+    price_kwh: float | None = None,
     reference: str | Path | None = None,
     data_dir: str | Path | None = None,
     gpus: list[str] | None = None,
@@ -299,7 +308,7 @@ def plan_power_cap(
         objective: ``throughput`` (site tokens/s) or ``energy-per-token`` (site J/token).
         pue: Power usage effectiveness of the site (>= 1).
         host_w_per_gpu: Host (CPU, memory, network) power per GPU (W).
-        price_kwh: Electricity price per kWh.
+        price_kwh: Electricity price per kWh (``None``: show no cost).
         reference: Reference folder (default: found next to the repository).
         data_dir: Store folder.
         gpus: GPUs to estimate for.
@@ -350,6 +359,14 @@ def plan_power_cap(
     return PowerCapResult(rank(ranked, objective), df, site, objective, itl_limit_ms)
 
 
+def _cost_line(result: PowerCapResult) -> str:
+    """``  energy cost X per million tokens at P/kWh; `` when a price was given, else ``  ``."""
+    cost = result.cost_per_million_tokens()
+    if cost is None:
+        return "  "
+    return f"  energy cost {cost:.4f} per million tokens at {result.site.price_kwh:g}/kWh; "
+
+
 def summary_lines(result: PowerCapResult, runners_up: int = 5) -> list[str]:
     """One screen: the best configuration, its site figures, the runners-up."""
     b = result.best
@@ -364,8 +381,7 @@ def summary_lines(result: PowerCapResult, runners_up: int = 5) -> list[str]:
         f"  {b['site_tokens_per_s']:,.0f} tokens/s at {b['site_power_w']:,.0f} W average "
         f"({b['site_peak_power_w']:,.0f} W at peak), "
         f"{b['energy_per_token_j']:.3f} J/token (site), ITL {b['median_itl_ms']:.1f} ms",
-        f"  energy cost {result.cost_per_million_tokens():.4f} per million tokens at "
-        f"{result.site.price_kwh:g}/kWh; source {b['source']}",
+        _cost_line(result) + f"source {b['source']}",
         f"runners-up ({len(result.table) - 1} more within the deadline):",
     ]
     for _, r in result.table.iloc[1 : 1 + runners_up].iterrows():

@@ -353,8 +353,8 @@ def load_measured_runs(
 
     Returns:
         ``(runs, from_reference)``: the runs (a store run with the same run id as a reference
-        run, from an earlier ``import-reference``, is kept once) and how many came from the
-        reference.
+        run, copied by an older mlenergy's ``import-reference``, now a no-op, is kept once)
+        and how many came from the reference.
 
     Raises:
         UserError: The reference folder is missing or holds no table.

@@ -17,16 +17,39 @@ ARCH_COLOURS = {"dense": "#1f77b4", "moe": "#ff7f0e", "hybrid": "#2ca02c"}
 FIGURES = ("quality_vs_energy.png", "energy_per_correct.png", "energy_per_token_vs_params.png")
 
 
+SAVE_DPI = 100
+"""Pixels per inch of the saved PNGs: a figure is shown at its saved size on the report page."""
+MIN_FONT_PT = 9.0
+"""Smallest font of any text in a figure (points, at :data:`SAVE_DPI`: 12.5 pixels)."""
+PANEL_IN = (5.6, 4.4)
+"""Width and height of one panel, inches."""
+MAX_COLUMNS = 2
+"""Panels per row: two panels of :data:`PANEL_IN` are 1,120 pixels wide, which the report page
+(1,200 pixels at most) shows without shrinking."""
+FOOTER_IN = 0.55
+"""Height kept below the panels for the footer (two lines at :data:`MIN_FONT_PT`), inches."""
+_RC = {
+    "font.size": 10.0,
+    "axes.titlesize": 10.5,
+    "axes.labelsize": 10.0,
+    "xtick.labelsize": MIN_FONT_PT,
+    "ytick.labelsize": MIN_FONT_PT,
+    "legend.fontsize": MIN_FONT_PT,
+}
+"""Font sizes (points) of every figure; none is below :data:`MIN_FONT_PT`."""
+
+
 def _footer(fig: object, note: str) -> None:
-    fig.text(0.5, 0.005, note, ha="center", va="bottom", fontsize=7, wrap=True)  # type: ignore[attr-defined]
+    fig.text(0.5, 0.005, note, ha="center", va="bottom", fontsize=MIN_FONT_PT, wrap=True)  # type: ignore[attr-defined]
 
 
 def _save(fig: object, path: Path, note: str) -> str:
     import matplotlib.pyplot as plt
 
     _footer(fig, note)
-    fig.tight_layout(rect=(0, 0.05, 1, 1))  # type: ignore[attr-defined]
-    fig.savefig(path, dpi=100)  # type: ignore[attr-defined]
+    height = float(fig.get_size_inches()[1])  # type: ignore[attr-defined]
+    fig.tight_layout(rect=(0, FOOTER_IN / height, 1, 1))  # type: ignore[attr-defined]
+    fig.savefig(path, dpi=SAVE_DPI)  # type: ignore[attr-defined]
     plt.close(fig)  # type: ignore[arg-type]
     return path.name
 
@@ -65,7 +88,7 @@ def quality_footer(rows: pd.DataFrame) -> str:
     return f"Quality: {kind} scores (labels in the report), not measured in the same runs."
 
 
-_LABEL_PT = 6.0
+_LABEL_PT = MIN_FONT_PT
 """Font size of point labels (points); a character is about half as wide."""
 
 
@@ -91,26 +114,44 @@ def _label_points(ax: object, g: pd.DataFrame) -> None:
                     arrowprops=arrow)  # type: ignore[attr-defined]  # fmt: skip
 
 
-def _panels_size(panels: int) -> tuple[float, float]:
-    """Figure size (inches) of a row of ``panels`` panels, wide enough for the footer."""
-    return max(6.5, 5.2 * panels), 4.4
+def panel_grid(panels: int, max_columns: int = MAX_COLUMNS) -> tuple[int, int, tuple[float, float]]:
+    """Rows, columns and figure size (inches) of ``panels`` panels, at most ``max_columns`` a row.
+
+    The figure is as wide as :data:`MAX_COLUMNS` panels whatever the columns (so the footer
+    fits and every figure shows at one scale) and grows downwards; each row adds one panel
+    height. Bar charts with long model names take one panel a row.
+    """
+    columns = min(max_columns, MAX_COLUMNS, max(1, panels))
+    rows = -(-max(1, panels) // columns)
+    width = PANEL_IN[0] * MAX_COLUMNS
+    return rows, columns, (width, PANEL_IN[1] * rows + FOOTER_IN)
+
+
+def _panels(panels: int, max_columns: int = MAX_COLUMNS) -> tuple[object, list]:
+    """A figure of ``panels`` panels on :func:`panel_grid`; the spare cells are removed."""
+    import matplotlib.pyplot as plt
+
+    rows, columns, size = panel_grid(panels, max_columns)
+    fig, axes = plt.subplots(rows, columns, figsize=size, squeeze=False)
+    flat = list(axes.ravel())
+    for spare in flat[panels:]:
+        fig.delaxes(spare)
+    return fig, flat[:panels]
 
 
 def _arch_legend(ax: object, archs: list[str]) -> None:
     from matplotlib.patches import Patch
 
     handles = [Patch(color=ARCH_COLOURS.get(a, "grey"), label=a) for a in sorted(set(archs))]
-    ax.legend(handles=handles, fontsize=7, loc="upper right")  # type: ignore[attr-defined]
+    ax.legend(handles=handles, loc="upper right")  # type: ignore[attr-defined]
 
 
 def _quality_vs_energy(frontier: pd.DataFrame, out: Path, note: str) -> str | None:
-    import matplotlib.pyplot as plt
-
     groups = list(frontier.groupby(["task", "gpu"], sort=True))
     if not groups:
         return None
-    fig, axes = plt.subplots(1, len(groups), figsize=_panels_size(len(groups)), squeeze=False)
-    for ax, ((task, gpu), g) in zip(axes[0], groups, strict=True):
+    fig, axes = _panels(len(groups))
+    for ax, ((task, gpu), g) in zip(axes, groups, strict=True):
         for arch, s in g.groupby("arch"):
             ax.scatter(
                 s["energy_per_response_j"],
@@ -128,20 +169,18 @@ def _quality_vs_energy(frontier: pd.DataFrame, out: Path, note: str) -> str | No
         _label_points(ax, g)
         ax.set_xlabel("energy per response (J, measured)")
         ax.set_ylabel(f"{g['quality_benchmark'].iloc[0]} ({quality_kind(g['quality_source'])})")
-        ax.set_title(f"{task} on {gpu}", fontsize=10)
-        ax.legend(fontsize=7)
+        ax.set_title(f"{task} on {gpu}")
+        ax.legend()
     return _save(fig, out / FIGURES[0], note)
 
 
 def _energy_per_correct(rows: pd.DataFrame, out: Path, note: str) -> str | None:
-    import matplotlib.pyplot as plt
-
     have = rows[rows["energy_per_correct_j"].notna()]
     groups = list(have.groupby(["task", "gpu"], sort=True))
     if not groups:
         return None
-    fig, axes = plt.subplots(1, len(groups), figsize=_panels_size(len(groups)), squeeze=False)
-    for ax, ((task, gpu), g) in zip(axes[0], groups, strict=True):
+    fig, axes = _panels(len(groups), max_columns=1)
+    for ax, ((task, gpu), g) in zip(axes, groups, strict=True):
         g = g.sort_values("energy_per_correct_j")
         colours = [ARCH_COLOURS.get(a, "grey") for a in g["arch"]]
         kj = g["energy_per_correct_j"] / 1000
@@ -150,12 +189,11 @@ def _energy_per_correct(rows: pd.DataFrame, out: Path, note: str) -> str | None:
             for m, stalled in zip(g["model_id"], _stalled(g), strict=True)
         ]
         bars = ax.barh(names, kj, color=colours, hatch=["//" if h else "" for h in _stalled(g)])
-        ax.bar_label(bars, labels=[f"{v:.3g}" for v in kj], fontsize=6, padding=2)
-        ax.set_xlim(0, float(kj.max()) * 1.15)
+        ax.bar_label(bars, labels=[f"{v:.3g}" for v in kj], fontsize=MIN_FONT_PT, padding=2)
+        ax.set_xlim(0, float(kj.max()) * 1.2)
         ax.set_xlabel("energy per correct answer (kJ)")
         kind = quality_kind(g["quality_source"])
-        ax.set_title(f"{task} on {gpu} ({g['quality_benchmark'].iloc[0]}, {kind})", fontsize=10)
-        ax.tick_params(axis="y", labelsize=7)
+        ax.set_title(f"{task} on {gpu} ({g['quality_benchmark'].iloc[0]}, {kind})")
         ax.invert_yaxis()
         _arch_legend(ax, list(g["arch"]))
     return _save(fig, out / FIGURES[1], note)
@@ -169,8 +207,13 @@ def _per_token_vs_params(rows: pd.DataFrame, out: Path, note: str) -> str | None
         return None
     markers = dict(zip(sorted(have["task"].unique()), "osD^vP*X", strict=False))
     gpus = sorted(have["gpu"].unique())
+    _, _, (width, _) = panel_grid(2)
     fig, axes = plt.subplots(
-        len(gpus), 2, figsize=(10, 4.0 * len(gpus)), sharey=True, squeeze=False
+        len(gpus),
+        2,
+        figsize=(width, PANEL_IN[1] * len(gpus) + FOOTER_IN),
+        sharey=True,
+        squeeze=False,
     )
     for row_axes, gpu in zip(axes, gpus, strict=True):
         on_gpu = have[have["gpu"] == gpu]
@@ -184,9 +227,10 @@ def _per_token_vs_params(rows: pd.DataFrame, out: Path, note: str) -> str | None
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.set_xlabel(f"{predictor} parameters (billions)")
-            ax.set_title(f"{gpu}: energy per token vs {predictor} parameters", fontsize=10)
+            ax.set_title(f"{gpu}: energy per token vs {predictor} params")
         row_axes[0].set_ylabel("energy per output token (J, measured)")
-        row_axes[1].legend(fontsize=6, loc="lower right")
+        # Outside the panels: eleven entries at 9 pt would cover the points.
+        row_axes[1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
     return _save(fig, out / FIGURES[2], note)
 
 
@@ -205,9 +249,10 @@ def write_measured_figures(
 
     matplotlib.use("Agg", force=False)
     note = f"{note} {quality_footer(rows)}"
-    made = [
-        _quality_vs_energy(frontier, out, note),
-        _energy_per_correct(rows, out, note),
-        _per_token_vs_params(rows, out, note),
-    ]
+    with matplotlib.rc_context(_RC):
+        made = [
+            _quality_vs_energy(frontier, out, note),
+            _energy_per_correct(rows, out, note),
+            _per_token_vs_params(rows, out, note),
+        ]
     return [m for m in made if m]

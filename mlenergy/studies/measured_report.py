@@ -17,9 +17,16 @@ from mlenergy.studies.measured import energy_per_correct_interval, summary_table
 from mlenergy.studies.measured_analysis import CLAIM_COLUMNS, FIT_COLUMNS, PAIR_COLUMNS
 from mlenergy.studies.measured_conclusion import QUALITY_NOTE, SAMPLING_NOTE
 from mlenergy.studies.measured_figures import write_measured_figures
+from mlenergy.studies.measured_footprint import (
+    footprint_cells,
+    footprint_headers,
+    footprint_note,
+    with_footprint,
+)
 from mlenergy.studies.report_page import StudyReport
 
 if TYPE_CHECKING:
+    from mlenergy.footprint import Footprint
     from mlenergy.studies.measured_study import MeasuredStudyResult
 
 TOY_REPORT_LINK = "../dense-vs-moe/index.html"
@@ -61,13 +68,22 @@ def _per_correct_text(row: pd.Series) -> str:
     return text
 
 
-def rows_table(rows: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
-    """Header and cells of the report's main table (one row per model x GPU x task)."""
+def rows_table(
+    rows: pd.DataFrame, footprint: Footprint | None = None
+) -> tuple[list[str], list[list[str]]]:
+    """Header and cells of the report's main table (one row per model x GPU x task).
+
+    Args:
+        rows: The study's rows.
+        footprint: Carbon and cost settings; their columns follow the joules per correct
+            answer (``None``: none).
+    """
     header = [
         "model", "arch", "GPU", "task", "configuration (lowest energy within deadline)",
         "host-bound (stalled)", "J/response", "J/token", "median ITL (ms)", "benchmark", "score",
-        "J per correct [95% from benchmark size]", "energy source", "quality source",
-        "how matched / why no quality",
+        "J per correct [95% from benchmark size]",
+        *(footprint_headers(footprint) if footprint is not None else []),
+        "energy source", "quality source", "how matched / why no quality",
     ]  # fmt: skip
     cells = []
     for _, r in rows.sort_values(["task", "gpu", "arch", "model_id"]).iterrows():
@@ -83,7 +99,9 @@ def rows_table(rows: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
                 "yes" if r.get("host_bound") is True else "",
                 _f(r["energy_per_response_j"]), _f(r["energy_per_token_j"]),
                 itl, r["quality_benchmark"], _f(r["quality_score"], 4),
-                _per_correct_text(r), f"{r['energy_source']} ({r['measured_by']})",
+                _per_correct_text(r),
+                *(footprint_cells(r, footprint) if footprint is not None else []),
+                f"{r['energy_source']} ({r['measured_by']})",
                 r["quality_source"], how,
             ]
         )  # fmt: skip
@@ -105,7 +123,7 @@ def _sections(result: MeasuredStudyResult) -> list[tuple[str, str, list[str], li
         else (result.frontier)
     )
     return [
-        ("Models", "rows", *rows_table(result.rows)),
+        ("Models", "rows", *rows_table(result.rows, result.footprint)),
         ("Energy per correct answer (J) within each latency deadline", "deadlines",
          *frame_cells(result.deadlines, list(result.deadlines.columns))),
         ("Matched-quality pairs (MoE / dense energy per response at each model's best "
@@ -140,7 +158,8 @@ def _unstalled_sections(result: MeasuredStudyResult) -> list[tuple[str, str, lis
     if clean is None:
         return []
     return [
-        ("Without the host-bound runs: models", "rows-unstalled", *rows_table(clean.rows)),
+        ("Without the host-bound runs: models", "rows-unstalled",
+         *rows_table(clean.rows, result.footprint)),
         ("Without the host-bound runs: matched-quality pairs", "pairs-unstalled",
          *frame_cells(clean.pairs, list(PAIR_COLUMNS))),
         ("Without the host-bound runs: parameter fits", "fits-unstalled",
@@ -185,6 +204,11 @@ def write_measured_report(result: MeasuredStudyResult) -> Path:
         title="Dense versus MoE on measured GPUs: energy per correct answer",
         notes=[
             ("energy-source", result.energy_note),
+            *(
+                [("footprint-note", footprint_note(result.footprint))]
+                if result.footprint is not None
+                else []
+            ),
             ("quality-note", QUALITY_NOTE),
             ("sampling-note", SAMPLING_NOTE),
         ],
@@ -204,5 +228,7 @@ def write_measured_report(result: MeasuredStudyResult) -> Path:
     return report.publish(
         result.report_dir,
         lambda tmp: write_measured_figures(result.rows, result.frontier, tmp, result.energy_note),
-        lambda path: summary_table(result.rows).to_csv(path, index=False),
+        lambda path: with_footprint(
+            summary_table(result.rows), result.rows, result.footprint
+        ).to_csv(path, index=False),
     )

@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from mlenergy.errors import UserError
+from mlenergy.footprint import Footprint
 from mlenergy.progress import progress_bar
 from mlenergy.quality.published import (
     benchmarks,
@@ -76,6 +77,7 @@ class MeasuredStudyResult:
         conclusion: The conclusion's paragraphs.
         energy_note: Energy source and who measured it.
         elapsed_s: Wall time, seconds.
+        footprint: Carbon and cost settings of the headline table (``None``: joules only).
     """
 
     report_dir: Path
@@ -101,11 +103,14 @@ class MeasuredStudyResult:
     conclusion: list[str] = field(default_factory=list)
     energy_note: str = ""
     elapsed_s: float = 0.0
+    footprint: Footprint | None = None
 
     @property
     def summary(self) -> pd.DataFrame:
-        """The ``summary.csv`` table."""
-        return m.summary_table(self.rows)
+        """The ``summary.csv`` table (with carbon and cost when a footprint is set)."""
+        from mlenergy.studies.measured_footprint import with_footprint
+
+        return with_footprint(m.summary_table(self.rows), self.rows, self.footprint)
 
     def _counts(self) -> str:
         with_quality = int(self.rows["quality_score"].notna().sum()) if len(self.rows) else 0
@@ -198,6 +203,7 @@ def run_measured_study(
     benchmark: str = m.DEFAULT_BENCHMARK,
     report_dir: str | Path = DEFAULT_REPORT_DIR,
     progress: bool = True,
+    footprint: Footprint | None = None,
 ) -> MeasuredStudyResult:
     """The measured study: the reference layer and the store's runs, quality, report.
 
@@ -213,6 +219,9 @@ def run_measured_study(
         benchmark: Quality benchmark of the reasoning task (``gpqa``).
         report_dir: Report folder.
         progress: Show a progress bar.
+        footprint: Carbon and cost settings: the headline table, ``summary.md``,
+            ``summary.csv`` and ``index.html`` add g CO2e and cost per response and per
+            correct answer (``None``: joules only).
 
     Raises:
         UserError: Bad input or nothing to compute (the message says which).
@@ -234,6 +243,7 @@ def run_measured_study(
         itl_limit_ms=itl_limit_ms,
         gpu=gpu,
         benchmarks_text=", ".join(f"{t}: {b}" for t, b in task_bench.items()),
+        footprint=footprint,
     )
     with progress_bar(6, "measured study", unit="step", enabled=progress) as bar:
         bar.describe("reading measurements")

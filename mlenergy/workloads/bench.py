@@ -261,27 +261,6 @@ def _meter_for_model(previous: Any, loaded: Any, opts: BenchOptions) -> Any:
     )
 
 
-def _fmt(value: float | None, scale: float = 1.0, digits: int = 4) -> str:
-    if value is None:
-        return "-"
-    return f"{value * scale:.{digits}g}"
-
-
-_SUMMARY_COLUMNS = (
-    ("model", "left"),
-    ("batch", "right"),
-    ("status", "left"),
-    ("prefill mJ/tok", "right"),
-    ("decode mJ/tok", "right"),
-    ("request mJ/tok", "right"),
-    ("± 95%", "right"),
-    ("decode tok/s", "right"),
-    ("TTFT ms", "right"),
-    ("ITL p50 ms", "right"),
-    ("source", "left"),
-)
-
-
 def interval_text(phase: Any) -> str:
     """``±4%`` from the run-to-run spread, ``±35% !`` when wider than ±20%, ``-`` without."""
     from mlenergy.measure.repeats import relative_half_width
@@ -290,36 +269,3 @@ def interval_text(phase: Any) -> str:
     if half is None:
         return "-"
     return f"±{half:.0%}" + (" !" if phase.wide_interval else "")
-
-
-def summary_table(records: list[RunRecord]) -> Any:
-    """A rich table: one row per record with energy per token (mJ) and throughput.
-
-    The request figure carries its 95% interval from the run-to-run spread of the repeats;
-    ``!`` marks an interval wider than ±20% (too noisy to compare on its own).
-    """
-    from rich.table import Table
-
-    table = Table(
-        title="mlenergy bench (energy per token in millijoules)",
-        caption="± 95%: interval of the request figure from run-to-run spread; ! wider than ±20%",
-        show_lines=False,
-    )
-    for column, justify in _SUMMARY_COLUMNS:
-        table.add_column(column, justify=justify, no_wrap=column == "model")  # type: ignore[arg-type]
-    for r in records:
-        pre, dec, req = r.phase("prefill"), r.phase("decode"), r.phase("request")
-        table.add_row(
-            r.model.model_id,
-            str(r.workload.batch_size),
-            "ok" if r.status == "ok" else f"failed: {(r.error or '')[:40]}",
-            _fmt(pre.energy_per_token_j if pre else None, 1e3),
-            _fmt(dec.energy_per_token_j if dec else None, 1e3),
-            _fmt(req.energy_per_token_j if req else None, 1e3),
-            interval_text(req),
-            _fmt(dec.throughput_tokens_per_s if dec else None, digits=5),
-            _fmt(req.ttft_s if req else None, 1e3),
-            _fmt(req.itl_p50_s if req else None, 1e3),
-            r.energy_source,
-        )
-    return table

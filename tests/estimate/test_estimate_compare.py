@@ -71,3 +71,16 @@ def test_validate_store_adds_the_stores_runs(tmp_path, capsys, configs_dir, meas
     assert "1 measured GPU serving run(s)" in captured.err
     data = json.loads(captured.out)
     assert data["source"]["store"]["n"] == 1 and data["source"]["v3"]["n"] == 673
+
+
+def test_serving_runs_are_compared_and_static_batches_are_not(configs_dir, measured_run):
+    base = measured_run("H100")
+
+    def with_method(method):
+        workload = base.workload.model_copy(update={"method": method})
+        return base.model_copy(update={"workload": workload, "run_id": f"run-{method}"})
+
+    serving, static = with_method("serving-steady-state"), with_method("static-batch")
+    rows = measurements_from_records([serving, static], configs_dir)
+    assert list(rows["run_id"]) == [serving.run_id]
+    assert len(compare_runs([serving, static], configs_dir).rows) == 1

@@ -1,4 +1,4 @@
-"""Importing ML.ENERGY's published measurements (read from ../shared/reference at run time)."""
+"""ML.ENERGY's published measurements, read from the reference shipped in the package."""
 
 from __future__ import annotations
 

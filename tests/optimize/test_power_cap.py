@@ -187,7 +187,18 @@ def test_cli_json_keys_and_measured_source(tmp_path):
     ):
         assert key in out["best"]
     assert out["best"]["source"].startswith("measured:")
-    assert out["runners_up"] and "energy_cost_per_million_tokens" in out
+    assert out["runners_up"] and out["energy_cost_per_million_tokens"] is None  # no price given
+
+
+def test_cost_only_with_a_price_the_user_gave(tmp_path):
+    args = ["optimize", "power-cap", "--budget-w", "100000", "--model", MODEL, "--task"]
+    args += ["lm-arena-chat", "--itl-limit-ms", "50", "--data-dir", str(tmp_path)]
+    plain = run_cli(args)
+    assert plain.exit_code == 0, plain.output
+    assert "energy cost" not in plain.stdout and "/kWh" not in plain.stdout
+    priced = run_cli([*args, "--price-kwh", "0.1"])
+    assert priced.exit_code == 0, priced.output
+    assert "per million tokens at 0.1/kWh" in priced.stdout
 
 
 def test_estimated_sources_plot_and_labels(tmp_path):

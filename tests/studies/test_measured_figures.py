@@ -90,3 +90,39 @@ def test_labels_of_points_at_one_place_do_not_cover_each_other(drawn, tmp_path):
     labels = dict(drawn[0]["labels"])
     assert set(labels) == {"m0", "m1", "m2"}
     assert labels["m0"][1] != labels["m1"][1]  # moved apart vertically
+
+
+def _png_size(path) -> tuple[int, int]:
+    """Width and height in pixels, read from the PNG's IHDR chunk."""
+    import struct
+
+    head = path.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", head[16:24])
+
+
+def test_saved_figures_fit_a_report_page_with_readable_text(tmp_path, monkeypatch):
+    """Four task x GPU panels: a 2 x 2 grid about 1,100 px wide, no text under 9 pt."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    rows = _rows(["published:GPQA-Diamond"] * 8, ["B200", "H100"] * 4)
+    rows["task"] = ["gpqa", "gpqa", "lm-arena-chat", "lm-arena-chat"] * 2
+    sizes: list[float] = []
+    save = mf._save
+
+    def measure(fig, path, note):
+        name = save(fig, path, note)
+        sizes.extend(t.get_fontsize() for t in fig.findobj(matplotlib.text.Text) if t.get_text())
+        return name
+
+    monkeypatch.setattr(mf, "_save", measure)
+    made = mf.write_measured_figures(rows, rows, tmp_path, "Energy: measured:zeus-nvml.")
+    assert "quality_vs_energy.png" in made
+    for name in made:
+        width, height = _png_size(tmp_path / name)
+        assert 1000 <= width <= 1200, (name, width)
+        assert width / height <= 2.5, (name, width, height)
+    width, height = _png_size(tmp_path / "quality_vs_energy.png")
+    assert 0.9 <= width / height <= 1.5  # two rows of two panels, not a strip of four
+    assert sizes and min(sizes) >= mf.MIN_FONT_PT >= 9

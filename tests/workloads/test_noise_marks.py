@@ -45,8 +45,8 @@ def test_one_repeat_has_no_interval_and_no_mark():
 
 
 def test_bench_table_shows_the_interval_column():
+    from mlenergy.commands.bench import summary_table
     from mlenergy.records import RunRecord  # noqa: F401  (the table reads records)
-    from mlenergy.workloads.bench import summary_table
 
     table = summary_table([])
     out = io.StringIO()
