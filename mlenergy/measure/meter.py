@@ -512,6 +512,7 @@ class EnergyMeter:
             timelines = self._power_monitor.get_power_timeline(self._timeline_domain)
             samples = sum_gpu_timelines(timelines, len(self.gpu_indices))
         elif self._sampler is not None:
+            self._sampler.sample_now()  # up to now, even if the thread has not run since
             samples = self._sampler.samples()
         else:
             return None

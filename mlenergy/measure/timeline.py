@@ -8,6 +8,7 @@ turns any trace into a :class:`~mlenergy.records.PowerTimeline` of at most 512 p
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import deque
@@ -17,6 +18,8 @@ from mlenergy.records import PowerTimeline
 
 MAX_TIMELINE_POINTS = 512
 """Most points a timeline kept on a record may have."""
+
+logger = logging.getLogger(__name__)
 
 
 def downsample(
@@ -103,6 +106,8 @@ class ThreadSampler:
         self.period_s = period_s
         self._samples: deque[tuple[float, float]] = deque(maxlen=max_samples)
         self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._failed = False
         self._thread = threading.Thread(
             target=self._run, name="mlenergy-power-sampler", daemon=True
         )
@@ -110,11 +115,21 @@ class ThreadSampler:
 
     def _run(self) -> None:
         while not self._stop.wait(self.period_s):
+            self.sample_now()
+
+    def sample_now(self) -> None:
+        """Take one sample now (the power since the previous sample), e.g. at a run's end.
+
+        A run shorter than one period would otherwise have no sample of its own.
+        """
+        with self._lock:
             now = time.time()
             try:
                 self._samples.append((now, float(self._power_fn(now))))
-            except Exception:  # a failing sample must not kill the run being measured
-                continue
+            except Exception as err:  # a failing sample must not kill the run being measured
+                if not self._failed:  # but it must not pass unseen: say so once
+                    self._failed = True
+                    logger.warning("power sample failed (%s: %s)", type(err).__name__, err)
 
     def samples(self) -> list[tuple[float, float]]:
         """A copy of the samples so far."""

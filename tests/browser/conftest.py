@@ -96,9 +96,13 @@ def chromium_path() -> Path:
     return CHROMIUM
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def server(chromium_path, tmp_path_factory):
-    """The app served by ``mlenergy leaderboard`` in a subprocess; yields its base URL."""
+    """The app served by ``mlenergy leaderboard`` in a subprocess; yields its base URL.
+
+    Module-scoped, like the browser: neither outlives the browser tests, so the tests that
+    come after (CPU-time and timing checks) do not share the machine with them.
+    """
     data_dir = tmp_path_factory.mktemp("lb-store")
     seed_store(data_dir)
     log_path = tmp_path_factory.mktemp("lb-log") / "server.log"
@@ -109,7 +113,7 @@ def server(chromium_path, tmp_path_factory):
         pytest.fail(str(exc))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(chromium_path):
     from playwright.sync_api import sync_playwright
 

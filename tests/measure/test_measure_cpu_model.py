@@ -7,6 +7,14 @@ from mlenergy.measure import EnergyMeter, resolve_cpu_power_model
 from mlenergy.measure import cpu_model as cm
 
 
+@pytest.fixture(autouse=True)
+def _no_other_tests_children(monkeypatch):
+    """Charge only this test's work: servers and browsers that other tests of the session keep
+    running are children of this process too, and the model would rightly charge their CPU.
+    (How children are charged is tested in test_measure_cpu_children.py.)"""
+    monkeypatch.setattr(cm, "running_children_cpu_s", lambda: 0.0)
+
+
 def test_table_matches_families_and_falls_back():
     assert cm.per_cpu_watts("AMD EPYC 7763 64-Core Processor")[0] == pytest.approx(280 / 128)
     assert cm.per_cpu_watts("Intel(R) Xeon(R) Platinum 8380 CPU")[0] == pytest.approx(270 / 80)

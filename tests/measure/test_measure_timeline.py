@@ -31,18 +31,19 @@ def test_to_power_timeline_offsets_and_filters():
 
 
 def test_meter_timeline_emulated_piecewise():
-    profile = PowerProfile.piecewise([(0.0, 100.0), (0.3, 400.0)])
+    # The switch at 1.5 s leaves room for a slow meter start on a busy machine.
+    profile = PowerProfile.piecewise([(0.0, 100.0), (1.5, 400.0)])
     with (
         install_emulated_gpus(power_w=profile),
         EnergyMeter(power_timeline=True, timeline_period_s=0.02) as meter,
     ):
         with meter.window("run"):
-            time.sleep(0.6)
+            time.sleep(2.0)
         tl = meter.timeline(start_time_s=profile.t0)
     assert tl is not None and tl.energy_source == "emulated:zeus-gpu"
     assert 10 <= len(tl.t_s) <= MAX_TIMELINE_POINTS
-    early = [w for t, w in zip(tl.t_s, tl.power_w, strict=True) if t < 0.25]
-    late = [w for t, w in zip(tl.t_s, tl.power_w, strict=True) if t > 0.45]
+    early = [w for t, w in zip(tl.t_s, tl.power_w, strict=True) if t < 1.4]
+    late = [w for t, w in zip(tl.t_s, tl.power_w, strict=True) if t > 1.65]
     assert early and late
     assert sum(early) / len(early) == pytest.approx(100.0, rel=0.05)
     assert sum(late) / len(late) == pytest.approx(400.0, rel=0.05)

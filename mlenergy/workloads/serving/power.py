@@ -115,7 +115,7 @@ class ServingPower:
         self._sampler = ThreadSampler(
             delta_power_fn(
                 self._safe_cpu_s,
-                lambda cpu_s, dt: model.power_w(cpu_s / (dt * model.num_cpus)),
+                lambda cpu_s, dt: model.power_w(cpu_s, dt),
             ),
             period_s=period_s,
         )
@@ -159,6 +159,7 @@ class ServingPower:
     def samples(self, start_s: float) -> list[tuple[float, float]]:
         """``(unix time, watts)`` samples since ``start_s``, each the mean since the previous."""
         if self._sampler is not None:
+            self._sampler.sample_now()  # the tail since the last period, so a short run has one
             return [s for s in self._sampler.samples() if s[0] >= start_s]
         assert self._meter is not None
         timeline = self._meter.timeline(start_time_s=start_s)
