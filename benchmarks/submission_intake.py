@@ -3,7 +3,7 @@
 Each case runs in a fresh child process (so peak RSS is its own) and prints the wall time of
 ``validate_bundle``, the child's peak resident memory (``peak MB``, imports included; ``after
 import`` is the peak before validating) and the Python heap the validation itself allocates
-at its peak (``heap MB``, a second pass under ``tracemalloc``). The target: validating a
+at its peak (``heap MB``, the validation repeated under ``tracemalloc``). The target: validating a
 20 MB file stays under 500 MB.
 
 Cases:
@@ -107,7 +107,7 @@ def _child(path: str) -> None:
     start = time.perf_counter()
     report = validate_bundle(Path(path), submitter="Bench Lab")
     seconds = time.perf_counter() - start
-    tracemalloc.start()  # a second pass, traced: the Python heap the validation itself needs
+    tracemalloc.start()  # the validation repeated, traced: the Python heap it needs
     validate_bundle(Path(path), submitter="Bench Lab")
     heap_mb = tracemalloc.get_traced_memory()[1] / 1e6
     tracemalloc.stop()

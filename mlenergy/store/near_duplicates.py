@@ -26,7 +26,8 @@ SHAPE_FIELDS = ("workload_kind", "batch_size", "input_tokens", "output_tokens")
 Figures = tuple[float | None, ...]
 
 
-def _number(value: Any) -> float | None:
+def flat_number(value: Any) -> float | None:
+    """A flat column's number (Python or NumPy) as float; ``None`` for missing, NaN or text."""
     if value is None or isinstance(value, bool | str):
         return None
     try:
@@ -38,8 +39,8 @@ def _number(value: Any) -> float | None:
 
 def figures_of(flat: Mapping[str, Any]) -> Figures:
     """Every compared figure of a run's flat columns (``None`` where absent)."""
-    values = [_number(flat.get(f"{p}_{f}")) for p in PHASES for f in FIGURE_FIELDS]
-    values.append(_number(flat.get("itl_p50_s")))
+    values = [flat_number(flat.get(f"{p}_{f}")) for p in PHASES for f in FIGURE_FIELDS]
+    values.append(flat_number(flat.get("itl_p50_s")))
     return tuple(values)
 
 
@@ -48,7 +49,7 @@ def shape_of(flat: Mapping[str, Any]) -> tuple[Any, ...]:
     out = []
     for name in SHAPE_FIELDS:
         value = flat.get(name)
-        number = _number(value)
+        number = flat_number(value)
         out.append(number if number is not None else (value if isinstance(value, str) else None))
     return tuple(out)
 

@@ -9,7 +9,6 @@ catalog, live in :mod:`mlenergy.store.physics`; every problem names its check
 
 from __future__ import annotations
 
-import math
 import re
 import unicodedata
 from collections.abc import Collection, Mapping
@@ -19,6 +18,7 @@ from mlenergy.records import RunRecord, sha256_hex
 from mlenergy.store.checks import tag
 from mlenergy.store.facts import PRESENT, PhaseFacts, RunFacts, facts_from_raw, facts_from_record
 from mlenergy.store.gpus import GpuLookup, gpu_lookup
+from mlenergy.store.near_duplicates import flat_number
 from mlenergy.store.physics import (
     ENERGY_REL_TOL,
     PER_TOKEN_REL_TOL,
@@ -320,20 +320,9 @@ def measurement_key(flat: Mapping[str, Any]) -> str | None:
     has_energy = False
     for phase in PHASES:
         for name in MEASUREMENT_FIELDS:
-            number = _figure(flat.get(f"{phase}_{name}"))
+            number = flat_number(flat.get(f"{phase}_{name}"))
             has_energy = has_energy or (name == "energy_j" and number is not None)
             parts.append("-" if number is None else f"{number:.12g}")
-    itl = _figure(flat.get("itl_p50_s"))
+    itl = flat_number(flat.get("itl_p50_s"))
     parts.append("-" if itl is None else f"{itl:.12g}")
     return sha256_hex("|".join(parts))[:16] if has_energy else None
-
-
-def _figure(value: Any) -> float | None:
-    """A number (Python or NumPy) as float; ``None`` for missing, NaN or non-numbers."""
-    if value is None or isinstance(value, bool | str):
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(number) else number
