@@ -127,12 +127,13 @@ def test_model_column_pinned_and_columns_chosen(page):
 def test_model_detail_shows_configs_and_provenance(page):
     page.get_by_role("tab", name="Model detail").click()
     _pick(page, "detail-model", "synthetic/dense-8b")
-    page.wait_for_selector("#detail-lb-table, #lb-detail tbody tr", timeout=30_000)
-    rows = page.locator("#lb-detail tbody tr")
-    assert rows.count() == 4
+    # The tab opens on the top rows' model: wait for the picked model's four runs to replace them.
+    page.wait_for_function(
+        "() => document.querySelectorAll('#lb-detail tbody tr').length === 4", timeout=30_000
+    )
     page.wait_for_function(
         "() => (document.querySelector('#detail-provenance')?.innerText || '')"
-        ".includes('energy_source')"
+        ".includes('synthetic/dense-8b')"
     )
     assert "measured:zeus-nvml" in page.locator("#detail-provenance").inner_text()
     page.wait_for_selector("#detail-timeline .js-plotly-plot, #detail-timeline .plotly")
