@@ -22,10 +22,8 @@ Modules, by job:
 * other paths: ``training`` (with ``training_memory``), ``prepare`` (one configuration's
   features, via the table), ``report`` (text, tables, plots), ``to_record`` (estimates as run
   records);
-* data and fit: ``locate`` (the shared reference folder), ``reference`` (the one reader of
-  the ML.ENERGY measurements, as run records), ``measurements`` (records to the fit's
-  columns), ``calibration`` (the fit), ``crossval`` (grouped cross-validation), ``refit``
-  (refit and write the shipped coefficients).
+* the fit: ``calibration``; reading the measurements, cross-validation and refitting live in
+  :mod:`mlenergy.calibrate`.
 
 >>> from mlenergy.estimate import estimate
 >>> e = estimate("meta-llama/Llama-3.1-8B-Instruct", "H100", batch_size=64,

@@ -295,7 +295,7 @@ def test_descending_sweep_range(capsys, configs_dir):
 
 
 def test_config_id_for_uses_the_one_resolution_rule(tmp_path, configs_dir):
-    from mlenergy.estimate.measurements import config_id_for
+    from mlenergy.calibrate.measurements import config_id_for
 
     thinking = "Qwen/Qwen3-30B-A3B-Thinking-2507"
     assert config_id_for(thinking, configs_dir) == "Qwen/Qwen3-30B-A3B-Instruct-2507"
