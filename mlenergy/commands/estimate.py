@@ -222,9 +222,15 @@ def _estimate_serving(
     Returns:
         The estimates made (a sweep's failed points left out).
     """
-    from mlenergy.estimate.api import estimate, parse_sweep_axis
+    from mlenergy.commands.estimate_report import (
+        format_estimate,
+        format_table,
+        plot_sweep,
+        sweep_table,
+    )
+    from mlenergy.commands.estimate_sweep import parse_sweep_axis
+    from mlenergy.estimate.api import estimate
     from mlenergy.estimate.api import sweep as run_sweep
-    from mlenergy.estimate.report import format_estimate, format_table, plot_sweep, sweep_table
 
     if sweep:
         axes = dict(parse_sweep_axis(s) for s in sweep)
@@ -294,7 +300,7 @@ def _estimate_training(
     as_json: bool,
 ) -> None:
     """Estimate and print one optimizer step of ``batch_size`` x ``seq_len`` tokens."""
-    from mlenergy.estimate.report import format_training
+    from mlenergy.commands.estimate_report import format_training
     from mlenergy.estimate.training import estimate_training
     from mlenergy.estimate.training_pipeline import format_pipeline
 

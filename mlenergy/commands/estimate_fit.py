@@ -209,8 +209,8 @@ def compare_cmd(
 ) -> None:
     """Every measured GPU serving run in the store beside its estimate, errors by half."""
     from mlenergy.calibrate.compare import compare_runs
+    from mlenergy.commands.estimate_report import format_table
     from mlenergy.estimate.coefficients import Coefficients
-    from mlenergy.estimate.report import format_table
     from mlenergy.store import RunStore
 
     data = resolve_data_dir(data_dir)

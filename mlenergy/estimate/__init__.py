@@ -17,11 +17,10 @@ Modules, by job:
   one estimate is a table of one row) -> ``table`` (checks via ``row_checks``, resolution,
   features, memory fit, interval, host-bound rule) -> ``physics`` / ``offline``;
   ``table_rows`` (the results, a row as an ``Estimate``); ``api`` (one estimate, a sweep)
-  and ``batch`` (the CSV contract) call it; ``sampling`` draws random requests for the
-  agreement check of the two;
+  and ``batch`` (the CSV contract) call it (``mlenergy.testing.estimate_requests`` draws
+  random requests for the agreement check of the two);
 * other paths: ``training`` (with ``training_memory``), ``prepare`` (one configuration's
-  features, via the table), ``report`` (text, tables, plots), ``to_record`` (estimates as run
-  records);
+  features, via the table), ``to_record`` (estimates as run records);
 * the fit: ``calibration``; reading the measurements, cross-validation and refitting live in
   :mod:`mlenergy.calibrate`.
 

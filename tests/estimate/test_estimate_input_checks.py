@@ -9,8 +9,9 @@ import pandas as pd
 import pytest
 
 from mlenergy.cli import main
+from mlenergy.commands.estimate_sweep import parse_sweep_axis
 from mlenergy.errors import UserError
-from mlenergy.estimate.api import estimate, parse_sweep_axis
+from mlenergy.estimate.api import estimate
 from mlenergy.estimate.batch import estimate_frame
 from mlenergy.estimate.catalog import load_gpu_spec_file, resolve_gpu
 from mlenergy.estimate.coefficients import default_coefficients
