@@ -9,13 +9,12 @@
 from __future__ import annotations
 
 import itertools
-import math
 from pathlib import Path
 from typing import Any
 
 from mlenergy.errors import UserError
 from mlenergy.estimate.catalog import GpuSpec
-from mlenergy.estimate.coefficients import Coefficients, interval_class
+from mlenergy.estimate.coefficients import Coefficients
 from mlenergy.estimate.requests import EstimateRequests
 from mlenergy.estimate.table import estimate_table
 from mlenergy.estimate.table_rows import Estimate, energy_source, estimator_version
@@ -25,28 +24,8 @@ __all__ = [
     "energy_source",
     "estimate",
     "estimator_version",
-    "interval_factors",
     "sweep",
 ]
-
-
-def interval_factors(
-    coef: Coefficients, gpu_name: str, host_bound: bool = False, family: str | None = None
-) -> tuple[float, float]:
-    """Multiplicative (low, high) factors of the 90% prediction interval of energy per token.
-
-    Args:
-        coef: Coefficients (their cross-validated quantiles).
-        gpu_name: Catalog GPU name; a GPU absent from calibration widens the interval.
-        host_bound: The configuration matches the host-bound rule
-            (:mod:`~mlenergy.estimate.host_bound`).
-        family: ``dense``, ``moe`` or ``hybrid``: the interval of its class on this GPU
-            when calibrated (``Coefficients.interval_by_class``).
-    """
-    widen = 1.0 if gpu_name in coef.calibrated_gpus else coef.unseen_gpu_widen
-    klass = interval_class(gpu_name, family) if family else None
-    q05, q95 = coef.interval_logs(host_bound, klass)
-    return math.exp(q05 * widen), math.exp(q95 * widen)
 
 
 def estimate(

@@ -12,8 +12,8 @@ from mlenergy.estimate.calibration import HOST_BOUND_WEIGHT, fit, fit_weights, h
 from mlenergy.estimate.coefficients import default_coefficients
 from mlenergy.estimate.features import stack
 from mlenergy.estimate.physics import predict
-from mlenergy.estimate.prepare import prepare
 from mlenergy.estimate.serving import ServingSetup
+from mlenergy.testing.estimate_features import prepare
 
 LLAMA8 = "meta-llama/Llama-3.1-8B-Instruct"
 
