@@ -14,18 +14,15 @@ Modules, by job:
   ``features`` and ``physics`` (the vectorised model), ``coefficients`` (the fitted numbers,
   shipped in ``coefficients.json`` with the host-bound rule of ``host_bound``);
 * the one path of serving and offline estimates: ``requests`` (a table of typed requests;
-  one estimate is a table of one row) -> ``table`` (checks via ``row_checks``, resolution,
+  one estimate is a table of one row) -> ``table`` (checks via ``checks``, resolution,
   features, memory fit, interval, host-bound rule) -> ``physics`` / ``offline``;
   ``table_rows`` (the results, a row as an ``Estimate``); ``api`` (one estimate, a sweep)
-  and ``batch`` (the CSV contract) call it; ``sampling`` draws random requests for the
-  agreement check of the two;
-* other paths: ``training`` (with ``training_memory``), ``prepare`` (one configuration's
-  features, via the table), ``report`` (text, tables, plots), ``to_record`` (estimates as run
+  and ``batch`` (the CSV contract) call it (``mlenergy.testing.estimate_requests`` draws
+  random requests for the agreement check of the two);
+* other paths: ``training`` (with ``training_memory``), ``to_record`` (estimates as run
   records);
-* data and fit: ``locate`` (the shared reference folder), ``reference`` (the one reader of
-  the ML.ENERGY measurements, as run records), ``measurements`` (records to the fit's
-  columns), ``calibration`` (the fit), ``crossval`` (grouped cross-validation), ``refit``
-  (refit and write the shipped coefficients).
+* the fit: ``calibration``; reading the measurements, cross-validation and refitting live in
+  :mod:`mlenergy.calibrate`.
 
 >>> from mlenergy.estimate import estimate
 >>> e = estimate("meta-llama/Llama-3.1-8B-Instruct", "H100", batch_size=64,

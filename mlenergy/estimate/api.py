@@ -9,48 +9,23 @@
 from __future__ import annotations
 
 import itertools
-import math
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from mlenergy.errors import UserError
 from mlenergy.estimate.catalog import GpuSpec
-from mlenergy.estimate.coefficients import Coefficients, interval_class
+from mlenergy.estimate.coefficients import Coefficients
 from mlenergy.estimate.requests import EstimateRequests
 from mlenergy.estimate.table import estimate_table
 from mlenergy.estimate.table_rows import Estimate, energy_source, estimator_version
 
 __all__ = [
-    "SWEEPABLE",
     "Estimate",
     "energy_source",
     "estimate",
     "estimator_version",
-    "interval_factors",
-    "parse_sweep_axis",
     "sweep",
 ]
-
-
-def interval_factors(
-    coef: Coefficients, gpu_name: str, host_bound: bool = False, family: str | None = None
-) -> tuple[float, float]:
-    """Multiplicative (low, high) factors of the 90% prediction interval of energy per token.
-
-    Args:
-        coef: Coefficients (their cross-validated quantiles).
-        gpu_name: Catalog GPU name; a GPU absent from calibration widens the interval.
-        host_bound: The configuration matches the host-bound rule
-            (:mod:`~mlenergy.estimate.host_bound`).
-        family: ``dense``, ``moe`` or ``hybrid``: the interval of its class on this GPU
-            when calibrated (``Coefficients.interval_by_class``).
-    """
-    widen = 1.0 if gpu_name in coef.calibrated_gpus else coef.unseen_gpu_widen
-    klass = interval_class(gpu_name, family) if family else None
-    q05, q95 = coef.interval_logs(host_bound, klass)
-    return math.exp(q05 * widen), math.exp(q95 * widen)
 
 
 def estimate(
@@ -145,58 +120,6 @@ def estimate(
         max_output_tokens=max_output_tokens,
     )
     return estimate_table(request, configs_dir, coefficients).estimate(0)
-
-
-SWEEPABLE = {
-    "batch-size": "batch_size",
-    "sm-clock": "sm_clock_mhz",
-    "power-limit": "power_limit_w",
-    "input-tokens": "input_tokens",
-    "output-tokens": "output_tokens",
-    "precision": "precision",
-    "gpu": "gpu",
-    "tensor-parallel": "tensor_parallel",
-    "num-gpus": "num_gpus",
-}
-"""Sweep axis names (CLI spelling) and the :func:`estimate` argument each sets."""
-
-
-def parse_sweep_axis(text: str) -> tuple[str, list[Any]]:
-    """Parse ``name=v1,v2,...`` or ``name=start:stop:step`` (inclusive) into values.
-
-    ``step`` is a positive magnitude; a range with ``start > stop`` counts down
-    (``sm-clock=1980:900:90`` gives 1980, 1890, ..., 900).
-
-    Raises:
-        UserError: Unknown axis or malformed values.
-    """
-    if "=" not in text:
-        raise UserError(f"sweep axis '{text}' must look like name=v1,v2 or name=a:b:step")
-    name, values = text.split("=", 1)
-    key = SWEEPABLE.get(name.strip().replace("_", "-"))
-    if key is None:
-        raise UserError(f"unknown sweep axis '{name}'", f"Use one of {', '.join(SWEEPABLE)}")
-    if key in ("precision", "gpu"):
-        return key, [v.strip() for v in values.split(",") if v.strip()]
-    try:
-        if ":" in values:
-            start, stop, step = (float(x) for x in values.split(":"))
-            if step <= 0:
-                raise UserError(
-                    f"sweep axis '{name.strip()}' needs a step > 0, got {step:g}",
-                    "Write start:stop:step; a start above stop counts down",
-                )
-            sign = 1.0 if stop >= start else -1.0  # descending when start > stop
-            vals = list(np.arange(start, stop + sign * step * 0.5, sign * step))
-        else:
-            vals = [float(v) for v in values.split(",") if v.strip()]
-    except ValueError:
-        raise UserError(f"sweep axis '{text}' has malformed values") from None
-    if not vals:
-        raise UserError(f"sweep axis '{name.strip()}' has no values", "Give v1,v2 or a:b:step")
-    if key in ("tensor_parallel", "num_gpus"):
-        vals = [int(v) for v in vals]
-    return key, vals
 
 
 def sweep(base: dict[str, Any], axes: dict[str, list[Any]]) -> list[Estimate | str]:

@@ -21,7 +21,14 @@ import numpy as np
 import pandas as pd
 
 from mlenergy.errors import UserError
-from mlenergy.estimate.checks import expected_num_gpus, mode_error
+from mlenergy.estimate.checks import (
+    RowErrors,
+    check_clock_power,
+    check_parallel,
+    check_values,
+    expected_num_gpus,
+    mode_error,
+)
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients, interval_class
 from mlenergy.estimate.engines import CURRENT_ENGINE, engine_note, is_legacy, resolve_engine
 from mlenergy.estimate.host_bound import host_bound_mask, host_bound_note
@@ -34,7 +41,6 @@ from mlenergy.estimate.memory import (
 from mlenergy.estimate.offline import predict_modes
 from mlenergy.estimate.offline_scheduler import default_cap_note, row_schedulers
 from mlenergy.estimate.requests import EstimateRequests
-from mlenergy.estimate.row_checks import RowErrors, check_clock_power, check_parallel, check_values
 from mlenergy.estimate.table_keys import (
     ModelOnGpu,
     factorize,
@@ -128,6 +134,47 @@ class PreparedTable:
     memory_gb: dict[str, np.ndarray]
 
 
+def _offline_queue(
+    req: EstimateRequests, gpus: list, codes: np.ndarray, legacy: np.ndarray, offline: np.ndarray
+) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Sequences decoding together per row, the offline scheduler, and who queued.
+
+    An offline job's requests beyond ``max_num_seqs`` queue: that many decode together; with
+    none given, as many as vLLM's offline scheduler takes on the row's GPU by default.
+
+    Returns:
+        The batch per row; the scheduler's token budget and chunked prefill per row; whether
+        the default cap queued requests, the sequences decoding together and the replicas.
+    """
+    jobs, cap = req.batch_size, req.max_num_seqs
+    budget, per_replica, chunked = row_schedulers(gpus, codes, legacy)
+    replicas = np.where(req.data_parallel >= 1, req.data_parallel, 1.0)
+    together = np.where(np.isnan(cap), per_replica * replicas, cap)
+    defaulted = offline & np.isnan(cap) & (jobs > together)
+    batch = np.where(offline & (together >= 1) & (jobs > together), together, jobs)
+    return batch, (budget, chunked), (defaulted, together, replicas)
+
+
+def _features(
+    req: EstimateRequests,
+    keys: list[ModelOnGpu | None],
+    codes: np.ndarray,
+    good: np.ndarray,
+    fill: dict[str, np.ndarray],
+    legacy: np.ndarray,
+) -> dict[str, np.ndarray]:
+    """The physics' feature columns: the model's, then the row's (placeholders on bad rows)."""
+    feat = key_features(keys, codes)
+    every = bool(good.all())  # then the placeholders of bad rows are not needed
+    for name, arr in fill.items():
+        feat[name] = arr if every else np.where(good, arr, 1.0)
+    feat["clock"] = req.sm_clock_mhz if every else np.where(good, req.sm_clock_mhz, np.nan)
+    feat["power_limit"] = req.power_limit_w if every else np.where(good, req.power_limit_w, np.nan)
+    feat["legacy"] = legacy.astype(float)
+    feat["seqs"] = np.where(good & ~np.isnan(req.max_num_seqs), req.max_num_seqs, feat["batch"])
+    return feat
+
+
 def prepare_table(
     req: EstimateRequests, configs_dir: str | Path | None = None, check_fit: bool = True
 ) -> PreparedTable:
@@ -173,17 +220,9 @@ def prepare_table(
     gpus = [None if k is None else k.gpu for k in keys]
     check_clock_power(errors, req.sm_clock_mhz, req.power_limit_w, gpus, codes)
 
-    # An offline job's requests beyond max_num_seqs queue: that many decode together; with
-    # none given, as many as vLLM's offline scheduler takes on the row's GPU by default.
     legacy = np.array([is_legacy(e) for e in engines], dtype=bool)
-    budget, per_replica, chunked = row_schedulers(gpus, codes, legacy)
-    replicas = np.where(dp >= 1, dp, 1.0)
-    together = np.where(np.isnan(cap), per_replica * replicas, cap)
-    defaulted = offline & np.isnan(cap) & (jobs > together)
-    batch = np.where(offline & (together >= 1) & (jobs > together), together, jobs)
-
+    batch, schedule, queued = _offline_queue(req, gpus, codes, legacy, offline)
     good = errors.ok()
-    feat = key_features(keys, codes)
     fill = {
         "num_gpus": ngpu,
         "tp": tp,
@@ -195,13 +234,7 @@ def prepare_table(
         "visual_tokens": np.where(visual, in_tok, 0.0),
         "output_tokens": out_tok,
     }
-    every = bool(good.all())  # then the placeholders of bad rows are not needed
-    for name, arr in fill.items():
-        feat[name] = arr if every else np.where(good, arr, 1.0)
-    feat["clock"] = req.sm_clock_mhz if every else np.where(good, req.sm_clock_mhz, np.nan)
-    feat["power_limit"] = req.power_limit_w if every else np.where(good, req.power_limit_w, np.nan)
-    feat["legacy"] = legacy.astype(float)
-    feat["seqs"] = np.where(good & ~np.isnan(cap), cap, feat["batch"])
+    feat = _features(req, keys, codes, good, fill, legacy)
     equal = np.isnan(max_out) | (max_out <= out_tok)
     queue_notes = offline_kv_limit(feat, mem_gb, offline & good, equal)
     feat["seqs"] = np.where(good & np.isnan(cap), feat["batch"], feat["seqs"])
@@ -221,8 +254,8 @@ def prepare_table(
         num_gpus=ngpu,
         input_tokens=in_tok,
         features=feat,
-        schedule=(budget, chunked),
-        queued=(defaulted, together, replicas),
+        schedule=schedule,
+        queued=queued,
         gpu_names=gpu_names,
         memory_gb=memory,
     )

@@ -303,8 +303,8 @@ def model_info(
     Raises:
         UserError: No config and no parameter count (says where to put the config).
     """
+    from mlenergy.calibrate.reference import published_model_info
     from mlenergy.estimate.configs import resolve_model_config
-    from mlenergy.estimate.reference import published_model_info
     from mlenergy.models.info import model_info_from_config
     from mlenergy.reference import default_configs_dir
 

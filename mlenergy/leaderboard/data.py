@@ -21,13 +21,13 @@ from typing import TypeVar
 
 import pandas as pd
 
+from mlenergy.leaderboard.prepare import prepare_runs
 from mlenergy.leaderboard.published import (
     attach_published,
     is_published_key,
     load_published,
     published_keys,
 )
-from mlenergy.leaderboard.query import prepare_runs
 from mlenergy.leaderboard.reference_layer import ReferenceLayer, merge_layers, reference_layer
 from mlenergy.leaderboard.views import attach_quality, quality_frame, quality_keys
 from mlenergy.quality.published import PublishedScore
@@ -87,7 +87,7 @@ class LeaderboardData:
 
     Attributes:
         data_dir: The store folder (``None`` for frames given directly, e.g. in tests).
-        runs: Prepared runs (see :func:`mlenergy.leaderboard.query.prepare_runs`).
+        runs: Prepared runs (see :func:`mlenergy.leaderboard.prepare.prepare_runs`).
         quality: Normalised quality results (see
             :func:`mlenergy.leaderboard.views.quality_frame`).
         signature: The store files the frames were read from (see :func:`store_signature`).

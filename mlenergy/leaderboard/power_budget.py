@@ -115,7 +115,7 @@ def candidate_table(runs: pd.DataFrame) -> pd.DataFrame:
     names the energy source and the run.
 
     Args:
-        runs: A frame from :func:`mlenergy.leaderboard.query.prepare_runs`.
+        runs: A frame from :func:`mlenergy.leaderboard.prepare.prepare_runs`.
     """
     rows = runs[
         runs["energy_source"].str.startswith("measured:") & (runs["accelerator_count"] > 0)

@@ -208,7 +208,7 @@ def attach_published(
     ``imported:<task>``), else the published score of the run's mode.
 
     Args:
-        runs: A frame from :func:`mlenergy.leaderboard.query.prepare_runs`.
+        runs: A frame from :func:`mlenergy.leaderboard.prepare.prepare_runs`.
         scores: Published scores.
         key: A menu key (``published:<benchmark>``).
         records: The store's quality records (preferred to published scores).

@@ -148,7 +148,7 @@ def attach_quality(runs: pd.DataFrame, quality: pd.DataFrame, key: str | None) -
     Several results at the same link level are averaged.
 
     Args:
-        runs: A frame from :func:`mlenergy.leaderboard.query.prepare_runs`.
+        runs: A frame from :func:`mlenergy.leaderboard.prepare.prepare_runs`.
         quality: A frame from :func:`quality_frame`.
         key: The figure to attach (see :func:`quality_keys`); ``None`` clears quality.
 

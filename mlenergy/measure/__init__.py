@@ -14,12 +14,7 @@ from mlenergy.measure.cpu_model import (
     CpuPowerModel,
     resolve_cpu_power_model,
 )
-from mlenergy.measure.meter import (
-    MODELLED_CPU_SOURCE,
-    EnergyMeter,
-    WindowHandle,
-    WindowResult,
-)
+from mlenergy.measure.meter import MODELLED_CPU_SOURCE, EnergyMeter
 from mlenergy.measure.repeats import (
     RepeatSummary,
     duration_stats,
@@ -27,6 +22,7 @@ from mlenergy.measure.repeats import (
     summarize_repeats,
 )
 from mlenergy.measure.scope import measured_gpus, meter_for, occupied_gpus
+from mlenergy.measure.window_result import WindowHandle, WindowResult
 
 __all__ = [
     "CPU_TDP_ENV",

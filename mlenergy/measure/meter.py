@@ -30,12 +30,11 @@ open and close windows from one thread.
 from __future__ import annotations
 
 import logging
-import math
 import time
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from mlenergy.errors import UserError
@@ -62,6 +61,13 @@ from mlenergy.measure.timeline import (
     sum_gpu_timelines,
     to_power_timeline,
 )
+from mlenergy.measure.window_result import (
+    WindowHandle,
+    WindowResult,
+    headline_energy,
+    host_total,
+    zeus_energies,
+)
 from mlenergy.records import IdleBaseline, MeasuredScope, PowerTimeline
 
 logger = logging.getLogger(__name__)
@@ -82,66 +88,9 @@ _CPU_INDEX_FIX = (
 )
 
 
-def _host_total(rapl: dict[str, float]) -> float | None:
-    """Sum of the host figures, ``None`` when any is missing or invalid (never a silent 0)."""
-    if not rapl or any(not math.isfinite(e) or e < 0 for e in rapl.values()):
-        return None
-    return sum(rapl.values())
-
-
 def _count(devices: object | None) -> int:
     """Number of devices Zeus found (0 when discovery was skipped)."""
     return len(devices) if devices is not None else 0  # type: ignore[arg-type]
-
-
-@dataclass(frozen=True)
-class WindowResult:
-    """Time and energy of one measured window.
-
-    Attributes:
-        name: The window's name.
-        duration_s: Wall time in seconds (as timed by Zeus).
-        energy_j: Energy of the headline scope in joules (the GPUs when any is in scope);
-            ``None`` when no valid figure exists (never a silent 0).
-        energy_by_device_j: Joules per headline device: ``gpu:<i>``, or without GPUs
-            ``cpu:<i>`` (RAPL package), ``dram:<i>``, or ``cpu:modelled``.
-        energy_source: Where the figure came from, e.g. ``modelled:cpu-tdp``.
-        start_time_s: Unix time at which the window began.
-        host_energy_j: Joules of the RAPL packages (and DRAM) measured beside the GPUs; never
-            part of ``energy_j``; ``None`` when none is measured beside.
-        host_energy_by_device_j: ``host_energy_j`` per ``cpu:<i>`` / ``dram:<i>``.
-        host_energy_source: Label of the host figures (``measured:zeus-rapl``).
-        counter_period_s: Update period in seconds of the slowest headline counter.
-        resolvable: ``False`` when the window was shorter than ten counter periods: its energy
-            may be off by a whole period and must not be reported.
-    """
-
-    name: str
-    duration_s: float
-    energy_j: float | None
-    energy_by_device_j: dict[str, float]
-    energy_source: str
-    start_time_s: float | None = None
-    host_energy_j: float | None = None
-    host_energy_by_device_j: dict[str, float] = field(default_factory=dict)
-    host_energy_source: str | None = None
-    counter_period_s: float = 0.0
-    resolvable: bool = True
-
-    @property
-    def avg_power_w(self) -> float | None:
-        """Average power over the window in watts (``None`` without energy or duration)."""
-        if self.energy_j is None or self.duration_s <= 0:
-            return None
-        return self.energy_j / self.duration_s
-
-
-class WindowHandle:
-    """What ``with meter.window(name) as w`` binds; ``w.result`` is set when the block exits."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.result: WindowResult | None = None
 
 
 @dataclass
@@ -336,29 +285,14 @@ class EnergyMeter:
                 f"measurement window {name!r} is not open", "Call begin(name) first"
             ) from None
         m = self._zeus.end_window(state.key, sync_execution=self.sync_execution)
-        by_device: dict[str, float] = {}
-        rapl: dict[str, float] = {}
         if self.cpu_power_model is not None:
             cpu_s = process_cpu_seconds() - state.cpu_s
-            by_device[MODELLED_CPU_DEVICE] = self.cpu_power_model.energy_j(m.time, cpu_s)
+            by_device = {MODELLED_CPU_DEVICE: self.cpu_power_model.energy_j(m.time, cpu_s)}
+            rapl: dict[str, float] = {}
         else:
-            by_device.update({f"gpu:{i}": float(e) for i, e in m.gpu_energy.items()})
-            rapl.update({f"cpu:{i}": float(e) for i, e in (m.cpu_energy or {}).items()})
-            rapl.update({f"dram:{i}": float(e) for i, e in (m.dram_energy or {}).items()})
-            if not self._host_beside:
-                by_device.update(rapl)
-                rapl = {}
-        host = _host_total(rapl) if self._host_beside else None
-        energy: float | None = sum(by_device.values())
-        if not by_device or any(not math.isfinite(e) or e < 0 for e in by_device.values()):
-            warnings.warn(
-                f"window {name!r}: Zeus returned no valid energy ({by_device}); "
-                "recording energy_j=None",
-                RuntimeWarning,
-                stacklevel=2,
-            )
-            energy = None
-            by_device = {k: v for k, v in by_device.items() if math.isfinite(v) and v >= 0}
+            by_device, rapl = zeus_energies(m, self._host_beside)
+        host = host_total(rapl) if self._host_beside else None
+        energy, by_device = headline_energy(name, by_device)
         duration = float(m.time)
         return WindowResult(
             name=name,

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mlenergy.errors import UserError
-from mlenergy.measure.meter import WindowResult
+from mlenergy.measure.window_result import WindowResult
 from mlenergy.records import RepeatStats
 
 WIDE_INTERVAL = 0.20

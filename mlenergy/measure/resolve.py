@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 from mlenergy.measure.counter_period import windows_needed
 
 if TYPE_CHECKING:
-    from mlenergy.measure.meter import EnergyMeter, WindowResult
+    from mlenergy.measure.meter import EnergyMeter
+    from mlenergy.measure.window_result import WindowResult
 
 MAX_ATTEMPTS = 4
 """Windows tried before a phase is given up as unresolvable."""

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 from mlenergy.errors import UserError
 
 if TYPE_CHECKING:
-    from mlenergy.measure.meter import EnergyMeter, WindowResult
+    from mlenergy.measure.meter import EnergyMeter
+    from mlenergy.measure.window_result import WindowResult
 
 
 class WindowStillOpen(UserError):

@@ -64,7 +64,7 @@ def reference_candidates(model: str, task: str, reference: str | Path | None) ->
 
     Power limit: the GPU's default (its TDP), as the runs were measured.
     """
-    from mlenergy.estimate.measurements import load_reference
+    from mlenergy.calibrate.measurements import load_reference
 
     ref = load_reference(reference, include_v2=True)
     rows = ref[(ref["model_id"] == model) & (ref["task"] == task)]
@@ -155,7 +155,7 @@ def parse_power_limits(text: str | None) -> list[float | None]:
 def _output_tokens(measured: pd.DataFrame, task: str, reference: str | Path | None) -> float | None:
     if not measured.empty:
         return float(measured["output_tokens"].median())
-    from mlenergy.estimate.measurements import load_reference
+    from mlenergy.calibrate.measurements import load_reference
 
     try:
         ref = load_reference(reference, include_v2=False)

@@ -422,7 +422,7 @@ def best_per_model(
         no candidate within the deadline and budget is left out.
     """
     if models is None:
-        from mlenergy.estimate.measurements import load_reference
+        from mlenergy.calibrate.measurements import load_reference
 
         ref = load_reference(reference, include_v2=True)
         models = sorted(ref.loc[ref["task"] == task, "model_id"].unique())

@@ -47,7 +47,7 @@ from mlenergy.optimize.power_limit import limit_summary, zeus_selector
 
 if TYPE_CHECKING:
     from mlenergy.measure import EnergyMeter
-    from mlenergy.measure.meter import WindowResult
+    from mlenergy.measure.window_result import WindowResult
     from mlenergy.records import ModelInfo, RunRecord
 
 

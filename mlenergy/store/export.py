@@ -12,12 +12,14 @@ from mlenergy.errors import StoreError, UserError
 from mlenergy.store import segments as seg
 
 if TYPE_CHECKING:
-    from mlenergy.store.store import RunStore
+    from mlenergy.store.reader import StoreReader
 
 FORMATS = ("csv", "parquet", "jsonl")
 
 
-def export_store(store: RunStore, path: str | Path, fmt: str = "csv", table: str = "runs") -> Path:
+def export_store(
+    store: StoreReader, path: str | Path, fmt: str = "csv", table: str = "runs"
+) -> Path:
     """Write ``store``'s flat table (csv, parquet) or full records (jsonl) to ``path``.
 
     See :meth:`RunStore.export`.

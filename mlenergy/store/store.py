@@ -11,7 +11,8 @@ Layout::
 
 Every append writes new files next to the old ones and publishes them atomically under the
 lock, after checking content hashes against what is already stored, so concurrent processes
-neither lose nor duplicate records. Readers take no lock.
+neither lose nor duplicate records. Readers take no lock: reading and querying are in
+:mod:`mlenergy.store.reader`, which :class:`RunStore` extends with appending and compaction.
 """
 
 from __future__ import annotations
@@ -20,23 +21,18 @@ import contextlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import ValidationError
 
-from mlenergy.errors import StoreError, UserError, first_line
+from mlenergy.errors import StoreError, first_line
 from mlenergy.records import QualityResult, RunRecord
 from mlenergy.store import scan
 from mlenergy.store import segments as seg
-from mlenergy.store.export import export_store
 from mlenergy.store.locking import locked_folders, probe_writable
+from mlenergy.store.reader import StoreReader
 from mlenergy.store.tables import quality_table, rebuild_table, runs_table
-
-if TYPE_CHECKING:
-    import duckdb
-    import pandas as pd
 
 AUTO_COMPACT_SEGMENTS = 256
 """An append that leaves more segments than this of one kind merges the small ones."""
@@ -44,7 +40,6 @@ AUTO_COMPACT_MAX_ROWS = 20_000
 """Segments with at least this many records are left alone by the automatic compaction."""
 
 _T = TypeVar("_T")
-_READ_RETRIES = 4
 
 
 @dataclass(frozen=True)
@@ -90,7 +85,7 @@ def _batches(
     }
 
 
-class RunStore:
+class RunStore(StoreReader):
     """Append-only store of :class:`RunRecord` and :class:`QualityResult` records.
 
     Args:
@@ -354,170 +349,3 @@ class RunStore:
             tuple(ids), tuple(merged.column("content_hash").to_pylist())
         )
         return len(paths)
-
-    # ------------------------------------------------------------------ reading
-
-    def _retry(self, fn: Callable[[], _T]) -> _T:
-        """Run a read; if the segment list changed under it (a compaction), run it again."""
-        for attempt in range(_READ_RETRIES):
-            before = self._listing()
-            try:
-                return fn()
-            except StoreError:
-                if attempt + 1 < _READ_RETRIES and self._listing() != before:
-                    continue
-                raise
-            except Exception as exc:
-                if attempt + 1 < _READ_RETRIES and self._listing() != before:
-                    continue
-                if not scan.is_read_error(exc):
-                    raise
-                scan.diagnose(self.results_dir)
-                raise StoreError(
-                    f"the store in {self.results_dir} could not be read ({first_line(exc)})",
-                    "run `mlenergy runs check` to find the damaged file",
-                ) from exc
-        raise AssertionError("unreachable")
-
-    def _listing(self) -> tuple[str, ...]:
-        return tuple(p.name for k in seg.KINDS for p in seg.list_segments(self.results_dir, k))
-
-    def check(self, *, records: bool = False) -> int:
-        """Read every segment fully and check its columns; return the number of records.
-
-        Args:
-            records: Also parse every stored record against its schema (about 0.3 ms each).
-
-        Raises:
-            StoreError: Naming the first damaged file (and record) and how to fix it.
-        """
-        return scan.diagnose(self.results_dir, records=records)
-
-    def _connect(self) -> duckdb.DuckDBPyConnection:
-        return scan.connect(self.results_dir)
-
-    def query(self, sql: str, params: list | None = None) -> pd.DataFrame:
-        """Run DuckDB SQL over the views ``runs`` and ``quality`` (flat columns).
-
-        Integer columns holding missing values come back as float64 with NaN.
-
-        Args:
-            sql: The query, e.g. ``"SELECT model_id, avg(decode_energy_per_token_j) FROM runs
-                GROUP BY 1"``.
-            params: Values for ``?`` placeholders.
-
-        Raises:
-            UserError: The SQL is invalid.
-            StoreError: A store file is damaged.
-        """
-        return self._query_arrow(sql, params).to_pandas()
-
-    def _query_arrow(self, sql: str, params: list | None = None) -> pa.Table:
-        def _run() -> pa.Table:
-            con = self._connect()
-            try:
-                return con.sql(sql, params=params or None).to_arrow_table()
-            finally:
-                con.close()
-
-        try:
-            return self._retry(_run)
-        except StoreError:
-            raise
-        except Exception as exc:
-            if scan.is_duckdb(exc) and not scan.is_read_error(exc):
-                raise UserError(f"query failed: {first_line(exc)}", "fix the SQL") from exc
-            raise
-
-    def runs_frame(self) -> pd.DataFrame:
-        """Return one row per run with the flat columns, oldest first."""
-        return self.query("SELECT * FROM runs ORDER BY created_at, run_id")
-
-    def quality_frame(self) -> pd.DataFrame:
-        """Return one row per quality result with the flat columns, oldest first."""
-        return self.query("SELECT * FROM quality ORDER BY created_at, quality_id")
-
-    def _records(self, kind: str, where: str = "", params: list | None = None) -> list:
-        """Parse the records matching ``where``, oldest first.
-
-        Finds matching rows on the small columns first, then decodes ``record_json`` only
-        from the row groups that hold them.
-        """
-        model = RunRecord if kind == "runs" else QualityResult
-        view = "_runs_all" if kind == "runs" else "_quality_all"
-        order = scan.KIND_ID[kind]
-        sql = f"SELECT filename, file_row_number FROM {view} {where} ORDER BY created_at, {order}"
-
-        def _run() -> list[tuple[str, str]]:
-            hits = self._query_arrow(sql, params)
-            wanted: dict[str, list[int]] = {}
-            for name, row in zip(
-                hits.column(0).to_pylist(), hits.column(1).to_pylist(), strict=True
-            ):
-                wanted.setdefault(name, []).append(row)
-            texts: dict[tuple[str, int], str] = {}
-            for name, rows in wanted.items():
-                texts.update(scan.read_json_rows(Path(name), rows))
-            return [
-                (texts[(n, r)], n)
-                for n, r in zip(hits.column(0).to_pylist(), hits.column(1).to_pylist(), strict=True)
-            ]
-
-        out = []
-        for text, filename in self._retry(_run):
-            try:
-                out.append(model.model_validate_json(text))
-            except ValidationError as exc:
-                raise scan.corrupted(
-                    Path(filename), f"a stored record fails validation: {first_line(exc)}"
-                ) from exc
-        return out
-
-    def runs(self) -> list[RunRecord]:
-        """Return every stored run, oldest first.
-
-        Parses every record (about 0.3 ms each): use :meth:`runs_frame` for large stores.
-        """
-        return self._records("runs")
-
-    def quality(self) -> list[QualityResult]:
-        """Return every stored quality result, oldest first."""
-        return self._records("quality")
-
-    def get(self, run_id: str) -> RunRecord:
-        """Return the run with ``run_id``.
-
-        Raises:
-            UserError: No such run.
-        """
-        found = self._records("runs", "WHERE run_id = ?", [run_id])
-        if not found:
-            raise UserError(
-                f"no run {run_id!r} in the store at {self.data_dir}",
-                "list the stored runs with `mlenergy runs list`",
-            )
-        return found[0]
-
-    def count(self) -> int:
-        """Return the number of stored runs (no ``__len__``: an empty store stays truthy)."""
-        return int(self.query("SELECT count(*) AS n FROM runs")["n"].iloc[0])
-
-    # ------------------------------------------------------------------ export
-
-    def export(
-        self,
-        path: str | Path,
-        fmt: Literal["csv", "parquet", "jsonl"] = "csv",
-        table: Literal["runs", "quality"] = "runs",
-    ) -> Path:
-        """Write the flat table (csv, parquet) or full records (jsonl) to ``path`` atomically.
-
-        Args:
-            path: Output file; its folder must exist.
-            fmt: ``csv``, ``parquet`` (flat columns) or ``jsonl`` (one full record per line).
-            table: ``runs`` or ``quality``.
-
-        Returns:
-            The written path.
-        """
-        return export_store(self, path, fmt, table)

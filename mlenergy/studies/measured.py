@@ -359,7 +359,7 @@ def load_measured_runs(
     Raises:
         UserError: The reference folder is missing or holds no table.
     """
-    from mlenergy.estimate.reference import read_reference
+    from mlenergy.calibrate.reference import read_reference
     from mlenergy.store import RunStore
 
     store = RunStore(data_dir)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mlenergy.estimate.reference import read_reference
+from mlenergy.calibrate.reference import read_reference
 from mlenergy.leaderboard.arch import architecture_kind
 from mlenergy.records.model_kind import model_kind
 from mlenergy.studies.measured import measured_frame

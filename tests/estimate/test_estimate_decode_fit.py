@@ -6,14 +6,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from mlenergy.calibrate.measurements import load_reference
 from mlenergy.estimate import estimate
 from mlenergy.estimate.calibration import HOST_BOUND_WEIGHT, fit, fit_weights, host_bound
 from mlenergy.estimate.coefficients import default_coefficients
 from mlenergy.estimate.features import stack
-from mlenergy.estimate.measurements import load_reference
 from mlenergy.estimate.physics import predict
-from mlenergy.estimate.prepare import prepare
 from mlenergy.estimate.serving import ServingSetup
+from mlenergy.testing.estimate_features import prepare
 
 LLAMA8 = "meta-llama/Llama-3.1-8B-Instruct"
 
@@ -91,7 +91,7 @@ def test_fit_accepts_partial_latency_targets(configs_dir):
 
 @pytest.mark.slow  # over ~20 s on 2 shared cores; left out by `make test-fast`
 def test_cv_reports_latency_error_where_measured():
-    from mlenergy.estimate.crossval import cross_validate
+    from mlenergy.calibrate.crossval import cross_validate
 
     df = load_reference()
     cv = cross_validate(df, folds=4)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from mlenergy.calibrate.crossval import cross_validate, family_folds, model_family
 from mlenergy.errors import UserError
-from mlenergy.estimate.crossval import cross_validate, family_folds, model_family
 
 
 @pytest.mark.parametrize(
@@ -50,7 +50,7 @@ def test_an_unknown_hold_out_is_named():
 
 @pytest.mark.slow
 def test_a_held_out_family_is_predicted_by_a_fit_on_the_others():
-    from mlenergy.estimate.measurements import load_reference
+    from mlenergy.calibrate.measurements import load_reference
 
     df = load_reference(include_v2=False)
     df = df[df["model_id"].str.contains("Qwen3-8B|Llama-3.1-8B|gemma-3")]

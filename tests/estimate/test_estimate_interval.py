@@ -7,7 +7,6 @@ import pandas as pd
 import pytest
 
 from mlenergy.estimate import estimate
-from mlenergy.estimate.api import interval_factors
 from mlenergy.estimate.batch import estimate_frame
 from mlenergy.estimate.calibration import MIN_CLASS_ROWS, interval_quantiles
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients
@@ -33,18 +32,26 @@ def test_a_class_with_enough_rows_gets_its_own_quantiles():
     assert lo < q["log_q05"] and hi > q["log_q95"]  # wider than the pooled interval
 
 
+def _factors(coef: Coefficients, model: str, gpu: str) -> tuple[float, float]:
+    """The (low, high) factors of an estimate's 90% interval of energy per token."""
+    e = estimate(model, gpu, batch_size=8, input_tokens=128, output_tokens=128, coefficients=coef)
+    return (
+        e.energy_per_token_j_lo / e.energy_per_token_j,
+        e.energy_per_token_j_hi / e.energy_per_token_j,
+    )
+
+
 def test_estimates_take_their_class_interval(tmp_path):
     coef = default_coefficients().replace(
         interval_by_class={"B200/dense": (-0.1, 0.1), "H100-SXM5-80GB/dense": (-0.5, 0.9)}
     )
-    assert interval_factors(coef, "B200", family="dense") == pytest.approx(
-        (np.exp(-0.1), np.exp(0.1))
-    )
-    assert interval_factors(coef, "B200", family="moe") == pytest.approx(
+    dense, moe = "meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen3-30B-A3B"
+    assert _factors(coef, dense, "B200") == pytest.approx((np.exp(-0.1), np.exp(0.1)))
+    assert _factors(coef, moe, "B200") == pytest.approx(
         (np.exp(coef.log_q05), np.exp(coef.log_q95))
     )
     widen = coef.unseen_gpu_widen  # a GPU the fit never saw: the pooled interval, widened
-    assert interval_factors(coef, "A100-SXM4-80GB", family="dense") == pytest.approx(
+    assert _factors(coef, dense, "A100-SXM4-80GB") == pytest.approx(
         (np.exp(coef.log_q05 * widen), np.exp(coef.log_q95 * widen))
     )
     saved = Coefficients.load(coef.save(tmp_path))

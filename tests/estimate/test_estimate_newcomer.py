@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
-import mlenergy.estimate.measurements as measurements
+import mlenergy.calibrate.measurements as measurements
+import mlenergy.estimate.coefficients as shipped_coefficients
 from mlenergy.cli import main
 from mlenergy.errors import UserError
 from mlenergy.estimate.coefficients import COEFFICIENTS_FILE
 from mlenergy.estimate.configs import close_model_ids, resolve_model_config
 
-PACKAGE_COEFFICIENTS = Path(measurements.__file__).parent / COEFFICIENTS_FILE
+PACKAGE_COEFFICIENTS = Path(shipped_coefficients.__file__).parent / COEFFICIENTS_FILE
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ from mlenergy.estimate.coefficients import default_coefficients
 from mlenergy.estimate.features import stack
 from mlenergy.estimate.offline import decode_segments, stop_rate
 from mlenergy.estimate.physics import predict
-from mlenergy.estimate.prepare import prepare
 from mlenergy.estimate.serving import ServingSetup
+from mlenergy.testing.estimate_features import prepare
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 KW = dict(model=LLAMA, gpu="H100", batch_size=256, input_tokens=512, output_tokens=256)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from mlenergy.estimate.api import parse_sweep_axis, sweep
-from mlenergy.estimate.report import format_joules, format_table, plot_sweep, sweep_table
+from mlenergy.commands.estimate_report import format_joules, format_table, plot_sweep, sweep_table
+from mlenergy.commands.estimate_sweep import parse_sweep_axis
+from mlenergy.estimate.api import sweep
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 

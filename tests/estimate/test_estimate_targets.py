@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mlenergy.estimate.crossval import (
+from mlenergy.calibrate.crossval import (
     HELD_OUT_GPU_TARGET,
     SIGNED_TARGET,
     TARGETS,
@@ -94,8 +94,8 @@ def test_targets_without_the_stalled_rows_drop_exactly_those_rows():
 
 
 def test_coefficients_no_row_moves_are_left_out_of_the_fit():
+    from mlenergy.calibrate.measurements import load_reference
     from mlenergy.estimate.calibration import featurise, unidentified
-    from mlenergy.estimate.measurements import load_reference
 
     df = load_reference()
     feat, keep = featurise(df, None)

@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mlenergy.estimate.coefficients import default_coefficients
-from mlenergy.estimate.crossval import architecture_group, cross_validate, in_sample
-from mlenergy.estimate.measurements import (
+from mlenergy.calibrate.crossval import architecture_group, cross_validate, in_sample
+from mlenergy.calibrate.measurements import (
     config_id_for,
     load_reference,
     measurements_from_records,
     model_group,
 )
+from mlenergy.estimate.coefficients import default_coefficients
 
 
 def test_reference_loads_tidy():
@@ -108,7 +108,7 @@ def test_fit_without_2024_rows_keeps_the_legacy_coefficients():
 
 @pytest.mark.slow  # over ~20 s on 2 shared cores; left out by `make test-fast`
 def test_cv_folds_start_from_the_code_defaults_not_the_shipped_fit(monkeypatch):
-    from mlenergy.estimate import crossval
+    from mlenergy.calibrate import crossval
     from mlenergy.estimate.coefficients import Coefficients
 
     starts = []
@@ -129,7 +129,7 @@ def test_cv_folds_start_from_the_code_defaults_not_the_shipped_fit(monkeypatch):
 def test_summary_reports_signed_errors_and_interval_coverage():
     import pandas as pd
 
-    from mlenergy.estimate.crossval import CrossValidation, in_interval
+    from mlenergy.calibrate.crossval import CrossValidation, in_interval
 
     coef = default_coefficients()
     q05, q95 = coef.interval_logs(False)

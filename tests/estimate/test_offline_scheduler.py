@@ -14,8 +14,8 @@ from mlenergy.estimate.coefficients import default_coefficients
 from mlenergy.estimate.features import stack
 from mlenergy.estimate.offline import predict_offline, ride_tokens, stop_rate
 from mlenergy.estimate.offline_scheduler import offline_scheduler
-from mlenergy.estimate.prepare import prepare
 from mlenergy.estimate.serving import ServingSetup
+from mlenergy.testing.estimate_features import prepare
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 KW = dict(model=LLAMA, batch_size=1000, input_tokens=800, output_tokens=200, mode="offline")

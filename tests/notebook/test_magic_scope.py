@@ -35,8 +35,8 @@ def test_gpu_indices_pick_one_gpu_of_eight(shell):
 
 
 def test_short_cell_is_marked_in_its_table():
-    from mlenergy.measure.meter import WindowResult
     from mlenergy.measure.window import window_html
+    from mlenergy.measure.window_result import WindowResult
 
     r = WindowResult("c", 0.01, 3.0, {"gpu:0": 3.0}, "emulated:zeus-gpu", None)
     assert "warning" not in window_html(r)

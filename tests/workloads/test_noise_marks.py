@@ -7,7 +7,7 @@ import io
 import pytest
 from rich.console import Console
 
-from mlenergy.measure.meter import WindowResult
+from mlenergy.measure.window_result import WindowResult
 from mlenergy.workloads.bench import interval_text
 from mlenergy.workloads.phases import RepeatWindows, summarise_phases
 

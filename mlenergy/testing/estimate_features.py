@@ -1,4 +1,4 @@
-"""One configuration's features through the one estimator path (for tests and notebooks).
+"""One configuration's features through the one estimator path, for tests of the physics.
 
 :func:`prepare` runs a :class:`~mlenergy.estimate.serving.ServingSetup` through
 :func:`~mlenergy.estimate.table.prepare_table` as a table of one row and returns the

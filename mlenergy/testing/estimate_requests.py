@@ -81,3 +81,73 @@ def random_requests(rows: int, seed: int = 0) -> pd.DataFrame:
             "max_output_tokens": text(np.where(offline, cap_out, np.nan)),
         }
     )
+
+
+TRAINING_COLUMNS = ("train_seq_len", "microbatches")
+"""Cells of a training row beyond the batch contract's: tokens per sequence, microbatches."""
+
+
+def random_training_requests(rows: int, seed: int = 0) -> pd.DataFrame:
+    """A batch frame (all cells text) of ``rows`` random training steps, ``mode`` ``training``.
+
+    Each row is one optimizer step of ``batch_size`` sequences of ``train_seq_len`` tokens
+    (:func:`~mlenergy.estimate.training.estimate_training`): every shipped model config,
+    catalog GPU and training precision, tensor, pipeline and data parallel layouts, some
+    microbatch counts and clocks, some of them invalid on purpose.
+
+    Args:
+        rows: Number of requests.
+        seed: Seed of the generator (the same seed gives the same frame).
+    """
+    rng = np.random.default_rng(seed)
+    models = shipped_model_ids()
+    gpus = catalog_names()
+    tp = rng.choice([1, 1, 2, 4, 8], rows)
+    pp = rng.choice([1, 1, 1, 2, 4], rows)
+    dp = rng.choice([1, 2, 4, 8], rows)
+    batch = dp * rng.choice([1, 2, 4, 8, 16], rows)
+    micro = np.where((pp > 1) & (rng.random(rows) < 0.5), rng.choice([2, 4, 8], rows), 0)
+    clock = np.where(rng.random(rows) < 0.2, rng.uniform(600, 2000, rows).round(), 0)
+    return pd.DataFrame(
+        {
+            "model": rng.choice(np.array(models, dtype=object), rows),
+            "gpu": rng.choice(np.array(gpus, dtype=object), rows),
+            "tensor_parallel": [f"{v:g}" for v in tp],
+            "pipeline_parallel": [f"{v:g}" for v in pp],
+            "data_parallel": [f"{v:g}" for v in dp],
+            "precision": rng.choice(np.array(["bfloat16", "bfloat16", "fp8"], dtype=object), rows),
+            "batch_size": [f"{v:g}" for v in batch],
+            "output_tokens": "1",
+            "train_seq_len": [f"{v:g}" for v in rng.choice([512, 1024, 2048, 4096], rows)],
+            "microbatches": [f"{v:g}" if v else "" for v in micro],
+            "sm_clock_mhz": [f"{v:g}" if v else "" for v in clock],
+            "mode": "training",
+        }
+    )
+
+
+def single_training(row: dict[str, str]):
+    """The single training estimate of one :func:`random_training_requests` row.
+
+    Returns:
+        The :class:`~mlenergy.estimate.training.TrainingEstimate`, or the message of the
+        ``UserError`` that refused the row.
+    """
+    from mlenergy.errors import UserError
+    from mlenergy.estimate.training import estimate_training
+
+    try:
+        return estimate_training(
+            row["model"],
+            row["gpu"],
+            int(row["batch_size"]),
+            int(row["train_seq_len"]),
+            tensor_parallel=int(row["tensor_parallel"]),
+            data_parallel=int(row["data_parallel"]),
+            pipeline_parallel=int(row["pipeline_parallel"]),
+            microbatches=int(row["microbatches"]) if row["microbatches"] else None,
+            precision=row["precision"],
+            sm_clock_mhz=float(row["sm_clock_mhz"]) if row["sm_clock_mhz"] else None,
+        )
+    except UserError as exc:
+        return exc.message

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from mlenergy.estimate.crossval import CrossValidation, EnergyTail, TargetCheck
+from mlenergy.calibrate.crossval import CrossValidation, EnergyTail, TargetCheck
 
 COLUMN_TITLES = {
     "n": "rows",
@@ -63,7 +63,7 @@ def validation_markdown(
     Args:
         command: The command line that printed it (shown first, so a reader can rerun it).
         cv: The cross-validation (its fold and row counts).
-        tables: Table name to frame (:func:`~mlenergy.estimate.crossval.validation_tables`).
+        tables: Table name to frame (:func:`~mlenergy.calibrate.crossval.validation_tables`).
         checks: The targets and their figures.
         tail: The rows behind the energy p90.
         rule: The host-bound rule, in words.

@@ -1,7 +1,7 @@
 """Measurements as the calibration sees them: one tidy row per measured serving configuration.
 
 Both sources of measurements are run records, the reference tables
-(:func:`~mlenergy.estimate.reference.read_reference`) and a store's own runs
+(:func:`~mlenergy.calibrate.reference.read_reference`) and a store's own runs
 (``RunStore.runs()``); :func:`measurements_from_records` turns either into the columns that
 calibration and cross-validation read (units in the names).
 """
@@ -14,17 +14,17 @@ from pathlib import Path
 
 import pandas as pd
 
-from mlenergy.errors import UserError
-from mlenergy.estimate.catalog import resolve_gpu
-from mlenergy.estimate.configs import resolve_model, resolve_model_config
-from mlenergy.estimate.engines import CURRENT_ENGINE, LEGACY_ENGINE
-from mlenergy.estimate.reference import (
+from mlenergy.calibrate.reference import (
     V2_ENGINE,
     V2_SUBMITTER,
     V3_SUBMITTER,
     leaderboard_folder,
     read_reference,
 )
+from mlenergy.errors import UserError
+from mlenergy.estimate.catalog import resolve_gpu
+from mlenergy.estimate.configs import resolve_model, resolve_model_config
+from mlenergy.estimate.engines import CURRENT_ENGINE, LEGACY_ENGINE
 from mlenergy.estimate.task_defaults import MULTIMODAL_TASKS
 from mlenergy.records import Phase, PhaseResult, RunRecord
 

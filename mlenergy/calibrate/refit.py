@@ -1,7 +1,7 @@
 """Refit the shipped coefficients: the reference measurements (and a store's), then write them.
 
 Separate from :mod:`~mlenergy.estimate.calibration` (the fit) and
-:mod:`~mlenergy.estimate.crossval` (its cross-validation) because it uses both: the fit gives
+:mod:`~mlenergy.calibrate.crossval` (its cross-validation) because it uses both: the fit gives
 the coefficients, the cross-validated errors give the prediction interval.
 """
 
@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from mlenergy.calibrate.crossval import cross_validate
+from mlenergy.calibrate.measurements import load_reference, own_measurements
 from mlenergy.estimate.calibration import calibrate, interval_quantiles
 from mlenergy.estimate.coefficients import COEFFICIENTS_FILE, Coefficients, default_coefficients
-from mlenergy.estimate.crossval import cross_validate
-from mlenergy.estimate.measurements import load_reference, own_measurements
 from mlenergy.records import RunRecord
 
 

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from mlenergy.calibrate.crossval import in_sample
+from mlenergy.calibrate.measurements import measurements_from_records
 from mlenergy.errors import UserError
 from mlenergy.estimate.calibration import row_errors
 from mlenergy.estimate.coefficients import Coefficients
-from mlenergy.estimate.crossval import in_sample
-from mlenergy.estimate.measurements import measurements_from_records
 from mlenergy.records import RunRecord
 
 COLUMNS = (
@@ -82,7 +82,7 @@ def compare_runs(
 
     Args:
         records: Run records (e.g. ``RunStore(dir).runs()``); only measured GPU serving runs
-            are compared (see :func:`~mlenergy.estimate.measurements.measurement_row`).
+            are compared (see :func:`~mlenergy.calibrate.measurements.measurement_row`).
         configs_dir: Folder of model configs.
         coefficients: Coefficients (default: shipped).
 

@@ -1,6 +1,6 @@
 """Estimates as people read them: text summaries, the sweep table, its plot.
 
-The command line and the notebooks call these; nothing here computes an estimate.
+The ``mlenergy estimate`` commands call these; nothing here computes an estimate.
 """
 
 from __future__ import annotations
