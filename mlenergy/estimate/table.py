@@ -23,7 +23,13 @@ import pandas as pd
 from mlenergy.errors import UserError
 from mlenergy.estimate.checks import expected_num_gpus, mode_error
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients, interval_class
-from mlenergy.estimate.engines import CURRENT_ENGINE, engine_note, is_legacy, resolve_engine
+from mlenergy.estimate.engines import (
+    CURRENT_ENGINE,
+    ENGINE_INDEX,
+    engine_note,
+    old_offline_defaults,
+    resolve_engine,
+)
 from mlenergy.estimate.host_bound import host_bound_mask, host_bound_note
 from mlenergy.estimate.memory import (
     fit_verdict,
@@ -175,8 +181,8 @@ def prepare_table(
 
     # An offline job's requests beyond max_num_seqs queue: that many decode together; with
     # none given, as many as vLLM's offline scheduler takes on the row's GPU by default.
-    legacy = np.array([is_legacy(e) for e in engines], dtype=bool)
-    budget, per_replica, chunked = row_schedulers(gpus, codes, legacy)
+    old_offline = np.array([old_offline_defaults(e) for e in engines], dtype=bool)
+    budget, per_replica, chunked = row_schedulers(gpus, codes, old_offline)
     replicas = np.where(dp >= 1, dp, 1.0)
     together = np.where(np.isnan(cap), per_replica * replicas, cap)
     defaulted = offline & np.isnan(cap) & (jobs > together)
@@ -200,7 +206,7 @@ def prepare_table(
         feat[name] = arr if every else np.where(good, arr, 1.0)
     feat["clock"] = req.sm_clock_mhz if every else np.where(good, req.sm_clock_mhz, np.nan)
     feat["power_limit"] = req.power_limit_w if every else np.where(good, req.power_limit_w, np.nan)
-    feat["legacy"] = legacy.astype(float)
+    feat["engine"] = np.array([ENGINE_INDEX[e] for e in engines], dtype=float)
     feat["seqs"] = np.where(good & ~np.isnan(cap), cap, feat["batch"])
     equal = np.isnan(max_out) | (max_out <= out_tok)
     queue_notes = offline_kv_limit(feat, mem_gb, offline & good, equal)
