@@ -140,3 +140,30 @@ def test_an_unknown_overhead_term_is_refused():
         _profile({**entry, "overheads": {"bogus_s": 1.0}})
     with pytest.raises(UserError, match="host_slowdown='fast'"):
         _profile({**entry, "overheads": {"host_slowdown": "fast"}})
+
+
+def test_a_new_engine_profile_is_one_catalog_entry(tmp_path):
+    """A profile added to engines.json is estimated with its own overhead terms."""
+    import os
+    import subprocess
+    import sys
+
+    data = json.loads((SHIPPED_DIR / CATALOG_FILES["engines"]).read_text())
+    v3 = data["profiles"][0]
+    slower = {**v3, "name": "test-server", "aliases": ["ts"], "tasks": []}
+    slower["overheads"] = {**v3["overheads"], "host_slowdown": 3.0, "worker_s": 0.002}
+    data["profiles"].append(slower)
+    (tmp_path / CATALOG_FILES["engines"]).write_text(json.dumps(data))
+    script = (
+        "from mlenergy.estimate import estimate\n"
+        "kw = dict(batch_size=8, input_tokens=256, output_tokens=128, tensor_parallel=2)\n"
+        f"a = estimate({LLAMA8!r}, 'H100', engine='ts', **kw)\n"
+        f"b = estimate({LLAMA8!r}, 'H100', engine='leaderboard-v3-server', **kw)\n"
+        "print(a.engine, a.itl_s / b.itl_s)\n"
+    )
+    env = {**os.environ, CATALOG_DIR_ENV: str(tmp_path), "OMP_NUM_THREADS": "1"}
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert out[0] == "test-server"
+    assert float(out[1]) > 1.2  # three times the host costs and 2 ms per extra worker
