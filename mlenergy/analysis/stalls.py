@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from mlenergy.estimate.coefficients import HostBoundRule, default_coefficients
+from mlenergy.estimate.calibration_report import HostBoundRule
+from mlenergy.estimate.coefficients import default_coefficients
 from mlenergy.estimate.host_bound import host_bound_mask
 
 

@@ -12,7 +12,7 @@ Modules, by job:
   ``task_defaults`` (prompt lengths per task), ``engines`` (serving-engine profiles);
 * physics: ``profile`` (bytes and FLOPs of a model), ``memory`` (does it fit),
   ``features`` and ``physics`` (the vectorised model), ``coefficients`` (the fitted numbers,
-  shipped in ``coefficients.json`` with the host-bound rule of ``host_bound``);
+  shipped in ``coefficients.json``; their calibration report beside it, with the host-bound rule);
 * the one path of serving and offline estimates: ``requests`` (a table of typed requests;
   one estimate is a table of one row) -> ``table`` (checks via ``checks``, resolution,
   features, memory fit, interval, host-bound rule) -> ``physics`` / ``offline``;

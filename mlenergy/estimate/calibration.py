@@ -20,13 +20,14 @@ import numpy as np
 import pandas as pd
 
 from mlenergy.errors import UserError
+from mlenergy.estimate.calibration_report import HostBoundRule
 from mlenergy.estimate.coefficients import (
     Coefficients,
-    HostBoundRule,
     default_coefficients,
     interval_class,
+    overhead_name,
 )
-from mlenergy.estimate.engines import CURRENT_ENGINE, LEGACY_ENGINE
+from mlenergy.estimate.engines import CURRENT_ENGINE, LEGACY_ENGINE, fitted_overheads
 from mlenergy.estimate.host_bound import MIN_HOST_BOUND_ROWS, host_bound_mask
 from mlenergy.estimate.physics import FEATURES, predict
 from mlenergy.estimate.requests import EstimateRequests
@@ -35,6 +36,24 @@ from mlenergy.estimate.task_defaults import (
     TASK_INPUT_TOKENS,
     has_value,
 )
+
+OVERHEAD_BOUNDS: dict[str, tuple[float, float]] = {
+    "host_slowdown": (1.0, 10.0),
+    "moe_layer_s": (1e-7, 1e-3),
+    "worker_s": (1e-7, 5e-2),
+}
+"""Bounds of the engine profiles' fitted overhead terms (``engines.json``)."""
+
+
+def _overheads(*terms: str) -> dict[str, tuple[float, float]]:
+    """Bounds of every profile's fitted ``terms``, named ``<profile>.<term>``."""
+    return {
+        overhead_name(p, t): OVERHEAD_BOUNDS[t]
+        for t in terms
+        for p, u in fitted_overheads()
+        if u == t
+    }
+
 
 # (name, lower bound, upper bound) of fitted coefficients; fitted in log space.
 BOUNDS: dict[str, tuple[float, float]] = {
@@ -53,15 +72,14 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "p_base": (0.01, 1.0),
     "p_comp": (0.01, 1.5),
     "p_mem": (0.01, 1.5),
-    "legacy_slowdown": (1.0, 10.0),
+    **_overheads("host_slowdown"),
     "mem_ceiling": (3e12, 1e15),
     "moe_ceiling": (1e12, 1e15),
     "p_quant": (1e-3, 3.0),
     "prefill_layer_s": (1e-7, 2e-3),
     "mamba_prefill_s": (1e-7, 5e-3),
     "visual_token_s": (1e-9, 2e-4),
-    "legacy_moe_layer_s": (1e-7, 1e-3),
-    "legacy_worker_s": (1e-7, 5e-2),
+    **_overheads("moe_layer_s", "worker_s"),
     "fp8_moe_layer_s": (1e-7, 1e-3),
     "moe_tile_s": (1e-7, 1e-3),
     "seq_busy": (1e-3, 1.0),
@@ -178,8 +196,10 @@ def itl_targets(df: pd.DataFrame) -> np.ndarray | None:
     return itl if np.isfinite(itl).any() else None
 
 
-LEGACY_COEFFICIENTS = ("legacy_slowdown", "legacy_moe_layer_s", "legacy_worker_s")
-"""Coefficients of the 2024 engine: only rows measured with it identify them."""
+LEGACY_COEFFICIENTS = tuple(
+    overhead_name(p, t) for p, t in fitted_overheads() if p == LEGACY_ENGINE
+)
+"""Coefficients of the 2024 engine profile: only rows measured with it identify them."""
 
 
 def unidentified(feat: dict[str, np.ndarray], start: Coefficients | None = None) -> set[str]:
@@ -197,7 +217,7 @@ def unidentified(feat: dict[str, np.ndarray], start: Coefficients | None = None)
         feat: Feature arrays of the rows to fit (see :func:`featurise`).
         start: The fit's starting coefficients (default: the code defaults).
     """
-    if not len(feat["legacy"]):
+    if not len(feat["engine"]):
         return set(BOUNDS)
     base = start or Coefficients()
     keys = ("throughput_tokens_per_s", "avg_power_w", "median_step_s")
@@ -248,7 +268,7 @@ def fit(
     names = [n for n in BOUNDS if n not in unidentified(feat, base)]
     lo = np.log([BOUNDS[n][0] for n in names])
     hi = np.log([BOUNDS[n][1] for n in names])
-    x0 = np.clip(np.log([getattr(base, n) for n in names]), lo + 1e-9, hi - 1e-9)
+    x0 = np.clip(np.log([float(getattr(base, n)) for n in names]), lo + 1e-9, hi - 1e-9)
     n_names = len(names)
     task_names: list[str] = []
     task_idx = np.full(len(throughput), -1)

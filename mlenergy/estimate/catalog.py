@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mlenergy.errors import UserError
+from mlenergy.estimate.registry import catalog_path, read_catalog_file
 
 REQUIRED_FIELDS = ("memory_gb", "memory_bandwidth_tb_s", "tdp_w", "bf16_tflops")
 NUMERIC_FIELDS = (
@@ -114,9 +115,14 @@ def _norm(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
-@cache
 def _catalog() -> tuple[dict[str, GpuSpec], dict[str, str]]:
-    raw = json.loads((Path(__file__).parent / "gpu_catalog.json").read_text())
+    """The GPU catalog by name, and every spelling's name (the registry's current file)."""
+    return _catalog_of(catalog_path("gpus"))
+
+
+@cache
+def _catalog_of(path: Path) -> tuple[dict[str, GpuSpec], dict[str, str]]:
+    raw = read_catalog_file(path, "gpus")
     by_name: dict[str, GpuSpec] = {}
     alias: dict[str, str] = {}
     specs = [_from_mapping(entry, source="catalog") for entry in raw["gpus"]]

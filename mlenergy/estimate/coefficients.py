@@ -1,47 +1,73 @@
 """The fitted global coefficients of the physical model, and the shipped set.
 
 :class:`Coefficients` holds every number :mod:`mlenergy.estimate.calibration` fits (few, and
-none per model or per GPU, so that they generalise) and the few it sets; the shipped values
-live in ``coefficients.json`` next to this module (derived numbers only).
+none per model or per GPU, so that they generalise) and the few it sets, including the fitted
+overhead terms of each engine profile (``engine_overheads``, by profile name). The shipped
+values live in ``coefficients.json`` next to this module (derived numbers only); the
+calibration report of the same fit (interval quantiles, host-bound rule, fitted prompt
+lengths, calibrated GPUs: :class:`~mlenergy.estimate.calibration_report.CalibrationReport`)
+lives beside it in ``coefficients.report.json``. A coefficients file ``X.json`` always has its
+report at ``X.report.json`` (:func:`report_path`).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from functools import cache
 from pathlib import Path
 
+import numpy as np
+
 from mlenergy.errors import UserError
+from mlenergy.estimate.calibration_report import (
+    REPORT_FIELDS,
+    CalibrationReport,
+    HostBoundRule,
+)
+from mlenergy.estimate.engines import (
+    BY_NAME,
+    FITTED,
+    LEGACY_ENGINE,
+    OVERHEADS,
+    PROFILES,
+    fitted_overheads,
+)
+
+__all__ = ["COEFFICIENTS_FILE", "CalibrationReport", "Coefficients", "HostBoundRule"]
 
 COEFFICIENTS_FILE = "coefficients.json"
+REPORT_SUFFIX = ".report.json"
+"""A coefficients file ``X.json`` has its calibration report at ``X.report.json``."""
+
+OVERHEAD_START: dict[str, float] = {"host_slowdown": 5.0, "worker_s": 1e-4, "moe_layer_s": 1e-4}
+"""Starting values of fitted engine overhead terms (the code defaults of a fit)."""
+
+FLAT_OVERHEAD_NAMES: dict[str, str] = {
+    "legacy_slowdown": "host_slowdown",
+    "legacy_worker_s": "worker_s",
+    "legacy_moe_layer_s": "moe_layer_s",
+}
+"""Names of the 2024 profile's terms in coefficient files written before profiles carried
+their own terms (still read)."""
 
 
-@dataclass(frozen=True)
-class HostBoundRule:
-    """Configurations whose calibration runs were host-bound: a fact of the calibration data.
+def overhead_name(profile: str, term: str) -> str:
+    """The fitted-coefficient name of a profile's overhead term: ``<profile>.<term>``."""
+    return f"{profile}.{term}"
 
-    In the v3 reference data, single-GPU B200 runs of the long-output and multimodal tasks
-    often sat at 25-45 ms per step with the GPU near idle, whatever the batch (see
-    :mod:`~mlenergy.estimate.host_bound`). The rule names such configurations by their inputs
-    only, so it ships with the coefficients fitted on that data (``coefficients.json``).
 
-    Attributes:
-        gpu: Catalog GPU name (e.g. ``B200``).
-        num_gpus: GPUs of the configuration.
-        tasks: Canonical task labels.
-    """
+def _start_overheads() -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for profile, term in fitted_overheads():
+        out.setdefault(profile, {})[term] = OVERHEAD_START[term]
+    return out
 
-    gpu: str
-    num_gpus: int
-    tasks: tuple[str, ...]
 
-    def describe(self) -> str:
-        """The configurations in words, e.g. ``one B200 with gpqa, image-chat or video-chat``."""
-        count = "one" if self.num_gpus == 1 else str(self.num_gpus)
-        tasks = list(self.tasks)
-        listed = ", ".join(tasks[:-1]) + f" or {tasks[-1]}" if len(tasks) > 1 else "".join(tasks)
-        return f"{count} {self.gpu} with {listed}"
+def report_path(path: str | Path) -> Path:
+    """The report file beside a coefficients file: ``X.json`` -> ``X.report.json``."""
+    p = Path(path)
+    return p.with_name(p.name.removesuffix(".json") + REPORT_SUFFIX)
 
 
 @dataclass(frozen=True)
@@ -66,14 +92,6 @@ class Coefficients:
         layer_s: Fixed cost per layer per step in seconds (kernel launches).
         moe_layer_s: Extra fixed cost per MoE layer per step in seconds (routing, token
             permutation, grouped-GEMM launches).
-        legacy_moe_layer_s: Further cost per MoE layer per step of the older engine of the v2
-            data (vLLM 0.5.4), in seconds before ``legacy_slowdown``: its MoE layers were far
-            costlier than today's, so they get their own term instead of inflating
-            ``moe_layer_s`` for the current engine.
-        legacy_worker_s: Host time per step for each GPU of a replica beyond the first, in the
-            older engine of the v2 data (seconds; not scaled by ``legacy_slowdown``): its
-            driver process hands every step's inputs to the other workers before the GPUs
-            start, while they wait. Today's engine fits no such cost.
         fp8_moe_layer_s: Extra cost per MoE layer per step when the routed experts are fp8
             (block-scaled checkpoints take another grouped-GEMM path: activations quantised
             per token group, scales applied per block), in seconds; counted as busy time.
@@ -84,7 +102,7 @@ class Coefficients:
         seq_s: Cost per sequence per step in seconds (current engine).
         seq_busy: Share of ``seq_s`` that keeps the GPU busy (per-sequence sampling,
             logits and attention-metadata kernels), drawing ``p_mem`` power; the rest, and
-            the older engine's extra host overhead (``legacy_slowdown``), is host time.
+            an engine profile's extra host overhead (its ``host_slowdown``), is host time.
         prefill_layer_s: Extra cost per layer of a step that carries prompt tokens, in
             seconds (a mixed prefill/decode batch runs outside the captured CUDA graphs).
         mamba_prefill_s: Extra GPU time per Mamba layer of a step that carries prompt tokens,
@@ -119,24 +137,12 @@ class Coefficients:
             effective bandwidth: an MXFP4 weight costs half an fp8 one).
         voltage_floor: Core voltage at the lowest clock relative to the highest; dynamic
             power scales as ``r * v(r)^2`` with ``v(r) = floor + (1 - floor) * r``.
-        legacy_slowdown: Factor on the host-side overheads (step, layer, sequence costs) for
-            the older engine of the v2 data (vLLM 0.5.4).
-        log_q05: 5th percentile of log(measured/predicted) energy per token (cross-validated).
-        log_q95: 95th percentile of the same.
-        log_q05_host: 5th percentile of the same over configurations whose reference runs
-            were host-bound (:mod:`~mlenergy.estimate.host_bound`); ``None``: use ``log_q05``.
-        log_q95_host: 95th percentile of the same; ``None``: use ``log_q95``.
-        unseen_gpu_widen: Interval widening factor for GPUs absent from calibration.
-        interval_by_class: (5th, 95th) percentile log errors per ``<gpu>/<family>`` class
-            (e.g. ``B200/moe``) with enough cross-validated rows, outside the host-bound
-            rule: the interval is wider where the data say so (and narrower), else the
-            common ``log_q05``/``log_q95``.
-        task_input_tokens: Mean prompt length per task label (tokens), fitted as workload
-            descriptors because the reference data does not publish prompt lengths.
-        calibrated_gpus: GPUs present in the calibration data.
-        host_bound_rule: Configurations whose calibration runs were host-bound (``None``: no
-            such configurations known); kept with the coefficients fitted on that data.
-        fit_info: Free-form description of the fit.
+        engine_overheads: Fitted overhead terms per engine profile (``{profile: {term:
+            value}}``; the terms are :data:`~mlenergy.estimate.engines.OVERHEADS`, the
+            profiles those of ``engines.json`` whose entry says ``fitted``).
+        report: The calibration report of the fit (interval quantiles, host-bound rule,
+            fitted prompt lengths, calibrated GPUs), read beside the coefficients file. Its
+            entries read as attributes too (``coef.log_q05``), and :meth:`replace` takes them.
     """
 
     eta_mem: float = 0.9
@@ -148,8 +154,6 @@ class Coefficients:
     step_s: float = 1e-4
     layer_s: float = 4e-5
     moe_layer_s: float = 6e-5
-    legacy_moe_layer_s: float = 1e-4
-    legacy_worker_s: float = 1e-4
     fp8_moe_layer_s: float = 1e-4
     moe_tile_s: float = 5e-5
     seq_s: float = 3.5e-5
@@ -169,17 +173,8 @@ class Coefficients:
     p_mem: float = 0.6
     p_quant: float = 0.3
     voltage_floor: float = 0.65
-    legacy_slowdown: float = 5.0
-    log_q05: float = -0.25
-    log_q95: float = 0.25
-    log_q05_host: float | None = None
-    log_q95_host: float | None = None
-    unseen_gpu_widen: float = 1.5
-    calibrated_gpus: tuple[str, ...] = ()
-    task_input_tokens: dict[str, float] = field(default_factory=dict)
-    host_bound_rule: HostBoundRule | None = None
-    interval_by_class: dict[str, tuple[float, float]] = field(default_factory=dict)
-    fit_info: dict[str, object] = field(default_factory=dict, compare=False)
+    engine_overheads: dict[str, dict[str, float]] = field(default_factory=_start_overheads)
+    report: CalibrationReport = field(default_factory=CalibrationReport)
 
     FITTED = (
         "eta_mem",
@@ -194,20 +189,48 @@ class Coefficients:
         "p_base",
         "p_comp",
         "p_mem",
-        "legacy_slowdown",
         "mem_ceiling",
         "moe_ceiling",
         "p_quant",
         "prefill_layer_s",
         "mamba_prefill_s",
         "visual_token_s",
-        "legacy_moe_layer_s",
-        "legacy_worker_s",
         "fp8_moe_layer_s",
         "moe_tile_s",
         "seq_busy",
         "moe_min_cols",
+        *(overhead_name(p, t) for p, t in fitted_overheads()),
     )
+    """Every fitted coefficient: the physics' own, then each profile's fitted overheads."""
+
+    # The report's entries, read through the coefficients that were fitted with them.
+    log_q05 = property(lambda self: self.report.log_q05, doc="See :class:`CalibrationReport`.")
+    log_q95 = property(lambda self: self.report.log_q95, doc="See :class:`CalibrationReport`.")
+    log_q05_host = property(lambda self: self.report.log_q05_host, doc="The same.")
+    log_q95_host = property(lambda self: self.report.log_q95_host, doc="The same.")
+    unseen_gpu_widen = property(lambda self: self.report.unseen_gpu_widen, doc="The same.")
+    calibrated_gpus = property(lambda self: self.report.calibrated_gpus, doc="The same.")
+    task_input_tokens = property(lambda self: self.report.task_input_tokens, doc="The same.")
+    host_bound_rule = property(lambda self: self.report.host_bound_rule, doc="The same.")
+    interval_by_class = property(lambda self: self.report.interval_by_class, doc="The same.")
+    fit_info = property(lambda self: self.report.fit_info, doc="The same.")
+
+    def __getattr__(self, name: str) -> float:
+        """A profile's fitted overhead term by its coefficient name, ``<profile>.<term>``."""
+        profile, dot, term = name.partition(".")
+        if dot and profile in self.__dict__.get("engine_overheads", {}):
+            overheads = self.__dict__["engine_overheads"][profile]
+            if term in overheads:
+                return overheads[term]
+        raise AttributeError(name)
+
+    def overhead(self, profile: str, term: str) -> float:
+        """A profile's overhead term: its fixed catalog value, else the fitted one."""
+        value = BY_NAME[profile].overheads[term]
+        if value != FITTED:
+            return float(value)  # type: ignore[arg-type]
+        fitted = self.engine_overheads.get(profile, {})
+        return float(fitted.get(term, OVERHEAD_START[term]))
 
     def interval_logs(
         self, host_bound: bool = False, klass: str | None = None
@@ -220,35 +243,66 @@ class Coefficients:
             klass: ``<gpu>/<family>`` (:func:`interval_class`): its own quantiles when
                 calibrated (the host-bound ones take precedence).
         """
-        if host_bound and self.log_q05_host is not None and self.log_q95_host is not None:
-            return self.log_q05_host, self.log_q95_host
-        if klass is not None and klass in self.interval_by_class:
-            lo, hi = self.interval_by_class[klass]
+        r = self.report
+        if host_bound and r.log_q05_host is not None and r.log_q95_host is not None:
+            return r.log_q05_host, r.log_q95_host
+        if klass is not None and klass in r.interval_by_class:
+            lo, hi = r.interval_by_class[klass]
             return float(lo), float(hi)
-        return self.log_q05, self.log_q95
+        return r.log_q05, r.log_q95
 
     def replace(self, **kw: object) -> Coefficients:
-        """Return a copy with some fields replaced."""
+        """A copy with some entries replaced: fields, report entries or ``<profile>.<term>``."""
         data = {f.name: getattr(self, f.name) for f in fields(self)}
+        report = {k: kw.pop(k) for k in list(kw) if k in REPORT_FIELDS}
+        if report:
+            data["report"] = CalibrationReport.from_dict(
+                {**{n: getattr(self.report, n) for n in REPORT_FIELDS}, **report}
+            )
+        dotted = {k: kw.pop(k) for k in list(kw) if "." in k}
+        if dotted:
+            overheads = {p: dict(t) for p, t in self.engine_overheads.items()}
+            for name, value in dotted.items():
+                profile, _, term = name.partition(".")
+                if profile not in BY_NAME or term not in OVERHEADS:
+                    raise TypeError(f"no engine overhead {name}")
+                overheads.setdefault(profile, {})[term] = float(value)  # type: ignore[arg-type]
+            data["engine_overheads"] = overheads
         data.update(kw)
         return Coefficients(**data)  # type: ignore[arg-type]
 
+    def to_dict(self) -> dict[str, object]:
+        """The coefficients as JSON-ready data (the report is not part of them)."""
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "report"}
+        data["engine_overheads"] = {p: dict(t) for p, t in self.engine_overheads.items()}
+        return data
+
     def save(self, path: str | Path) -> Path:
-        """Write the coefficients as JSON (atomically) and return the path."""
+        """Write the coefficients and, beside them, their report (atomically); return the path.
+
+        Args:
+            path: A ``.json`` file, or a folder (``coefficients.json`` inside). The report goes
+                to :func:`report_path` of it.
+        """
         p = Path(path)
         if p.is_dir():
             p = p / COEFFICIENTS_FILE
         p.parent.mkdir(parents=True, exist_ok=True)
-        data = asdict(self)
-        data["calibrated_gpus"] = list(self.calibrated_gpus)
-        tmp = p.with_suffix(p.suffix + ".tmp")
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-        tmp.replace(p)
+        _write_json(report_path(p), self.report.to_dict())
+        _write_json(p, self.to_dict())
         return p
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> Coefficients:
-        """Read coefficients from ``path`` (a file or folder), or the shipped defaults."""
+        """Read coefficients from ``path`` (a file or folder), or the shipped defaults.
+
+        The report comes from :func:`report_path` of the file when it is there. A file
+        without one (or one written before the two were split, which holds both) keeps the
+        report entries it has; every other entry is the code default: the common interval,
+        no host-bound rule, no calibrated GPU (so every GPU's interval is widened). The
+        shipped report is never borrowed for a user's fit: its quantiles were measured on
+        the shipped coefficients.
+        """
         if path is None:
             return default_coefficients()
         p = Path(path)
@@ -256,34 +310,71 @@ class Coefficients:
             p = p / COEFFICIENTS_FILE
         if not p.is_file():
             raise UserError(f"coefficients file '{p}' does not exist", "Run estimate calibrate")
-        return cls._from_dict(json.loads(p.read_text()))
+        return cls._from_files(p)
+
+    @classmethod
+    def _from_files(cls, p: Path) -> Coefficients:
+        data = _read_json(p)
+        beside = report_path(p)
+        if beside.is_file():
+            data = {**data, **_read_json(beside)}
+        return cls._from_dict(data)
 
     @classmethod
     def _from_dict(cls, data: dict) -> Coefficients:
-        names = {f.name for f in fields(cls)}
+        names = {f.name for f in fields(cls)} - {"report"}
         kw = {k: v for k, v in data.items() if k in names}
-        kw["calibrated_gpus"] = tuple(kw.get("calibrated_gpus") or ())
-        kw["interval_by_class"] = {
-            str(k): (float(v[0]), float(v[1]))
-            for k, v in (kw.get("interval_by_class") or {}).items()
-        }
-        rule = kw.get("host_bound_rule")
-        if rule is not None:
-            kw["host_bound_rule"] = HostBoundRule(
-                gpu=str(rule["gpu"]), num_gpus=int(rule["num_gpus"]), tasks=tuple(rule["tasks"])
-            )
+        overheads = _start_overheads()
+        for profile, terms in (kw.get("engine_overheads") or {}).items():
+            overheads.setdefault(str(profile), {}).update({t: float(v) for t, v in terms.items()})
+        for flat, term in FLAT_OVERHEAD_NAMES.items():
+            if flat in data:
+                overheads.setdefault(LEGACY_ENGINE, {})[term] = float(data[flat])
+        kw["engine_overheads"] = overheads
+        kw["report"] = CalibrationReport.from_dict(data)
         return cls(**kw)
 
 
+def _read_json(p: Path) -> dict:
+    try:
+        data = json.loads(p.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise UserError(f"cannot read coefficients file '{p}': {exc}") from exc
+    if not isinstance(data, dict):
+        raise UserError(f"coefficients file '{p}' is not a JSON object")
+    return data
+
+
+def _write_json(p: Path, data: dict) -> None:
+    tmp = p.with_suffix(p.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    tmp.replace(p)
+
+
+def row_overheads(engine: np.ndarray, c: Coefficients) -> dict[str, np.ndarray]:
+    """Each row's engine overhead terms (:data:`~mlenergy.estimate.engines.OVERHEADS`).
+
+    Args:
+        engine: The ``engine`` feature: each row's position in
+            :data:`~mlenergy.estimate.engines.PROFILES`.
+        c: Coefficients holding the fitted terms.
+    """
+    idx = np.asarray(engine).astype(np.intp)
+    return {
+        term: np.array([c.overhead(p.name, term) for p in PROFILES], dtype=float)[idx]
+        for term in OVERHEADS
+    }
+
+
 def interval_class(gpu: str, family: str) -> str:
-    """The key of :attr:`Coefficients.interval_by_class`: ``<catalog gpu>/<family>``."""
+    """The key of :attr:`CalibrationReport.interval_by_class`: ``<catalog gpu>/<family>``."""
     return f"{gpu}/{family}"
 
 
 @cache
 def default_coefficients() -> Coefficients:
-    """The coefficients shipped with the package (fitted on the reference measurements)."""
+    """The shipped coefficients (fitted on the reference measurements), with their report."""
     res = Path(__file__).parent / COEFFICIENTS_FILE
     if res.is_file():
-        return Coefficients._from_dict(json.loads(res.read_text()))
+        return Coefficients._from_files(res)
     return Coefficients()

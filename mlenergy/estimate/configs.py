@@ -14,6 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from mlenergy.errors import UserError
+from mlenergy.estimate.registry import read_catalog
 from mlenergy.models.architecture import ArchitectureSpec
 from mlenergy.reference import default_configs_dir
 
@@ -35,24 +36,19 @@ VARIANT_TOKENS = TUNE_TOKENS | {"bf16", "fp16", "vl", "meta"}
 """Dash-separated name tokens that mark a variant of the same text architecture: the tunes,
 weight-dtype tags of a bf16/fp16 checkpoint, ``VL`` (a vision-language wrapper around the
 same language model) and the brand prefix of ``Meta-Llama-3.1`` (renamed ``Llama-3.1``)."""
-FP8_SUFFIX = "-FP8"
-BF16_ATTENTION_FP8_ORGS = frozenset({"meta-llama"})
-"""Organisations whose ``-FP8`` checkpoints quantise only the feed-forward layers.
-
-Meta's fp8 checkpoints (fbgemm row-wise fp8) leave every self-attention projection in BF16:
-the Llama 3 report (section 6.2, FP8 quantization) says the self-attention parameters are
-not quantised, and the checkpoints' ``quantization_config.modules_to_not_convert`` lists
-them. Qwen's and DeepSeek's fp8 checkpoints quantise every linear layer (128 x 128 blocks).
-A config that carries its own ``quantization_config`` says so itself
+_FP8 = read_catalog("families")["fp8"]
+FP8_SUFFIX = str(_FP8["suffix"])
+"""The end of a model id that asks for fp8 weights (``model_families.json``)."""
+BF16_ATTENTION_FP8_ORGS = frozenset(o.lower() for o in _FP8["bf16_attention_orgs"])
+"""Organisations whose ``-FP8`` checkpoints quantise only the feed-forward layers (self-attention
+in BF16; ``model_families.json`` says why). A config that carries its own
+``quantization_config`` says so itself
 (:attr:`~mlenergy.models.architecture.ArchitectureSpec.bf16_attention`)."""
-EPILOGUE_SCALED_FP8_ORGS = frozenset({"meta-llama", "redhatai", "neuralmagic", "nvidia"})
-"""Organisations whose ``-FP8`` checkpoints scale weights per tensor or per output channel.
-
-Meta's fbgemm fp8 is row-wise; Red Hat's (Neural Magic's) llm-compressor and NVIDIA's
-ModelOpt checkpoints scale per channel or per tensor. The matmul applies such scales once,
-in its epilogue. An ``-FP8`` id of any other organisation is taken as block-scaled (128 x
-128, applied in the main loop), as Qwen's and DeepSeek's are."""
-BLOCK_SCALED_FP8_ORGS = frozenset({"qwen", "deepseek-ai"})
+EPILOGUE_SCALED_FP8_ORGS = frozenset(o.lower() for o in _FP8["epilogue_scaled_orgs"])
+"""Organisations whose ``-FP8`` checkpoints scale weights per tensor or per output channel
+(applied once, in the matmul's epilogue); any other organisation's are taken as block-scaled
+(128 x 128, applied in the main loop)."""
+BLOCK_SCALED_FP8_ORGS = frozenset(o.lower() for o in _FP8["block_scaled_orgs"])
 """Organisations whose ``-FP8`` checkpoints are known to be 128 x 128 block-scaled fp8 with
 every linear layer quantised; an ``-FP8`` id of an organisation in none of these lists is
 estimated the same way, with a warning."""

@@ -3,12 +3,16 @@
 The same model on the same GPU serves at very different speeds under different serving
 setups: the 2024 ML.ENERGY leaderboard's server (vLLM 0.5.4 behind its API server) spends
 several times more host time per step than the 2026 one (vLLM 0.11.1), more again for each
-extra GPU, and its MoE layers were far slower (``legacy_slowdown``, ``legacy_worker_s`` and
-``legacy_moe_layer_s`` in :class:`~mlenergy.estimate.coefficients.Coefficients`). The engine
-profile is therefore an input of an estimate, like the GPU. Each profile is named for the
-setup it models, not for a vLLM version: the same vLLM release run offline, or behind
-another front end, is another setup (:data:`PROFILES` says what each includes;
-``mlenergy estimate engines`` lists them).
+extra GPU, and its MoE layers were far slower. The engine profile is therefore an input of an
+estimate, like the GPU, and each profile carries its own overhead terms (:data:`OVERHEADS`):
+the physical model reads them per row, so the 2024 engine is a profile, not a switch. The
+current profile's terms are the neutral ones; the others' are fixed numbers or fitted by the
+calibration (stored under the profile's name in ``coefficients.json``).
+
+The profiles are data: ``engines.json`` next to this module, read through
+:mod:`~mlenergy.estimate.registry`. Each is named for the setup it models, not for a vLLM
+version: the same vLLM release run offline, or behind another front end, is another setup
+(``mlenergy estimate engines`` lists them).
 
 When no profile is given, the task decides: the leaderboard's tasks were each measured with
 one setup, so a row labelled with a task of the 2024 campaign (``sharegpt-chat``, ``code``, or
@@ -21,11 +25,29 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mlenergy.errors import UserError
+from mlenergy.estimate.registry import read_catalog
+
+OVERHEADS = ("host_slowdown", "worker_s", "moe_layer_s", "untuned_moe_tiles")
+"""Overhead terms of a profile, in the physical model's units: ``host_slowdown`` multiplies
+the host costs per step (step, layer and sequence costs; 1 = the current engine),
+``worker_s`` is host time per step for each GPU of a replica beyond the first (s),
+``moe_layer_s`` a cost per MoE layer per step beside the common one (s, before
+``host_slowdown``), ``untuned_moe_tiles`` 1 when the engine's fused-MoE kernel pays the
+expert-parallel tile switch (``moe_tile_s``), else 0."""
+NEUTRAL_OVERHEADS: dict[str, float] = {
+    "host_slowdown": 1.0,
+    "worker_s": 0.0,
+    "moe_layer_s": 0.0,
+    "untuned_moe_tiles": 1.0,
+}
+"""The terms of a profile that adds nothing to the current engine's costs."""
+FITTED = "fitted"
+"""An overhead value that the calibration fits (``coefficients.json``, ``engine_overheads``)."""
 
 
 @dataclass(frozen=True)
 class EngineProfile:
-    """One serving setup the estimator models.
+    """One serving setup the estimator models (an entry of ``engines.json``).
 
     Attributes:
         name: The profile's name (what ``--engine`` takes and estimates report).
@@ -33,65 +55,60 @@ class EngineProfile:
             it (``vllm 0.11.1``).
         setup: What the profile models, in one sentence.
         includes: What its costs include and where they were fitted.
-        legacy: Whether the physical model's 2024-engine terms apply.
+        overheads: Its overhead terms (:data:`OVERHEADS`): a number, or :data:`FITTED`.
         aliases: Other accepted names (lower case), including the profile's former names.
+        tasks: Task labels measured only with this profile.
+        offline_defaults: Whose offline scheduler defaults apply (``vllm-0.5``: 256
+            sequences, no chunked prefill; ``vllm-0.11``: by GPU).
     """
 
     name: str
     software: str
     setup: str
     includes: str
-    legacy: bool
+    overheads: dict[str, float | str]
     aliases: tuple[str, ...] = ()
+    tasks: tuple[str, ...] = ()
+    offline_defaults: str = "vllm-0.11"
+
+    def fitted_terms(self) -> tuple[str, ...]:
+        """The overhead terms of this profile that the calibration fits."""
+        return tuple(t for t in OVERHEADS if self.overheads[t] == FITTED)
 
 
-PROFILES: tuple[EngineProfile, ...] = (
-    EngineProfile(
-        name="leaderboard-v3-server",
-        software="vllm 0.11.1",
-        setup=(
-            "the ML.ENERGY leaderboard v3 (2026) serving setup: vLLM 0.11.1 behind its "
-            "OpenAI-compatible API server, requests arriving continuously (steady state)"
-        ),
-        includes=(
-            "chunked prefill with 8192 batched tokens per step, CUDA graphs, async "
-            "scheduling; requests sampled with top-p 0.95 at temperature 0.8 (the "
-            "campaign's client default), so the sampler works through every sequence's "
-            "whole vocabulary each step, a cost a greedy job does not pay; per-step, per-layer, "
-            "per-MoE-layer and per-sequence host costs and "
-            "the API server's front-end work as fitted on the v3 H100 and B200 runs; the "
-            "Triton fused-MoE kernel's untuned default tiles for expert-parallel BF16 experts"
-        ),
-        legacy=False,
-        aliases=("vllm-0.11", "vllm-0.11.1", "vllm", "current", "v3"),
-    ),
-    EngineProfile(
-        name="leaderboard-v2-server",
-        software="vllm 0.5.4",
-        setup=(
-            "the ML.ENERGY leaderboard v2 (2024) serving setup: vLLM 0.5.4 behind its API "
-            "server on H100, requests arriving continuously (steady state)"
-        ),
-        includes=(
-            "the v3 profile's costs with every host cost multiplied by legacy_slowdown, "
-            "a host cost per step for each GPU of a replica beyond the first "
-            "(legacy_worker_s) and an extra cost per MoE layer (legacy_moe_layer_s), fitted "
-            "on the 2024 H100 runs; "
-            "not vLLM 0.5 in general: its host costs are those of that server, and an offline "
-            "vLLM 0.5 job can run several times faster"
-        ),
-        legacy=True,
-        aliases=("vllm-0.5", "vllm-0.5.4", "legacy", "v2"),
-    ),
+def _profile(entry: dict) -> EngineProfile:
+    overheads = {**NEUTRAL_OVERHEADS, **entry.get("overheads", {})}
+    for term, value in overheads.items():
+        if term not in OVERHEADS or not (value == FITTED or isinstance(value, int | float)):
+            raise UserError(
+                f"engine profile {entry.get('name')!r}: overhead {term}={value!r} is not known",
+                f"Overheads are {', '.join(OVERHEADS)}, each a number or '{FITTED}'",
+            )
+    return EngineProfile(
+        name=str(entry["name"]),
+        software=str(entry["software"]),
+        setup=str(entry["setup"]),
+        includes=str(entry["includes"]),
+        overheads=overheads,
+        aliases=tuple(a.lower() for a in entry.get("aliases", ())),
+        tasks=tuple(entry.get("tasks", ())),
+        offline_defaults=str(entry.get("offline_defaults", "vllm-0.11")),
+    )
+
+
+PROFILES: tuple[EngineProfile, ...] = tuple(
+    _profile(e) for e in read_catalog("engines")["profiles"]
 )
 """Every engine profile; the first is the default."""
 
 CURRENT_ENGINE = PROFILES[0].name
 """The profile of the v3 measurements: the default."""
-LEGACY_ENGINE = PROFILES[1].name
-"""The profile of the 2024 v2 measurements."""
+LEGACY_ENGINE = "leaderboard-v2-server"
+"""The profile of the 2024 v2 measurements (the reference tables' ``legacy`` rows)."""
 
 BY_NAME: dict[str, EngineProfile] = {p.name: p for p in PROFILES}
+ENGINE_INDEX: dict[str, int] = {p.name: i for i, p in enumerate(PROFILES)}
+"""Each profile's position in :data:`PROFILES` (the physical model's ``engine`` feature)."""
 ENGINE_ALIASES: dict[str, str] = {
     **{p.name: p.name for p in PROFILES},
     **{alias: p.name for p in PROFILES for alias in p.aliases},
@@ -101,19 +118,28 @@ ENGINE_ALIASES: dict[str, str] = {
 _BLANK = ("", "nan", "none")
 """Engine cells that mean "not given" (an empty CSV cell may arrive as NaN)."""
 
-TASK_ALIASES: dict[str, str] = {
-    "llm_text_generation/chat": "sharegpt-chat",
-    "llm_text_generation/code": "code",
-    "chat": "sharegpt-chat",
-}
+TASK_ALIASES: dict[str, str] = dict(read_catalog("tasks")["aliases"])
 """Raw task labels of the v2 leaderboard (its tables and its task names ``chat`` / ``code``)
-and the task they name. The v3 leaderboard's chat task is ``lm-arena-chat``."""
+and the task they name (``task_defaults.json``). The v3 leaderboard's chat task is
+``lm-arena-chat``."""
 
-TASK_ENGINE: dict[str, str] = {
-    "sharegpt-chat": LEGACY_ENGINE,
-    "code": LEGACY_ENGINE,
-}
+TASK_ENGINE: dict[str, str] = {t: p.name for p in PROFILES for t in p.tasks}
 """Tasks measured only with a profile other than :data:`CURRENT_ENGINE`."""
+
+
+def fitted_overheads() -> list[tuple[str, str]]:
+    """(profile, term) of every overhead term the calibration fits, in catalog order."""
+    return [(p.name, t) for p in PROFILES for t in p.fitted_terms()]
+
+
+def engine_code(engine: str) -> float:
+    """The ``engine`` feature of a resolved profile: its position in :data:`PROFILES`."""
+    return float(ENGINE_INDEX[engine])
+
+
+def old_offline_defaults(engine: str) -> bool:
+    """True when a profile's offline jobs get vLLM 0.5's scheduler defaults."""
+    return BY_NAME[engine].offline_defaults == "vllm-0.5"
 
 
 def canonical_task(task: str | None) -> str:
@@ -144,11 +170,6 @@ def resolve_engine(engine: str | None, task: str | None = None) -> str:
             "the task's",
         )
     return ENGINE_ALIASES[key]
-
-
-def is_legacy(engine: str) -> bool:
-    """True for the 2024 profile (the ``legacy`` feature of the physical model)."""
-    return BY_NAME[engine].legacy
 
 
 def engine_software(engine: str) -> str:

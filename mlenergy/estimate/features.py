@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from mlenergy.estimate.catalog import GpuSpec
+from mlenergy.estimate.engines import CURRENT_ENGINE, LEGACY_ENGINE, engine_code
 from mlenergy.estimate.physics import FEATURES
 from mlenergy.estimate.profile import QUANTISED, ModelProfile
 from mlenergy.estimate.serving import ServingSetup
@@ -90,7 +91,7 @@ def feature_row(prof: ModelProfile, gpu: GpuSpec, w: ServingSetup) -> dict[str, 
         "input_tokens": w.input_tokens,
         "visual_tokens": w.visual_tokens,
         "output_tokens": w.output_tokens,
-        "legacy": float(w.legacy_engine),
+        "engine": engine_code(LEGACY_ENGINE if w.legacy_engine else CURRENT_ENGINE),
         "clock": np.nan if w.sm_clock_mhz is None else w.sm_clock_mhz,
         "power_limit": np.nan if w.power_limit_w is None else w.power_limit_w,
     }

@@ -13,10 +13,10 @@ stall (gpt-oss-120b on one B200), and the same rule matches them. The setting is
 input of an estimate, so the rule flags these configurations instead of modelling a stall
 (``docs/estimator-tried.md`` lists the stall models tried).
 
-The rule itself is a fact of the calibration data, so it ships with the coefficients
-(:class:`~mlenergy.estimate.coefficients.HostBoundRule` in ``coefficients.json``); this
-module applies it. The estimator still predicts these configurations at the speed the GPU
-allows. The rule is used in four places:
+The rule itself is a fact of the calibration data, so it ships in the calibration report
+beside the coefficients (:class:`~mlenergy.estimate.calibration_report.HostBoundRule` in
+``coefficients.report.json``); this module applies it. The estimator still predicts these
+configurations at the speed the GPU allows. The rule is used in four places:
 
 * the fit weighs the matching rows less (:mod:`~mlenergy.estimate.calibration`);
 * their prediction interval comes from the cross-validated errors of the matching rows;
@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from mlenergy.estimate.coefficients import HostBoundRule
+from mlenergy.estimate.calibration_report import HostBoundRule
 from mlenergy.estimate.engines import canonical_task
 
 MIN_HOST_BOUND_ROWS = 20

@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mlenergy.estimate.coefficients import Coefficients
+from mlenergy.estimate.coefficients import Coefficients, row_overheads
 from mlenergy.estimate.roofline import effective_bandwidth, soft_max
 
 PREFILL_TOKEN_BUDGET = 8192.0
@@ -114,7 +114,7 @@ FEATURES = (
     "input_tokens",
     "visual_tokens",  # prompt tokens of a prompt that come from images or video
     "output_tokens",
-    "legacy",
+    "engine",  # position of the row's engine profile in engines.PROFILES (its overheads)
     "clock",  # requested SM clock in MHz, NaN = max
     "power_limit",  # W per GPU, NaN = TDP
 )
@@ -213,12 +213,13 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     # All-reduce latency grows with log2 of its participants (ring/tree steps); an
     # expert-parallel dispatch or combine costs a fixed latency (one exchange).
     lat = c.collective_s * n_ar * np.log2(2.0 * tp_eff) + c.all_to_all_s * n_a2a
-    slow = 1.0 + f["legacy"] * (c.legacy_slowdown - 1.0)
-    moe_s = c.moe_layer_s + f["legacy"] * c.legacy_moe_layer_s
+    eng = row_overheads(f["engine"], c)  # the row's engine profile's own overhead terms
+    slow = eng["host_slowdown"]
+    moe_s = c.moe_layer_s + eng["moe_layer_s"]
     fixed = c.step_s + c.layer_s * layers_per_stage + moe_s * f["n_moe_layers"] / pp
     # fp8 experts: another grouped-GEMM path with its own per-layer cost (GPU busy time).
     t_fp8 = f["fp8_experts"] * c.fp8_moe_layer_s * f["n_moe_layers"] / pp
-    tile_on = f["unquantised_experts"] * ep_on * (1.0 - f["legacy"])
+    tile_on = f["unquantised_experts"] * ep_on * eng["untuned_moe_tiles"]
     e_local = np.maximum(e / ep_shards, 1.0)
     kv_bytes = br * (f["kv_full"] * ctx + f["kv_window"] * ctx_w) / kv_shard
     ssm_bytes = 2.0 * br * f["ssm_bytes"] / a
@@ -321,9 +322,9 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
 
     zero = np.zeros_like(br)
     g0, comm0, mem0, comp0, _, tq0, wb0 = step(zero, zero, zero, rate)
-    # The 2024 engine's driver process hands every step's inputs to each other worker of the
-    # replica before the GPUs start (host time, GPUs waiting).
-    t_workers = f["legacy"] * c.legacy_worker_s * (a - 1.0)
+    # An engine whose driver process hands every step's inputs to each other worker of the
+    # replica before the GPUs start (the 2024 one) waits per extra GPU (host time).
+    t_workers = eng["worker_s"] * (a - 1.0)
     host_dec = (fixed + c.seq_s * br) * slow + t_workers
     t_dec = host_dec + g0 + comm0
     # Replicas in lockstep pad their step to the busiest one's tokens (vLLM's data-parallel

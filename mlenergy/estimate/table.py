@@ -30,7 +30,13 @@ from mlenergy.estimate.checks import (
     mode_error,
 )
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients, interval_class
-from mlenergy.estimate.engines import CURRENT_ENGINE, engine_note, is_legacy, resolve_engine
+from mlenergy.estimate.engines import (
+    CURRENT_ENGINE,
+    ENGINE_INDEX,
+    engine_note,
+    old_offline_defaults,
+    resolve_engine,
+)
 from mlenergy.estimate.host_bound import host_bound_mask, host_bound_note
 from mlenergy.estimate.memory import (
     fit_verdict,
@@ -135,7 +141,11 @@ class PreparedTable:
 
 
 def _offline_queue(
-    req: EstimateRequests, gpus: list, codes: np.ndarray, legacy: np.ndarray, offline: np.ndarray
+    req: EstimateRequests,
+    gpus: list,
+    codes: np.ndarray,
+    old_offline: np.ndarray,
+    offline: np.ndarray,
 ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Sequences decoding together per row, the offline scheduler, and who queued.
 
@@ -147,7 +157,7 @@ def _offline_queue(
         the default cap queued requests, the sequences decoding together and the replicas.
     """
     jobs, cap = req.batch_size, req.max_num_seqs
-    budget, per_replica, chunked = row_schedulers(gpus, codes, legacy)
+    budget, per_replica, chunked = row_schedulers(gpus, codes, old_offline)
     replicas = np.where(req.data_parallel >= 1, req.data_parallel, 1.0)
     together = np.where(np.isnan(cap), per_replica * replicas, cap)
     defaulted = offline & np.isnan(cap) & (jobs > together)
@@ -161,7 +171,7 @@ def _features(
     codes: np.ndarray,
     good: np.ndarray,
     fill: dict[str, np.ndarray],
-    legacy: np.ndarray,
+    engines: np.ndarray,
 ) -> dict[str, np.ndarray]:
     """The physics' feature columns: the model's, then the row's (placeholders on bad rows)."""
     feat = key_features(keys, codes)
@@ -170,7 +180,7 @@ def _features(
         feat[name] = arr if every else np.where(good, arr, 1.0)
     feat["clock"] = req.sm_clock_mhz if every else np.where(good, req.sm_clock_mhz, np.nan)
     feat["power_limit"] = req.power_limit_w if every else np.where(good, req.power_limit_w, np.nan)
-    feat["legacy"] = legacy.astype(float)
+    feat["engine"] = np.array([ENGINE_INDEX[e] for e in engines], dtype=float)
     feat["seqs"] = np.where(good & ~np.isnan(req.max_num_seqs), req.max_num_seqs, feat["batch"])
     return feat
 
@@ -220,8 +230,8 @@ def prepare_table(
     gpus = [None if k is None else k.gpu for k in keys]
     check_clock_power(errors, req.sm_clock_mhz, req.power_limit_w, gpus, codes)
 
-    legacy = np.array([is_legacy(e) for e in engines], dtype=bool)
-    batch, schedule, queued = _offline_queue(req, gpus, codes, legacy, offline)
+    old_offline = np.array([old_offline_defaults(e) for e in engines], dtype=bool)
+    batch, schedule, queued = _offline_queue(req, gpus, codes, old_offline, offline)
     good = errors.ok()
     fill = {
         "num_gpus": ngpu,
@@ -234,7 +244,7 @@ def prepare_table(
         "visual_tokens": np.where(visual, in_tok, 0.0),
         "output_tokens": out_tok,
     }
-    feat = _features(req, keys, codes, good, fill, legacy)
+    feat = _features(req, keys, codes, good, fill, engines)
     equal = np.isnan(max_out) | (max_out <= out_tok)
     queue_notes = offline_kv_limit(feat, mem_gb, offline & good, equal)
     feat["seqs"] = np.where(good & np.isnan(cap), feat["batch"], feat["seqs"])

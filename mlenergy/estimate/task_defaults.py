@@ -1,28 +1,23 @@
-"""Prompt lengths assumed per task when a configuration does not give one."""
+"""Task labels' defaults: the prompt length assumed when a request gives none.
+
+Also which tasks are multimodal. The values are data (``task_defaults.json``, read through
+:mod:`~mlenergy.estimate.registry`).
+"""
 
 from __future__ import annotations
 
 from mlenergy.estimate.coefficients import default_coefficients
 from mlenergy.estimate.engines import canonical_task
+from mlenergy.estimate.registry import read_catalog
 
-TASK_INPUT_TOKENS: dict[str, int] = {
-    "lm-arena-chat": 250,
-    "gpqa": 300,
-    "sourcegraph-fim": 2000,
-    "image-chat": 1200,
-    "video-chat": 2000,
-    "sharegpt-chat": 250,
-    "code": 400,
-}
-"""Mean prompt length (tokens) assumed per task when ``input_tokens`` is not given.
+_TASKS = read_catalog("tasks")
 
-Prompt lengths are not published with the reference measurements; these are typical means of
-each workload. Multimodal tasks count the LLM tokens an image or a video leaves after the
-vision encoder's 2x2 merge: about 1000 for a one-megapixel image, about 2000 for a sampled
-clip (some ten temporal patches of ~200 tokens), which is also the mean context the measured
-decode steps of the video-chat rows imply."""
+TASK_INPUT_TOKENS: dict[str, int] = {str(k): int(v) for k, v in _TASKS["input_tokens"].items()}
+"""Mean prompt length (tokens) assumed per task when ``input_tokens`` is not given (see
+``task_defaults.json`` for where the numbers come from)."""
 
-DEFAULT_INPUT_TOKENS = 512
+DEFAULT_INPUT_TOKENS = int(_TASKS["default_input_tokens"])
+"""Mean prompt length (tokens) of a task the catalog does not list, or of no task."""
 
 
 def has_value(value: object) -> bool:
@@ -31,7 +26,7 @@ def has_value(value: object) -> bool:
 
 
 def task_input_tokens(task: str | None) -> float:
-    """Default mean prompt length (tokens) of a task: calibrated table, else built-in."""
+    """Default mean prompt length (tokens) of a task: calibrated table, else the catalog's."""
     key = canonical_task(task)
     fitted = default_coefficients().task_input_tokens
     if key in fitted:
@@ -39,7 +34,7 @@ def task_input_tokens(task: str | None) -> float:
     return float(TASK_INPUT_TOKENS.get(key, DEFAULT_INPUT_TOKENS))
 
 
-MULTIMODAL_TASKS = ("image-chat", "video-chat")
+MULTIMODAL_TASKS: tuple[str, ...] = tuple(_TASKS["multimodal"])
 """Tasks whose prompts carry images or video."""
 
 

@@ -132,8 +132,12 @@ def test_calibrate_to_user_path(tmp_path, capsys, configs_dir):
     out = tmp_path / "coef.json"
     assert main(["estimate", "calibrate", "--out", str(out), "--folds", "0", "--no-v2"]) == 0
     data = json.loads(out.read_text())
-    assert 0 < data["eta_mem"] <= 1 and data["calibrated_gpus"] == ["B200", "H100-SXM5-80GB"]
-    assert "fitted on" in capsys.readouterr().out
+    report = json.loads((tmp_path / "coef.report.json").read_text())  # beside, not inside
+    assert 0 < data["eta_mem"] <= 1 and report["calibrated_gpus"] == ["B200", "H100-SXM5-80GB"]
+    assert "calibrated_gpus" not in data and "log_q05" not in data
+    assert set(data["engine_overheads"]) == {"leaderboard-v2-server"}
+    printed = capsys.readouterr().out
+    assert "fitted on" in printed and "leaderboard-v2-server.host_slowdown" in printed
 
 
 @pytest.mark.slow  # over ~20 s on 2 shared cores; left out by `make test-fast`

@@ -14,6 +14,8 @@ from mlenergy.estimate.coefficients import default_coefficients
 from mlenergy.models.architecture import ArchitectureSpec
 
 LLAMA8 = "meta-llama/Llama-3.1-8B-Instruct"
+V2 = "leaderboard-v2-server"
+V3 = "leaderboard-v3-server"
 
 
 def test_tiny_config_without_reference(tiny_config):
@@ -313,6 +315,7 @@ def test_legacy_moe_cost_only_on_the_old_engine():
     import numpy as np
 
     from mlenergy.estimate.coefficients import default_coefficients
+    from mlenergy.estimate.engines import ENGINE_INDEX
     from mlenergy.estimate.physics import FEATURES, predict
 
     f = {name: np.array([1.0, 1.0]) for name in FEATURES}
@@ -341,30 +344,32 @@ def test_legacy_moe_cost_only_on_the_old_engine():
         window=np.zeros(2),
         latent_kv=np.zeros(2),
         fp8_experts=np.zeros(2),
-        legacy=np.array([0.0, 1.0]),
+        engine=np.array([ENGINE_INDEX[V3], ENGINE_INDEX[V2]], dtype=float),
         clock=np.full(2, np.nan),
         power_limit=np.full(2, np.nan),
     )
     c = default_coefficients()
+    extra = c.overhead(V2, "moe_layer_s")
     base = predict(f, c)["decode_step_s"]
-    more = predict(f, c.replace(legacy_moe_layer_s=2 * c.legacy_moe_layer_s))["decode_step_s"]
+    more = predict(f, c.replace(**{f"{V2}.moe_layer_s": 2 * extra}))["decode_step_s"]
     assert more[0] == pytest.approx(base[0])  # today's engine: unchanged
-    slow = 1.0 + (c.legacy_slowdown - 1.0)
-    assert more[1] - base[1] == pytest.approx(48 * c.legacy_moe_layer_s * slow, rel=1e-6)
+    slow = c.overhead(V2, "host_slowdown")
+    assert more[1] - base[1] == pytest.approx(48 * extra * slow, rel=1e-6)
 
 
 @pytest.mark.parametrize("tp", [1, 2, 4])
 def test_old_engine_pays_per_step_for_each_other_worker(configs_dir, tp):
     """The 2024 engine's driver hands every step's inputs to the replica's other workers."""
     c = default_coefficients()
-    more = c.replace(legacy_worker_s=2 * c.legacy_worker_s)
+    worker_s = c.overhead(V2, "worker_s")
+    more = c.replace(**{f"{V2}.worker_s": 2 * worker_s})
     kw = dict(batch_size=8, input_tokens=256, output_tokens=512, tensor_parallel=tp)
     for engine, workers in (("leaderboard-v2-server", tp - 1), ("leaderboard-v3-server", 0)):
         base, slower = (
             estimate(LLAMA8, "H100", engine=engine, coefficients=x, **kw) for x in (c, more)
         )
-        assert slower.itl_s - base.itl_s == pytest.approx(workers * c.legacy_worker_s, abs=1e-9)
-    assert c.legacy_worker_s > 1e-3
+        assert slower.itl_s - base.itl_s == pytest.approx(workers * worker_s, abs=1e-9)
+    assert worker_s > 1e-3
 
 
 def test_expert_parallel_layer_waits_for_the_busiest_shard():

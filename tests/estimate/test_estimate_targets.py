@@ -96,6 +96,7 @@ def test_targets_without_the_stalled_rows_drop_exactly_those_rows():
 def test_coefficients_no_row_moves_are_left_out_of_the_fit():
     from mlenergy.calibrate.measurements import load_reference
     from mlenergy.estimate.calibration import featurise, unidentified
+    from mlenergy.estimate.engines import ENGINE_INDEX
 
     df = load_reference()
     feat, keep = featurise(df, None)
@@ -107,11 +108,11 @@ def test_coefficients_no_row_moves_are_left_out_of_the_fit():
         return unidentified({k: np.asarray(v)[mask] for k, v in feat.items()})
 
     # Mixtral is the only MoE model measured with the 2024 engine; Nemotron-H the only hybrid.
-    assert without("Mixtral") == {"legacy_moe_layer_s"}
+    assert without("Mixtral") == {"leaderboard-v2-server.moe_layer_s"}
     assert without("Nemotron") == {"mamba_prefill_s"}
-    v3 = feat["legacy"] == 0
+    v3 = feat["engine"] == ENGINE_INDEX["leaderboard-v3-server"]
     assert unidentified({k: np.asarray(v)[v3] for k, v in feat.items()}) == {
-        "legacy_slowdown",
-        "legacy_moe_layer_s",
-        "legacy_worker_s",
+        "leaderboard-v2-server.host_slowdown",
+        "leaderboard-v2-server.moe_layer_s",
+        "leaderboard-v2-server.worker_s",
     }

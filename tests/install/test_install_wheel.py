@@ -10,11 +10,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 # Files read next to the modules, by Path(__file__).parent: missing from a wheel, the
-# leaderboard loses its style sheet and the estimator its coefficients and GPU catalog.
+# leaderboard loses its style sheet and the estimator its coefficients and catalogs.
 PACKAGE_DATA = (
     "mlenergy/leaderboard/leaderboard.css",
     "mlenergy/estimate/coefficients.json",
+    "mlenergy/estimate/coefficients.report.json",
+    "mlenergy/estimate/engines.json",
     "mlenergy/estimate/gpu_catalog.json",
+    "mlenergy/estimate/model_families.json",
+    "mlenergy/estimate/task_defaults.json",
 )
 REFERENCE = "mlenergy/reference/"
 """The shipped reference data: every file under it must be in the wheel (checked below)."""
