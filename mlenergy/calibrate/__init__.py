@@ -7,6 +7,7 @@ cross-validate and report. It sits one layer above the estimator whose physics i
 
 Modules, by job:
 
+* ``calibration``: the fit (bounded least squares over the physics' features);
 * ``reference``: the one reader of the ML.ENERGY reference measurements, as run records;
 * ``measurements``: run records (reference and a store's) as the fit's tidy columns;
 * ``crossval``: grouped cross-validation (no model in both fit and test) and the targets;
@@ -14,6 +15,6 @@ Modules, by job:
 * ``compare``: measured runs of a store beside their estimates;
 * ``accuracy_markdown``: the accuracy report of ``mlenergy estimate validate --markdown``.
 
-The fit itself (``calibration``) and the fitted numbers (``coefficients``) are still in
-:mod:`mlenergy.estimate`.
+The fitted numbers (``coefficients``) and the calibration report the estimator applies at run
+time stay in :mod:`mlenergy.estimate`.
 """

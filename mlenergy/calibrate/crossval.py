@@ -17,7 +17,7 @@ import pandas as pd
 
 from mlenergy.calibrate.measurements import model_group
 from mlenergy.errors import UserError
-from mlenergy.estimate.calibration import featurise, fit, fit_weights, host_bound, itl_targets
+from mlenergy.calibrate.calibration import featurise, fit, fit_weights, host_bound, itl_targets
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients, interval_class
 from mlenergy.estimate.configs import resolve_model
 from mlenergy.estimate.physics import lockstep_replicas, predict

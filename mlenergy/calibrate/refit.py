@@ -1,6 +1,6 @@
 """Refit the shipped coefficients: the reference measurements (and a store's), then write them.
 
-Separate from :mod:`~mlenergy.estimate.calibration` (the fit) and
+Separate from :mod:`~mlenergy.calibrate.calibration` (the fit) and
 :mod:`~mlenergy.calibrate.crossval` (its cross-validation) because it uses both: the fit gives
 the coefficients, the cross-validated errors give the prediction interval.
 """
@@ -14,7 +14,7 @@ import pandas as pd
 
 from mlenergy.calibrate.crossval import cross_validate
 from mlenergy.calibrate.measurements import load_reference, own_measurements
-from mlenergy.estimate.calibration import calibrate, interval_quantiles
+from mlenergy.calibrate.calibration import calibrate, interval_quantiles
 from mlenergy.estimate.coefficients import COEFFICIENTS_FILE, Coefficients, default_coefficients
 from mlenergy.records import RunRecord
 
@@ -32,7 +32,7 @@ def calibrate_all(
 
     The prediction interval comes from the 5th/95th percentiles of cross-validated log
     errors of energy per token (grouped by architecture, ``folds`` folds): see
-    :func:`~mlenergy.estimate.calibration.interval_quantiles`.
+    :func:`~mlenergy.calibrate.calibration.interval_quantiles`.
 
     Args:
         reference: Reference folder (default :func:`~mlenergy.reference.reference_dir`).

@@ -1,6 +1,6 @@
 """The fitted global coefficients of the physical model, and the shipped set.
 
-:class:`Coefficients` holds every number :mod:`mlenergy.estimate.calibration` fits (few, and
+:class:`Coefficients` holds every number :mod:`mlenergy.calibrate.calibration` fits (few, and
 none per model or per GPU, so that they generalise) and the few it sets, including the fitted
 overhead terms of each engine profile (``engine_overheads``, by profile name). The shipped
 values live in ``coefficients.json`` next to this module (derived numbers only); the

@@ -18,7 +18,7 @@ beside the coefficients (:class:`~mlenergy.estimate.calibration_report.HostBound
 ``coefficients.report.json``); this module applies it. The estimator still predicts these
 configurations at the speed the GPU allows. The rule is used in four places:
 
-* the fit weighs the matching rows less (:mod:`~mlenergy.estimate.calibration`);
+* the fit weighs the matching rows less (:mod:`~mlenergy.calibrate.calibration`);
 * their prediction interval comes from the cross-validated errors of the matching rows;
 * their estimates carry a warning (:func:`host_bound_note`);
 * ``mlenergy estimate validate`` reports their errors apart (all-row figures still include

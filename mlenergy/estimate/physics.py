@@ -22,7 +22,7 @@ batched tokens per step needs) is a *mixed* step, the rest decode-only. Per GPU 
   experts and the step's tokens exceed the experts a GPU holds: the untuned fused-MoE kernel's
   larger default tile, :func:`_tile_switch`), with achievable fractions of datasheet bandwidth
   and FLOP/s, fixed launch costs and per-collective latencies fitted on measurements
-  (:mod:`mlenergy.estimate.calibration`); with expert parallelism the expert roofline reads the
+  (:mod:`mlenergy.calibrate.calibration`); with expert parallelism the expert roofline reads the
   experts of the busiest GPU (:func:`_max_shard_hits`), and a GPU's grouped expert GEMM with
   fewer output columns than ``moe_min_cols`` streams about as slowly as one of that many (the
   same soft maximum joins the two); in a mixed step the prompt tokens join the same rooflines

@@ -81,7 +81,7 @@ def test_replace_takes_report_entries_and_profile_terms():
 
 
 def test_every_fitted_coefficient_is_in_the_fit_bounds():
-    from mlenergy.estimate.calibration import BOUNDS
+    from mlenergy.calibrate.calibration import BOUNDS
 
     assert list(BOUNDS) and set(BOUNDS) == set(Coefficients.FITTED)
     assert {f"{V2}.host_slowdown", f"{V2}.worker_s", f"{V2}.moe_layer_s"} <= set(BOUNDS)

@@ -8,7 +8,7 @@ import pytest
 
 from mlenergy.calibrate.measurements import load_reference
 from mlenergy.estimate import estimate
-from mlenergy.estimate.calibration import HOST_BOUND_WEIGHT, fit, fit_weights, host_bound
+from mlenergy.calibrate.calibration import HOST_BOUND_WEIGHT, fit, fit_weights, host_bound
 from mlenergy.estimate.coefficients import default_coefficients
 from mlenergy.estimate.features import stack
 from mlenergy.estimate.physics import predict
@@ -105,7 +105,7 @@ def test_cv_reports_latency_error_where_measured():
 def test_fitted_names_are_the_bounded_ones():
     """``fit`` fits every name in ``BOUNDS``; ``Coefficients.FITTED`` (shown by calibrate)
     must name the same set, and every bound must hold its shipped value."""
-    from mlenergy.estimate.calibration import BOUNDS
+    from mlenergy.calibrate.calibration import BOUNDS
 
     coef = default_coefficients()
     assert set(BOUNDS) == set(coef.FITTED)
@@ -137,7 +137,7 @@ def test_column_floor_has_a_gradient_without_llama4():
     Llama-4 (the only one whose expert GEMMs sit far below it): at the code default,
     nudging ``moe_min_cols`` moves their predicted steps. A hard floor moved none of them
     and stayed at its start value in every fold without Llama-4."""
-    from mlenergy.estimate.calibration import featurise
+    from mlenergy.calibrate.calibration import featurise
     from mlenergy.estimate.coefficients import Coefficients
 
     df = load_reference(include_v2=False)

@@ -10,7 +10,7 @@ import pytest
 
 from mlenergy.estimate import estimate
 from mlenergy.estimate.batch import estimate_frame
-from mlenergy.estimate.calibration import interval_quantiles
+from mlenergy.calibrate.calibration import interval_quantiles
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients
 from mlenergy.estimate.host_bound import (
     MIN_HOST_BOUND_ROWS,

@@ -8,7 +8,7 @@ import pytest
 
 from mlenergy.estimate import estimate
 from mlenergy.estimate.batch import estimate_frame
-from mlenergy.estimate.calibration import MIN_CLASS_ROWS, interval_quantiles
+from mlenergy.calibrate.calibration import MIN_CLASS_ROWS, interval_quantiles
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients
 
 

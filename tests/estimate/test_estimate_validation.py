@@ -75,7 +75,7 @@ def test_grouped_cv_keeps_architectures_apart():
 def test_store_measurements_join_the_fit(measured_run):
     import pandas as pd
 
-    from mlenergy.estimate.calibration import calibrate
+    from mlenergy.calibrate.calibration import calibrate
 
     runs = [
         measured_run("NVIDIA H100 80GB HBM3"),
@@ -95,7 +95,7 @@ def test_store_measurements_join_the_fit(measured_run):
 
 @pytest.mark.slow  # over ~20 s on 2 shared cores; left out by `make test-fast`
 def test_fit_without_2024_rows_keeps_the_legacy_coefficients():
-    from mlenergy.estimate.calibration import LEGACY_COEFFICIENTS, calibrate
+    from mlenergy.calibrate.calibration import LEGACY_COEFFICIENTS, calibrate
     from mlenergy.estimate.coefficients import Coefficients
 
     v3 = load_reference(include_v2=False)
