@@ -47,7 +47,8 @@ batched tokens per step needs) is a *mixed* step, the rest decode-only. Per GPU 
   work; ``u_quant``: time spent streaming the stored bytes of scaled low-precision weights
   that are dequantised on the fly), ``r`` is the SM clock over its maximum and ``v(r)`` the
   relative core voltage; above the cap the clock is lowered until power fits (as the driver
-  does).
+  does). The terms, ``v(r)`` and the throttling are :mod:`~mlenergy.estimate.power_model`'s,
+  shared with the training step and pipeline instructions.
 
 Energy per output token is total power over output throughput.
 """
@@ -57,6 +58,12 @@ from __future__ import annotations
 import numpy as np
 
 from mlenergy.estimate.coefficients import Coefficients
+from mlenergy.estimate.power_model import (
+    POWER_CAP_TOLERANCE,
+    gpu_power,
+    idle_power_w,
+    throttled_clock,
+)
 from mlenergy.estimate.roofline import effective_bandwidth, soft_max
 
 PREFILL_TOKEN_BUDGET = 8192.0
@@ -357,8 +364,7 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     t_quant = avg(tq0, tq1)
     w_bytes = avg(wb0, wb1)
 
-    idle = np.where(np.isnan(f["idle"]), c.idle_frac * f["tdp"], f["idle"])
-    span = f["tdp"] - idle
+    idle = idle_power_w(f["idle"], f["tdp"], c)
     r = clock / f["max_clock"]
     u_comp = np.clip((t_comp + q * (pfc1 + t_mamba)) / t_step, 0.0, 1.0)
     # Busy time not bound by tensor cores: weight/KV traffic, the fp8 expert path,
@@ -373,11 +379,11 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     # (per byte streamed: the dequantising kernels work through the stored bytes, so an
     # MXFP4 weight, half the bytes of an fp8 one, keeps them busy half as long).
     u_quant = np.clip(t_quant / t_step, 0.0, 1.0)
-    dyn_base = span * c.p_base * r
-    volt = c.voltage_floor + (1.0 - c.voltage_floor) * r
-    dyn_comp = span * c.p_comp * u_comp * r * volt * volt
-    dyn_mem = span * (c.p_mem * u_busy * (1.0 - seq_share) + c.p_quant * u_quant)
-    dyn_seq = span * c.p_mem * u_busy * seq_share
+    pw = gpu_power(idle, f["tdp"], r, u_comp, u_busy, c, u_quant)
+    # The memory-busy term splits into memory traffic and the per-sequence work (overhead).
+    dyn_base, dyn_comp = pw.base, pw.compute
+    dyn_mem = pw.memory * (1.0 - seq_share) + pw.quant
+    dyn_seq = pw.memory * seq_share
     power_gpu = idle + dyn_base + dyn_comp + dyn_mem + dyn_seq
     return {
         "t_step": t_step,
@@ -439,25 +445,20 @@ def predict(f: dict[str, np.ndarray], c: Coefficients) -> dict[str, np.ndarray]:
     clock = np.where(np.isnan(f["clock"]), f["max_clock"], f["clock"])
     clock = np.clip(clock, f["min_clock"], f["max_clock"])
     res = _at_clock(f, c, clock)
-    over = res["power_gpu"] > cap * 1.0001
-    if over.any():
-        # Bisect the clock of the rows over the cap only (the others keep theirs).
-        idx = np.flatnonzero(over)
-        sub = {name: v[idx] for name, v in f.items()}
-        lo, hi, sub_cap = sub["min_clock"].copy(), clock[idx], cap[idx]
-        for _ in range(14):
-            mid = 0.5 * (lo + hi)
-            ok = _at_clock(sub, c, mid)["power_gpu"] <= sub_cap
-            lo = np.where(ok, mid, lo)
-            hi = np.where(ok, hi, mid)
-        clock = clock.copy()
-        clock[idx] = lo
+    if (res["power_gpu"] > cap * POWER_CAP_TOLERANCE).any():
+        # The driver lowers the clock of the rows over the cap (the others keep theirs).
+        def rows(idx: np.ndarray):
+            sub = {name: v[idx] for name, v in f.items()}
+            return lambda clk: _at_clock(sub, c, clk)["power_gpu"]
+
+        first = res["power_gpu"]
+        clock = throttled_clock(lambda _: first, clock, f["min_clock"], cap, rows)
         res = _at_clock(f, c, clock)
     # A user's limit below the draw at the lowest clock cannot be met (the driver cannot lower
     # the clock further): flag the row and keep its uncapped lowest-clock power, never a power
     # cut below what the workload draws at that throughput. Without a user limit (cap = TDP)
     # the power stays clipped at TDP as before (the fitted coefficients depend on it).
-    infeasible = ~np.isnan(f["power_limit"]) & (res["power_gpu"] > cap * 1.0001)
+    infeasible = ~np.isnan(f["power_limit"]) & (res["power_gpu"] > cap * POWER_CAP_TOLERANCE)
     power_gpu = np.where(infeasible, res["power_gpu"], np.minimum(res["power_gpu"], cap))
     dyn = res["power_gpu"] - res["idle"]
     scale = np.where(dyn > 0, (power_gpu - res["idle"]) / np.where(dyn > 0, dyn, 1.0), 1.0)
