@@ -25,7 +25,7 @@ from mlenergy.estimate.power_model import (
     lowest_clock_mhz,
     settled_clock,
 )
-from mlenergy.estimate.roofline import effective_bandwidth
+from mlenergy.estimate.roofline import effective_bandwidth, soft_max
 
 TRAIN_MFU_PRIOR = 0.40
 """Achieved fraction of dense tensor peak in training matmuls (typical well-tuned MFU)."""
@@ -62,8 +62,7 @@ def work_at_clock(
     speed = clock / g.clock_at_spec_mhz
     t_comp = w.flops / (TRAIN_MFU_PRIOR * g.peak_tflops(prec) * 1e12 * speed)
     t_mem = w.mem_bytes / effective_bandwidth(g.memory_bandwidth_tb_s * 1e12, c)
-    p = c.overlap_p
-    t_gpu = (t_mem**p + t_comp**p) ** (1.0 / p)
+    t_gpu = float(soft_max(t_mem, t_comp, c.overlap_p))  # the serving roofline's overlap
     link = c.eta_link * g.interconnect_gb_s * 1e9
     t_dp = w.dp_bytes / link
     t_tp = 0.0
