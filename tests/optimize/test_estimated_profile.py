@@ -150,7 +150,6 @@ def test_clock_shape_against_the_shipped_perseus_profiles(name):
         assert s.measured_ratio[0] == s.estimated_ratio[0] == 1.0
         assert s.worst_ratio_error <= 0.15
         assert s.best_clock_error_mhz <= 105
-    # GPT-3's forward, the instruction the profile's least-energy clocks centre on, is met.
+    # GPT-3's forward and backward meet the 90 MHz goal.
     if name == "gpt3-175b-a40":
-        fwd = [s for s in shapes if s.instruction == "forward"]
-        assert max(s.best_clock_error_mhz for s in fwd) <= 90
+        assert max(s.best_clock_error_mhz for s in shapes) <= 90
