@@ -135,8 +135,9 @@ class Coefficients:
         p_quant: Extra power fraction while scaled low-precision weights (fp8, mxfp4,
             nvfp4) are dequantised as they stream (for the time their stored bytes take at the
             effective bandwidth: an MXFP4 weight costs half an fp8 one).
-        voltage_floor: Core voltage at the lowest clock relative to the highest; dynamic
-            power scales as ``r * v(r)^2`` with ``v(r) = floor + (1 - floor) * r``.
+        voltage_floor: Core voltage at and below the knee clock relative to that at the
+            highest; dynamic power scales as ``r * v(r)^2``
+            (:func:`~mlenergy.estimate.power_model.relative_voltage`).
         engine_overheads: Fitted overhead terms per engine profile (``{profile: {term:
             value}}``; the terms are :data:`~mlenergy.estimate.engines.OVERHEADS`, the
             profiles those of ``engines.json`` whose entry says ``fitted``).

@@ -7,6 +7,7 @@ import numpy as np
 from mlenergy.estimate.catalog import GpuSpec
 from mlenergy.estimate.engines import CURRENT_ENGINE, LEGACY_ENGINE, engine_code
 from mlenergy.estimate.physics import FEATURES
+from mlenergy.estimate.power_model import lowest_clock_mhz
 from mlenergy.estimate.profile import QUANTISED, ModelProfile
 from mlenergy.estimate.serving import ServingSetup
 
@@ -78,7 +79,7 @@ def feature_row(prof: ModelProfile, gpu: GpuSpec, w: ServingSetup) -> dict[str, 
         "peak_expert": gpu.peak_tflops(prof.expert_precision) * 1e12,
         "spec_clock": gpu.clock_at_spec_mhz,
         "max_clock": gpu.max_sm_clock_mhz,
-        "min_clock": gpu.min_sm_clock_mhz or 0.3 * gpu.max_sm_clock_mhz,
+        "min_clock": lowest_clock_mhz(gpu.min_sm_clock_mhz, gpu.max_sm_clock_mhz),
         "tdp": gpu.tdp_w,
         "idle": np.nan if gpu.idle_power_w is None else gpu.idle_power_w,
         "link": gpu.interconnect_gb_s * 1e9,

@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from mlenergy.estimate.coefficients import Coefficients
-from mlenergy.estimate.physics import PREFILL_TOKEN_BUDGET, predict
+from mlenergy.estimate.physics import PREFILL_TOKEN_BUDGET, JobStep, predict
 
 SEGMENTS = 16
 """Decode segments per job (each evaluated at its own batch and context)."""
@@ -258,13 +258,8 @@ def _prefill_phase(
         steps = np.maximum(per_replica / chunk, 1.0)
         ride = np.where(chunked, ride_tokens(steps, f["output_tokens"], max_output_tokens), 0.0)
         rows = jobs / dp * ride / steps
-    step_f = {
-        **f,
-        "batch": np.maximum(jobs * ride / steps, 1e-6),  # sequences decoding beside the chunk
-        "context": i + ride,
-        "prefill_chunk": chunk,
-    }
-    return steps, ride, predict(step_f, c)
+    step_f = {**f, "batch": np.maximum(jobs * ride / steps, 1e-6)}  # decoding beside the chunk
+    return steps, ride, predict(step_f, c, JobStep(context=i + ride, prefill_chunk=chunk))
 
 
 def _watts(pred: dict[str, np.ndarray], key: str) -> np.ndarray:
@@ -301,8 +296,8 @@ def _drain(
     seg = {name: np.repeat(v, k) for name, v in f.items()}
     seg["batch"] = np.maximum(np.repeat(jobs, k) * alive.ravel(), 1e-6)
     seg["output_tokens"] = np.full(n_rows * k, _NO_PROMPTS)
-    seg["context"] = np.repeat(f["input_tokens"], k) + position.ravel()
-    dec = {name: v.reshape(n_rows, k) for name, v in predict(seg, c).items()}
+    job = JobStep(context=np.repeat(f["input_tokens"], k) + position.ravel())
+    dec = {name: v.reshape(n_rows, k) for name, v in predict(seg, c, job).items()}
     t_seg = steps * dec["step_s"] * pp[:, None]
     idle_seg = _watts(dec, "energy_static_j")
     e_seg = (dec["avg_power_w"] - idle_seg) * t_seg / pp[:, None] + idle_seg * t_seg

@@ -20,10 +20,10 @@ batched tokens per step needs) is a *mixed* step, the rest decode-only. Per GPU 
   routed-expert matmuls, attention/state) plus ``c_fp8_moe * L_moe`` when the experts are fp8 on
   a GPU with fp8 tensor cores (and ``c_tile * L_moe`` when expert parallelism shards unquantised
   experts and the step's tokens exceed the experts a GPU holds: the untuned fused-MoE kernel's
-  larger default tile, :func:`_tile_switch`), with achievable fractions of datasheet bandwidth
+  larger default tile, :func:`tile_switch`), with achievable fractions of datasheet bandwidth
   and FLOP/s, fixed launch costs and per-collective latencies fitted on measurements
   (:mod:`mlenergy.calibrate.calibration`); with expert parallelism the expert roofline reads the
-  experts of the busiest GPU (:func:`_max_shard_hits`), and a GPU's grouped expert GEMM with
+  experts of the busiest GPU (:func:`max_shard_hits`), and a GPU's grouped expert GEMM with
   fewer output columns than ``moe_min_cols`` streams about as slowly as one of that many (the
   same soft maximum joins the two); in a mixed step the prompt tokens join the same rooflines
   (they share the weight reads), their FLOPs and the matmuls of the decode rows they ride with
@@ -47,16 +47,26 @@ batched tokens per step needs) is a *mixed* step, the rest decode-only. Per GPU 
   work; ``u_quant``: time spent streaming the stored bytes of scaled low-precision weights
   that are dequantised on the fly), ``r`` is the SM clock over its maximum and ``v(r)`` the
   relative core voltage; above the cap the clock is lowered until power fits (as the driver
-  does).
+  does). The terms, ``v(r)`` and the throttling are :mod:`~mlenergy.estimate.power_model`'s,
+  shared with the training step and pipeline instructions.
 
 Energy per output token is total power over output throughput.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from mlenergy.estimate.coefficients import Coefficients, row_overheads
+from mlenergy.estimate.expert_shards import max_shard_hits, tile_switch
+from mlenergy.estimate.power_model import (
+    POWER_CAP_TOLERANCE,
+    gpu_power,
+    idle_power_w,
+    throttled_clock,
+)
 from mlenergy.estimate.roofline import effective_bandwidth, soft_max
 
 PREFILL_TOKEN_BUDGET = 8192.0
@@ -133,52 +143,35 @@ def lockstep_replicas(ep: np.ndarray, dp: np.ndarray) -> np.ndarray:
     return (np.asarray(ep) > 1) & (np.asarray(dp) > 1)
 
 
-_MAX_NORMAL_LOG2N = np.arange(8.0)
-_MAX_NORMAL = np.array([0.0, 0.5642, 1.0294, 1.4236, 1.7660, 2.0697, 2.3371, 2.5778])
-"""Expected maximum of ``2**i`` independent standard normal draws (i = 0..7)."""
+@dataclass(frozen=True)
+class JobStep:
+    """A step of an offline job, given explicitly (the serving mode derives it from steady state).
 
-
-TILE_SWITCH_WIDTH = 0.1
-"""Width (natural log of tokens over local experts) of the switch in :func:`_tile_switch`."""
-
-
-def _tile_switch(tokens_per_local_expert: np.ndarray) -> np.ndarray:
-    """Share of steps on the large default fused-MoE tile (0 below, 1 above one token per expert).
-
-    vLLM's default Triton fused-MoE configuration uses 16-row tiles while the step's tokens
-    ``M`` are at most the GPU's experts ``E`` and 64-row tiles beyond; the logistic switch,
-    centred at ``M / E = sqrt(2)`` (between the batch sizes either side of the threshold),
-    keeps the fit smooth.
+    Attributes:
+        context: Mean context of the decoding sequences per row (tokens), in place of the
+            steady state's ``I + O/2``.
+        prefill_chunk: Prompt tokens per replica that every step carries (the prefill
+            steps), or ``None`` for decode-only steps.
     """
-    x = np.log(np.maximum(tokens_per_local_expert, 1e-9)) - 0.5 * np.log(2.0)
-    return 1.0 / (1.0 + np.exp(-x / TILE_SWITCH_WIDTH))
+
+    context: np.ndarray
+    prefill_chunk: np.ndarray | None = None
+
+    def rows(self, idx: np.ndarray) -> JobStep:
+        """The same step for the rows ``idx``."""
+        chunk = None if self.prefill_chunk is None else self.prefill_chunk[idx]
+        return JobStep(self.context[idx], chunk)
 
 
-def _max_shard_hits(
-    hit: np.ndarray, e: np.ndarray, shards: np.ndarray, ep_on: np.ndarray
-) -> np.ndarray:
-    """Distinct experts hit on the busiest expert-parallel shard (mean over shards without EP).
-
-    Each of ``shards`` GPUs holds ``E / shards`` experts, each hit with probability
-    ``hit / E``; the count per GPU is binomial and the step waits for the largest of the
-    ``shards`` counts (normal approximation of its expected maximum, capped at all experts
-    of the shard).
-    """
-    m = e / shards
-    pr = np.clip(hit / np.maximum(e, 1.0), 0.0, 1.0)
-    mean = m * pr
-    sd = np.sqrt(m * pr * (1.0 - pr))
-    z = np.interp(np.log2(np.maximum(shards, 1.0)), _MAX_NORMAL_LOG2N, _MAX_NORMAL)
-    top = np.minimum(mean + z * sd, m)
-    return np.where(ep_on, top, hit / shards)
-
-
-def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> dict:
+def _at_clock(
+    f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray, job: JobStep | None = None
+) -> dict:
     """Evaluate time and power at an SM clock (MHz) for every row.
 
     The mean step mixes decode-only steps (the median inter-token latency) and steps that
     also carry a chunk of new prompts (chunked prefill: the prompt tokens share the step's
-    kernels, and its weight reads, with the decode tokens).
+    kernels, and its weight reads, with the decode tokens). ``job`` gives an offline job's
+    step instead of the steady state's (see :class:`JobStep`).
     """
     n, dp, pp = f["num_gpus"], f["dp"], f["pp"]
     a = n / dp  # GPUs per replica
@@ -193,10 +186,8 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     e_eff = np.maximum(k + (e - k) * c.routing_spread, 1.0)
     miss = np.clip(1.0 - k / e_eff, 0.0, 1.0)
     # Mean context of a decoding sequence: ``I + O/2`` in steady state; an offline job's
-    # decode segments give their own (optional ``context`` array, see offline.py).
-    ctx = f["input_tokens"] + 0.5 * f["output_tokens"]
-    if "context" in f:
-        ctx = f["context"]
+    # decode segments give their own (``job.context``, see offline.py).
+    ctx = f["input_tokens"] + 0.5 * f["output_tokens"] if job is None else job.context
     ctx_w = np.minimum(ctx, np.where(f["window"] > 0, f["window"], ctx))
     kv_shard = np.where(f["latent_kv"] > 0, 1.0, np.minimum(tp_eff, f["num_kv_heads"])) * pp
     bw = effective_bandwidth(f["bandwidth"], c)
@@ -241,11 +232,11 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     # the per-step token budget (max_num_batched_tokens) needs.
     q = np.clip(np.maximum(-np.expm1(-n_pf), n_pf * i / PREFILL_TOKEN_BUDGET), 1e-12, 1.0)
     m = n_pf / q  # prompts in a step that has any
-    if "prefill_chunk" in f:
+    if job is not None and job.prefill_chunk is not None:
         # The prefill steps of an offline job (offline.py): every step carries a chunk of
         # ``prefill_chunk`` prompt tokens per replica, whatever decodes beside it.
         q = np.ones_like(br)
-        m = f["prefill_chunk"] / np.maximum(i, 1.0)
+        m = job.prefill_chunk / np.maximum(i, 1.0)
     i_w = np.minimum(i, np.where(f["window"] > 0, f["window"], i))
     pf_attn = 0.5 * i * (f["attn_full"] * i + f["attn_window"] * i_w)
     pf_tok = m * i  # prompt tokens of that step
@@ -259,7 +250,7 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
         # Expert parallelism: each GPU holds E/ep experts and the layer waits for the GPU
         # that hit the most of its own (expected maximum over the shards of a binomial count,
         # normal approximation); the others wait idle, so power keeps the mean traffic.
-        hl = _max_shard_hits(hit, e, ep_shards, ep_on)
+        hl = max_shard_hits(hit, e, ep_shards, ep_on)
         w_exp_max = f["n_moe_layers"] * f["expert_bytes"] * hl
         if c.moe_min_cols > 0:
             # Grouped expert GEMMs (no split-K) give each thread block a slice of output
@@ -299,7 +290,7 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
         # Untuned expert-parallel shards of unquantised experts: the Triton fused-MoE
         # kernel's default tile grows (16 to 64 rows) once the step's tokens exceed the
         # experts the GPU holds, a fixed cost per MoE layer (GPU busy time).
-        t_tile = tile_on * c.moe_tile_s * _tile_switch(tm / e_local) * f["n_moe_layers"] / pp
+        t_tile = tile_on * c.moe_tile_s * tile_switch(tm / e_local) * f["n_moe_layers"] / pp
         t_gpu = (
             soft_max(w_common / bw, t_c_dense + t_p_dense, p)
             + soft_max(w_exp_max / bw_exp, t_c_exp + t_p_exp, p)
@@ -358,8 +349,7 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     t_quant = avg(tq0, tq1)
     w_bytes = avg(wb0, wb1)
 
-    idle = np.where(np.isnan(f["idle"]), c.idle_frac * f["tdp"], f["idle"])
-    span = f["tdp"] - idle
+    idle = idle_power_w(f["idle"], f["tdp"], c)
     r = clock / f["max_clock"]
     u_comp = np.clip((t_comp + q * (pfc1 + t_mamba)) / t_step, 0.0, 1.0)
     # Busy time not bound by tensor cores: weight/KV traffic, the fp8 expert path,
@@ -374,11 +364,11 @@ def _at_clock(f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray) -> d
     # (per byte streamed: the dequantising kernels work through the stored bytes, so an
     # MXFP4 weight, half the bytes of an fp8 one, keeps them busy half as long).
     u_quant = np.clip(t_quant / t_step, 0.0, 1.0)
-    dyn_base = span * c.p_base * r
-    volt = c.voltage_floor + (1.0 - c.voltage_floor) * r
-    dyn_comp = span * c.p_comp * u_comp * r * volt * volt
-    dyn_mem = span * (c.p_mem * u_busy * (1.0 - seq_share) + c.p_quant * u_quant)
-    dyn_seq = span * c.p_mem * u_busy * seq_share
+    pw = gpu_power(idle, f["tdp"], r, u_comp, u_busy, c, u_quant)
+    # The memory-busy term splits into memory traffic and the per-sequence work (overhead).
+    dyn_base, dyn_comp = pw.base, pw.compute
+    dyn_mem = pw.memory * (1.0 - seq_share) + pw.quant
+    dyn_seq = pw.memory * seq_share
     power_gpu = idle + dyn_base + dyn_comp + dyn_mem + dyn_seq
     return {
         "t_step": t_step,
@@ -417,12 +407,15 @@ def median_step(t_decode: np.ndarray, t_mixed: np.ndarray, q_mixed: np.ndarray) 
     return t_decode + w * (t_mixed - t_decode)
 
 
-def predict(f: dict[str, np.ndarray], c: Coefficients) -> dict[str, np.ndarray]:
+def predict(
+    f: dict[str, np.ndarray], c: Coefficients, job: JobStep | None = None
+) -> dict[str, np.ndarray]:
     """Predict serving time, power and energy for every row of the feature arrays.
 
     Args:
         f: One float array per name in :data:`FEATURES` (same length).
         c: Model coefficients.
+        job: An offline job's step (:class:`JobStep`); ``None``: steady-state serving.
 
     Returns:
         Arrays: ``throughput_tokens_per_s`` (output tokens, all GPUs), ``avg_power_w`` (sum
@@ -439,26 +432,22 @@ def predict(f: dict[str, np.ndarray], c: Coefficients) -> dict[str, np.ndarray]:
     cap = np.where(np.isnan(f["power_limit"]), f["tdp"], np.minimum(f["power_limit"], f["tdp"]))
     clock = np.where(np.isnan(f["clock"]), f["max_clock"], f["clock"])
     clock = np.clip(clock, f["min_clock"], f["max_clock"])
-    res = _at_clock(f, c, clock)
-    over = res["power_gpu"] > cap * 1.0001
-    if over.any():
-        # Bisect the clock of the rows over the cap only (the others keep theirs).
-        idx = np.flatnonzero(over)
-        sub = {name: v[idx] for name, v in f.items()}
-        lo, hi, sub_cap = sub["min_clock"].copy(), clock[idx], cap[idx]
-        for _ in range(14):
-            mid = 0.5 * (lo + hi)
-            ok = _at_clock(sub, c, mid)["power_gpu"] <= sub_cap
-            lo = np.where(ok, mid, lo)
-            hi = np.where(ok, hi, mid)
-        clock = clock.copy()
-        clock[idx] = lo
-        res = _at_clock(f, c, clock)
+    res = _at_clock(f, c, clock, job)
+    if (res["power_gpu"] > cap * POWER_CAP_TOLERANCE).any():
+        # The driver lowers the clock of the rows over the cap (the others keep theirs).
+        def rows(idx: np.ndarray):
+            sub = {name: v[idx] for name, v in f.items()}
+            sub_job = None if job is None else job.rows(idx)
+            return lambda clk: _at_clock(sub, c, clk, sub_job)["power_gpu"]
+
+        first = res["power_gpu"]
+        clock = throttled_clock(lambda _: first, clock, f["min_clock"], cap, rows)
+        res = _at_clock(f, c, clock, job)
     # A user's limit below the draw at the lowest clock cannot be met (the driver cannot lower
     # the clock further): flag the row and keep its uncapped lowest-clock power, never a power
     # cut below what the workload draws at that throughput. Without a user limit (cap = TDP)
     # the power stays clipped at TDP as before (the fitted coefficients depend on it).
-    infeasible = ~np.isnan(f["power_limit"]) & (res["power_gpu"] > cap * 1.0001)
+    infeasible = ~np.isnan(f["power_limit"]) & (res["power_gpu"] > cap * POWER_CAP_TOLERANCE)
     power_gpu = np.where(infeasible, res["power_gpu"], np.minimum(res["power_gpu"], cap))
     dyn = res["power_gpu"] - res["idle"]
     scale = np.where(dyn > 0, (power_gpu - res["idle"]) / np.where(dyn > 0, dyn, 1.0), 1.0)

@@ -2,7 +2,8 @@
 
 Serving (:mod:`~mlenergy.estimate.physics`), offline jobs and the training step and pipeline
 instructions (:mod:`~mlenergy.estimate.training`) stream bytes at :func:`effective_bandwidth`;
-the serving rooflines combine memory and compute time with :func:`soft_max`.
+the serving rooflines and the training work combine memory and compute time with
+:func:`soft_max`.
 """
 
 from __future__ import annotations

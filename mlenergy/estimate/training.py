@@ -1,6 +1,7 @@
 """Training-step mode: energy and time of one optimizer step (dense or MoE), per GPU physics.
 
-Same hardware model and power terms as serving (:mod:`mlenergy.estimate.physics`), with the
+Same hardware model as serving (:mod:`mlenergy.estimate.physics`) and the same power model
+(:mod:`mlenergy.estimate.power_model`), with the
 work of a training step: 6 FLOPs per active weight per token (forward, input and weight
 gradients) plus attention, weights read three times, an Adam update touching 16 bytes per
 parameter (bf16 weights and grads, fp32 master and two moments), fully sharded data
@@ -25,12 +26,17 @@ from mlenergy.estimate.api import energy_source
 from mlenergy.estimate.catalog import GpuSpec, resolve_gpu
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients
 from mlenergy.estimate.configs import resolve_model
+from mlenergy.estimate.power_model import lowest_clock_mhz
 from mlenergy.estimate.profile import build_profile, normalise_precision
-from mlenergy.estimate.roofline import effective_bandwidth
 from mlenergy.estimate.training_memory import (
     OPTIMIZER_BYTES_PER_PARAM,
     state_bytes,
     usable_gb,
+)
+from mlenergy.estimate.training_physics import (
+    TrainingWork,
+    instruction_work,
+    work_at_locked_clock,
 )
 from mlenergy.estimate.training_pipeline import (
     StageStep,
@@ -39,8 +45,6 @@ from mlenergy.estimate.training_pipeline import (
     stage_work,
 )
 
-TRAIN_MFU_PRIOR = 0.40
-"""Achieved fraction of dense tensor peak in training matmuls (typical well-tuned MFU)."""
 ACTIVATION_BYTES_PER_TOKEN_LAYER_HIDDEN = 34.0
 """Stored activations per token, layer and hidden unit without recomputation (bytes)."""
 
@@ -207,47 +211,25 @@ def estimate_training(
             f"{act / 1e9:.1f} GB activations per GPU > {usable_gb(g.memory_gb):.1f} GB usable",
             "Use more GPUs, a smaller batch or shorter sequences",
         )
-    clock = float(sm_clock_mhz or g.max_sm_clock_mhz)
-    speed = clock / g.clock_at_spec_mhz
     attn = (
         prof.attn_full_flops * seq_len / 2
         + prof.attn_window_flops * min(seq_len, prof.window or seq_len) / 2
     )
     flops_gpu = 3.0 * tokens_gpu * (prof.dense_flops_per_token + prof.expert_flops_per_token + attn)
     flops_gpu /= tensor_parallel
-    t_comp = flops_gpu / (TRAIN_MFU_PRIOR * g.peak_tflops(prec) * 1e12 * speed)
-    w_bytes = prof.weight_bytes / tensor_parallel
-    t_mem = (3.0 * w_bytes + OPTIMIZER_BYTES_PER_PARAM * state_gpu) / effective_bandwidth(
-        g.memory_bandwidth_tb_s * 1e12, c
+    work = TrainingWork(
+        flops=flops_gpu,
+        mem_bytes=3.0 * prof.weight_bytes / tensor_parallel + OPTIMIZER_BYTES_PER_PARAM * state_gpu,
+        tp_all_reduces=4.0 * prof.num_layers if tensor_parallel > 1 else 0.0,
+        tp_bytes=4.0 * tokens_gpu * prof.hidden_size * (tensor_parallel - 1) / tensor_parallel,
+        tp=tensor_parallel,
+        # FSDP: all-gather bf16 weights for forward and backward, reduce-scatter bf16 grads.
+        dp_bytes=3.0 * 2.0 * params_gpu * (dp - 1) / dp if dp > 1 else 0.0,
+        host_s=c.step_s + 3.0 * c.layer_s * prof.num_layers,
     )
-    p = c.overlap_p
-    t_gpu = (t_mem**p + t_comp**p) ** (1.0 / p)
-    link = c.eta_link * g.interconnect_gb_s * 1e9
-    # FSDP: all-gather bf16 weights for forward and backward, reduce-scatter bf16 gradients.
-    t_dp = 3.0 * 2.0 * params_gpu * (dp - 1) / dp / link if dp > 1 else 0.0
-    t_tp = 0.0
-    if tensor_parallel > 1:
-        n_ar = 4.0 * prof.num_layers
-        t_tp = n_ar * c.collective_s * np.log2(2.0 * tensor_parallel)
-        t_tp += (
-            n_ar
-            * tokens_gpu
-            * prof.hidden_size
-            * 2.0
-            * 2.0
-            * (tensor_parallel - 1)
-            / (tensor_parallel * link)
-        )
-    t_step = c.step_s + 3.0 * c.layer_s * prof.num_layers + t_gpu + t_tp + t_dp
-    idle = g.idle_power_w if g.idle_power_w is not None else c.idle_frac * g.tdp_w
-    r = clock / g.max_sm_clock_mhz
-    volt = c.voltage_floor + (1.0 - c.voltage_floor) * r
-    u_comp = min(t_comp / t_step, 1.0)
-    u_busy = min((t_mem + t_tp + t_dp) / t_step, 1.0)
-    power_gpu = idle + (g.tdp_w - idle) * (
-        c.p_base * r + c.p_comp * u_comp * r * volt * volt + c.p_mem * u_busy
+    t_step, power_gpu = work_at_locked_clock(
+        c, g, prec, work, float(sm_clock_mhz or g.max_sm_clock_mhz)
     )
-    power_gpu = min(power_gpu, g.tdp_w)
     energy = power_gpu * n * t_step
     peak = g.peak_tflops(prec) * 1e12
     mfu = flops_gpu / (t_step * peak)
@@ -333,14 +315,6 @@ PIPELINE_CLOCK_STEP_MHZ = 15.0
 """SM clock step of an estimated pipeline profile (the locked clocks NVIDIA GPUs accept)."""
 PIPELINE_LOWEST_CLOCK_FRACTION = 0.5
 """Lowest clock of an estimated profile as a fraction of the maximum (below it, nothing saves)."""
-VOLTAGE_KNEE_FRACTION = 0.6
-"""Clock (fraction of the maximum) below which the core voltage stays at its floor.
-
-Below it, dynamic energy per operation stops falling while static power keeps accruing over a
-longer time, so energy rises again. A prior read from the measured A40 profiles of GPT-3 175B
-and Bloom 176B (Perseus, SOSP 2024): their least-energy clocks are 945-1095 MHz of 1740 MHz
-(0.54-0.63 of the maximum).
-"""
 
 
 @dataclass(frozen=True)
@@ -367,7 +341,7 @@ class StageInstructionEstimate:
 def pipeline_clocks(gpu: GpuSpec) -> list[int]:
     """SM clocks of an estimated profile: max down to half of it in 15 MHz steps (MHz)."""
     top = float(gpu.max_sm_clock_mhz)
-    low = max(float(gpu.min_sm_clock_mhz), PIPELINE_LOWEST_CLOCK_FRACTION * top)
+    low = max(lowest_clock_mhz(gpu.min_sm_clock_mhz, top), PIPELINE_LOWEST_CLOCK_FRACTION * top)
     return [round(float(f)) for f in np.arange(top, low - 1e-9, -PIPELINE_CLOCK_STEP_MHZ)]
 
 
@@ -392,11 +366,12 @@ def estimate_pipeline_stages(
     tensor-parallel over ``tensor_parallel`` GPUs (two activation all-reduces per layer in the
     forward, two in the backward). Backward does twice the forward's FLOPs and reads the
     weights twice. Time at clock ``f``: compute scales with ``f``, memory and collectives do
-    not; power: the training step's power model at that clock (dynamic power falls with
-    ``f x V(f)^2``, static power does not), so energy falls with the clock, bottoms out and
-    rises again as static power dominates. Memory: weights, gradients and Adam states of the
-    stage (Adam states sharded over ``data_parallel``, as Megatron's distributed optimizer)
-    plus the activations of up to ``stages`` microbatches in flight (1F1B).
+    not; power: :mod:`~mlenergy.estimate.power_model` at that clock (dynamic power falls with
+    ``f x V(f)^2``, static power does not; over the TDP the GPU runs at the clock that fits),
+    so energy falls with the clock, bottoms out and rises again as static power dominates.
+    Memory: weights, gradients and Adam states of the stage (Adam states sharded over
+    ``data_parallel``, as Megatron's distributed optimizer) plus the activations of up to
+    ``stages`` microbatches in flight (1F1B).
 
     Raises:
         UserError: Bad input, or a stage that does not fit in the GPU's memory.
@@ -437,54 +412,16 @@ def estimate_pipeline_stages(
             )
         for inst, mult, reads in (("forward", 1.0, 1.0), ("backward", 2.0, 3.0)):
             for clock in clocks:
-                t, e = _instruction_at_clock(
+                work = instruction_work(
                     c,
-                    g,
-                    prec,
                     flops_tok * tokens * mult / tensor_parallel,
                     reads * params_gpu * 2.0,
                     layers,
                     tokens,
                     prof.hidden_size,
                     tensor_parallel,
-                    float(clock),
                 )
+                t, power = work_at_locked_clock(c, g, prec, work, float(clock))
+                e = power * t
                 out.append(StageInstructionEstimate(stage, inst, int(clock), t, e, energy_source()))
     return out
-
-
-def _instruction_at_clock(
-    c: Coefficients,
-    g: GpuSpec,
-    prec: str,
-    flops_gpu: float,
-    weight_bytes: float,
-    layers: int,
-    tokens: int,
-    hidden: int,
-    tp: int,
-    clock: float,
-) -> tuple[float, float]:
-    """(time s, energy J) of one instruction on one GPU at SM clock ``clock``."""
-    speed = clock / g.clock_at_spec_mhz
-    t_comp = flops_gpu / (TRAIN_MFU_PRIOR * g.peak_tflops(prec) * 1e12 * speed)
-    t_mem = weight_bytes / effective_bandwidth(g.memory_bandwidth_tb_s * 1e12, c)
-    p = c.overlap_p
-    t_gpu = (t_mem**p + t_comp**p) ** (1.0 / p)
-    t_tp = 0.0
-    if tp > 1:
-        n_ar = 2.0 * layers
-        link = c.eta_link * g.interconnect_gb_s * 1e9
-        ring_bytes = tokens * hidden * 2.0 * 2.0 * (tp - 1) / tp  # bf16 activations, ring
-        t_tp = n_ar * (c.collective_s * np.log2(2.0 * tp) + ring_bytes / link)
-    t = t_gpu + t_tp + c.layer_s * layers
-    idle = g.idle_power_w if g.idle_power_w is not None else c.idle_frac * g.tdp_w
-    r = clock / g.max_sm_clock_mhz
-    knee = VOLTAGE_KNEE_FRACTION
-    volt = c.voltage_floor + (1.0 - c.voltage_floor) * max(r - knee, 0.0) / (1.0 - knee)
-    u_comp = min(t_comp / t, 1.0)
-    u_busy = min((t_mem + t_tp) / t, 1.0)
-    power = idle + (g.tdp_w - idle) * (
-        c.p_base * r + c.p_comp * u_comp * r * volt * volt + c.p_mem * u_busy
-    )
-    return t, min(power, g.tdp_w) * t

@@ -4,7 +4,7 @@ The model is split into ``pipeline_parallel`` stages as
 :func:`~mlenergy.estimate.training.estimate_pipeline_stages` splits it (the first stage carries
 the input embedding, the last the LM head, layers as even as possible, earlier stages taking
 the rest), and each stage's forward and backward of one microbatch is the same per-instruction
-model (:func:`~mlenergy.estimate.training._instruction_at_clock`), so the two agree figure for
+model (:func:`~mlenergy.estimate.training_physics.instruction_work`), so the two agree figure for
 figure. Parallelism follows Megatron-LM: each stage is tensor-parallel over ``tensor_parallel``
 GPUs, the pipeline is replicated ``data_parallel`` times, bf16 weights and gradients are held
 whole by every replica and the fp32 Adam states (master weights, two moments) are sharded over
@@ -28,9 +28,8 @@ assumes when no ``--p-blocking`` is given) while it waits. Memory per GPU: the s
 weights and gradients, its Adam shard and the activations of the microbatches a 1F1B stage
 holds in flight (stage ``i`` holds up to ``pp - i``, so the first stage is the worst).
 
-Below the maximum clock the per-instruction model's voltage knee applies (as in the pipeline
-profile), while the single-stage step keeps its linear voltage: at a locked low clock a
-one-stage and a many-stage estimate differ in that term too.
+Power, at any clock, is :mod:`~mlenergy.estimate.power_model`'s, as for the single-stage step
+and serving: one voltage relation, and a GPU over its TDP runs at the lower clock that fits.
 """
 
 from __future__ import annotations
@@ -43,8 +42,10 @@ import numpy as np
 from mlenergy.errors import UserError
 from mlenergy.estimate.catalog import GpuSpec
 from mlenergy.estimate.coefficients import Coefficients
+from mlenergy.estimate.power_model import gpu_power, idle_power_w
 from mlenergy.estimate.roofline import effective_bandwidth
 from mlenergy.estimate.training_memory import OPTIMIZER_BYTES_PER_PARAM, state_bytes, usable_gb
+from mlenergy.estimate.training_physics import instruction_work, work_at_locked_clock
 
 if TYPE_CHECKING:
     from mlenergy.estimate.training import TrainingEstimate
@@ -194,14 +195,14 @@ def gradient_sync_s(params_gpu: float, dp: int, c: Coefficients, g: GpuSpec) -> 
 
 def memory_busy_power_w(c: Coefficients, g: GpuSpec, clock: float) -> float:
     """Power of a GPU streaming memory or links with idle tensor cores (W)."""
-    idle = blocking_power_w(c, g)
     r = clock / g.max_sm_clock_mhz
-    return min(idle + (g.tdp_w - idle) * (c.p_base * r + c.p_mem), g.tdp_w)
+    power = gpu_power(blocking_power_w(c, g), g.tdp_w, r, 0.0, 1.0, c)
+    return min(float(power.total), g.tdp_w)
 
 
 def blocking_power_w(c: Coefficients, g: GpuSpec) -> float:
     """Power of a GPU waiting in the schedule: its idle power (W)."""
-    return float(g.idle_power_w) if g.idle_power_w is not None else c.idle_frac * g.tdp_w
+    return float(idle_power_w(g.idle_power_w, g.tdp_w, c))
 
 
 def step_energy(
@@ -266,8 +267,6 @@ def pipelined_step(
     Raises:
         UserError: Bad split or a stage that does not fit in the GPU's memory.
     """
-    from mlenergy.estimate.training import _instruction_at_clock
-
     pp, tp, dp = pipeline_parallel, tensor_parallel, data_parallel
     check_stage_count(pp, prof.num_layers)
     mb_size = microbatch_plan(batch_size, dp, microbatches)
@@ -282,21 +281,19 @@ def pipelined_step(
             params, layers, in_flight, tokens, prof.hidden_size, tp, dp
         )
         _check_fits(i, state_gb, act_gb, g)
-        fwd_bwd = [
-            _instruction_at_clock(
+        fwd_bwd = []
+        for mult, reads in ((1.0, 1.0), (2.0, 3.0)):
+            work = instruction_work(
                 c,
-                g,
-                prec,
                 flops_tok * tokens * mult / tp,
                 reads * params / tp * 2.0,
                 layers,
                 tokens,
                 prof.hidden_size,
                 tp,
-                clock_mhz,
             )
-            for mult, reads in ((1.0, 1.0), (2.0, 3.0))
-        ]
+            t, power = work_at_locked_clock(c, g, prec, work, clock_mhz)
+            fwd_bwd.append((t, power * t))
         (f_s, f_j), (b_s, b_j) = fwd_bwd
         flops_step += 3.0 * flops_tok * tokens * m / tp
         stages.append(

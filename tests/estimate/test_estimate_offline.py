@@ -13,7 +13,7 @@ from mlenergy.estimate.batch import estimate_frame
 from mlenergy.estimate.coefficients import default_coefficients
 from mlenergy.estimate.features import stack
 from mlenergy.estimate.offline import decode_segments, stop_rate
-from mlenergy.estimate.physics import predict
+from mlenergy.estimate.physics import JobStep, predict
 from mlenergy.estimate.serving import ServingSetup
 from mlenergy.testing.estimate_features import prepare
 
@@ -252,3 +252,20 @@ def test_equal_lengths_must_fit_at_their_full_context(configs_dir):
         return int(warning.split("at most ")[1].split()[0])
 
     assert fit(varied.warning) / fit(equal.warning) == pytest.approx(768 / 640, rel=0.01)
+
+
+def test_an_offline_step_is_an_explicit_mode_not_a_feature_key(configs_dir):
+    """``JobStep`` sets an offline step's context and prompt chunk; stray keys change nothing."""
+    setup = ServingSetup(batch_size=64, input_tokens=512, output_tokens=256)
+    f = stack([prepare(LLAMA, "H100", setup, configs_dir=configs_dir)[3]])
+    c = default_coefficients()
+    serving = predict(f, c)
+    stray = predict({**f, "context": np.array([8192.0]), "prefill_chunk": np.array([4096.0])}, c)
+    assert stray["step_s"][0] == serving["step_s"][0]
+    # The steady state's mean context is I + O/2 = 640 tokens: the same step, given explicitly.
+    same = predict(f, c, JobStep(context=np.array([640.0])))
+    assert same["decode_step_s"][0] == pytest.approx(serving["decode_step_s"][0], rel=1e-12)
+    longer = predict(f, c, JobStep(context=np.array([8192.0])))
+    assert longer["decode_step_s"][0] > serving["decode_step_s"][0]
+    chunked = predict(f, c, JobStep(context=np.array([640.0]), prefill_chunk=np.array([4096.0])))
+    assert chunked["step_s"][0] > serving["step_s"][0]  # every step carries prompt tokens

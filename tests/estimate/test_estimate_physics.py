@@ -376,11 +376,11 @@ def test_expert_parallel_layer_waits_for_the_busiest_shard():
     """Few experts hit: the busiest GPU reads more than the mean; all hit: no imbalance."""
     import numpy as np
 
-    from mlenergy.estimate.physics import _max_shard_hits
+    from mlenergy.estimate.expert_shards import max_shard_hits
 
     e, shards, on = np.array([16.0, 16.0, 16.0]), np.array([8.0, 8.0, 8.0]), np.array([1, 1, 0])
     hit = np.array([6.5, 16.0, 6.5])  # experts hit per layer, over all GPUs
-    top = _max_shard_hits(hit, e, shards, on.astype(bool))
+    top = max_shard_hits(hit, e, shards, on.astype(bool))
     assert hit[0] / 8 < top[0] <= 2.0  # above the mean, never more than a GPU holds
     assert top[1] == pytest.approx(2.0)  # every expert hit: every GPU reads all of its own
     assert top[2] == pytest.approx(hit[2] / 8)  # no expert parallelism: the mean share

@@ -11,7 +11,7 @@ from optimize_cases import run_cli
 
 from mlenergy.errors import UserError
 from mlenergy.estimate.training import estimate_pipeline_stages, split_layers
-from mlenergy.optimize.estimated_profile import estimated_pipeline_profile
+from mlenergy.optimize.estimated_profile import clock_shape_agreement, estimated_pipeline_profile
 from mlenergy.optimize.profile import read_profile_csv
 from mlenergy.reference import reference_dir
 
@@ -131,3 +131,25 @@ def test_cli_from_estimate_writes_profile_and_plan(tmp_path):
     plan = json.loads((tmp_path / "plan.json").read_text())
     assert plan["energy_source"].startswith("estimated:")
     assert plan["plan_makespan_s"] <= plan["iteration_time_s"] + 1e-12
+
+
+@pytest.mark.parametrize("name", ["gpt3-175b-a40", "bloom-176b-a40"])
+def test_clock_shape_against_the_shipped_perseus_profiles(name):
+    """The figures ``benchmarks/training_clock_shape.py`` prints, held at their present level.
+
+    The goals are 5% on the energy ratio at every clock and 90 MHz on the least-energy clock;
+    the estimate reaches 10-14% and 15-105 MHz (see docs/estimate.md, "One power model"):
+    these bounds catch a step back, not the goal.
+    """
+    shapes = clock_shape_agreement(name)
+    assert {(s.stage, s.instruction) for s in shapes} == {
+        (st, inst) for st in range(8) for inst in ("forward", "backward")
+    }
+    for s in shapes:
+        assert len(s.clocks_mhz) >= 55 and s.clocks_mhz[0] == 1740
+        assert s.measured_ratio[0] == s.estimated_ratio[0] == 1.0
+        assert s.worst_ratio_error <= 0.15
+        assert s.best_clock_error_mhz <= 105
+    # GPT-3's forward and backward meet the 90 MHz goal.
+    if name == "gpt3-175b-a40":
+        assert max(s.best_clock_error_mhz for s in shapes) <= 90
