@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from mlenergy.calibrate.calibration import row_errors
 from mlenergy.calibrate.crossval import in_sample
 from mlenergy.calibrate.measurements import measurements_from_records
 from mlenergy.errors import UserError
-from mlenergy.calibrate.calibration import row_errors
 from mlenergy.estimate.coefficients import Coefficients
 from mlenergy.records import RunRecord
 

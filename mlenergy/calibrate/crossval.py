@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mlenergy.calibrate.calibration import featurise, fit, fit_weights, host_bound, itl_targets
 from mlenergy.calibrate.measurements import model_group
 from mlenergy.errors import UserError
-from mlenergy.calibrate.calibration import featurise, fit, fit_weights, host_bound, itl_targets
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients, interval_class
 from mlenergy.estimate.configs import resolve_model
 from mlenergy.estimate.physics import lockstep_replicas, predict

@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from mlenergy.calibrate.calibration import HOST_BOUND_WEIGHT, fit, fit_weights, host_bound
 from mlenergy.calibrate.measurements import load_reference
 from mlenergy.estimate import estimate
-from mlenergy.calibrate.calibration import HOST_BOUND_WEIGHT, fit, fit_weights, host_bound
 from mlenergy.estimate.coefficients import default_coefficients
 from mlenergy.estimate.features import stack
 from mlenergy.estimate.physics import predict

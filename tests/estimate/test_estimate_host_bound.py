@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from mlenergy.calibrate.calibration import interval_quantiles
 from mlenergy.estimate import estimate
 from mlenergy.estimate.batch import estimate_frame
-from mlenergy.calibrate.calibration import interval_quantiles
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients
 from mlenergy.estimate.host_bound import (
     MIN_HOST_BOUND_ROWS,

@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from mlenergy.calibrate.calibration import MIN_CLASS_ROWS, interval_quantiles
 from mlenergy.estimate import estimate
 from mlenergy.estimate.batch import estimate_frame
-from mlenergy.calibrate.calibration import MIN_CLASS_ROWS, interval_quantiles
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients
 
 
