@@ -39,7 +39,7 @@ FORMATTED_TYPES: tuple[tuple[str, str], ...] = (
     ("mlenergy.optimize.power_cap", "PowerCapResult"),
     ("mlenergy.optimize.power_limit_training", "PowerLimitOutcome"),
     ("mlenergy.sweep.plan", "Plan"),
-    ("mlenergy.measure.meter", "WindowResult"),
+    ("mlenergy.measure.window_result", "WindowResult"),
 )
 """(module, class) pairs shown with :func:`fields_html`."""
 
