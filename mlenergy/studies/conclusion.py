@@ -61,6 +61,15 @@ def ratio_text(ratio: float | None, lo: float | None, hi: float | None) -> str:
 NOISE_BAND = 0.05
 """Without an interval (one seed), ratios within 1 +/- this are called a tie."""
 
+
+def tie_band(noise: float | None) -> float:
+    """Half-width of the tie band for ratios without an interval (a fraction).
+
+    The larger of :data:`NOISE_BAND` and the measured within-run noise.
+    """
+    return max(NOISE_BAND, noise or 0.0)
+
+
 Spread = dict[tuple[str, int], float]
 """Relative half-width of the 95% interval of inference energy per token, per (variant, batch)."""
 
@@ -124,6 +133,76 @@ def classify_ratio(
     if ratio > 1.0 + band:
         return "more"
     return "tie"
+
+
+VERDICT_COLUMNS = [
+    "comparison", "variant", "baseline", "measure", "batch_size", "ratio", "low", "high",
+    "interval", "verdict",
+]  # fmt: skip
+"""Columns of :func:`verdict_table` (``verdicts.csv`` in the report)."""
+
+
+def verdict_table(
+    comparisons: pd.DataFrame,
+    by_batch: pd.DataFrame | None,
+    *,
+    band: float,
+    batch_size: int | None,
+    spread: Spread | None = None,
+) -> pd.DataFrame:
+    """Every MoE/dense ratio the conclusion calls, with its interval and its verdict.
+
+    The one place the study turns ratios into ``less`` / ``more`` / ``tie``: the conclusion's
+    sentences are read from this table.
+
+    Args:
+        comparisons: :func:`mlenergy.analysis.energy_quality.pairwise_comparisons`.
+        by_batch: :func:`mlenergy.analysis.energy_quality.ratio_by_batch`.
+        band: Noise band for ratios without an interval (a fraction: 0.05 = +-5%).
+        batch_size: Reference inference batch size (the comparison table's).
+        spread: :func:`inference_spread` of the study's runs.
+
+    Returns:
+        One row per (comparison, variant, baseline, measure): ``measure`` is ``training``
+        (energy to reach the pair's target perplexity) or ``inference`` (energy per token at
+        ``batch_size``); ``interval`` says where ``low``-``high`` came from (``seeds``:
+        bootstrap over seeds; ``repeats``: run-to-run spread of the interleaved repeats;
+        ``band``: none, ``1 +/- band`` decides).
+    """
+    rows: list[dict[str, Any]] = []
+    done: set[tuple[str, str, int]] = set()
+
+    def add(comp: str, var: str, base: str, measure: str, b: Any, ratio: Any, lo: Any, hi: Any):
+        source = "seeds" if _has_interval(lo, hi) else None
+        if source is None and measure == "inference":
+            lo, hi = spread_interval(ratio, var, base, b, spread)
+            source = "repeats" if lo is not None else None
+        ok = ratio is not None and bool(np.isfinite(ratio))
+        rows.append(
+            {"comparison": comp, "variant": var, "baseline": base, "measure": measure,
+             "batch_size": None if b is None else int(b),
+             "ratio": float(ratio) if ok else None,
+             "low": lo if source else None, "high": hi if source else None,
+             "interval": source or "band",
+             "verdict": classify_ratio(ratio if ok else None, lo, hi, band)}
+        )  # fmt: skip
+
+    for _, c in comparisons.iterrows() if not comparisons.empty else ():
+        comp, var, base = str(c["comparison"]), str(c["variant"]), str(c["baseline"])
+        add(comp, var, base, "training", None, c["train_energy_ratio"],
+            c["train_energy_ratio_ci_low"], c["train_energy_ratio_ci_high"])  # fmt: skip
+        add(comp, var, base, "inference", batch_size, c["energy_per_token_ratio"],
+            c["energy_per_token_ratio_ci_low"], c["energy_per_token_ratio_ci_high"])  # fmt: skip
+        if batch_size is not None:
+            done.add((comp, var, int(batch_size)))
+    if by_batch is not None and not by_batch.empty:
+        for _, r in by_batch.sort_values(["comparison", "variant", "batch_size"]).iterrows():
+            comp, var, b = str(r["comparison"]), str(r["variant"]), int(r["batch_size"])
+            if (comp, var, b) not in done:
+                add(comp, var, str(r["baseline"]), "inference", b, float(r["ratio"]), None, None)
+    table = pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+    table["batch_size"] = table["batch_size"].astype("Int64")
+    return table
 
 
 def _has_interval(low: Any, high: Any) -> bool:
@@ -244,36 +323,11 @@ def _verdict(
     return f"{text} {extra}" if extra else text
 
 
-def _classes_by_batch(
-    by_batch: pd.DataFrame | None,
-    comp: str,
-    reference: dict[str, str],
-    batch_size: int | None,
-    band: float,
-    spread: Spread | None = None,
-) -> dict[int, list[str]]:
-    """Per batch size, the class of each MoE variant's energy-per-token ratio.
-
-    At the reference batch size the class from the comparison table (with its bootstrap
-    interval when there are several seeds) is used, so the verdict agrees with the
-    per-comparison line; elsewhere the interval from run-to-run spread, else the noise band.
-    """
-    if by_batch is None or by_batch.empty:
-        return {}
-    sub = by_batch[by_batch["comparison"] == comp]
-    out: dict[int, list[str]] = {}
-    for b, g in sub.groupby("batch_size"):
-        cls = []
-        for _, r in g.iterrows():
-            if batch_size is not None and int(b) == int(batch_size) and r["variant"] in reference:
-                cls.append(reference[r["variant"]])
-            else:
-                lo, hi = spread_interval(
-                    float(r["ratio"]), str(r["variant"]), str(r["baseline"]), int(b), spread
-                )
-                cls.append(classify_ratio(float(r["ratio"]), lo, hi, band))
-        out[int(b)] = cls
-    return out
+def _classes_by_batch(table: pd.DataFrame, comp: str) -> dict[int, list[str]]:
+    """Per batch size, the verdict on each MoE variant's energy per token (from the table)."""
+    sub = table[(table["comparison"] == comp) & (table["measure"] == "inference")]
+    sub = sub[sub["batch_size"].notna()]
+    return {int(b): list(g["verdict"]) for b, g in sub.groupby("batch_size")}
 
 
 def _why(summary: pd.DataFrame, band: float) -> str | None:
@@ -343,7 +397,7 @@ def conclusion(
         Paragraphs of plain text.
     """
     out: list[str] = []
-    band = max(NOISE_BAND, noise or 0.0)
+    band = tie_band(noise)
     best = summary.loc[summary["final_val_perplexity"].idxmin()]
     out.append(
         f"Best held-out perplexity: {best['variant']} ({best['final_val_perplexity']:.4g}); "
@@ -352,13 +406,14 @@ def conclusion(
     )
     verdicts: dict[str, dict[str, list[str]]] = {}
     per_batch: dict[str, dict[int, list[str]]] = {}
+    table = verdict_table(comparisons, by_batch, band=band, batch_size=batch_size, spread=spread)
     for comp in ("matched-active", "matched-total"):
         sub = comparisons[comparisons["comparison"] == comp] if not comparisons.empty else None
         if sub is None or sub.empty:
             continue
-        paragraph, classes, reference = _matched_paragraph(comp, sub, band, batch_size, spread)
+        paragraph, classes = _matched_paragraph(comp, sub, table, batch_size)
         verdicts[comp] = classes
-        per_batch[comp] = _classes_by_batch(by_batch, comp, reference, batch_size, band, spread)
+        per_batch[comp] = _classes_by_batch(table, comp)
         out.append(paragraph)
     extra = (_frontier_paragraph(summary, batch_size), _by_batch_paragraph(by_batch))
     out += [p for p in extra if p]
@@ -399,30 +454,27 @@ def conclusion(
 
 
 def _matched_paragraph(
-    comp: str, sub: pd.DataFrame, band: float, batch_size: int | None, spread: Spread | None
-) -> tuple[str, dict[str, list[str]], dict[str, str]]:
-    """One comparison's paragraph, its train/inference classes, each variant's inference class."""
+    comp: str, sub: pd.DataFrame, table: pd.DataFrame, batch_size: int | None
+) -> tuple[str, dict[str, list[str]]]:
+    """One comparison's paragraph and its training/inference verdicts (from the table)."""
     at_batch = f" at batch {batch_size}" if batch_size is not None else ""
     lines = []
     classes: dict[str, list[str]] = {"train": [], "inference": []}
-    reference: dict[str, str] = {}
+    mine = table[table["comparison"] == comp]
     for _, c in sub.iterrows():
-        tr, inf = c["train_energy_ratio"], c["energy_per_token_ratio"]
-        tr_lo, tr_hi = c["train_energy_ratio_ci_low"], c["train_energy_ratio_ci_high"]
-        inf_lo, inf_hi = c["energy_per_token_ratio_ci_low"], c["energy_per_token_ratio_ci_high"]
-        note = ""
-        if not _has_interval(inf_lo, inf_hi):
-            inf_lo, inf_hi = spread_interval(
-                inf, str(c["variant"]), str(c["baseline"]), batch_size, spread
-            )
-            note = " from run-to-run spread" if inf_lo is not None else ""
-        classes["train"].append(classify_ratio(tr, tr_lo, tr_hi, band))
-        classes["inference"].append(classify_ratio(inf, inf_lo, inf_hi, band))
-        reference[str(c["variant"])] = classes["inference"][-1]
+        rows = mine[(mine["variant"] == c["variant"]) & (mine["baseline"] == c["baseline"])]
+        tr = rows[rows["measure"] == "training"].iloc[0]
+        inf = rows[rows["measure"] == "inference"]
+        at_ref = inf["batch_size"].isna() if batch_size is None else inf["batch_size"] == batch_size
+        inf = inf[at_ref].iloc[0]
+        note = " from run-to-run spread" if inf["interval"] == "repeats" else ""
+        classes["train"].append(str(tr["verdict"]))
+        classes["inference"].append(str(inf["verdict"]))
         lines.append(
             f"{c['variant']} vs {c['baseline']}: training energy to reach perplexity "
-            f"{c['target_perplexity']:.4g} {ratio_text(tr, tr_lo, tr_hi)}, inference "
-            f"energy per token{at_batch} {ratio_text(inf, inf_lo, inf_hi)}{note} "
+            f"{c['target_perplexity']:.4g} {ratio_text(tr['ratio'], tr['low'], tr['high'])}, "
+            f"inference energy per token{at_batch} "
+            f"{ratio_text(inf['ratio'], inf['low'], inf['high'])}{note} "
             f"(perplexity {c['variant_perplexity']:.4g} vs {c['baseline_perplexity']:.4g})"
         )
     label = "active" if comp == "matched-active" else "total"
@@ -430,7 +482,7 @@ def _matched_paragraph(
         f"Matched on {label} parameters (ratios are MoE / dense; below 1 means the MoE "
         f"spends less): " + "; ".join(lines) + "."
     )
-    return paragraph, classes, reference
+    return paragraph, classes
 
 
 def _frontier_paragraph(summary: pd.DataFrame, batch_size: int | None) -> str | None:

@@ -88,6 +88,8 @@ class StudyResult:
         quality: Quality records made.
         summary: One row per model variant (:func:`mlenergy.analysis.energy_quality.model_summary`).
         comparisons: MoE versus dense baselines at iso-quality.
+        verdicts: Every MoE/dense ratio with its interval and verdict
+            (:func:`mlenergy.studies.conclusion.verdict_table`; ``verdicts.csv``).
         conclusion: The conclusion text, computed from the data.
         energy_source: Energy label of the study's figures.
         elapsed_s: Wall time of the whole study, seconds.
@@ -104,6 +106,7 @@ class StudyResult:
     quality: list[QualityResult] = field(default_factory=list)
     summary: pd.DataFrame | None = None
     comparisons: pd.DataFrame | None = None
+    verdicts: pd.DataFrame | None = None
     conclusion: str = ""
     energy_source: str = ""
     elapsed_s: float = 0.0

@@ -52,6 +52,21 @@ def test_report_has_one_row_per_model_with_energy_quality_and_energy_per_quality
     assert "## Routing of the MoE models" in md and 'id="experts"' in html
 
 
+def test_report_writes_every_verdict_the_conclusion_calls(study):
+    import pandas as pd
+
+    verdicts = pd.read_csv(study.report_dir / "verdicts.csv")
+    pairs = SIZES["test"].pairs()
+    batches = SIZES["test"].infer_batch_sizes
+    assert len(verdicts) == len(pairs) * (1 + len(batches))  # training + each batch size
+    assert set(verdicts["verdict"]) <= {"less", "more", "tie"}
+    assert set(verdicts["interval"]) <= {"seeds", "repeats", "band"}
+    assert (verdicts["ratio"] > 0).all()
+    md = study.summary_path.read_text()
+    assert "## Verdicts (less / more / tie)" in md
+    assert 'id="verdicts"' in study.report_path.read_text()
+
+
 def test_records_in_the_store_are_linked(study):
     from mlenergy.store import RunStore
 

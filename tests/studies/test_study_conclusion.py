@@ -175,3 +175,52 @@ def test_a_single_seed_inference_ratio_within_the_run_to_run_spread_is_a_tie():
     tight = {k: 0.02 for k in spread}
     more = "\n".join(conclusion(_summary(), _comparisons(1.5, 1.2), spread=tight, **kwargs))
     assert "no MoE variant needed less inference energy per token" in more
+
+
+def test_verdict_table_holds_every_ratio_with_its_interval_and_verdict():
+    from mlenergy.studies.conclusion import verdict_table
+
+    spread = {("moe-a", 1): 0.05, ("dense-s", 1): 0.05, ("moe-a", 32): 0.5, ("dense-s", 32): 0.5}
+    by_batch = _by_batch({1: [1.9], 32: [0.6]}, total={1: 0.5, 32: 0.4})
+    table = verdict_table(_comparisons(1.5, 0.6), by_batch, band=0.05, batch_size=32, spread=spread)
+    rows = {
+        (r.comparison, r.measure, None if r.batch_size is pd.NA else int(r.batch_size)): r
+        for r in table.itertuples()
+    }
+    assert len(table) == 2 * 3  # per comparison: training, inference at batch 1 and 32
+    train = rows[("matched-active", "training", None)]
+    assert (train.ratio, train.interval, train.verdict) == (1.5, "band", "more")
+    # The reference batch's ratio comes from the comparison, its interval from the repeats.
+    ref = rows[("matched-active", "inference", 32)]
+    assert ref.interval == "repeats" and ref.verdict == "tie"  # 0.6 x (1 +/- 0.71) holds 1
+    assert ref.low < 1 < ref.high
+    b1 = rows[("matched-active", "inference", 1)]
+    assert (b1.ratio, b1.verdict) == (1.9, "more") and b1.high > b1.low
+    # No spread for the total baseline: the band decides.
+    assert rows[("matched-total", "inference", 1)].interval == "band"
+    assert rows[("matched-total", "inference", 1)].verdict == "less"
+
+
+def test_the_conclusion_says_what_the_verdict_table_says():
+    from mlenergy.studies.conclusion import verdict_table
+
+    spread = {("moe-a", 32): 0.5, ("dense-s", 32): 0.5}
+    by_batch = _by_batch({1: [1.9], 32: [0.6]})
+    table = verdict_table(_comparisons(1.5, 0.6), by_batch, band=0.05, batch_size=32, spread=spread)
+    verdict = table.set_index(["comparison", "measure", "batch_size"])["verdict"]
+    assert verdict[("matched-active", "inference", 32)] == "tie"
+    text = "\n".join(
+        conclusion(
+            _summary(),
+            _comparisons(1.5, 0.6),
+            energy_source="modelled:cpu-tdp",
+            batch_size=32,
+            seeds=1,
+            size="tiny",
+            noise=0.02,
+            by_batch=by_batch,
+            spread=spread,
+        )
+    )
+    assert "tied with the dense model (within noise) at batch size 32" in text
+    assert "every MoE variant spent more at batch size 1" in text
