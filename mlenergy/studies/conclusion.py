@@ -70,46 +70,74 @@ def tie_band(noise: float | None) -> float:
     return max(NOISE_BAND, noise or 0.0)
 
 
-Spread = dict[tuple[str, int], float]
-"""Relative half-width of the 95% interval of inference energy per token, per (variant, batch)."""
+Spread = dict[tuple[str, int], Any]
+"""Per (variant, batch size): the request energy of each interleaved repeat in the order
+measured (a tuple: :func:`inference_spread`), or a relative half-width of the 95% interval of
+the model's energy per token (a float)."""
 
 
 def inference_spread(runs: list[Any]) -> Spread:
-    """Run-to-run spread of each study model's inference energy per token, per batch size.
+    """Each study model's request energy per repeat, per batch size, in the order measured.
 
     Args:
         runs: The study's run records (training ones are skipped).
 
     Returns:
-        ``{(variant, batch size): relative half-width}`` of the 95% interval of the request
-        phase's energy (Student t over the repeats; the repeats of one seed interleave the
-        models, so the spread includes the machine's drift). Several seeds: the widest.
+        ``{(variant, batch size): (joules of repeat 1, repeat 2, ...)}`` of the request phase.
+        The repeats of one seed interleave the models (round ``r`` measures repeat ``r`` of
+        every model), so the same position in two models' tuples was measured in the same
+        round; several seeds are concatenated in the order of ``runs``.
     """
-    out: Spread = {}
+    out: dict[tuple[str, int], tuple[float, ...]] = {}
     for r in runs:
         if r.workload.kind != "inference" or r.status != "ok":
             continue
         phase = r.phase("request")
         stats = phase.energy_j_repeats if phase is not None else None
-        if stats is None or stats.ci95 is None or not stats.mean:
+        if stats is None or not stats.values:
             continue
-        half = (stats.ci95.high - stats.ci95.low) / 2 / abs(stats.mean)
         key = (r.tags.get("variant", r.model.model_id), int(r.workload.batch_size))
-        out[key] = max(out.get(key, 0.0), half)
+        out[key] = out.get(key, ()) + tuple(float(v) for v in stats.values)
     return out
+
+
+def paired_half_width(a: tuple[float, ...], b: tuple[float, ...]) -> float | None:
+    """Half-width of the 95% interval of ``log(a_r / b_r)`` over interleaved rounds ``r``.
+
+    A drift of the machine that slows both models in the same round cancels in ``a_r / b_r``;
+    what is left is the run-to-run spread of the comparison itself (Student t over rounds).
+    ``None`` with fewer than two rounds, unequal counts or a non-positive value.
+    """
+    from scipy import stats
+
+    if len(a) != len(b) or len(a) < 2 or min(*a, *b) <= 0:
+        return None
+    logs = [math.log(x / y) for x, y in zip(a, b, strict=True)]
+    n = len(logs)
+    mean = sum(logs) / n
+    sd = math.sqrt(sum((v - mean) ** 2 for v in logs) / (n - 1))
+    return float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
 
 
 def spread_interval(
     ratio: float | None, variant: str, baseline: str, batch: int | None, spread: Spread | None
 ) -> tuple[float | None, float | None]:
-    """Interval of an MoE/dense ratio from both models' run-to-run spread (``None`` without).
+    """Interval of an MoE/dense ratio from run-to-run spread (``None`` without).
 
-    The relative half-widths add in quadrature: ``ratio x (1 +/- sqrt(a^2 + b^2))``.
+    With each model's repeats (:func:`inference_spread`): the paired interval over the
+    interleaved rounds, ``ratio x exp(+/- h)`` with ``h`` from :func:`paired_half_width`. With
+    relative half-widths ``a`` and ``b`` of each model's own interval: ``ratio x (1 +/-
+    sqrt(a^2 + b^2))``.
     """
     if ratio is None or not np.isfinite(ratio) or not spread or batch is None:
         return None, None
     a, b = spread.get((variant, int(batch))), spread.get((baseline, int(batch)))
     if a is None or b is None:
+        return None, None
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        h = paired_half_width(a, b)
+        return (None, None) if h is None else (ratio * math.exp(-h), ratio * math.exp(h))
+    if isinstance(a, tuple) or isinstance(b, tuple):
         return None, None
     half = math.hypot(a, b)
     return ratio * (1.0 - half), ratio * (1.0 + half)

@@ -4,11 +4,15 @@ For each seed:
 
 1. train every model of the size's family (:mod:`mlenergy.studies.families`) from scratch on
    the training split of a text corpus with energy windows around the steps and validation
-   perplexity at checkpoints (:mod:`mlenergy.workloads.training`), appending each training
-   record to the store at once;
-2. benchmark inference of all of them at several batch sizes with their repeats interleaved
-   (dense, MoE, dense, MoE... :func:`mlenergy.workloads.inference.run_interleaved`), so a drift
-   of the machine's load falls on every model alike and shows in the run-to-run spread;
+   perplexity at checkpoints (:mod:`mlenergy.workloads.training`). The models train in turns,
+   one checkpoint window each (A B C D E A B C D E ...; one runs at a time, so no window holds
+   another model's work), so a drift of the machine's load falls on every model alike rather
+   than on whichever trained last; each training record is appended to the store as its model
+   finishes;
+2. benchmark inference of all of them with their repeats interleaved, one batch size at a
+   time (dense, MoE, dense, MoE... :func:`mlenergy.workloads.inference.run_interleaved`), so
+   the models compared at one batch size are measured side by side in every round and a drift
+   of the machine's load cancels in their ratio;
 3. append each model's final held-out perplexity as a :class:`QualityResult` linked to its
    runs.
 
@@ -22,6 +26,7 @@ raises :class:`~mlenergy.errors.UserError` before the store is opened.
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 import warnings
@@ -168,16 +173,131 @@ class _StepCounter:
 
     def __init__(self, bar: ProgressBar) -> None:
         self.bar = bar
-        self.done = 0
 
-    def start(self, label: str) -> None:
-        self.done = 0
+    def start(self, label: str) -> Any:
+        """Name the bar after ``label``; return that model's ``on_step`` callback."""
         self.bar.describe(label)
+        done = [0]
 
-    def on_step(self, step: int) -> None:
-        if step > self.done:
-            self.bar.advance(step - self.done)
-            self.done = step
+        def on_step(step: int) -> None:
+            if step > done[0]:
+                self.bar.advance(step - done[0])
+                done[0] = step
+
+        return on_step
+
+
+class _Aborted(Exception):
+    """Raised in a training's thread when another one failed or the study was interrupted."""
+
+
+class _Turns:
+    """Lets several trainings run one at a time, in turn: A B C A B C ...
+
+    Each training holds the turn from one ``begin`` of its meter window to its next (a window
+    plus the evaluation after it), then hands it on.
+    """
+
+    def __init__(self, count: int) -> None:
+        self._cond = threading.Condition()
+        self._queue = list(range(count))
+        self._aborted = False
+
+    def wait(self, i: int) -> None:
+        """Block until it is ``i``'s turn.
+
+        Raises:
+            _Aborted: If :meth:`abort` was called.
+        """
+        with self._cond:
+            self._cond.wait_for(lambda: self._aborted or self._queue[0] == i)
+            if self._aborted:
+                raise _Aborted
+
+    def pass_on(self, i: int) -> None:
+        """Hand the turn to the next training and wait for ``i``'s next turn."""
+        with self._cond:
+            self._queue.remove(i)
+            self._queue.append(i)
+            self._cond.notify_all()
+        self.wait(i)
+
+    def leave(self, i: int) -> None:
+        """Take ``i`` out of the rotation (its training ended)."""
+        with self._cond:
+            if i in self._queue:
+                self._queue.remove(i)
+            self._cond.notify_all()
+
+    def abort(self) -> None:
+        """Make every waiting training raise :class:`_Aborted`."""
+        with self._cond:
+            self._aborted = True
+            self._cond.notify_all()
+
+
+class _TurnMeter:
+    """The study's meter as one training sees it: every window after the first waits its turn."""
+
+    def __init__(self, meter: Any, turns: _Turns, index: int, on_turn: Any = None) -> None:
+        self._meter, self._turns, self._index, self._on_turn = meter, turns, index, on_turn
+        self._started = False
+
+    def begin(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        if self._started:
+            self._turns.pass_on(self._index)
+        self._started = True
+        if self._on_turn is not None:
+            self._on_turn()
+        return self._meter.begin(name, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._meter, name)
+
+
+def _train_in_turns(jobs: list[Any]) -> list[Any]:
+    """Run trainings in turns, one meter window each; return their results in order.
+
+    Args:
+        jobs: Callables ``job(wrap)``; ``wrap(meter, on_turn)`` gives the meter the job must
+            train with (its windows wait their turn; ``on_turn`` is called as each begins).
+
+    Raises:
+        The first error of a job (in job order), or ``KeyboardInterrupt`` from this thread,
+        after every job has stopped.
+    """
+    turns = _Turns(len(jobs))
+    results: list[Any] = [None] * len(jobs)
+    errors: list[BaseException | None] = [None] * len(jobs)
+
+    def work(i: int) -> None:
+        try:
+            turns.wait(i)
+            results[i] = jobs[i](lambda m, on_turn=None: _TurnMeter(m, turns, i, on_turn))
+        except _Aborted:
+            pass
+        except BaseException as exc:  # re-raised in the calling thread
+            errors[i] = exc
+            turns.abort()
+        finally:
+            turns.leave(i)
+
+    threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(len(jobs))]
+    for t in threads:
+        t.start()
+    try:
+        for t in threads:
+            while t.is_alive():
+                t.join(0.2)
+    except BaseException:
+        turns.abort()
+        for t in threads:
+            t.join()
+        raise
+    for exc in errors:
+        if exc is not None:
+            raise exc
+    return results
 
 
 def run_study(
@@ -250,14 +370,14 @@ def run_study(
         with progress_bar(total, "dense-vs-moe", unit="step", enabled=progress) as pbar:
             bar = _StepCounter(pbar) if progress else None
             for seed in range(seeds):
-                trained = []
-                for variant in spec_size.variants:
-                    trained.append(
-                        _train_one(
-                            spec_size, variant, seed, n_steps, device, data, meter, store,
-                            (hardware, software), study_id, result, bar,
-                        )
-                    )  # fmt: skip
+                jobs = [
+                    _training_job(
+                        spec_size, variant, seed, n_steps, device, data, meter, store,
+                        (hardware, software), study_id, result, bar,
+                    )
+                    for variant in spec_size.variants
+                ]  # fmt: skip
+                trained = _train_in_turns(jobs)
                 _benchmark_and_score(
                     spec_size, trained, seed, device, data, meter, store, software, result
                 )
@@ -307,6 +427,11 @@ class _Trained:
     outcome: Any
 
 
+def _training_job(*args: Any) -> Any:
+    """One model's training for :func:`_train_in_turns` (arguments of :func:`_train_one`)."""
+    return lambda wrap: _train_one(*args, wrap=wrap)
+
+
 def _train_one(
     size: StudySize,
     variant: Variant,
@@ -320,8 +445,13 @@ def _train_one(
     study_id: str,
     result: StudyResult,
     bar: Any,
+    wrap: Any = None,
 ) -> _Trained:
-    """Train one model; append its training record at once."""
+    """Train one model; append its training record at once.
+
+    ``wrap(meter, on_turn)``, when given, returns the meter to train with (the turn-taking one
+    of :func:`_train_in_turns`).
+    """
     from mlenergy.models import model_info_from_config
 
     hardware, software = provenance
@@ -348,19 +478,20 @@ def _train_one(
         task=STUDY,
         prompt_source=data.train_source,
     )
-    if bar is not None:
-        bar.start(f"{variant.name} (seed {seed})")
+    label = f"{variant.name} (seed {seed})"
+    on_step = bar.start(label) if bar is not None else None
+    on_turn = (lambda: bar.bar.describe(label)) if bar is not None else None
     outcome = train_model(
         model,
         data.train_ids,
         data.val_ids,
         spec,
-        meter,
+        wrap(meter, on_turn) if wrap is not None else meter,
         model_info=info,
         hardware=hardware,
         software=software,
         tags=tags,
-        on_step=bar.on_step if bar is not None else None,
+        on_step=on_step,
     )
     store.append([outcome.record])
     result.runs.append(outcome.record)
@@ -405,9 +536,12 @@ def _benchmark(
     meter: EnergyMeter,
     store: Any,
 ) -> list[list[Any]]:
-    """Benchmark the trained models' inference, repeats interleaved; store the records."""
+    """Benchmark the trained models' inference, repeats interleaved; store the records.
+
+    One :func:`run_interleaved` per batch size, so the models compared at a batch size are
+    measured next to each other in every round.
+    """
     from mlenergy.models import LoadedModel, ModelSource
-    from mlenergy.workloads import InferenceSpec
     from mlenergy.workloads.inference import run_interleaved
 
     models = []
@@ -427,8 +561,22 @@ def _benchmark(
             device=device,
         )
         models.append((loaded, t.tags))
-    inf_spec = InferenceSpec(
-        batch_sizes=size.infer_batch_sizes,
+    per_model: list[list[Any]] = [[] for _ in models]
+    for batch in size.infer_batch_sizes:
+        records = run_interleaved(models, _inference_spec(size, batch, seed, device), meter)
+        for mine, recs in zip(per_model, records, strict=True):
+            mine.extend(recs)
+    for recs in per_model:
+        store.append(recs)
+    return per_model
+
+
+def _inference_spec(size: StudySize, batch: int, seed: int, device: str) -> Any:
+    """The study's inference benchmark at one batch size."""
+    from mlenergy.workloads import InferenceSpec
+
+    return InferenceSpec(
+        batch_sizes=(batch,),
         input_tokens=size.infer_input_tokens,
         output_tokens=size.infer_output_tokens,
         repeats=size.infer_repeats,
@@ -439,4 +587,3 @@ def _benchmark(
         idle_s=size.idle_s,
         task=STUDY,
     )
-    return run_interleaved(models, inf_spec, meter, store=store)

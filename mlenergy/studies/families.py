@@ -212,7 +212,7 @@ SIZES: dict[str, StudySize] = {
         seq_len=64, batch_size=8, steps=300, learning_rate=3e-3, num_checkpoints=6,
         eval_max_tokens=None, corpus_max_chars=None,
         infer_batch_sizes=(1, 8, 32), infer_input_tokens=64, infer_output_tokens=64,
-        infer_repeats=3, infer_warmup=1, idle_s=0.5, aux_loss_coef=0.01, variants=_variants(512),
+        infer_repeats=10, infer_warmup=1, idle_s=0.5, aux_loss_coef=0.01, variants=_variants(512),
     ),
     "small": StudySize(
         name="small", vocab_size=8192, hidden_size=512, num_layers=8, num_heads=8, num_kv_heads=4,
