@@ -3,7 +3,8 @@
 Nothing here is typed in: every number, every "less" or "more" comes from the comparison
 tables, with a tie wherever the difference is within the noise: the bootstrap interval with
 several seeds; for inference with one seed, the interval of the ratio from the run-to-run
-spread of the interleaved repeats (:func:`inference_spread`); otherwise +/- :data:`NOISE_BAND`.
+spread of the interleaved repeats, paired round by round (:func:`spread_interval`); otherwise
++/- :func:`tie_band`. Every ratio, interval and verdict is one row of :func:`verdict_table`.
 The text states what was measured, not why.
 """
 
@@ -469,7 +470,7 @@ def conclusion(
     if seeds < 2:
         inference = (
             "inference ratios are called ties when the interval from the run-to-run spread of "
-            "the interleaved repeats holds 1; training ratios "
+            "the interleaved repeats (paired round by round) holds 1; training ratios "
             if spread
             else "ratios "
         )

@@ -224,3 +224,42 @@ def test_the_conclusion_says_what_the_verdict_table_says():
     )
     assert "tied with the dense model (within noise) at batch size 32" in text
     assert "every MoE variant spent more at batch size 1" in text
+
+
+def test_paired_interval_cancels_a_drift_common_to_a_round():
+    from mlenergy.studies.conclusion import paired_half_width, spread_interval
+
+    # The machine slows down round by round; the MoE costs 1.5x the dense model in each round.
+    dense = (1.0, 2.0, 3.0, 4.0)
+    moe = (1.52, 2.97, 4.53, 5.98)
+    spread = {("moe-a", 8): moe, ("dense-s", 8): dense}
+    lo, hi = spread_interval(1.5, "moe-a", "dense-s", 8, spread)
+    assert 1.4 < lo < 1.5 < hi < 1.6  # each model's own spread (+-60%) would hold 1
+    assert classify_ratio(1.5, lo, hi) == "more"
+    # A ratio that changes from round to round is a tie.
+    noisy = {("moe-a", 8): (0.8, 1.3, 0.9, 1.25), ("dense-s", 8): (1.0, 1.0, 1.0, 1.0)}
+    lo, hi = spread_interval(1.06, "moe-a", "dense-s", 8, noisy)
+    assert lo < 1 < hi
+    assert paired_half_width((1.0,), (1.0,)) is None  # one round: no interval
+    assert paired_half_width((1.0, 2.0), (1.0, 2.0, 3.0)) is None  # rounds do not pair
+
+
+def test_inference_spread_keeps_each_repeat_in_the_order_measured():
+    from types import SimpleNamespace
+
+    from mlenergy.records.base import RepeatStats
+    from mlenergy.studies.conclusion import inference_spread
+
+    def run(variant, batch, values, kind="inference"):
+        phase = SimpleNamespace(energy_j_repeats=RepeatStats.from_values(values))
+        return SimpleNamespace(
+            workload=SimpleNamespace(kind=kind, batch_size=batch),
+            status="ok",
+            tags={"variant": variant},
+            model=SimpleNamespace(model_id=variant),
+            phase=lambda name: phase if name == "request" else None,
+        )
+
+    runs = [run("a", 1, [1.0, 2.0]), run("a", 1, [3.0, 4.0]), run("b", 8, [5.0, 6.0])]
+    runs.append(run("c", 1, [7.0], kind="training"))
+    assert inference_spread(runs) == {("a", 1): (1.0, 2.0, 3.0, 4.0), ("b", 8): (5.0, 6.0)}
