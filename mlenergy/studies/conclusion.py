@@ -102,6 +102,34 @@ def inference_spread(runs: list[Any]) -> Spread:
     return out
 
 
+def training_spread(checkpoints: pd.DataFrame) -> dict[str, tuple[float, ...]]:
+    """Each study model's training energy per step in each checkpoint window, in order.
+
+    The study trains its models in turns, one window each, so window ``k`` of every model
+    was measured in the same round; several seeds are concatenated in seed order.
+
+    Args:
+        checkpoints: :func:`mlenergy.analysis.tables.checkpoints_frame` (cumulative energy).
+
+    Returns:
+        ``{variant: (joules per step of window 1, window 2, ...)}``; a model with a window
+        without energy is left out.
+    """
+    out: dict[str, tuple[float, ...]] = {}
+    if checkpoints.empty:
+        return out
+    order = ["seed", "step"] if "seed" in checkpoints else ["step"]
+    for variant, g in checkpoints.groupby("variant"):
+        per_step: list[float] = []
+        for _, run in g.sort_values(order).groupby("run_id", sort=False):
+            energy = run["energy_j"].astype(float).diff().to_numpy()[1:]
+            steps = run["step"].astype(float).diff().to_numpy()[1:]
+            per_step += [e / n for e, n in zip(energy, steps, strict=True) if n > 0]
+        if per_step and all(np.isfinite(per_step)):
+            out[str(variant)] = tuple(per_step)
+    return out
+
+
 def paired_half_width(a: tuple[float, ...], b: tuple[float, ...]) -> float | None:
     """Half-width of the 95% interval of ``log(a_r / b_r)`` over interleaved rounds ``r``.
 
@@ -178,6 +206,7 @@ def verdict_table(
     band: float,
     batch_size: int | None,
     spread: Spread | None = None,
+    train_spread: dict[str, tuple[float, ...]] | None = None,
 ) -> pd.DataFrame:
     """Every MoE/dense ratio the conclusion calls, with its interval and its verdict.
 
@@ -190,13 +219,17 @@ def verdict_table(
         band: Noise band for ratios without an interval (a fraction: 0.05 = +-5%).
         batch_size: Reference inference batch size (the comparison table's).
         spread: :func:`inference_spread` of the study's runs.
+        train_spread: :func:`training_spread` of the study's checkpoints: a training ratio
+            without a seed interval gets the paired interval of the energy per step over the
+            windows (the steps to reach the target are the same in every rerun of a seed).
 
     Returns:
         One row per (comparison, variant, baseline, measure): ``measure`` is ``training``
         (energy to reach the pair's target perplexity) or ``inference`` (energy per token at
         ``batch_size``); ``interval`` says where ``low``-``high`` came from (``seeds``:
-        bootstrap over seeds; ``repeats``: run-to-run spread of the interleaved repeats;
-        ``band``: none, ``1 +/- band`` decides).
+        bootstrap over seeds; ``repeats``: run-to-run spread of the interleaved repeats or,
+        for training, of the windows trained in turns; ``band``: none, ``1 +/- band``
+        decides).
     """
     rows: list[dict[str, Any]] = []
     done: set[tuple[str, str, int]] = set()
@@ -205,6 +238,10 @@ def verdict_table(
         source = "seeds" if _has_interval(lo, hi) else None
         if source is None and measure == "inference":
             lo, hi = spread_interval(ratio, var, base, b, spread)
+            source = "repeats" if lo is not None else None
+        if source is None and measure == "training" and train_spread:
+            by_key = {(k, 0): v for k, v in train_spread.items()}
+            lo, hi = spread_interval(ratio, var, base, 0, by_key)
             source = "repeats" if lo is not None else None
         ok = ratio is not None and bool(np.isfinite(ratio))
         rows.append(
@@ -404,6 +441,7 @@ def conclusion(
     noise: float | None = None,
     by_batch: pd.DataFrame | None = None,
     spread: Spread | None = None,
+    train_spread: dict[str, tuple[float, ...]] | None = None,
 ) -> list[str]:
     """The written conclusion, one paragraph per item, computed from the tables.
 
@@ -421,6 +459,8 @@ def conclusion(
             per token, MoE over dense, per batch size).
         spread: :func:`inference_spread` of the study's runs: with one seed, inference ratios
             whose run-to-run interval holds 1 are called ties.
+        train_spread: :func:`training_spread`: with one seed, training ratios whose interval
+            from the windows trained in turns holds 1 are called ties.
 
     Returns:
         Paragraphs of plain text.
@@ -435,7 +475,10 @@ def conclusion(
     )
     verdicts: dict[str, dict[str, list[str]]] = {}
     per_batch: dict[str, dict[int, list[str]]] = {}
-    table = verdict_table(comparisons, by_batch, band=band, batch_size=batch_size, spread=spread)
+    table = verdict_table(
+        comparisons, by_batch, band=band, batch_size=batch_size, spread=spread,
+        train_spread=train_spread,
+    )  # fmt: skip
     for comp in ("matched-active", "matched-total"):
         sub = comparisons[comparisons["comparison"] == comp] if not comparisons.empty else None
         if sub is None or sub.empty:
@@ -469,9 +512,10 @@ def conclusion(
         )
     if seeds < 2:
         inference = (
-            "inference ratios are called ties when the interval from the run-to-run spread of "
-            "the interleaved repeats (paired round by round) holds 1; training ratios "
-            if spread
+            "ratios are called ties when their interval from the run-to-run spread (of the "
+            "interleaved inference repeats, of the training windows taken in turns; paired "
+            "round by round) holds 1; ratios without one "
+            if spread or train_spread
             else "ratios "
         )
         out.append(

@@ -24,6 +24,7 @@ from mlenergy.studies.conclusion import (
     inference_spread,
     ratio_text,
     tie_band,
+    training_spread,
     verdict_table,
 )
 from mlenergy.studies.figures import write_figures
@@ -257,6 +258,7 @@ def build_report(
     noise = eq.measurement_noise(t["checkpoints"])
     by_batch = eq.ratio_by_batch(t["inference"], size.pairs())
     spread = inference_spread(result.runs)
+    train_spread = training_spread(t["checkpoints"])
     paragraphs = conclusion(
         t["summary"],
         comps,
@@ -267,10 +269,12 @@ def build_report(
         noise=noise,
         by_batch=by_batch,
         spread=spread,
+        train_spread=train_spread,
     )
     verdicts = verdict_table(
-        comps, by_batch, band=tie_band(noise), batch_size=t["batch_size"], spread=spread
-    )
+        comps, by_batch, band=tie_band(noise), batch_size=t["batch_size"], spread=spread,
+        train_spread=train_spread,
+    )  # fmt: skip
     result.verdicts = verdicts
     result.summary, result.comparisons, result.conclusion = (
         t["summary"],

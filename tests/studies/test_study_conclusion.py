@@ -263,3 +263,31 @@ def test_inference_spread_keeps_each_repeat_in_the_order_measured():
     runs = [run("a", 1, [1.0, 2.0]), run("a", 1, [3.0, 4.0]), run("b", 8, [5.0, 6.0])]
     runs.append(run("c", 1, [7.0], kind="training"))
     assert inference_spread(runs) == {("a", 1): (1.0, 2.0, 3.0, 4.0), ("b", 8): (5.0, 6.0)}
+
+
+def test_training_ratio_interval_comes_from_the_windows_trained_in_turns():
+    from mlenergy.studies.conclusion import training_spread, verdict_table
+
+    def curve(variant, per_window):
+        energy = [0.0]
+        for e in per_window:
+            energy.append(energy[-1] + e)
+        return pd.DataFrame(
+            {"run_id": variant, "variant": variant, "seed": "0",
+             "step": [10 * k for k in range(len(energy))], "energy_j": energy}
+        )  # fmt: skip
+
+    # The machine slows in rounds 3-4; the MoE costs about 1.10x the dense model in every round.
+    dense = [10.0, 10.0, 20.0, 20.0, 10.0]
+    moe = [m * e for m, e in zip((1.1, 1.12, 1.08, 1.11, 1.09), dense, strict=True)]
+    ck = pd.concat([curve("dense-s", dense), curve("moe-a", moe)])
+    spread = training_spread(ck)
+    assert spread["dense-s"] == (1.0, 1.0, 2.0, 2.0, 1.0)  # joules per step, per window
+    comps = _comparisons(1.1, 1.0).iloc[:1]
+    table = verdict_table(comps, None, band=0.2, batch_size=8, train_spread=spread)
+    train = table[table["measure"] == "training"].iloc[0]
+    assert train["interval"] == "repeats"
+    assert train["verdict"] == "more"  # the band (+-20%) alone would call it a tie
+    noisy = {"dense-s": (1.0, 1.0, 1.0, 1.0, 1.0), "moe-a": (0.9, 1.4, 0.8, 1.3, 1.1)}
+    table = verdict_table(comps, None, band=0.02, batch_size=8, train_spread=noisy)
+    assert table[table["measure"] == "training"].iloc[0]["verdict"] == "tie"
