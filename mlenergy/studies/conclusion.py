@@ -130,6 +130,34 @@ def training_spread(checkpoints: pd.DataFrame) -> dict[str, tuple[float, ...]]:
     return out
 
 
+def levelled_checkpoints(checkpoints: pd.DataFrame) -> pd.DataFrame:
+    """Checkpoints whose cumulative energy is the step times the run's mean energy per step.
+
+    Energy to reach a perplexity compares one model's first windows with another's last ones
+    when one learns faster; a drift of the machine between those windows would enter the
+    ratio. The study's models train in turns, so each run's mean energy per step shares the
+    machine's drift with every other model's; the steps to a perplexity come from the
+    validation curve. A run with a checkpoint without energy is left as it is.
+
+    Args:
+        checkpoints: :func:`mlenergy.analysis.tables.checkpoints_frame` (cumulative joules).
+
+    Returns:
+        A copy with ``energy_j`` replaced by ``step x (last energy_j / last step)`` per run.
+    """
+    out = checkpoints.copy()
+    if out.empty:
+        return out
+    for _, run in out.groupby("run_id"):
+        run = run.sort_values("step")
+        energy, steps = run["energy_j"].astype(float), run["step"].astype(float)
+        if energy.isna().any() or not steps.iloc[-1] > 0:
+            continue
+        per_step = float(energy.iloc[-1]) / float(steps.iloc[-1])
+        out.loc[run.index, "energy_j"] = steps * per_step
+    return out
+
+
 def paired_half_width(a: tuple[float, ...], b: tuple[float, ...]) -> float | None:
     """Half-width of the 95% interval of ``log(a_r / b_r)`` over interleaved rounds ``r``.
 

@@ -22,6 +22,7 @@ from mlenergy.studies.conclusion import (
     energy_unit,
     fmt_value,
     inference_spread,
+    levelled_checkpoints,
     ratio_text,
     tie_band,
     training_spread,
@@ -87,7 +88,7 @@ def study_tables(source: Any, study_id: str, batch_size: int | None = None) -> d
         raise ValueError(f"study {study_id!r} has no training runs in the store")
     if batch_size is None and not inf.empty:
         batch_size = int(inf["batch_size"].max())
-    per = eq.per_seed_table(tr, ck, inf, q, batch_size=batch_size)
+    per = eq.per_seed_table(tr, levelled_checkpoints(ck), inf, q, batch_size=batch_size)
     summary = eq.model_summary(tr, per)
     return {
         "training": tr,
@@ -253,7 +254,9 @@ def build_report(
         Path of ``index.html``.
     """
     t = study_tables(store, result.study_id)
-    comps = eq.pairwise_comparisons(t["per_seed"], t["checkpoints"], size.pairs())
+    comps = eq.pairwise_comparisons(
+        t["per_seed"], levelled_checkpoints(t["checkpoints"]), size.pairs()
+    )
     source = result.energy_source or str(t["training"]["energy_source"].iloc[0])
     noise = eq.measurement_noise(t["checkpoints"])
     by_batch = eq.ratio_by_batch(t["inference"], size.pairs())

@@ -291,3 +291,19 @@ def test_training_ratio_interval_comes_from_the_windows_trained_in_turns():
     noisy = {"dense-s": (1.0, 1.0, 1.0, 1.0, 1.0), "moe-a": (0.9, 1.4, 0.8, 1.3, 1.1)}
     table = verdict_table(comps, None, band=0.02, batch_size=8, train_spread=noisy)
     assert table[table["measure"] == "training"].iloc[0]["verdict"] == "tie"
+
+
+def test_levelled_checkpoints_charge_each_step_the_runs_mean_energy():
+    from mlenergy.studies.conclusion import levelled_checkpoints
+
+    ck = pd.DataFrame(
+        {"run_id": ["a"] * 4 + ["b"] * 3, "step": [0, 10, 20, 30, 0, 10, 20],
+         "energy_j": [0.0, 10.0, 40.0, 60.0, 0.0, 5.0, float("nan")],
+         "val_perplexity": [100.0, 50.0, 30.0, 20.0, 100.0, 60.0, 40.0]}
+    )  # fmt: skip
+    out = levelled_checkpoints(ck)
+    # 60 J over 30 steps: 2 J per step at every step, whichever window was slow.
+    assert list(out[out["run_id"] == "a"]["energy_j"]) == [0.0, 20.0, 40.0, 60.0]
+    # A run with a window without energy stays as measured (unknown, never made up).
+    assert out[out["run_id"] == "b"]["energy_j"].isna().sum() == 1
+    assert list(ck["energy_j"])[:4] == [0.0, 10.0, 40.0, 60.0]  # the input is not changed
