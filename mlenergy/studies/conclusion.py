@@ -532,6 +532,11 @@ def conclusion(
             "Against the dense model with the same total parameters: "
             + _verdict(total, "total", per_batch.get("matched-total"))
         )
+    out.append(
+        "Training energy to reach a perplexity is the steps to reach it times the run's mean "
+        "energy per step; the models trained in turns, one checkpoint window each, and their "
+        "inference repeats were interleaved, so a drift of the machine fell on all alike."
+    )
     if noise is not None:
         out.append(
             f"Measurement noise: within one training run, the energy per step varied by "

@@ -65,6 +65,7 @@ def test_conclusion_is_computed_from_the_numbers():
     assert "1.50x" in text
     assert "sparsity" not in text  # no cause is claimed that nothing measured
     assert "does not say why an MoE step cost more" in text
+    assert "steps to reach it times the run's mean energy per step" in text
     assert "every MoE variant needed less inference energy per token" in text  # total
     assert "MODELLED" in text
     flipped = "\n".join(
