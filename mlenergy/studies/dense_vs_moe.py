@@ -26,7 +26,6 @@ raises :class:`~mlenergy.errors.UserError` before the store is opened.
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
 import warnings
@@ -41,6 +40,7 @@ from mlenergy.quality.corpus import DEFAULT_CORPUS, load_corpus, split_corpus
 from mlenergy.quality.perplexity import encode_text, perplexity_record
 from mlenergy.quality.tokenizer import train_tokenizer
 from mlenergy.studies.families import StudySize, Variant, get_size
+from mlenergy.studies.turns import train_in_turns
 from mlenergy.workloads.training import TrainingSpec, train_model
 
 if TYPE_CHECKING:
@@ -187,119 +187,6 @@ class _StepCounter:
         return on_step
 
 
-class _Aborted(Exception):
-    """Raised in a training's thread when another one failed or the study was interrupted."""
-
-
-class _Turns:
-    """Lets several trainings run one at a time, in turn: A B C A B C ...
-
-    Each training holds the turn from one ``begin`` of its meter window to its next (a window
-    plus the evaluation after it), then hands it on.
-    """
-
-    def __init__(self, count: int) -> None:
-        self._cond = threading.Condition()
-        self._queue = list(range(count))
-        self._aborted = False
-
-    def wait(self, i: int) -> None:
-        """Block until it is ``i``'s turn.
-
-        Raises:
-            _Aborted: If :meth:`abort` was called.
-        """
-        with self._cond:
-            self._cond.wait_for(lambda: self._aborted or self._queue[0] == i)
-            if self._aborted:
-                raise _Aborted
-
-    def pass_on(self, i: int) -> None:
-        """Hand the turn to the next training and wait for ``i``'s next turn."""
-        with self._cond:
-            self._queue.remove(i)
-            self._queue.append(i)
-            self._cond.notify_all()
-        self.wait(i)
-
-    def leave(self, i: int) -> None:
-        """Take ``i`` out of the rotation (its training ended)."""
-        with self._cond:
-            if i in self._queue:
-                self._queue.remove(i)
-            self._cond.notify_all()
-
-    def abort(self) -> None:
-        """Make every waiting training raise :class:`_Aborted`."""
-        with self._cond:
-            self._aborted = True
-            self._cond.notify_all()
-
-
-class _TurnMeter:
-    """The study's meter as one training sees it: every window after the first waits its turn."""
-
-    def __init__(self, meter: Any, turns: _Turns, index: int, on_turn: Any = None) -> None:
-        self._meter, self._turns, self._index, self._on_turn = meter, turns, index, on_turn
-        self._started = False
-
-    def begin(self, name: str, *args: Any, **kwargs: Any) -> Any:
-        if self._started:
-            self._turns.pass_on(self._index)
-        self._started = True
-        if self._on_turn is not None:
-            self._on_turn()
-        return self._meter.begin(name, *args, **kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._meter, name)
-
-
-def _train_in_turns(jobs: list[Any]) -> list[Any]:
-    """Run trainings in turns, one meter window each; return their results in order.
-
-    Args:
-        jobs: Callables ``job(wrap)``; ``wrap(meter, on_turn)`` gives the meter the job must
-            train with (its windows wait their turn; ``on_turn`` is called as each begins).
-
-    Raises:
-        The first error of a job (in job order), or ``KeyboardInterrupt`` from this thread,
-        after every job has stopped.
-    """
-    turns = _Turns(len(jobs))
-    results: list[Any] = [None] * len(jobs)
-    errors: list[BaseException | None] = [None] * len(jobs)
-
-    def work(i: int) -> None:
-        try:
-            turns.wait(i)
-            results[i] = jobs[i](lambda m, on_turn=None: _TurnMeter(m, turns, i, on_turn))
-        except _Aborted:
-            pass
-        except BaseException as exc:  # re-raised in the calling thread
-            errors[i] = exc
-            turns.abort()
-        finally:
-            turns.leave(i)
-
-    threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(len(jobs))]
-    for t in threads:
-        t.start()
-    try:
-        for t in threads:
-            while t.is_alive():
-                t.join(0.2)
-    except BaseException:
-        turns.abort()
-        for t in threads:
-            t.join()
-        raise
-    for exc in errors:
-        if exc is not None:
-            raise exc
-    return results
-
-
 def run_study(
     size: str = "tiny",
     steps: int | None = None,
@@ -377,7 +264,7 @@ def run_study(
                     )
                     for variant in spec_size.variants
                 ]  # fmt: skip
-                trained = _train_in_turns(jobs)
+                trained = train_in_turns(jobs)
                 _benchmark_and_score(
                     spec_size, trained, seed, device, data, meter, store, software, result
                 )
@@ -428,7 +315,10 @@ class _Trained:
 
 
 def _training_job(*args: Any) -> Any:
-    """One model's training for :func:`_train_in_turns` (arguments of :func:`_train_one`)."""
+    """One model's training for :func:`~mlenergy.studies.turns.train_in_turns`.
+
+    Takes the arguments of :func:`_train_one`.
+    """
     return lambda wrap: _train_one(*args, wrap=wrap)
 
 
@@ -450,7 +340,7 @@ def _train_one(
     """Train one model; append its training record at once.
 
     ``wrap(meter, on_turn)``, when given, returns the meter to train with (the turn-taking one
-    of :func:`_train_in_turns`).
+    of :func:`~mlenergy.studies.turns.train_in_turns`).
     """
     from mlenergy.models import model_info_from_config
 
