@@ -3,7 +3,8 @@
 Nothing here is typed in: every number, every "less" or "more" comes from the comparison
 tables, with a tie wherever the difference is within the noise: the bootstrap interval with
 several seeds; for inference with one seed, the interval of the ratio from the run-to-run
-spread of the interleaved repeats (:func:`inference_spread`); otherwise +/- :data:`NOISE_BAND`.
+spread of the interleaved repeats, paired round by round (:func:`spread_interval`); otherwise
++/- :func:`tie_band`. Every ratio, interval and verdict is one row of :func:`verdict_table`.
 The text states what was measured, not why.
 """
 
@@ -16,6 +17,36 @@ import numpy as np
 import pandas as pd
 
 from mlenergy.analysis import energy_quality as eq
+from mlenergy.studies.verdicts import (
+    NOISE_BAND,
+    Spread,
+    classify_ratio,
+    inference_spread,
+    levelled_checkpoints,
+    paired_half_width,
+    spread_interval,
+    tie_band,
+    training_spread,
+    verdict_table,
+)
+
+__all__ = [
+    "NOISE_BAND",
+    "Spread",
+    "classify_ratio",
+    "conclusion",
+    "energy_note",
+    "energy_unit",
+    "fmt_value",
+    "inference_spread",
+    "levelled_checkpoints",
+    "paired_half_width",
+    "ratio_text",
+    "spread_interval",
+    "tie_band",
+    "training_spread",
+    "verdict_table",
+]
 
 
 def energy_note(energy_source: str) -> str:
@@ -56,82 +87,6 @@ def ratio_text(ratio: float | None, lo: float | None, hi: float | None) -> str:
     if lo is not None and hi is not None and np.isfinite(lo) and np.isfinite(hi) and hi > lo:
         text += f" (95% CI {lo:.2f}-{hi:.2f})"
     return text
-
-
-NOISE_BAND = 0.05
-"""Without an interval (one seed), ratios within 1 +/- this are called a tie."""
-
-Spread = dict[tuple[str, int], float]
-"""Relative half-width of the 95% interval of inference energy per token, per (variant, batch)."""
-
-
-def inference_spread(runs: list[Any]) -> Spread:
-    """Run-to-run spread of each study model's inference energy per token, per batch size.
-
-    Args:
-        runs: The study's run records (training ones are skipped).
-
-    Returns:
-        ``{(variant, batch size): relative half-width}`` of the 95% interval of the request
-        phase's energy (Student t over the repeats; the repeats of one seed interleave the
-        models, so the spread includes the machine's drift). Several seeds: the widest.
-    """
-    out: Spread = {}
-    for r in runs:
-        if r.workload.kind != "inference" or r.status != "ok":
-            continue
-        phase = r.phase("request")
-        stats = phase.energy_j_repeats if phase is not None else None
-        if stats is None or stats.ci95 is None or not stats.mean:
-            continue
-        half = (stats.ci95.high - stats.ci95.low) / 2 / abs(stats.mean)
-        key = (r.tags.get("variant", r.model.model_id), int(r.workload.batch_size))
-        out[key] = max(out.get(key, 0.0), half)
-    return out
-
-
-def spread_interval(
-    ratio: float | None, variant: str, baseline: str, batch: int | None, spread: Spread | None
-) -> tuple[float | None, float | None]:
-    """Interval of an MoE/dense ratio from both models' run-to-run spread (``None`` without).
-
-    The relative half-widths add in quadrature: ``ratio x (1 +/- sqrt(a^2 + b^2))``.
-    """
-    if ratio is None or not np.isfinite(ratio) or not spread or batch is None:
-        return None, None
-    a, b = spread.get((variant, int(batch))), spread.get((baseline, int(batch)))
-    if a is None or b is None:
-        return None, None
-    half = math.hypot(a, b)
-    return ratio * (1.0 - half), ratio * (1.0 + half)
-
-
-def classify_ratio(
-    ratio: float | None, low: float | None, high: float | None, band: float = NOISE_BAND
-) -> str:
-    """``less``, ``more`` or ``tie`` for an MoE/dense ratio; ``n/a`` without a ratio.
-
-    With a real interval (several seeds) the call is ``less``/``more`` only if the interval
-    excludes 1; with a single seed, only if the ratio lies outside ``1 +/- band``.
-    """
-    if ratio is None or not np.isfinite(ratio):
-        return "n/a"
-    has_ci = low is not None and high is not None and np.isfinite(low) and np.isfinite(high)
-    if has_ci and high > low:
-        return "less" if high < 1.0 else "more" if low > 1.0 else "tie"
-    if ratio < 1.0 - band:
-        return "less"
-    if ratio > 1.0 + band:
-        return "more"
-    return "tie"
-
-
-def _has_interval(low: Any, high: Any) -> bool:
-    """Whether ``low``-``high`` is a real interval (finite and not a single point)."""
-    try:
-        return bool(np.isfinite(low) and np.isfinite(high) and high > low)
-    except TypeError:
-        return False
 
 
 def _batches_text(batches: list[int]) -> str:
@@ -244,36 +199,11 @@ def _verdict(
     return f"{text} {extra}" if extra else text
 
 
-def _classes_by_batch(
-    by_batch: pd.DataFrame | None,
-    comp: str,
-    reference: dict[str, str],
-    batch_size: int | None,
-    band: float,
-    spread: Spread | None = None,
-) -> dict[int, list[str]]:
-    """Per batch size, the class of each MoE variant's energy-per-token ratio.
-
-    At the reference batch size the class from the comparison table (with its bootstrap
-    interval when there are several seeds) is used, so the verdict agrees with the
-    per-comparison line; elsewhere the interval from run-to-run spread, else the noise band.
-    """
-    if by_batch is None or by_batch.empty:
-        return {}
-    sub = by_batch[by_batch["comparison"] == comp]
-    out: dict[int, list[str]] = {}
-    for b, g in sub.groupby("batch_size"):
-        cls = []
-        for _, r in g.iterrows():
-            if batch_size is not None and int(b) == int(batch_size) and r["variant"] in reference:
-                cls.append(reference[r["variant"]])
-            else:
-                lo, hi = spread_interval(
-                    float(r["ratio"]), str(r["variant"]), str(r["baseline"]), int(b), spread
-                )
-                cls.append(classify_ratio(float(r["ratio"]), lo, hi, band))
-        out[int(b)] = cls
-    return out
+def _classes_by_batch(table: pd.DataFrame, comp: str) -> dict[int, list[str]]:
+    """Per batch size, the verdict on each MoE variant's energy per token (from the table)."""
+    sub = table[(table["comparison"] == comp) & (table["measure"] == "inference")]
+    sub = sub[sub["batch_size"].notna()]
+    return {int(b): list(g["verdict"]) for b, g in sub.groupby("batch_size")}
 
 
 def _why(summary: pd.DataFrame, band: float) -> str | None:
@@ -321,6 +251,7 @@ def conclusion(
     noise: float | None = None,
     by_batch: pd.DataFrame | None = None,
     spread: Spread | None = None,
+    train_spread: dict[str, tuple[float, ...]] | None = None,
 ) -> list[str]:
     """The written conclusion, one paragraph per item, computed from the tables.
 
@@ -338,12 +269,14 @@ def conclusion(
             per token, MoE over dense, per batch size).
         spread: :func:`inference_spread` of the study's runs: with one seed, inference ratios
             whose run-to-run interval holds 1 are called ties.
+        train_spread: :func:`training_spread`: with one seed, training ratios whose interval
+            from the windows trained in turns holds 1 are called ties.
 
     Returns:
         Paragraphs of plain text.
     """
     out: list[str] = []
-    band = max(NOISE_BAND, noise or 0.0)
+    band = tie_band(noise)
     best = summary.loc[summary["final_val_perplexity"].idxmin()]
     out.append(
         f"Best held-out perplexity: {best['variant']} ({best['final_val_perplexity']:.4g}); "
@@ -352,13 +285,17 @@ def conclusion(
     )
     verdicts: dict[str, dict[str, list[str]]] = {}
     per_batch: dict[str, dict[int, list[str]]] = {}
+    table = verdict_table(
+        comparisons, by_batch, band=band, batch_size=batch_size, spread=spread,
+        train_spread=train_spread,
+    )  # fmt: skip
     for comp in ("matched-active", "matched-total"):
         sub = comparisons[comparisons["comparison"] == comp] if not comparisons.empty else None
         if sub is None or sub.empty:
             continue
-        paragraph, classes, reference = _matched_paragraph(comp, sub, band, batch_size, spread)
+        paragraph, classes = _matched_paragraph(comp, sub, table, batch_size)
         verdicts[comp] = classes
-        per_batch[comp] = _classes_by_batch(by_batch, comp, reference, batch_size, band, spread)
+        per_batch[comp] = _classes_by_batch(table, comp)
         out.append(paragraph)
     extra = (_frontier_paragraph(summary, batch_size), _by_batch_paragraph(by_batch))
     out += [p for p in extra if p]
@@ -377,6 +314,11 @@ def conclusion(
             "Against the dense model with the same total parameters: "
             + _verdict(total, "total", per_batch.get("matched-total"))
         )
+    out.append(
+        "Training energy to reach a perplexity is the steps to reach it times the run's mean "
+        "energy per step; the models trained in turns, one checkpoint window each, and their "
+        "inference repeats were interleaved, so a drift of the machine fell on all alike."
+    )
     if noise is not None:
         out.append(
             f"Measurement noise: within one training run, the energy per step varied by "
@@ -385,9 +327,10 @@ def conclusion(
         )
     if seeds < 2:
         inference = (
-            "inference ratios are called ties when the interval from the run-to-run spread of "
-            "the interleaved repeats holds 1; training ratios "
-            if spread
+            "ratios are called ties when their interval from the run-to-run spread (of the "
+            "interleaved inference repeats, of the training windows taken in turns; paired "
+            "round by round) holds 1; ratios without one "
+            if spread or train_spread
             else "ratios "
         )
         out.append(
@@ -399,30 +342,27 @@ def conclusion(
 
 
 def _matched_paragraph(
-    comp: str, sub: pd.DataFrame, band: float, batch_size: int | None, spread: Spread | None
-) -> tuple[str, dict[str, list[str]], dict[str, str]]:
-    """One comparison's paragraph, its train/inference classes, each variant's inference class."""
+    comp: str, sub: pd.DataFrame, table: pd.DataFrame, batch_size: int | None
+) -> tuple[str, dict[str, list[str]]]:
+    """One comparison's paragraph and its training/inference verdicts (from the table)."""
     at_batch = f" at batch {batch_size}" if batch_size is not None else ""
     lines = []
     classes: dict[str, list[str]] = {"train": [], "inference": []}
-    reference: dict[str, str] = {}
+    mine = table[table["comparison"] == comp]
     for _, c in sub.iterrows():
-        tr, inf = c["train_energy_ratio"], c["energy_per_token_ratio"]
-        tr_lo, tr_hi = c["train_energy_ratio_ci_low"], c["train_energy_ratio_ci_high"]
-        inf_lo, inf_hi = c["energy_per_token_ratio_ci_low"], c["energy_per_token_ratio_ci_high"]
-        note = ""
-        if not _has_interval(inf_lo, inf_hi):
-            inf_lo, inf_hi = spread_interval(
-                inf, str(c["variant"]), str(c["baseline"]), batch_size, spread
-            )
-            note = " from run-to-run spread" if inf_lo is not None else ""
-        classes["train"].append(classify_ratio(tr, tr_lo, tr_hi, band))
-        classes["inference"].append(classify_ratio(inf, inf_lo, inf_hi, band))
-        reference[str(c["variant"])] = classes["inference"][-1]
+        rows = mine[(mine["variant"] == c["variant"]) & (mine["baseline"] == c["baseline"])]
+        tr = rows[rows["measure"] == "training"].iloc[0]
+        inf = rows[rows["measure"] == "inference"]
+        at_ref = inf["batch_size"].isna() if batch_size is None else inf["batch_size"] == batch_size
+        inf = inf[at_ref].iloc[0]
+        note = " from run-to-run spread" if inf["interval"] == "repeats" else ""
+        classes["train"].append(str(tr["verdict"]))
+        classes["inference"].append(str(inf["verdict"]))
         lines.append(
             f"{c['variant']} vs {c['baseline']}: training energy to reach perplexity "
-            f"{c['target_perplexity']:.4g} {ratio_text(tr, tr_lo, tr_hi)}, inference "
-            f"energy per token{at_batch} {ratio_text(inf, inf_lo, inf_hi)}{note} "
+            f"{c['target_perplexity']:.4g} {ratio_text(tr['ratio'], tr['low'], tr['high'])}, "
+            f"inference energy per token{at_batch} "
+            f"{ratio_text(inf['ratio'], inf['low'], inf['high'])}{note} "
             f"(perplexity {c['variant_perplexity']:.4g} vs {c['baseline_perplexity']:.4g})"
         )
     label = "active" if comp == "matched-active" else "total"
@@ -430,7 +370,7 @@ def _matched_paragraph(
         f"Matched on {label} parameters (ratios are MoE / dense; below 1 means the MoE "
         f"spends less): " + "; ".join(lines) + "."
     )
-    return paragraph, classes, reference
+    return paragraph, classes
 
 
 def _frontier_paragraph(summary: pd.DataFrame, batch_size: int | None) -> str | None:

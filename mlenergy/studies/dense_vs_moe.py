@@ -4,11 +4,15 @@ For each seed:
 
 1. train every model of the size's family (:mod:`mlenergy.studies.families`) from scratch on
    the training split of a text corpus with energy windows around the steps and validation
-   perplexity at checkpoints (:mod:`mlenergy.workloads.training`), appending each training
-   record to the store at once;
-2. benchmark inference of all of them at several batch sizes with their repeats interleaved
-   (dense, MoE, dense, MoE... :func:`mlenergy.workloads.inference.run_interleaved`), so a drift
-   of the machine's load falls on every model alike and shows in the run-to-run spread;
+   perplexity at checkpoints (:mod:`mlenergy.workloads.training`). The models train in turns,
+   one checkpoint window each (A B C D E A B C D E ...; one runs at a time, so no window holds
+   another model's work), so a drift of the machine's load falls on every model alike rather
+   than on whichever trained last; each training record is appended to the store as its model
+   finishes;
+2. benchmark inference of all of them with their repeats interleaved, one batch size at a
+   time (dense, MoE, dense, MoE... :func:`mlenergy.workloads.inference.run_interleaved`), so
+   the models compared at one batch size are measured side by side in every round and a drift
+   of the machine's load cancels in their ratio;
 3. append each model's final held-out perplexity as a :class:`QualityResult` linked to its
    runs.
 
@@ -36,6 +40,7 @@ from mlenergy.quality.corpus import DEFAULT_CORPUS, load_corpus, split_corpus
 from mlenergy.quality.perplexity import encode_text, perplexity_record
 from mlenergy.quality.tokenizer import train_tokenizer
 from mlenergy.studies.families import StudySize, Variant, get_size
+from mlenergy.studies.turns import train_in_turns
 from mlenergy.workloads.training import TrainingSpec, train_model
 
 if TYPE_CHECKING:
@@ -88,6 +93,8 @@ class StudyResult:
         quality: Quality records made.
         summary: One row per model variant (:func:`mlenergy.analysis.energy_quality.model_summary`).
         comparisons: MoE versus dense baselines at iso-quality.
+        verdicts: Every MoE/dense ratio with its interval and verdict
+            (:func:`mlenergy.studies.conclusion.verdict_table`; ``verdicts.csv``).
         conclusion: The conclusion text, computed from the data.
         energy_source: Energy label of the study's figures.
         elapsed_s: Wall time of the whole study, seconds.
@@ -104,6 +111,7 @@ class StudyResult:
     quality: list[QualityResult] = field(default_factory=list)
     summary: pd.DataFrame | None = None
     comparisons: pd.DataFrame | None = None
+    verdicts: pd.DataFrame | None = None
     conclusion: str = ""
     energy_source: str = ""
     elapsed_s: float = 0.0
@@ -165,16 +173,18 @@ class _StepCounter:
 
     def __init__(self, bar: ProgressBar) -> None:
         self.bar = bar
-        self.done = 0
 
-    def start(self, label: str) -> None:
-        self.done = 0
+    def start(self, label: str) -> Any:
+        """Name the bar after ``label``; return that model's ``on_step`` callback."""
         self.bar.describe(label)
+        done = [0]
 
-    def on_step(self, step: int) -> None:
-        if step > self.done:
-            self.bar.advance(step - self.done)
-            self.done = step
+        def on_step(step: int) -> None:
+            if step > done[0]:
+                self.bar.advance(step - done[0])
+                done[0] = step
+
+        return on_step
 
 
 def run_study(
@@ -247,14 +257,14 @@ def run_study(
         with progress_bar(total, "dense-vs-moe", unit="step", enabled=progress) as pbar:
             bar = _StepCounter(pbar) if progress else None
             for seed in range(seeds):
-                trained = []
-                for variant in spec_size.variants:
-                    trained.append(
-                        _train_one(
-                            spec_size, variant, seed, n_steps, device, data, meter, store,
-                            (hardware, software), study_id, result, bar,
-                        )
-                    )  # fmt: skip
+                jobs = [
+                    _training_job(
+                        spec_size, variant, seed, n_steps, device, data, meter, store,
+                        (hardware, software), study_id, result, bar,
+                    )
+                    for variant in spec_size.variants
+                ]  # fmt: skip
+                trained = train_in_turns(jobs)
                 _benchmark_and_score(
                     spec_size, trained, seed, device, data, meter, store, software, result
                 )
@@ -304,6 +314,14 @@ class _Trained:
     outcome: Any
 
 
+def _training_job(*args: Any) -> Any:
+    """One model's training for :func:`~mlenergy.studies.turns.train_in_turns`.
+
+    Takes the arguments of :func:`_train_one`.
+    """
+    return lambda wrap: _train_one(*args, wrap=wrap)
+
+
 def _train_one(
     size: StudySize,
     variant: Variant,
@@ -317,8 +335,13 @@ def _train_one(
     study_id: str,
     result: StudyResult,
     bar: Any,
+    wrap: Any = None,
 ) -> _Trained:
-    """Train one model; append its training record at once."""
+    """Train one model; append its training record at once.
+
+    ``wrap(meter, on_turn)``, when given, returns the meter to train with (the turn-taking one
+    of :func:`~mlenergy.studies.turns.train_in_turns`).
+    """
     from mlenergy.models import model_info_from_config
 
     hardware, software = provenance
@@ -345,19 +368,20 @@ def _train_one(
         task=STUDY,
         prompt_source=data.train_source,
     )
-    if bar is not None:
-        bar.start(f"{variant.name} (seed {seed})")
+    label = f"{variant.name} (seed {seed})"
+    on_step = bar.start(label) if bar is not None else None
+    on_turn = (lambda: bar.bar.describe(label)) if bar is not None else None
     outcome = train_model(
         model,
         data.train_ids,
         data.val_ids,
         spec,
-        meter,
+        wrap(meter, on_turn) if wrap is not None else meter,
         model_info=info,
         hardware=hardware,
         software=software,
         tags=tags,
-        on_step=bar.on_step if bar is not None else None,
+        on_step=on_step,
     )
     store.append([outcome.record])
     result.runs.append(outcome.record)
@@ -402,9 +426,12 @@ def _benchmark(
     meter: EnergyMeter,
     store: Any,
 ) -> list[list[Any]]:
-    """Benchmark the trained models' inference, repeats interleaved; store the records."""
+    """Benchmark the trained models' inference, repeats interleaved; store the records.
+
+    One :func:`run_interleaved` per batch size, so the models compared at a batch size are
+    measured next to each other in every round.
+    """
     from mlenergy.models import LoadedModel, ModelSource
-    from mlenergy.workloads import InferenceSpec
     from mlenergy.workloads.inference import run_interleaved
 
     models = []
@@ -424,8 +451,22 @@ def _benchmark(
             device=device,
         )
         models.append((loaded, t.tags))
-    inf_spec = InferenceSpec(
-        batch_sizes=size.infer_batch_sizes,
+    per_model: list[list[Any]] = [[] for _ in models]
+    for batch in size.infer_batch_sizes:
+        records = run_interleaved(models, _inference_spec(size, batch, seed, device), meter)
+        for mine, recs in zip(per_model, records, strict=True):
+            mine.extend(recs)
+    for recs in per_model:
+        store.append(recs)
+    return per_model
+
+
+def _inference_spec(size: StudySize, batch: int, seed: int, device: str) -> Any:
+    """The study's inference benchmark at one batch size."""
+    from mlenergy.workloads import InferenceSpec
+
+    return InferenceSpec(
+        batch_sizes=(batch,),
         input_tokens=size.infer_input_tokens,
         output_tokens=size.infer_output_tokens,
         repeats=size.infer_repeats,
@@ -436,4 +477,3 @@ def _benchmark(
         idle_s=size.idle_s,
         task=STUDY,
     )
-    return run_interleaved(models, inf_spec, meter, store=store)

@@ -209,10 +209,10 @@ SIZES: dict[str, StudySize] = {
     ),
     "tiny": StudySize(
         name="tiny", vocab_size=2048, hidden_size=128, num_layers=2, num_heads=4, num_kv_heads=2,
-        seq_len=64, batch_size=8, steps=300, learning_rate=3e-3, num_checkpoints=6,
+        seq_len=64, batch_size=8, steps=300, learning_rate=3e-3, num_checkpoints=12,
         eval_max_tokens=None, corpus_max_chars=None,
         infer_batch_sizes=(1, 8, 32), infer_input_tokens=64, infer_output_tokens=64,
-        infer_repeats=3, infer_warmup=1, idle_s=0.5, aux_loss_coef=0.01, variants=_variants(512),
+        infer_repeats=10, infer_warmup=1, idle_s=0.5, aux_loss_coef=0.01, variants=_variants(512),
     ),
     "small": StudySize(
         name="small", vocab_size=8192, hidden_size=512, num_layers=8, num_heads=8, num_kv_heads=4,

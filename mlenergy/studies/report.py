@@ -22,7 +22,11 @@ from mlenergy.studies.conclusion import (
     energy_unit,
     fmt_value,
     inference_spread,
+    levelled_checkpoints,
     ratio_text,
+    tie_band,
+    training_spread,
+    verdict_table,
 )
 from mlenergy.studies.figures import write_figures
 from mlenergy.studies.report_page import Section, StudyReport, markdown_table
@@ -84,7 +88,7 @@ def study_tables(source: Any, study_id: str, batch_size: int | None = None) -> d
         raise ValueError(f"study {study_id!r} has no training runs in the store")
     if batch_size is None and not inf.empty:
         batch_size = int(inf["batch_size"].max())
-    per = eq.per_seed_table(tr, ck, inf, q, batch_size=batch_size)
+    per = eq.per_seed_table(tr, levelled_checkpoints(ck), inf, q, batch_size=batch_size)
     summary = eq.model_summary(tr, per)
     return {
         "training": tr,
@@ -250,8 +254,14 @@ def build_report(
         Path of ``index.html``.
     """
     t = study_tables(store, result.study_id)
-    comps = eq.pairwise_comparisons(t["per_seed"], t["checkpoints"], size.pairs())
+    comps = eq.pairwise_comparisons(
+        t["per_seed"], levelled_checkpoints(t["checkpoints"]), size.pairs()
+    )
     source = result.energy_source or str(t["training"]["energy_source"].iloc[0])
+    noise = eq.measurement_noise(t["checkpoints"])
+    by_batch = eq.ratio_by_batch(t["inference"], size.pairs())
+    spread = inference_spread(result.runs)
+    train_spread = training_spread(t["checkpoints"])
     paragraphs = conclusion(
         t["summary"],
         comps,
@@ -259,10 +269,16 @@ def build_report(
         batch_size=t["batch_size"],
         seeds=seeds,
         size=size.name,
-        noise=eq.measurement_noise(t["checkpoints"]),
-        by_batch=eq.ratio_by_batch(t["inference"], size.pairs()),
-        spread=inference_spread(result.runs),
+        noise=noise,
+        by_batch=by_batch,
+        spread=spread,
+        train_spread=train_spread,
     )
+    verdicts = verdict_table(
+        comps, by_batch, band=tie_band(noise), batch_size=t["batch_size"], spread=spread,
+        train_spread=train_spread,
+    )  # fmt: skip
+    result.verdicts = verdicts
     result.summary, result.comparisons, result.conclusion = (
         t["summary"],
         comps,
@@ -274,6 +290,7 @@ def build_report(
         ("Models", "summary", header, rows),
         ("MoE versus dense at iso-quality", "comparisons", c_header, c_rows),
         ("Routing of the MoE models", "experts", *_expert_rows(t["training"])),
+        ("Verdicts (less / more / tie)", "verdicts", *_verdict_rows(verdicts)),
     ]
     meta = _meta(result, size, corpus=corpus, steps=steps, seeds=seeds)
     if _epochs(result, size, steps) > 4:
@@ -300,7 +317,33 @@ def build_report(
         result.report_dir,
         lambda tmp: write_figures(t, tmp, source),
         lambda path: summary.to_csv(path, index=False),
+        lambda tmp: _write_verdicts(verdicts, tmp),
     )
+
+
+VERDICTS_CSV = "verdicts.csv"
+"""The report's file with every MoE/dense ratio, its interval and its verdict."""
+
+
+def _write_verdicts(verdicts: pd.DataFrame, folder: Path) -> list[str]:
+    verdicts.to_csv(folder / VERDICTS_CSV, index=False)
+    return [VERDICTS_CSV]
+
+
+def _verdict_rows(verdicts: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    """The verdict table's rows: what was compared, the ratio with its interval, the call."""
+    header = ["comparison", "MoE", "dense baseline", "measure", "MoE/dense", "interval", "verdict"]
+    source = {"seeds": "bootstrap over seeds", "repeats": "run-to-run spread", "band": "band"}
+    rows = []
+    for _, v in verdicts.iterrows():
+        measure = "training energy to target" if v["measure"] == "training" else (
+            f"J/token at batch {v['batch_size']}" if pd.notna(v["batch_size"]) else "J/token"
+        )  # fmt: skip
+        rows.append(
+            [v["comparison"], v["variant"], v["baseline"], measure,
+             ratio_text(v["ratio"], v["low"], v["high"]), source[v["interval"]], v["verdict"]]
+        )  # fmt: skip
+    return header, rows
 
 
 _Table = Section

@@ -176,14 +176,20 @@ class StudyReport:
         report_dir: Path,
         write_figures: Callable[[Path], list[str]],
         summary_csv: Callable[[Path], None],
+        extra_files: Callable[[Path], list[str]] | None = None,
     ) -> Path:
-        """Write figures, ``summary.csv``, ``summary.md`` and ``index.html`` atomically."""
+        """Write the report's files atomically.
+
+        Figures, ``summary.csv``, the files ``extra_files`` writes (it returns their names),
+        ``summary.md`` and ``index.html``.
+        """
 
         def write(tmp: Path) -> list[str]:
             figures = write_figures(tmp)
             summary_csv(tmp / "summary.csv")
+            extra = extra_files(tmp) if extra_files is not None else []
             (tmp / "summary.md").write_text(self.markdown(), encoding="utf-8")
             (tmp / "index.html").write_text(self.html(figures), encoding="utf-8")
-            return [*figures, "summary.md", "summary.csv", "index.html"]
+            return [*figures, *extra, "summary.md", "summary.csv", "index.html"]
 
         return publish_report(report_dir, write)

@@ -52,6 +52,21 @@ def test_report_has_one_row_per_model_with_energy_quality_and_energy_per_quality
     assert "## Routing of the MoE models" in md and 'id="experts"' in html
 
 
+def test_report_writes_every_verdict_the_conclusion_calls(study):
+    import pandas as pd
+
+    verdicts = pd.read_csv(study.report_dir / "verdicts.csv")
+    pairs = SIZES["test"].pairs()
+    batches = SIZES["test"].infer_batch_sizes
+    assert len(verdicts) == len(pairs) * (1 + len(batches))  # training + each batch size
+    assert set(verdicts["verdict"]) <= {"less", "more", "tie"}
+    assert set(verdicts["interval"]) <= {"seeds", "repeats", "band"}
+    assert (verdicts["ratio"] > 0).all()
+    md = study.summary_path.read_text()
+    assert "## Verdicts (less / more / tie)" in md
+    assert 'id="verdicts"' in study.report_path.read_text()
+
+
 def test_records_in_the_store_are_linked(study):
     from mlenergy.store import RunStore
 
@@ -128,25 +143,62 @@ def test_ctrl_c_keeps_completed_models(tmp_path, monkeypatch):
     from mlenergy.store import RunStore
 
     real = dense_vs_moe.train_model
+    variants = [v.name for v in SIZES["test"].variants]
     calls = []
 
-    def interrupt_second(*args, **kwargs):
+    def interrupt_last_at_its_last_step(*args, **kwargs):
         calls.append(1)
-        if len(calls) == 2:
-            raise KeyboardInterrupt
+        if len(calls) == len(variants):
+            steps = args[3].steps
+
+            def on_step(step):
+                if step == steps:
+                    raise KeyboardInterrupt
+
+            kwargs["on_step"] = on_step
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(dense_vs_moe, "train_model", interrupt_second)
+    monkeypatch.setattr(dense_vs_moe, "train_model", interrupt_last_at_its_last_step)
     with pytest.raises(KeyboardInterrupt):
         dense_vs_moe.run_study(size="test", data_dir=tmp_path / "d",
                                report_dir=tmp_path / "r", progress=False)  # fmt: skip
     store = RunStore(tmp_path / "d")
-    first = SIZES["test"].variants[0].name
-    # the first model's training record was kept; inference and quality come once every model
-    # of the seed is trained (their repeats interleave), so none is half-written
-    assert {(r.tags["variant"], r.workload.kind) for r in store.runs()} == {(first, "training")}
+    # The models train in turns; the others finished their last window before the last
+    # model's: their training records were kept. Inference and quality come once every model
+    # of the seed is trained (their repeats interleave), so none is half-written.
+    kept = {(r.tags["variant"], r.workload.kind) for r in store.runs()}
+    assert kept == {(v, "training") for v in variants[:-1]}
     assert store.quality() == []
     assert not (tmp_path / "r" / "index.html").exists()
+
+
+def test_models_train_in_turns_one_window_at_a_time(tmp_path, monkeypatch):
+    from mlenergy.measure.meter import EnergyMeter
+
+    events = []
+    begin, end = EnergyMeter.begin, EnergyMeter.end
+
+    def logged_begin(self, name, *args, **kwargs):
+        events.append(("begin", name))
+        return begin(self, name, *args, **kwargs)
+
+    def logged_end(self, name, *args, **kwargs):
+        events.append(("end", name))
+        return end(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(EnergyMeter, "begin", logged_begin)
+    monkeypatch.setattr(EnergyMeter, "end", logged_end)
+    dense_vs_moe.run_study(size="test", data_dir=tmp_path / "d", report_dir=tmp_path / "r",
+                           progress=False)  # fmt: skip
+    train = [(kind, name) for kind, name in events if name.startswith("train-")]
+    # No window opens while another is open: each model's window holds only its own work.
+    for (k1, n1), (k2, n2) in zip(train[::2], train[1::2], strict=True):
+        assert (k1, k2) == ("begin", "end") and n1 == n2
+    # Round-robin: every model's first window comes before any model's second.
+    models = [name.rsplit("-", 1)[0] for kind, name in train if kind == "begin"]
+    n = len(SIZES["test"].variants)
+    assert len(set(models[:n])) == n
+    assert models[n : 2 * n] == models[:n]
 
 
 def test_two_seeds_give_bootstrap_intervals(tmp_path):

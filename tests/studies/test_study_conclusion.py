@@ -65,6 +65,7 @@ def test_conclusion_is_computed_from_the_numbers():
     assert "1.50x" in text
     assert "sparsity" not in text  # no cause is claimed that nothing measured
     assert "does not say why an MoE step cost more" in text
+    assert "steps to reach it times the run's mean energy per step" in text
     assert "every MoE variant needed less inference energy per token" in text  # total
     assert "MODELLED" in text
     flipped = "\n".join(
@@ -175,3 +176,135 @@ def test_a_single_seed_inference_ratio_within_the_run_to_run_spread_is_a_tie():
     tight = {k: 0.02 for k in spread}
     more = "\n".join(conclusion(_summary(), _comparisons(1.5, 1.2), spread=tight, **kwargs))
     assert "no MoE variant needed less inference energy per token" in more
+
+
+def test_verdict_table_holds_every_ratio_with_its_interval_and_verdict():
+    from mlenergy.studies.conclusion import verdict_table
+
+    spread = {("moe-a", 1): 0.05, ("dense-s", 1): 0.05, ("moe-a", 32): 0.5, ("dense-s", 32): 0.5}
+    by_batch = _by_batch({1: [1.9], 32: [0.6]}, total={1: 0.5, 32: 0.4})
+    table = verdict_table(_comparisons(1.5, 0.6), by_batch, band=0.05, batch_size=32, spread=spread)
+    rows = {
+        (r.comparison, r.measure, None if r.batch_size is pd.NA else int(r.batch_size)): r
+        for r in table.itertuples()
+    }
+    assert len(table) == 2 * 3  # per comparison: training, inference at batch 1 and 32
+    train = rows[("matched-active", "training", None)]
+    assert (train.ratio, train.interval, train.verdict) == (1.5, "band", "more")
+    # The reference batch's ratio comes from the comparison, its interval from the repeats.
+    ref = rows[("matched-active", "inference", 32)]
+    assert ref.interval == "repeats" and ref.verdict == "tie"  # 0.6 x (1 +/- 0.71) holds 1
+    assert ref.low < 1 < ref.high
+    b1 = rows[("matched-active", "inference", 1)]
+    assert (b1.ratio, b1.verdict) == (1.9, "more") and b1.high > b1.low
+    # No spread for the total baseline: the band decides.
+    assert rows[("matched-total", "inference", 1)].interval == "band"
+    assert rows[("matched-total", "inference", 1)].verdict == "less"
+
+
+def test_the_conclusion_says_what_the_verdict_table_says():
+    from mlenergy.studies.conclusion import verdict_table
+
+    spread = {("moe-a", 32): 0.5, ("dense-s", 32): 0.5}
+    by_batch = _by_batch({1: [1.9], 32: [0.6]})
+    table = verdict_table(_comparisons(1.5, 0.6), by_batch, band=0.05, batch_size=32, spread=spread)
+    verdict = table.set_index(["comparison", "measure", "batch_size"])["verdict"]
+    assert verdict[("matched-active", "inference", 32)] == "tie"
+    text = "\n".join(
+        conclusion(
+            _summary(),
+            _comparisons(1.5, 0.6),
+            energy_source="modelled:cpu-tdp",
+            batch_size=32,
+            seeds=1,
+            size="tiny",
+            noise=0.02,
+            by_batch=by_batch,
+            spread=spread,
+        )
+    )
+    assert "tied with the dense model (within noise) at batch size 32" in text
+    assert "every MoE variant spent more at batch size 1" in text
+
+
+def test_paired_interval_cancels_a_drift_common_to_a_round():
+    from mlenergy.studies.conclusion import paired_half_width, spread_interval
+
+    # The machine slows down round by round; the MoE costs 1.5x the dense model in each round.
+    dense = (1.0, 2.0, 3.0, 4.0)
+    moe = (1.52, 2.97, 4.53, 5.98)
+    spread = {("moe-a", 8): moe, ("dense-s", 8): dense}
+    lo, hi = spread_interval(1.5, "moe-a", "dense-s", 8, spread)
+    assert 1.4 < lo < 1.5 < hi < 1.6  # each model's own spread (+-60%) would hold 1
+    assert classify_ratio(1.5, lo, hi) == "more"
+    # A ratio that changes from round to round is a tie.
+    noisy = {("moe-a", 8): (0.8, 1.3, 0.9, 1.25), ("dense-s", 8): (1.0, 1.0, 1.0, 1.0)}
+    lo, hi = spread_interval(1.06, "moe-a", "dense-s", 8, noisy)
+    assert lo < 1 < hi
+    assert paired_half_width((1.0,), (1.0,)) is None  # one round: no interval
+    assert paired_half_width((1.0, 2.0), (1.0, 2.0, 3.0)) is None  # rounds do not pair
+
+
+def test_inference_spread_keeps_each_repeat_in_the_order_measured():
+    from types import SimpleNamespace
+
+    from mlenergy.records.base import RepeatStats
+    from mlenergy.studies.conclusion import inference_spread
+
+    def run(variant, batch, values, kind="inference"):
+        phase = SimpleNamespace(energy_j_repeats=RepeatStats.from_values(values))
+        return SimpleNamespace(
+            workload=SimpleNamespace(kind=kind, batch_size=batch),
+            status="ok",
+            tags={"variant": variant},
+            model=SimpleNamespace(model_id=variant),
+            phase=lambda name: phase if name == "request" else None,
+        )
+
+    runs = [run("a", 1, [1.0, 2.0]), run("a", 1, [3.0, 4.0]), run("b", 8, [5.0, 6.0])]
+    runs.append(run("c", 1, [7.0], kind="training"))
+    assert inference_spread(runs) == {("a", 1): (1.0, 2.0, 3.0, 4.0), ("b", 8): (5.0, 6.0)}
+
+
+def test_training_ratio_interval_comes_from_the_windows_trained_in_turns():
+    from mlenergy.studies.conclusion import training_spread, verdict_table
+
+    def curve(variant, per_window):
+        energy = [0.0]
+        for e in per_window:
+            energy.append(energy[-1] + e)
+        return pd.DataFrame(
+            {"run_id": variant, "variant": variant, "seed": "0",
+             "step": [10 * k for k in range(len(energy))], "energy_j": energy}
+        )  # fmt: skip
+
+    # The machine slows in rounds 3-4; the MoE costs about 1.10x the dense model in every round.
+    dense = [10.0, 10.0, 20.0, 20.0, 10.0]
+    moe = [m * e for m, e in zip((1.1, 1.12, 1.08, 1.11, 1.09), dense, strict=True)]
+    ck = pd.concat([curve("dense-s", dense), curve("moe-a", moe)])
+    spread = training_spread(ck)
+    assert spread["dense-s"] == (1.0, 1.0, 2.0, 2.0, 1.0)  # joules per step, per window
+    comps = _comparisons(1.1, 1.0).iloc[:1]
+    table = verdict_table(comps, None, band=0.2, batch_size=8, train_spread=spread)
+    train = table[table["measure"] == "training"].iloc[0]
+    assert train["interval"] == "repeats"
+    assert train["verdict"] == "more"  # the band (+-20%) alone would call it a tie
+    noisy = {"dense-s": (1.0, 1.0, 1.0, 1.0, 1.0), "moe-a": (0.9, 1.4, 0.8, 1.3, 1.1)}
+    table = verdict_table(comps, None, band=0.02, batch_size=8, train_spread=noisy)
+    assert table[table["measure"] == "training"].iloc[0]["verdict"] == "tie"
+
+
+def test_levelled_checkpoints_charge_each_step_the_runs_mean_energy():
+    from mlenergy.studies.conclusion import levelled_checkpoints
+
+    ck = pd.DataFrame(
+        {"run_id": ["a"] * 4 + ["b"] * 3, "step": [0, 10, 20, 30, 0, 10, 20],
+         "energy_j": [0.0, 10.0, 40.0, 60.0, 0.0, 5.0, float("nan")],
+         "val_perplexity": [100.0, 50.0, 30.0, 20.0, 100.0, 60.0, 40.0]}
+    )  # fmt: skip
+    out = levelled_checkpoints(ck)
+    # 60 J over 30 steps: 2 J per step at every step, whichever window was slow.
+    assert list(out[out["run_id"] == "a"]["energy_j"]) == [0.0, 20.0, 40.0, 60.0]
+    # A run with a window without energy stays as measured (unknown, never made up).
+    assert out[out["run_id"] == "b"]["energy_j"].isna().sum() == 1
+    assert list(ck["energy_j"])[:4] == [0.0, 10.0, 40.0, 60.0]  # the input is not changed

@@ -1,0 +1,263 @@
+"""The study's verdicts: every MoE/dense ratio with its interval and less / more / tie.
+
+One rule in one place (:func:`verdict_table`): a ratio is ``less`` or ``more`` only when its
+interval excludes 1. The interval is the bootstrap over seeds when there are several; with one
+seed, the paired run-to-run interval over the rounds in which the models were measured side by
+side (:func:`spread_interval`: interleaved inference repeats, training windows taken in turns);
+without either, the band ``1 +/- tie_band(noise)``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+NOISE_BAND = 0.05
+"""Without an interval (one seed), ratios within 1 +/- this are called a tie."""
+
+
+def tie_band(noise: float | None) -> float:
+    """Half-width of the tie band for ratios without an interval (a fraction).
+
+    The larger of :data:`NOISE_BAND` and the measured within-run noise.
+    """
+    return max(NOISE_BAND, noise or 0.0)
+
+
+Spread = dict[tuple[str, int], Any]
+"""Per (variant, batch size): the request energy of each interleaved repeat in the order
+measured (a tuple: :func:`inference_spread`), or a relative half-width of the 95% interval of
+the model's energy per token (a float)."""
+
+
+def inference_spread(runs: list[Any]) -> Spread:
+    """Each study model's request energy per repeat, per batch size, in the order measured.
+
+    Args:
+        runs: The study's run records (training ones are skipped).
+
+    Returns:
+        ``{(variant, batch size): (joules of repeat 1, repeat 2, ...)}`` of the request phase.
+        The repeats of one seed interleave the models (round ``r`` measures repeat ``r`` of
+        every model), so the same position in two models' tuples was measured in the same
+        round; several seeds are concatenated in the order of ``runs``.
+    """
+    out: dict[tuple[str, int], tuple[float, ...]] = {}
+    for r in runs:
+        if r.workload.kind != "inference" or r.status != "ok":
+            continue
+        phase = r.phase("request")
+        stats = phase.energy_j_repeats if phase is not None else None
+        if stats is None or not stats.values:
+            continue
+        key = (r.tags.get("variant", r.model.model_id), int(r.workload.batch_size))
+        out[key] = out.get(key, ()) + tuple(float(v) for v in stats.values)
+    return out
+
+
+def training_spread(checkpoints: pd.DataFrame) -> dict[str, tuple[float, ...]]:
+    """Each study model's training energy per step in each checkpoint window, in order.
+
+    The study trains its models in turns, one window each, so window ``k`` of every model
+    was measured in the same round; several seeds are concatenated in seed order.
+
+    Args:
+        checkpoints: :func:`mlenergy.analysis.tables.checkpoints_frame` (cumulative energy).
+
+    Returns:
+        ``{variant: (joules per step of window 1, window 2, ...)}``; a model with a window
+        without energy is left out.
+    """
+    out: dict[str, tuple[float, ...]] = {}
+    if checkpoints.empty:
+        return out
+    order = ["seed", "step"] if "seed" in checkpoints else ["step"]
+    for variant, g in checkpoints.groupby("variant"):
+        per_step: list[float] = []
+        for _, run in g.sort_values(order).groupby("run_id", sort=False):
+            energy = run["energy_j"].astype(float).diff().to_numpy()[1:]
+            steps = run["step"].astype(float).diff().to_numpy()[1:]
+            per_step += [e / n for e, n in zip(energy, steps, strict=True) if n > 0]
+        if per_step and all(np.isfinite(per_step)):
+            out[str(variant)] = tuple(per_step)
+    return out
+
+
+def levelled_checkpoints(checkpoints: pd.DataFrame) -> pd.DataFrame:
+    """Checkpoints whose cumulative energy is the step times the run's mean energy per step.
+
+    Energy to reach a perplexity compares one model's first windows with another's last ones
+    when one learns faster; a drift of the machine between those windows would enter the
+    ratio. The study's models train in turns, so each run's mean energy per step shares the
+    machine's drift with every other model's; the steps to a perplexity come from the
+    validation curve. A run with a checkpoint without energy is left as it is.
+
+    Args:
+        checkpoints: :func:`mlenergy.analysis.tables.checkpoints_frame` (cumulative joules).
+
+    Returns:
+        A copy with ``energy_j`` replaced by ``step x (last energy_j / last step)`` per run.
+    """
+    out = checkpoints.copy()
+    if out.empty:
+        return out
+    for _, run in out.groupby("run_id"):
+        run = run.sort_values("step")
+        energy, steps = run["energy_j"].astype(float), run["step"].astype(float)
+        if energy.isna().any() or not steps.iloc[-1] > 0:
+            continue
+        per_step = float(energy.iloc[-1]) / float(steps.iloc[-1])
+        out.loc[run.index, "energy_j"] = steps * per_step
+    return out
+
+
+def paired_half_width(a: tuple[float, ...], b: tuple[float, ...]) -> float | None:
+    """Half-width of the 95% interval of ``log(a_r / b_r)`` over interleaved rounds ``r``.
+
+    A drift of the machine that slows both models in the same round cancels in ``a_r / b_r``;
+    what is left is the run-to-run spread of the comparison itself (Student t over rounds).
+    ``None`` with fewer than two rounds, unequal counts or a non-positive value.
+    """
+    from scipy import stats
+
+    if len(a) != len(b) or len(a) < 2 or min(*a, *b) <= 0:
+        return None
+    logs = [math.log(x / y) for x, y in zip(a, b, strict=True)]
+    n = len(logs)
+    mean = sum(logs) / n
+    sd = math.sqrt(sum((v - mean) ** 2 for v in logs) / (n - 1))
+    return float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
+
+
+def spread_interval(
+    ratio: float | None, variant: str, baseline: str, batch: int | None, spread: Spread | None
+) -> tuple[float | None, float | None]:
+    """Interval of an MoE/dense ratio from run-to-run spread (``None`` without).
+
+    With each model's repeats (:func:`inference_spread`): the paired interval over the
+    interleaved rounds, ``ratio x exp(+/- h)`` with ``h`` from :func:`paired_half_width`. With
+    relative half-widths ``a`` and ``b`` of each model's own interval: ``ratio x (1 +/-
+    sqrt(a^2 + b^2))``.
+    """
+    if ratio is None or not np.isfinite(ratio) or not spread or batch is None:
+        return None, None
+    a, b = spread.get((variant, int(batch))), spread.get((baseline, int(batch)))
+    if a is None or b is None:
+        return None, None
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        h = paired_half_width(a, b)
+        return (None, None) if h is None else (ratio * math.exp(-h), ratio * math.exp(h))
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        return None, None
+    half = math.hypot(a, b)
+    return ratio * (1.0 - half), ratio * (1.0 + half)
+
+
+def classify_ratio(
+    ratio: float | None, low: float | None, high: float | None, band: float = NOISE_BAND
+) -> str:
+    """``less``, ``more`` or ``tie`` for an MoE/dense ratio; ``n/a`` without a ratio.
+
+    With a real interval (several seeds) the call is ``less``/``more`` only if the interval
+    excludes 1; with a single seed, only if the ratio lies outside ``1 +/- band``.
+    """
+    if ratio is None or not np.isfinite(ratio):
+        return "n/a"
+    has_ci = low is not None and high is not None and np.isfinite(low) and np.isfinite(high)
+    if has_ci and high > low:
+        return "less" if high < 1.0 else "more" if low > 1.0 else "tie"
+    if ratio < 1.0 - band:
+        return "less"
+    if ratio > 1.0 + band:
+        return "more"
+    return "tie"
+
+
+VERDICT_COLUMNS = [
+    "comparison", "variant", "baseline", "measure", "batch_size", "ratio", "low", "high",
+    "interval", "verdict",
+]  # fmt: skip
+"""Columns of :func:`verdict_table` (``verdicts.csv`` in the report)."""
+
+
+def verdict_table(
+    comparisons: pd.DataFrame,
+    by_batch: pd.DataFrame | None,
+    *,
+    band: float,
+    batch_size: int | None,
+    spread: Spread | None = None,
+    train_spread: dict[str, tuple[float, ...]] | None = None,
+) -> pd.DataFrame:
+    """Every MoE/dense ratio the conclusion calls, with its interval and its verdict.
+
+    The one place the study turns ratios into ``less`` / ``more`` / ``tie``: the conclusion's
+    sentences are read from this table.
+
+    Args:
+        comparisons: :func:`mlenergy.analysis.energy_quality.pairwise_comparisons`.
+        by_batch: :func:`mlenergy.analysis.energy_quality.ratio_by_batch`.
+        band: Noise band for ratios without an interval (a fraction: 0.05 = +-5%).
+        batch_size: Reference inference batch size (the comparison table's).
+        spread: :func:`inference_spread` of the study's runs.
+        train_spread: :func:`training_spread` of the study's checkpoints: a training ratio
+            without a seed interval gets the paired interval of the energy per step over the
+            windows (the steps to reach the target are the same in every rerun of a seed).
+
+    Returns:
+        One row per (comparison, variant, baseline, measure): ``measure`` is ``training``
+        (energy to reach the pair's target perplexity) or ``inference`` (energy per token at
+        ``batch_size``); ``interval`` says where ``low``-``high`` came from (``seeds``:
+        bootstrap over seeds; ``repeats``: run-to-run spread of the interleaved repeats or,
+        for training, of the windows trained in turns; ``band``: none, ``1 +/- band``
+        decides).
+    """
+    rows: list[dict[str, Any]] = []
+    done: set[tuple[str, str, int]] = set()
+
+    def add(comp: str, var: str, base: str, measure: str, b: Any, ratio: Any, lo: Any, hi: Any):
+        source = "seeds" if _has_interval(lo, hi) else None
+        if source is None and measure == "inference":
+            lo, hi = spread_interval(ratio, var, base, b, spread)
+            source = "repeats" if lo is not None else None
+        if source is None and measure == "training" and train_spread:
+            by_key = {(k, 0): v for k, v in train_spread.items()}
+            lo, hi = spread_interval(ratio, var, base, 0, by_key)
+            source = "repeats" if lo is not None else None
+        ok = ratio is not None and bool(np.isfinite(ratio))
+        rows.append(
+            {"comparison": comp, "variant": var, "baseline": base, "measure": measure,
+             "batch_size": None if b is None else int(b),
+             "ratio": float(ratio) if ok else None,
+             "low": lo if source else None, "high": hi if source else None,
+             "interval": source or "band",
+             "verdict": classify_ratio(ratio if ok else None, lo, hi, band)}
+        )  # fmt: skip
+
+    for _, c in comparisons.iterrows() if not comparisons.empty else ():
+        comp, var, base = str(c["comparison"]), str(c["variant"]), str(c["baseline"])
+        add(comp, var, base, "training", None, c["train_energy_ratio"],
+            c["train_energy_ratio_ci_low"], c["train_energy_ratio_ci_high"])  # fmt: skip
+        add(comp, var, base, "inference", batch_size, c["energy_per_token_ratio"],
+            c["energy_per_token_ratio_ci_low"], c["energy_per_token_ratio_ci_high"])  # fmt: skip
+        if batch_size is not None:
+            done.add((comp, var, int(batch_size)))
+    if by_batch is not None and not by_batch.empty:
+        for _, r in by_batch.sort_values(["comparison", "variant", "batch_size"]).iterrows():
+            comp, var, b = str(r["comparison"]), str(r["variant"]), int(r["batch_size"])
+            if (comp, var, b) not in done:
+                add(comp, var, str(r["baseline"]), "inference", b, float(r["ratio"]), None, None)
+    table = pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+    table["batch_size"] = table["batch_size"].astype("Int64")
+    return table
+
+
+def _has_interval(low: Any, high: Any) -> bool:
+    """Whether ``low``-``high`` is a real interval (finite and not a single point)."""
+    try:
+        return bool(np.isfinite(low) and np.isfinite(high) and high > low)
+    except TypeError:
+        return False
