@@ -43,7 +43,7 @@ def dense_vs_moe(
         str,
         typer.Option(
             help=(
-                "Study size: test (under a minute, for CI), tiny (default: about 2-3 minutes "
+                "Study size: test (under a minute, for CI), tiny (default: about 4 minutes "
                 "on 2 CPU cores, longer on a busy machine), small (for a GPU: --device cuda)."
             )
         ),
