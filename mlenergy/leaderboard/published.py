@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mlenergy.analysis.headline import energy_per_response_j
+from mlenergy.analysis.headline import energy_per_correct_j, energy_per_response_j
 from mlenergy.analysis.quality_attach import pick_quality
 from mlenergy.quality.published import (
     THINKING_MIN_OUTPUT_TOKENS,
@@ -165,21 +165,6 @@ def _matches(
     return out
 
 
-def energy_per_correct(
-    energy_per_response_j: np.ndarray, accuracy_pct: np.ndarray, is_accuracy: np.ndarray
-) -> np.ndarray:
-    """Energy per correct answer (J): ``energy_per_response_j / (accuracy_pct / 100)``.
-
-    NaN where the score is not an accuracy in %, is not positive, or the energy is missing.
-    """
-    e = np.asarray(energy_per_response_j, dtype=float)
-    a = np.asarray(accuracy_pct, dtype=float)
-    ok = np.asarray(is_accuracy, dtype=bool) & np.isfinite(e) & np.isfinite(a) & (a > 0)
-    out = np.full(e.shape, np.nan)
-    out[ok] = e[ok] / (a[ok] / 100.0)
-    return out
-
-
 def mean_output_tokens(runs: pd.DataFrame) -> np.ndarray:
     """Each run's exact mean output length (tokens).
 
@@ -236,7 +221,7 @@ def attach_published(
         [bool(p and p[2] and answers[t]) for p, t in zip(picked, out["task"], strict=True)],
         dtype=bool,
     )
-    out["energy_per_correct_j"] = energy_per_correct(
+    out["energy_per_correct_j"] = energy_per_correct_j(
         energy, out["quality"].to_numpy(dtype=float), accuracy
     )
     return out

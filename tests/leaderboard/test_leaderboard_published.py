@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from mlenergy.analysis.headline import energy_per_correct_j
 from mlenergy.errors import UserError
 from mlenergy.leaderboard import answers
 from mlenergy.leaderboard import plots as plots
@@ -18,7 +19,6 @@ from mlenergy.leaderboard.data import LeaderboardData
 from mlenergy.leaderboard.html import render_table
 from mlenergy.leaderboard.published import (
     attach_published,
-    energy_per_correct,
     load_published,
     published_key,
     published_keys,
@@ -150,7 +150,7 @@ def test_no_energy_per_correct_for_chat_runs_or_non_accuracy_scores(data):
 
 
 def test_energy_per_correct_identity_and_edges():
-    out = energy_per_correct(
+    out = energy_per_correct_j(
         np.array([100.0, 100.0, np.nan, 100.0]),
         np.array([50.0, 0.0, 50.0, 1200.0]),
         np.array([True, True, True, False]),
