@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from mlenergy.estimate.catalog import GpuSpec
-from mlenergy.estimate.engines import CURRENT_ENGINE, LEGACY_ENGINE, engine_code
+from mlenergy.estimate.engines import engine_code
 from mlenergy.estimate.physics import FEATURES
 from mlenergy.estimate.power_model import lowest_clock_mhz
 from mlenergy.estimate.profile import QUANTISED, ModelProfile
@@ -92,7 +92,7 @@ def feature_row(prof: ModelProfile, gpu: GpuSpec, w: ServingSetup) -> dict[str, 
         "input_tokens": w.input_tokens,
         "visual_tokens": w.visual_tokens,
         "output_tokens": w.output_tokens,
-        "engine": engine_code(LEGACY_ENGINE if w.legacy_engine else CURRENT_ENGINE),
+        "engine": engine_code(w.engine),
         "clock": np.nan if w.sm_clock_mhz is None else w.sm_clock_mhz,
         "power_limit": np.nan if w.power_limit_w is None else w.power_limit_w,
     }

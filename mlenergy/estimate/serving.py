@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mlenergy.estimate.engines import CURRENT_ENGINE
+
 
 @dataclass(frozen=True)
 class ServingSetup:
@@ -22,7 +24,8 @@ class ServingSetup:
         pipeline_parallel: Pipeline stages.
         sm_clock_mhz: Locked SM clock in MHz (``None``: the GPU's maximum).
         power_limit_w: Power limit per GPU in watts (``None``: TDP).
-        legacy_engine: True for the older serving engine of the v2 measurements.
+        engine: The engine profile's name (:mod:`~mlenergy.estimate.engines`); its overhead
+            terms apply.
         max_num_seqs: The engine's concurrency cap over all replicas (``None``: none given);
             ``batch_size`` may not exceed it.
         input_tokens_given: False when ``input_tokens`` is a task default (a guess): then a
@@ -40,6 +43,6 @@ class ServingSetup:
     pipeline_parallel: int = 1
     sm_clock_mhz: float | None = None
     power_limit_w: float | None = None
-    legacy_engine: bool = False
+    engine: str = CURRENT_ENGINE
     max_num_seqs: float | None = None
     input_tokens_given: bool = True

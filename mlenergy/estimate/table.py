@@ -32,7 +32,7 @@ from mlenergy.estimate.checks import (
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients, interval_class
 from mlenergy.estimate.engines import (
     CURRENT_ENGINE,
-    ENGINE_INDEX,
+    engine_code,
     engine_note,
     old_offline_defaults,
     resolve_engine,
@@ -180,7 +180,7 @@ def _features(
         feat[name] = arr if every else np.where(good, arr, 1.0)
     feat["clock"] = req.sm_clock_mhz if every else np.where(good, req.sm_clock_mhz, np.nan)
     feat["power_limit"] = req.power_limit_w if every else np.where(good, req.power_limit_w, np.nan)
-    feat["engine"] = np.array([ENGINE_INDEX[e] for e in engines], dtype=float)
+    feat["engine"] = np.array([engine_code(e) for e in engines], dtype=float)
     feat["seqs"] = np.where(good & ~np.isnan(req.max_num_seqs), req.max_num_seqs, feat["batch"])
     return feat
 

@@ -37,7 +37,7 @@ def prepare(
         model=model,
         gpu=gpu,
         precision=precision,
-        engine="leaderboard-v2-server" if w.legacy_engine else "leaderboard-v3-server",
+        engine=w.engine,
         batch_size=w.batch_size,
         input_tokens=w.input_tokens,
         output_tokens=w.output_tokens,
