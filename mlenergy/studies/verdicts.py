@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mlenergy.records import RepeatStats
+
 NOISE_BAND = 0.05
 """Without an interval (one seed), ratios within 1 +/- this are called a tie."""
 
@@ -121,15 +123,11 @@ def paired_half_width(a: tuple[float, ...], b: tuple[float, ...]) -> float | Non
     what is left is the run-to-run spread of the comparison itself (Student t over rounds).
     ``None`` with fewer than two rounds, unequal counts or a non-positive value.
     """
-    from scipy import stats
-
     if len(a) != len(b) or len(a) < 2 or min(*a, *b) <= 0:
         return None
     logs = [math.log(x / y) for x, y in zip(a, b, strict=True)]
-    n = len(logs)
-    mean = sum(logs) / n
-    sd = math.sqrt(sum((v - mean) ** 2 for v in logs) / (n - 1))
-    return float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
+    stats = RepeatStats.from_values(logs, nonnegative=False)
+    return stats.ci95.high - stats.mean
 
 
 def spread_interval(
