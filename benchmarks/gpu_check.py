@@ -66,6 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output-tokens", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", help="also write the figures to this JSON file")
+    parser.add_argument(
+        "--device", help="torch device to bench on (default: cuda:<--gpu>; for dry runs only)"
+    )
     args = parser.parse_args(argv)
 
     reason = no_gpu_reason()
@@ -85,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     gpus = discover_gpus()
     index = args.gpu
+    device = args.device or f"cuda:{index}"
     out: dict = {"gpu": str(gpus.get_name(index)), "torch": torch.__version__}
     print(f"GPU {index}: {out['gpu']}, torch {torch.__version__}")
 
@@ -109,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "config.json"
         config.write_text(json.dumps(MODEL_CONFIG))
-        loaded = load_model(str(config), "bfloat16", f"cuda:{index}", seed=0)
+        loaded = load_model(str(config), "bfloat16", device, seed=0)
         params = sum(p.numel() for p in loaded.model.parameters())
         print(f"model: random-weight Llama, {params / 1e9:.2f} B parameters, bfloat16")
         spec = InferenceSpec(
@@ -118,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
             output_tokens=args.output_tokens,
             repeats=args.repeats,
             warmup=1,
-            device=f"cuda:{index}",
+            device=device,
             dtype="bfloat16",
             idle_s=1.0,
         )
