@@ -8,7 +8,10 @@ ids afterwards. It then reads each report's ``verdicts.csv`` (every MoE/dense ra
 conclusion calls, with its interval and its less / more / tie verdict) and prints one line
 per ratio: the verdict and the ratio of A and of B, their relative difference
 ``max(A/B, B/A) - 1``, and PASS when both verdicts agree and the difference is at most 15%.
-It exits 1 if any line fails.
+It exits 1 if any line fails. It also counts the verdicts each report says hold under the
+load shift it knows (``holds_under_load``: :data:`mlenergy.studies.verdicts.CPU_LOAD_SHIFT`)
+and how many of those agree: a verdict marked as holding that flips is a failure of that
+rule, not only of the goal.
 
 Run (10-20 minutes on 2 cores)::
 
@@ -193,6 +196,13 @@ def main(argv: list[str] | None = None) -> int:
     print_table(both)
     failed = int((~both["ok"]).sum())
     print(f"\n{len(both) - failed} of {len(both)} pass; {'FAIL' if failed else 'PASS'}")
+    if {"holds_under_load_a", "holds_under_load_b"} <= set(both.columns):
+        held = both[(both["holds_under_load_a"] == True) & (both["holds_under_load_b"] == True)]  # noqa: E712
+        agree = int((held["verdict_a"] == held["verdict_b"]).sum())
+        print(
+            f"verdicts both reports say hold under the measured load shift: {len(held)}; "
+            f"of those, {agree} agree"
+        )
     if args.json:
         out = {"runs": runs, "rows": json.loads(both.to_json(orient="records"))}
         args.json.write_text(json.dumps(out, indent=2), encoding="utf-8")

@@ -23,6 +23,7 @@ from mlenergy.studies.verdicts import (
     classify_ratio,
     inference_spread,
     levelled_checkpoints,
+    load_shift_for,
     paired_half_width,
     spread_interval,
     tie_band,
@@ -285,9 +286,10 @@ def conclusion(
     )
     verdicts: dict[str, dict[str, list[str]]] = {}
     per_batch: dict[str, dict[int, list[str]]] = {}
+    shift = load_shift_for(energy_source)
     table = verdict_table(
         comparisons, by_batch, band=band, batch_size=batch_size, spread=spread,
-        train_spread=train_spread,
+        train_spread=train_spread, load_shift=shift,
     )  # fmt: skip
     for comp in ("matched-active", "matched-total"):
         sub = comparisons[comparisons["comparison"] == comp] if not comparisons.empty else None
@@ -337,8 +339,32 @@ def conclusion(
             f"One seed per model: no bootstrap intervals; {inference}within 1 +/- {band:.0%} "
             "are called ties; rerun with --seeds 3 for intervals."
         )
+    if shift is not None:
+        out.append(_load_paragraph(table, shift))
     out.append(energy_note(energy_source))
     return out
+
+
+def _load_paragraph(table: pd.DataFrame, shift: dict[str, float]) -> str:
+    """Which verdicts would change if the machine's load moved the ratios as measured."""
+    unsettled = table[table["holds_under_load"] == False]  # noqa: E712 (None is not False)
+    head = (
+        f"The machine's load moves these CPU-modelled ratios: two CPU-bound neighbours moved "
+        f"training ratios by up to {shift['training']:.0%} and inference ratios by up to "
+        f"{shift['inference']:.0%} (benchmarks/demo_neighbours.py). "
+    )
+    if unsettled.empty:
+        return head + f"All {len(table)} verdicts hold under a change of that size."
+    names = [
+        f"{r['variant']} vs {r['baseline']} "
+        + ("training" if r["measure"] == "training" else f"J/token at batch {r['batch_size']}")
+        + f" ({r['verdict']})"
+        for _, r in unsettled.iterrows()
+    ]
+    return head + (
+        f"{len(table) - len(unsettled)} of {len(table)} verdicts hold under a change of that "
+        f"size; these would not, so treat them as unsettled: {'; '.join(names)}."
+    )
 
 
 def _matched_paragraph(

@@ -30,6 +30,7 @@ from mlenergy.studies.conclusion import (
 )
 from mlenergy.studies.figures import write_figures
 from mlenergy.studies.report_page import Section, StudyReport, markdown_table
+from mlenergy.studies.verdicts import load_shift_for
 
 __all__ = ["build_report", "markdown_table", "study_tables", "table_rows"]
 
@@ -276,7 +277,7 @@ def build_report(
     )
     verdicts = verdict_table(
         comps, by_batch, band=tie_band(noise), batch_size=t["batch_size"], spread=spread,
-        train_spread=train_spread,
+        train_spread=train_spread, load_shift=load_shift_for(source),
     )  # fmt: skip
     result.verdicts = verdicts
     result.summary, result.comparisons, result.conclusion = (
@@ -332,7 +333,11 @@ def _write_verdicts(verdicts: pd.DataFrame, folder: Path) -> list[str]:
 
 def _verdict_rows(verdicts: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     """The verdict table's rows: what was compared, the ratio with its interval, the call."""
-    header = ["comparison", "MoE", "dense baseline", "measure", "MoE/dense", "interval", "verdict"]
+    header = [
+        "comparison", "MoE", "dense baseline", "measure", "MoE/dense", "interval", "verdict",
+        "holds under load",
+    ]  # fmt: skip
+    holds = {True: "yes", False: "no: unsettled"}
     source = {"seeds": "bootstrap over seeds", "repeats": "run-to-run spread", "band": "band"}
     rows = []
     for _, v in verdicts.iterrows():
@@ -341,7 +346,8 @@ def _verdict_rows(verdicts: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
         )  # fmt: skip
         rows.append(
             [v["comparison"], v["variant"], v["baseline"], measure,
-             ratio_text(v["ratio"], v["low"], v["high"]), source[v["interval"]], v["verdict"]]
+             ratio_text(v["ratio"], v["low"], v["high"]), source[v["interval"]], v["verdict"],
+             holds.get(v["holds_under_load"], "not measured")]
         )  # fmt: skip
     return header, rows
 

@@ -20,6 +20,18 @@ from mlenergy.records import RepeatStats
 NOISE_BAND = 0.05
 """Without an interval (one seed), ratios within 1 +/- this are called a tie."""
 
+CPU_LOAD_SHIFT = {"training": 0.102, "inference": 0.141}
+"""How far two CPU-bound neighbours moved the tiny study's MoE/dense ratios on CPU (a fraction).
+
+The largest change ``max(A/B, B/A) - 1`` of any ratio between a run on the machine as it was
+and a run beside two busy-loop processes (``benchmarks/demo_neighbours.py``; its last two
+runs on 2 cores of an AMD EPYC, 24 ratios each: training 4.6% and 10.2%, inference 9.6% and
+14.1%). The modelled CPU energy charges the process's CPU time, and a neighbour lengthens
+the CPU time of some models' work more than others' (shared caches), so a ratio itself moves
+with the machine's load; no interval from one run can show it. Applies to
+``modelled:cpu-tdp`` figures only: GPU counters were not measured this way.
+"""
+
 
 def tie_band(noise: float | None) -> float:
     """Half-width of the tie band for ratios without an interval (a fraction).
@@ -174,9 +186,39 @@ def classify_ratio(
     return "tie"
 
 
+def load_shift_for(energy_source: str | None) -> dict[str, float] | None:
+    """The measured load shift of ratios for figures of this source (``None``: not known)."""
+    if energy_source and energy_source.startswith("modelled:cpu"):
+        return dict(CPU_LOAD_SHIFT)
+    return None
+
+
+def holds_under_load(
+    ratio: float | None, low: float | None, high: float | None, band: float, shift: float | None
+) -> bool | None:
+    """Whether a verdict stays the same if the ratio moved by ``shift`` either way.
+
+    The ratio and its interval are scaled by ``1 + shift`` and by ``1 / (1 + shift)`` (a
+    change of the machine's load like the one :data:`CPU_LOAD_SHIFT` measured); the verdict
+    holds when :func:`classify_ratio` gives the same call at both. ``None`` without a shift or
+    a ratio.
+    """
+    if shift is None or ratio is None or not np.isfinite(ratio):
+        return None
+    verdict = classify_ratio(ratio, low, high, band)
+
+    def scaled(x: float | None, k: float) -> float | None:
+        return None if x is None or not np.isfinite(x) else x * k
+
+    return all(
+        classify_ratio(ratio * k, scaled(low, k), scaled(high, k), band) == verdict
+        for k in (1.0 + shift, 1.0 / (1.0 + shift))
+    )
+
+
 VERDICT_COLUMNS = [
     "comparison", "variant", "baseline", "measure", "batch_size", "ratio", "low", "high",
-    "interval", "verdict",
+    "interval", "verdict", "holds_under_load",
 ]  # fmt: skip
 """Columns of :func:`verdict_table` (``verdicts.csv`` in the report)."""
 
@@ -189,6 +231,7 @@ def verdict_table(
     batch_size: int | None,
     spread: Spread | None = None,
     train_spread: dict[str, tuple[float, ...]] | None = None,
+    load_shift: dict[str, float] | None = None,
 ) -> pd.DataFrame:
     """Every MoE/dense ratio the conclusion calls, with its interval and its verdict.
 
@@ -204,6 +247,8 @@ def verdict_table(
         train_spread: :func:`training_spread` of the study's checkpoints: a training ratio
             without a seed interval gets the paired interval of the energy per step over the
             windows (the steps to reach the target are the same in every rerun of a seed).
+        load_shift: Per measure, how far a change of the machine's load moved such ratios
+            (:func:`load_shift_for`); ``None`` leaves ``holds_under_load`` empty.
 
     Returns:
         One row per (comparison, variant, baseline, measure): ``measure`` is ``training``
@@ -211,7 +256,8 @@ def verdict_table(
         ``batch_size``); ``interval`` says where ``low``-``high`` came from (``seeds``:
         bootstrap over seeds; ``repeats``: run-to-run spread of the interleaved repeats or,
         for training, of the windows trained in turns; ``band``: none, ``1 +/- band``
-        decides).
+        decides); ``holds_under_load``: whether the verdict survives that load shift
+        (:func:`holds_under_load`).
     """
     rows: list[dict[str, Any]] = []
     done: set[tuple[str, str, int]] = set()
@@ -226,13 +272,15 @@ def verdict_table(
             lo, hi = spread_interval(ratio, var, base, 0, by_key)
             source = "repeats" if lo is not None else None
         ok = ratio is not None and bool(np.isfinite(ratio))
+        shift = None if load_shift is None else load_shift.get(measure)
+        lo, hi = (lo, hi) if source else (None, None)
         rows.append(
             {"comparison": comp, "variant": var, "baseline": base, "measure": measure,
              "batch_size": None if b is None else int(b),
              "ratio": float(ratio) if ok else None,
-             "low": lo if source else None, "high": hi if source else None,
-             "interval": source or "band",
-             "verdict": classify_ratio(ratio if ok else None, lo, hi, band)}
+             "low": lo, "high": hi, "interval": source or "band",
+             "verdict": classify_ratio(ratio if ok else None, lo, hi, band),
+             "holds_under_load": holds_under_load(ratio if ok else None, lo, hi, band, shift)}
         )  # fmt: skip
 
     for _, c in comparisons.iterrows() if not comparisons.empty else ():

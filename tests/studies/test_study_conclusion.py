@@ -308,3 +308,40 @@ def test_levelled_checkpoints_charge_each_step_the_runs_mean_energy():
     # A run with a window without energy stays as measured (unknown, never made up).
     assert out[out["run_id"] == "b"]["energy_j"].isna().sum() == 1
     assert list(ck["energy_j"])[:4] == [0.0, 10.0, 40.0, 60.0]  # the input is not changed
+
+
+def test_a_verdict_holds_under_load_only_if_the_measured_shift_cannot_flip_it():
+    from mlenergy.studies.verdicts import holds_under_load
+
+    # 0.97 [0.94, 0.99] is "less", but 10% more (a busy machine) would make it a tie
+    assert holds_under_load(0.97, 0.94, 0.99, 0.05, 0.10) is False
+    # 0.70 [0.68, 0.72] stays "less" at 0.77 [0.75, 0.79]
+    assert holds_under_load(0.70, 0.68, 0.72, 0.05, 0.10) is True
+    # a narrow tie at 1.01 [0.99, 1.03] becomes "more" at 1.11
+    assert holds_under_load(1.01, 0.99, 1.03, 0.05, 0.10) is False
+    # a wide tie stays a tie
+    assert holds_under_load(1.0, 0.7, 1.4, 0.05, 0.10) is True
+    # without a measured shift (GPU counters) nothing is claimed
+    assert holds_under_load(0.97, 0.94, 0.99, 0.05, None) is None
+
+
+def test_cpu_modelled_verdicts_say_which_would_change_with_the_load():
+    from mlenergy.studies.verdicts import CPU_LOAD_SHIFT, load_shift_for, verdict_table
+
+    assert load_shift_for("modelled:cpu-tdp") == CPU_LOAD_SHIFT
+    assert load_shift_for("measured:zeus-nvml") is None
+    spread = {("moe-a", 32): 0.01, ("dense-s", 32): 0.01}
+    by_batch = _by_batch({32: [0.97]})
+    comps = _comparisons(1.5, 0.97)
+    table = verdict_table(
+        comps, by_batch, band=0.05, batch_size=32, spread=spread, load_shift=CPU_LOAD_SHIFT
+    )
+    ref = table[(table["measure"] == "inference") & (table["comparison"] == "matched-active")]
+    assert ref["verdict"].iloc[0] == "less" and ref["holds_under_load"].iloc[0] == False  # noqa: E712
+    train = table[(table["measure"] == "training") & (table["comparison"] == "matched-active")]
+    assert train["holds_under_load"].iloc[0] == True  # noqa: E712 (1.5 stays "more")
+    kwargs = dict(batch_size=32, seeds=1, size="tiny", by_batch=by_batch, spread=spread)
+    text = "\n".join(conclusion(_summary(), comps, energy_source="modelled:cpu-tdp", **kwargs))
+    assert "treat them as unsettled: moe-a vs dense-s J/token at batch 32 (less)" in text
+    gpu = "\n".join(conclusion(_summary(), comps, energy_source="measured:zeus-nvml", **kwargs))
+    assert "unsettled" not in gpu
