@@ -26,9 +26,9 @@ CPU_LOAD_SHIFT = {"training": 0.102, "inference": 0.187}
 The largest change ``max(A/B, B/A) - 1`` of any ratio between a run on the machine as it was
 and a run beside two busy-loop processes (``benchmarks/demo_neighbours.py``; three pairs of
 runs on 2 cores of an AMD EPYC, 24 ratios each: training 4.6%, 10.2% and 7.5%, inference
-9.6%, 14.1% and 18.7%). The modelled CPU energy charges the process's CPU time, and a neighbour lengthens
-the CPU time of some models' work more than others' (shared caches), so a ratio itself moves
-with the machine's load; no interval from one run can show it. Applies to
+9.6%, 14.1% and 18.7%). The modelled CPU energy charges the process's CPU time, and a
+neighbour lengthens the CPU time of some models' work more than others' (shared caches), so a
+ratio itself moves with the machine's load; no interval from one run can show it. Applies to
 ``modelled:cpu-tdp`` figures only: GPU counters were not measured this way.
 """
 
