@@ -181,28 +181,12 @@ def _at_clock(
     t_c_attn = attn / (f.peak_dense * rate)
     w_common = f.common_bytes / a
 
-    # Prompts: B/dp / O start per step and replica. With data-parallel attention plus expert
-    # parallelism the replicas run every MoE layer in lockstep (one all-to-all group), so a
-    # prompt on any replica stalls all of them: their prefills serialise.
-    i = f.input_tokens
     lockstep = lockstep_replicas(f.ep, dp)
     # Share of a GPU's exchanged tokens that cross its links, per MoE layer and direction:
     # the tokens' other experts with one replica, the other replicas' steps in lockstep.
     a2a_share = np.where(lockstep, dp - 1.0, k * (ep_shards - 1) / n)
-    pf_seqs = np.where(lockstep, f.batch, br)
-    n_pf = pf_seqs / np.maximum(f.output_tokens, 1.0)  # prompts per step (stalling group)
-    # Fraction of steps that carry prompt tokens: Poisson arrivals, at least as many steps as
-    # the per-step token budget (max_num_batched_tokens) needs.
-    q = np.clip(np.maximum(-np.expm1(-n_pf), n_pf * i / PREFILL_TOKEN_BUDGET), 1e-12, 1.0)
-    m = n_pf / q  # prompts in a step that has any
-    if job is not None and job.prefill_chunk is not None:
-        # The prefill steps of an offline job (offline.py): every step carries a chunk of
-        # ``prefill_chunk`` prompt tokens per replica, whatever decodes beside it.
-        q = np.ones_like(br)
-        m = job.prefill_chunk / np.maximum(i, 1.0)
-    i_w = np.minimum(i, np.where(f.window > 0, f.window, i))
-    pf_attn = 0.5 * i * (f.attn_full * i + f.attn_window * i_w)
-    pf_tok = m * i  # prompt tokens of that step
+    q, m, pf_attn = _prompt_arrivals(f, job, br, lockstep)
+    pf_tok = m * f.input_tokens  # prompt tokens of a step that carries prompts
 
     def step(
         extra_tok: np.ndarray, extra_attn: np.ndarray, extra_exp: np.ndarray, rate_mm: np.ndarray
@@ -311,15 +295,76 @@ def _at_clock(
     t_comm = avg(comm0, comm1)
     t_quant = avg(tq0, tq1)
 
+    # Busy time bound by tensor cores: the matmuls and attention, the prompts' share of the
+    # mixed steps and a hybrid's chunked-scan prefill.
+    comp_busy = t_comp + q * (pfc1 + t_mamba)
+    power_gpu, idle, dyn_base, dyn_comp, dyn_mem, dyn_seq = _step_power(
+        f, c, clock, br, t_step, comp_busy, t_mem + t_comm, t_quant
+    )
+    return _AtClock(
+        t_step, t_dec, t_mix, q, t_pf, power_gpu, idle, dyn_base, dyn_comp, dyn_mem, dyn_seq
+    )
+
+
+def _prompt_arrivals(
+    f: Features, job: JobStep | None, br: np.ndarray, lockstep: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Fraction of steps carrying prompts, prompts in such a step, attention FLOPs per prompt.
+
+    In steady state ``B/dp / O`` prompts start per step and replica. With data-parallel
+    attention plus expert parallelism the replicas run every MoE layer in lockstep (one
+    all-to-all group), so a prompt on any replica stalls all of them: their prefills
+    serialise. An offline job's prefill step (``job.prefill_chunk``) carries a chunk of
+    prompt tokens per replica in every step.
+    """
+    i = f.input_tokens
+    pf_seqs = np.where(lockstep, f.batch, br)
+    n_pf = pf_seqs / np.maximum(f.output_tokens, 1.0)  # prompts per step (stalling group)
+    # Fraction of steps that carry prompt tokens: Poisson arrivals, at least as many steps as
+    # the per-step token budget (max_num_batched_tokens) needs.
+    q = np.clip(np.maximum(-np.expm1(-n_pf), n_pf * i / PREFILL_TOKEN_BUDGET), 1e-12, 1.0)
+    m = n_pf / q  # prompts in a step that has any
+    if job is not None and job.prefill_chunk is not None:
+        # The prefill steps of an offline job (offline.py): every step carries a chunk of
+        # ``prefill_chunk`` prompt tokens per replica, whatever decodes beside it.
+        q = np.ones_like(br)
+        m = job.prefill_chunk / np.maximum(i, 1.0)
+    i_w = np.minimum(i, np.where(f.window > 0, f.window, i))
+    pf_attn = 0.5 * i * (f.attn_full * i + f.attn_window * i_w)
+    return q, m, pf_attn
+
+
+def _step_power(
+    f: Features,
+    c: Coefficients,
+    clock: np.ndarray,
+    br: np.ndarray,
+    t_step: np.ndarray,
+    comp_busy: np.ndarray,
+    mem_comm_busy: np.ndarray,
+    t_quant: np.ndarray,
+) -> tuple[np.ndarray, ...]:
+    """Power per GPU (W) of a mean step and its parts: total, idle, base, compute, memory, seq.
+
+    Args:
+        f: The rows' features.
+        c: Coefficients.
+        clock: SM clock (MHz).
+        br: Sequences per replica.
+        t_step: Mean step (s).
+        comp_busy: Tensor-core busy time per step (s).
+        mem_comm_busy: Memory traffic and collectives per step (s).
+        t_quant: Time streaming scaled low-precision weights per step (s).
+    """
     idle = idle_power_w(f.idle, f.tdp, c)
     r = clock / f.max_clock
-    u_comp = np.clip((t_comp + q * (pfc1 + t_mamba)) / t_step, 0.0, 1.0)
+    u_comp = np.clip(comp_busy / t_step, 0.0, 1.0)
     # Busy time not bound by tensor cores: weight/KV traffic, the fp8 expert path,
     # collectives (NCCL kernels keep SMs and links busy) and the GPU share of the
     # per-sequence work (sampling, logits, attention metadata: not slowed by the old
     # engine's host overhead).
     seq_gpu = c.seq_busy * c.seq_s * br
-    busy = t_mem + t_comm + seq_gpu
+    busy = mem_comm_busy + seq_gpu
     u_busy = np.clip(busy / t_step, 0.0, 1.0)
     seq_share = seq_gpu / busy
     # Dequantising scaled low-precision weights keeps the SM ALUs busy while they stream.
@@ -328,13 +373,10 @@ def _at_clock(
     u_quant = np.clip(t_quant / t_step, 0.0, 1.0)
     pw = gpu_power(idle, f.tdp, r, u_comp, u_busy, c, u_quant)
     # The memory-busy term splits into memory traffic and the per-sequence work (overhead).
-    dyn_base, dyn_comp = pw.base, pw.compute
     dyn_mem = pw.memory * (1.0 - seq_share) + pw.quant
     dyn_seq = pw.memory * seq_share
-    power_gpu = idle + dyn_base + dyn_comp + dyn_mem + dyn_seq
-    return _AtClock(
-        t_step, t_dec, t_mix, q, t_pf, power_gpu, idle, dyn_base, dyn_comp, dyn_mem, dyn_seq
-    )
+    power_gpu = idle + pw.base + pw.compute + dyn_mem + dyn_seq
+    return power_gpu, idle, pw.base, pw.compute, dyn_mem, dyn_seq
 
 
 MEDIAN_BLEND_WIDTH = 0.05
