@@ -21,7 +21,7 @@ class Features:
 
     Units as the names and comments say (bytes, FLOP, tokens, W, MHz); a row's workload
     columns are what :class:`~mlenergy.estimate.serving.ServingSetup` holds, its model and
-    GPU columns what :func:`feature_row` derives. :func:`columns` and :meth:`from_columns`
+    GPU columns what :func:`feature_row` derives. :meth:`columns` and :meth:`from_columns`
     are the one place the names meet a frame or a dict (calibration, the memory rule).
     """
 

@@ -347,9 +347,9 @@ def predict_modes(
     c: Coefficients,
     offline: np.ndarray,
     max_output_tokens: np.ndarray,
-    requests: np.ndarray | None = None,
-    budget: np.ndarray | None = None,
-    chunked: np.ndarray | None = None,
+    requests: np.ndarray,
+    budget: np.ndarray,
+    chunked: np.ndarray,
 ) -> Prediction:
     """Serving rows through :func:`predict`, offline rows through :func:`predict_offline`.
 
@@ -358,21 +358,16 @@ def predict_modes(
         c: Coefficients.
         offline: Which rows are offline jobs.
         max_output_tokens: Generation cap per row (NaN: none; serving rows ignore it).
-        requests: Requests of each offline job (default: ``batch``; more queue).
-        budget: Tokens per step of each offline row's replicas (see :func:`predict_offline`).
-        chunked: Whether each offline row's prompt chunks share steps with decoding.
+        requests: Requests of each row's job (more than ``batch`` queue).
+        budget: Tokens per step of each row's replicas (see :func:`predict_offline`).
+        chunked: Whether each row's prompt chunks share steps with decoding.
     """
     out = predict(f, c)
     idx = np.flatnonzero(offline)
     if not len(idx):
         return out
     sub = predict_offline(
-        f.rows(idx),
-        c,
-        max_output_tokens[idx],
-        None if requests is None else np.asarray(requests, float)[idx],
-        None if budget is None else np.asarray(budget, float)[idx],
-        None if chunked is None else np.asarray(chunked, bool)[idx],
+        f.rows(idx), c, max_output_tokens[idx], requests[idx], budget[idx], chunked[idx]
     )
     merged = {}
     for name in PREDICTIONS:
