@@ -37,7 +37,6 @@ import numpy as np
 from mlenergy.estimate.coefficients import Coefficients
 from mlenergy.estimate.features import Features
 from mlenergy.estimate.physics import (
-    PREDICTIONS,
     PREFILL_TOKEN_BUDGET,
     JobStep,
     Prediction,
@@ -149,9 +148,8 @@ def predict_offline(
     serving = predict(f, c)
     in_queue = _combine(together, [_served(serving, queued), _job(together, np.ones_like(jobs))])
     equal = np.isnan(max_output_tokens) | (max_output_tokens <= out_len)
-    return Prediction(
-        *(np.where(equal, getattr(in_waves, k), getattr(in_queue, k)) for k in PREDICTIONS)
-    )
+    queue = in_queue.columns()
+    return Prediction(**{k: np.where(equal, v, queue[k]) for k, v in in_waves.columns().items()})
 
 
 MIXED_KEYS = (
@@ -308,7 +306,7 @@ def _drain(
     )
     job = JobStep(context=np.repeat(f.input_tokens, k) + position.ravel())
     flat = predict(seg, c, job)
-    dec = Prediction(*(getattr(flat, name).reshape(n_rows, k) for name in PREDICTIONS))
+    dec = Prediction(**{name: v.reshape(n_rows, k) for name, v in flat.columns().items()})
     t_seg = steps * dec.step_s * pp[:, None]
     idle_seg = _watts(dec, "energy_static_j")
     e_seg = (dec.avg_power_w - idle_seg) * t_seg / pp[:, None] + idle_seg * t_seg
@@ -369,8 +367,7 @@ def predict_modes(
     sub = predict_offline(
         f.rows(idx), c, max_output_tokens[idx], requests[idx], budget[idx], chunked[idx]
     )
-    merged = {}
-    for name in PREDICTIONS:
-        merged[name] = getattr(out, name).copy()
-        merged[name][idx] = getattr(sub, name)
+    merged = {name: v.copy() for name, v in out.columns().items()}
+    for name, v in sub.columns().items():
+        merged[name][idx] = v
     return Prediction(**merged)

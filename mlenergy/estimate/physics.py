@@ -447,10 +447,6 @@ class Prediction:
         """One array per field (the frame form)."""
         return {name: getattr(self, name) for name in PREDICTIONS}
 
-    def rows(self, idx: np.ndarray) -> Prediction:
-        """The rows ``idx``."""
-        return Prediction(*(getattr(self, name)[idx] for name in PREDICTIONS))
-
     def replace(self, **columns: np.ndarray) -> Prediction:
         """The same prediction with the named columns replaced."""
         return dataclasses.replace(self, **columns)
