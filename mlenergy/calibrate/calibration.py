@@ -28,8 +28,9 @@ from mlenergy.estimate.coefficients import (
     overhead_name,
 )
 from mlenergy.estimate.engines import CURRENT_ENGINE, LEGACY_ENGINE, fitted_overheads
+from mlenergy.estimate.features import Features
 from mlenergy.estimate.host_bound import MIN_HOST_BOUND_ROWS, host_bound_mask
-from mlenergy.estimate.physics import FEATURES, predict
+from mlenergy.estimate.physics import predict
 from mlenergy.estimate.requests import EstimateRequests
 from mlenergy.estimate.table import PreparedTable, prepare_table
 from mlenergy.estimate.task_defaults import (
@@ -112,7 +113,7 @@ ENERGY_WEIGHT = 1.0
 
 def featurise(
     df: pd.DataFrame, configs_dir: str | Path | None = None
-) -> tuple[dict[str, np.ndarray], np.ndarray]:
+) -> tuple[Features, np.ndarray]:
     """Feature arrays for the rows of a reference-like frame, by the estimator's one path.
 
     The rows go through :func:`~mlenergy.estimate.table.prepare_table` (the checks and
@@ -132,7 +133,7 @@ def featurise(
     keep = np.flatnonzero(prepared.errors.ok())
     if not len(keep):
         raise UserError("no reference row could be prepared", "Check --reference and configs")
-    return {name: prepared.features[name][keep] for name in FEATURES}, keep
+    return prepared.features.rows(keep), keep
 
 
 def _prepare(df: pd.DataFrame, configs_dir: str | Path | None) -> PreparedTable:
@@ -153,10 +154,6 @@ def _prepare(df: pd.DataFrame, configs_dir: str | Path | None) -> PreparedTable:
 def row_errors(df: pd.DataFrame, configs_dir: str | Path | None = None) -> np.ndarray:
     """Why each row of a reference-like frame cannot be estimated (``""``: it can)."""
     return _prepare(df, configs_dir).errors.messages
-
-
-def _subset(feat: dict[str, np.ndarray], mask: np.ndarray) -> dict[str, np.ndarray]:
-    return {k: v[mask] for k, v in feat.items()}
 
 
 def host_bound(df: pd.DataFrame, rule: HostBoundRule | None = None) -> np.ndarray:
@@ -202,7 +199,7 @@ LEGACY_COEFFICIENTS = tuple(
 """Coefficients of the 2024 engine profile: only rows measured with it identify them."""
 
 
-def unidentified(feat: dict[str, np.ndarray], start: Coefficients | None = None) -> set[str]:
+def unidentified(feat: Features, start: Coefficients | None = None) -> set[str]:
     """Coefficients that no row of ``feat`` can move; the fit keeps their start values.
 
     A coefficient is unidentified when setting it to either end of its :data:`BOUNDS` changes
@@ -217,7 +214,7 @@ def unidentified(feat: dict[str, np.ndarray], start: Coefficients | None = None)
         feat: Feature arrays of the rows to fit (see :func:`featurise`).
         start: The fit's starting coefficients (default: the code defaults).
     """
-    if not len(feat["engine"]):
+    if not len(feat):
         return set(BOUNDS)
     base = start or Coefficients()
     keys = ("throughput_tokens_per_s", "avg_power_w", "median_step_s")
@@ -227,7 +224,10 @@ def unidentified(feat: dict[str, np.ndarray], start: Coefficients | None = None)
         moved = False
         for value in (lo, hi):
             got = predict(feat, base.replace(**{name: value}))
-            if any(not np.allclose(got[k], ref[k], rtol=1e-12, atol=0.0) for k in keys):
+            if any(
+                not np.allclose(getattr(got, k), getattr(ref, k), rtol=1e-12, atol=0.0)
+                for k in keys
+            ):
                 moved = True
                 break
         if not moved:
@@ -236,7 +236,7 @@ def unidentified(feat: dict[str, np.ndarray], start: Coefficients | None = None)
 
 
 def fit(
-    feat: dict[str, np.ndarray],
+    feat: Features,
     throughput: np.ndarray,
     power: np.ndarray,
     start: Coefficients | None = None,
@@ -278,7 +278,7 @@ def fit(
         task_idx = np.array([lookup.get(t, -1) for t in tasks])
         t0 = np.array(
             [
-                max(float(np.median(feat["input_tokens"][task_idx == i])), 20.0)
+                max(float(np.median(feat.input_tokens[task_idx == i])), 20.0)
                 for i in range(len(task_names))
             ]
         )
@@ -302,24 +302,21 @@ def fit(
     log_itl = np.log(np.where(np.isfinite(itl), itl, 1.0)) if has_itl else None
     w_itl = np.where(np.isfinite(itl), w, 0.0) * ITL_WEIGHT if has_itl else None
 
-    def with_tasks(x: np.ndarray) -> dict[str, np.ndarray]:
+    def with_tasks(x: np.ndarray) -> Features:
         if not task_names:
             return feat
         lengths = np.exp(x[n_coef:])
-        f2 = dict(feat)
-        f2["input_tokens"] = np.where(
-            task_idx >= 0, lengths[np.maximum(task_idx, 0)], feat["input_tokens"]
-        )
-        return f2
+        in_tok = np.where(task_idx >= 0, lengths[np.maximum(task_idx, 0)], feat.input_tokens)
+        return feat.replace(input_tokens=in_tok)
 
     def residuals(x: np.ndarray) -> np.ndarray:
         c = base.replace(**dict(zip(names, np.exp(x[:n_coef]), strict=True)))
         out = predict(with_tasks(x), c)
-        r1 = np.log(out["throughput_tokens_per_s"]) - log_thr
-        r2 = np.log(out["avg_power_w"]) - log_pow
+        r1 = np.log(out.throughput_tokens_per_s) - log_thr
+        r2 = np.log(out.avg_power_w) - log_pow
         parts = [w * r1, w * r2, ENERGY_WEIGHT * w * (r2 - r1)]
         if has_itl:
-            parts.append(w_itl * (np.log(out["median_step_s"]) - log_itl))
+            parts.append(w_itl * (np.log(out.median_step_s) - log_itl))
         if prior_idx.size:
             parts.append(prior_w * (x[prior_idx] - prior_log))
         return np.concatenate(parts)

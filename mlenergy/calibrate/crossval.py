@@ -20,7 +20,8 @@ from mlenergy.calibrate.measurements import model_group
 from mlenergy.errors import UserError
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients, interval_class
 from mlenergy.estimate.configs import resolve_model
-from mlenergy.estimate.physics import lockstep_replicas, predict
+from mlenergy.estimate.features import Features
+from mlenergy.estimate.physics import Prediction, lockstep_replicas, predict
 from mlenergy.estimate.task_defaults import has_value
 from mlenergy.progress import progress_bar
 
@@ -314,7 +315,7 @@ _PREDICTED = {
 
 
 def _fold_prediction(
-    feat: dict[str, np.ndarray],
+    feat: Features,
     rows: pd.DataFrame,
     train: np.ndarray,
     test: np.ndarray,
@@ -323,10 +324,10 @@ def _fold_prediction(
     itl: np.ndarray | None,
     tasks: np.ndarray,
     fit_tasks: bool,
-) -> dict[str, np.ndarray]:
+) -> Prediction:
     """Fit on the ``train`` rows from ``start`` and predict the ``test`` rows."""
     coef = fit(
-        {name: v[train] for name, v in feat.items()},
+        feat.rows(train),
         rows.loc[train, "throughput_tokens_per_s"].to_numpy(float),
         rows.loc[train, "avg_power_w"].to_numpy(float),
         start=start,
@@ -334,10 +335,11 @@ def _fold_prediction(
         tasks=tasks[train] if fit_tasks else None,
         itl=itl[train] if itl is not None else None,
     )
-    test_feat = {name: v[test] for name, v in feat.items()}
+    test_feat = feat.rows(test)
     if fit_tasks:
         lengths = np.array([coef.task_input_tokens.get(t, np.nan) for t in tasks[test]])
-        test_feat["input_tokens"] = np.where(np.isnan(lengths), test_feat["input_tokens"], lengths)
+        in_tok = np.where(np.isnan(lengths), test_feat.input_tokens, lengths)
+        test_feat = test_feat.replace(input_tokens=in_tok)
     return predict(test_feat, coef)
 
 
@@ -410,7 +412,7 @@ def cross_validate(
                     feat, rows, train, test, start_coef, weights, itl, tasks_all, fit_tasks
                 )
                 for short, name in _PREDICTED.items():
-                    out[short][test] = pred[name]
+                    out[short][test] = getattr(pred, name)
             bar.advance()
     rows["pred_energy_per_token_j"] = out["e"]
     rows["pred_throughput_tokens_per_s"] = out["t"]
@@ -438,22 +440,20 @@ def in_sample(df: pd.DataFrame, coef: Coefficients | None = None, configs_dir=No
     feat, keep = featurise(df, configs_dir)
     rows = df.iloc[keep].reset_index(drop=True)
     pred = predict(feat, coef)
-    rows["pred_energy_per_token_j"] = pred["energy_per_token_j"]
-    rows["pred_throughput_tokens_per_s"] = pred["throughput_tokens_per_s"]
-    rows["pred_avg_power_w"] = pred["avg_power_w"]
-    rows["ape_energy"] = _ape(
-        pred["energy_per_token_j"], rows["energy_per_token_j"].to_numpy(float)
-    )
+    rows["pred_energy_per_token_j"] = pred.energy_per_token_j
+    rows["pred_throughput_tokens_per_s"] = pred.throughput_tokens_per_s
+    rows["pred_avg_power_w"] = pred.avg_power_w
+    rows["ape_energy"] = _ape(pred.energy_per_token_j, rows["energy_per_token_j"].to_numpy(float))
     rows["ape_throughput"] = _ape(
-        pred["throughput_tokens_per_s"], rows["throughput_tokens_per_s"].to_numpy(float)
+        pred.throughput_tokens_per_s, rows["throughput_tokens_per_s"].to_numpy(float)
     )
-    rows["ape_power"] = _ape(pred["avg_power_w"], rows["avg_power_w"].to_numpy(float))
+    rows["ape_power"] = _ape(pred.avg_power_w, rows["avg_power_w"].to_numpy(float))
     rows["signed_throughput"] = _signed(
-        pred["throughput_tokens_per_s"], rows["throughput_tokens_per_s"].to_numpy(float)
+        pred.throughput_tokens_per_s, rows["throughput_tokens_per_s"].to_numpy(float)
     )
-    rows["signed_power"] = _signed(pred["avg_power_w"], rows["avg_power_w"].to_numpy(float))
+    rows["signed_power"] = _signed(pred.avg_power_w, rows["avg_power_w"].to_numpy(float))
     rows["signed_energy"] = _signed(
-        pred["energy_per_token_j"], rows["energy_per_token_j"].to_numpy(float)
+        pred.energy_per_token_j, rows["energy_per_token_j"].to_numpy(float)
     )
     return rows
 

@@ -2,14 +2,113 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+
 import numpy as np
 
 from mlenergy.estimate.catalog import GpuSpec
 from mlenergy.estimate.engines import engine_code
-from mlenergy.estimate.physics import FEATURES
 from mlenergy.estimate.power_model import lowest_clock_mhz
 from mlenergy.estimate.profile import QUANTISED, ModelProfile
 from mlenergy.estimate.serving import ServingSetup
+
+
+@dataclass(frozen=True, slots=True)
+class Features:
+    """The physics' inputs: one float64 array per feature, all of one length (one per row).
+
+    Units as the names and comments say (bytes, FLOP, tokens, W, MHz); a row's workload
+    columns are what :class:`~mlenergy.estimate.serving.ServingSetup` holds, its model and
+    GPU columns what :func:`feature_row` derives. :meth:`columns` and :meth:`from_columns`
+    are the one place the names meet a frame or a dict (calibration, the memory rule).
+    """
+
+    # model
+    common_bytes: np.ndarray
+    expert_bytes: np.ndarray
+    n_moe_layers: np.ndarray
+    num_experts: np.ndarray
+    experts_per_token: np.ndarray
+    dense_flops: np.ndarray  # matmul FLOPs per token at the dense precision's rate
+    bf16_flops: (
+        np.ndarray
+    )  # matmul FLOPs per token of self-attention a quantised checkpoint keeps BF16
+    expert_flops: np.ndarray
+    kv_full: np.ndarray
+    kv_window: np.ndarray
+    window: np.ndarray
+    attn_full: np.ndarray
+    attn_window: np.ndarray
+    ssm_bytes: np.ndarray
+    ssm_flops: np.ndarray
+    quant_common: np.ndarray
+    quant_expert: np.ndarray
+    quant_common_bytes: np.ndarray  # bytes of the scaled low-precision weights outside the experts
+    quant_expert_bytes: np.ndarray  # same, one routed expert in one layer
+    num_kv_heads: np.ndarray
+    latent_kv: np.ndarray
+    num_layers: np.ndarray
+    hidden_size: np.ndarray
+    expert_inter: np.ndarray  # intermediate width of one routed expert (0 for dense)
+    n_mamba_layers: np.ndarray  # Mamba (SSM) layers of a hybrid (0 otherwise)
+    unquantised_experts: (
+        np.ndarray
+    )  # 1.0 when the routed experts are not quantised (profile.QUANTISED)
+    fp8_experts: np.ndarray  # 1.0 when the routed experts are fp8 on a GPU with fp8 tensor cores
+    # gpu
+    bandwidth: np.ndarray  # bytes/s
+    peak_dense: np.ndarray  # FLOP/s at the spec clock
+    peak_bf16: np.ndarray  # BF16 tensor FLOP/s at the spec clock (the rate of ``bf16_flops``)
+    peak_expert: np.ndarray
+    spec_clock: np.ndarray
+    max_clock: np.ndarray
+    min_clock: np.ndarray
+    tdp: np.ndarray
+    idle: np.ndarray  # W, NaN when unknown
+    link: np.ndarray  # bytes/s
+    # workload
+    num_gpus: np.ndarray
+    tp: np.ndarray
+    ep: np.ndarray
+    dp: np.ndarray
+    pp: np.ndarray
+    batch: np.ndarray
+    input_tokens: np.ndarray
+    visual_tokens: np.ndarray  # prompt tokens of a prompt that come from images or video
+    output_tokens: np.ndarray
+    engine: np.ndarray  # position of the row's engine profile in engines.PROFILES (its overheads)
+    clock: np.ndarray  # requested SM clock in MHz, NaN = max
+    power_limit: np.ndarray  # W per GPU, NaN = TDP
+
+    def __len__(self) -> int:
+        return len(self.batch)
+
+    @classmethod
+    def from_columns(cls, cols: Mapping[str, np.ndarray]) -> Features:
+        """The features named in ``cols`` (other names are ignored; a missing one raises)."""
+        return cls(*(cols[name] for name in FEATURES))
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """One array per name of :data:`FEATURES` (the frame form)."""
+        return {name: getattr(self, name) for name in FEATURES}
+
+    def rows(self, idx: np.ndarray) -> Features:
+        """The rows ``idx`` (an index array or a boolean mask)."""
+        return Features(*(getattr(self, name)[idx] for name in FEATURES))
+
+    def repeat(self, k: int) -> Features:
+        """Each row ``k`` times in a row (row ``i`` becomes rows ``i k`` to ``i k + k - 1``)."""
+        return Features(*(np.repeat(getattr(self, name), k) for name in FEATURES))
+
+    def replace(self, **columns: np.ndarray) -> Features:
+        """The same features with the named columns replaced."""
+        return dataclasses.replace(self, **columns)
+
+
+FEATURES = tuple(f.name for f in dataclasses.fields(Features))
+"""The feature names, in :class:`Features`' order."""
 
 
 def dequantising(precision: str, gpu: GpuSpec, epilogue_scaled: bool) -> float:
@@ -34,7 +133,7 @@ def dequantising(precision: str, gpu: GpuSpec, epilogue_scaled: bool) -> float:
 
 
 def feature_row(prof: ModelProfile, gpu: GpuSpec, w: ServingSetup) -> dict[str, float]:
-    """Feature values (see :data:`~mlenergy.estimate.physics.FEATURES`) of one configuration."""
+    """Feature values (the fields of :class:`Features`) of one configuration."""
     deq_common = dequantising(prof.precision, gpu, prof.epilogue_scaled)
     deq_expert = dequantising(prof.expert_precision, gpu, prof.epilogue_scaled)
     return {
@@ -98,6 +197,6 @@ def feature_row(prof: ModelProfile, gpu: GpuSpec, w: ServingSetup) -> dict[str, 
     }
 
 
-def stack(rows: list[dict[str, float]]) -> dict[str, np.ndarray]:
-    """Stack feature rows into one float64 array per feature."""
-    return {name: np.array([r[name] for r in rows], dtype=np.float64) for name in FEATURES}
+def stack(rows: list[dict[str, float]]) -> Features:
+    """Stack feature rows (:func:`feature_row`) into one float64 array per feature."""
+    return Features(*(np.array([r[name] for r in rows], dtype=np.float64) for name in FEATURES))

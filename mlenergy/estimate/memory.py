@@ -13,10 +13,12 @@ One vectorised function (:func:`memory_bytes`) serves the single and the batch p
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from dataclasses import dataclass
 
 import numpy as np
 
+from mlenergy.estimate.features import Features
 from mlenergy.estimate.profile import ModelProfile
 from mlenergy.models.architecture import ArchitectureSpec
 
@@ -36,21 +38,44 @@ LOGIT_BYTES = 8.0
 ACT_BYTES = 2.0
 """Bytes per activation element (bf16)."""
 
-MEMORY_KEYS = (
-    "weights_common",
-    "weights_experts",
-    "act_fixed",
-    "act_attn",
-    "act_mlp",
-    "act_moe",
-    "act_moe_h",
-    "logit_seq",
-)
+
+@dataclass(frozen=True, slots=True)
+class MemoryFeatures:
+    """Per-model inputs of the fit rule beside :class:`~mlenergy.estimate.features.Features`.
+
+    Attributes:
+        weights_common: Weights outside the routed experts, embeddings included (bytes).
+        weights_experts: Routed experts of all layers (bytes).
+        act_fixed: Activation elements per batched token not sharded by tensor parallelism.
+        act_attn: Attention projections' elements per token (sharded).
+        act_mlp: Dense MLP's elements per token (sharded).
+        act_moe: Fused-MoE caches of the routed experts per token (sharded).
+        act_moe_h: Routed tokens' hidden states per token.
+        logit_seq: Sampler bytes per sequence.
+        seqs: The engine's concurrency cap ``max_num_seqs`` (else the batch, all replicas).
+    """
+
+    weights_common: np.ndarray
+    weights_experts: np.ndarray
+    act_fixed: np.ndarray
+    act_attn: np.ndarray
+    act_mlp: np.ndarray
+    act_moe: np.ndarray
+    act_moe_h: np.ndarray
+    logit_seq: np.ndarray
+    seqs: np.ndarray
+
+    def replace(self, **columns: np.ndarray) -> MemoryFeatures:
+        """The same memory features with the named columns replaced."""
+        return dataclasses.replace(self, **columns)
+
+
+MEMORY_KEYS = tuple(f.name for f in dataclasses.fields(MemoryFeatures) if f.name != "seqs")
 """Per-model memory quantities of :func:`memory_row` (bytes or elements per token)."""
 
 
 def memory_row(spec: ArchitectureSpec, prof: ModelProfile) -> dict[str, float]:
-    """Per-model memory quantities (see :data:`MEMORY_KEYS`).
+    """Per-model memory quantities (the per-model fields of :class:`MemoryFeatures`).
 
     Weights in bytes (all GPUs together); activations in elements per batched token (the
     ``act_attn``/``act_mlp``/``act_moe`` parts are sharded by tensor parallelism); sampler
@@ -76,14 +101,13 @@ def usable_bytes(memory_gb: float | np.ndarray) -> float | np.ndarray:
 
 
 def memory_bytes(
-    f: Mapping[str, np.ndarray | float],
+    f: Features, m: MemoryFeatures
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per-GPU memory need in bytes: (weights, workspace, KV cache and state, KV per sequence).
 
     Args:
-        f: Feature columns (:data:`~mlenergy.estimate.physics.FEATURES` names for the
-            workload and KV layout) plus :data:`MEMORY_KEYS` and ``seqs`` (the engine's
-            concurrency cap ``max_num_seqs``, else the batch size, all replicas).
+        f: The rows' features (workload and KV layout).
+        m: Their memory features.
 
     Weights: non-expert weights over the GPUs of a replica, routed experts over the
     expert-parallel shards. Workspace: :data:`FIXED_OVERHEAD_BYTES` plus the activation peak
@@ -92,38 +116,37 @@ def memory_bytes(
     (windowed layers capped; MLA latent cache replicated across TP; GQA sharded at most
     ``kv_heads`` ways; pipeline stages split the layers) plus recurrent state.
     """
-    a = np.asarray(f["num_gpus"], dtype=float) / f["dp"]
-    shards = np.where(np.asarray(f["ep"]) > 1, f["num_gpus"], a)
-    weights = f["weights_common"] / a + f["weights_experts"] / shards
-    tp_eff = np.maximum(a / f["pp"], 1.0)
+    a = f.num_gpus / f.dp
+    shards = np.where(f.ep > 1, f.num_gpus, a)
+    weights = m.weights_common / a + m.weights_experts / shards
+    tp_eff = np.maximum(a / f.pp, 1.0)
     act = (
-        f["act_fixed"]
-        + f["act_attn"] / tp_eff
-        + np.maximum(f["act_mlp"] / tp_eff, f["act_moe"] / tp_eff + f["act_moe_h"])
+        m.act_fixed
+        + m.act_attn / tp_eff
+        + np.maximum(m.act_mlp / tp_eff, m.act_moe / tp_eff + m.act_moe_h)
     )
-    seqs = np.minimum(np.asarray(f["seqs"], dtype=float) / f["dp"], MAX_BATCHED_TOKENS)
+    seqs = np.minimum(m.seqs / f.dp, MAX_BATCHED_TOKENS)
     workspace = FIXED_OVERHEAD_BYTES + MAX_BATCHED_TOKENS * ACT_BYTES * act
-    workspace = workspace + seqs * f["logit_seq"]
-    ctx = f["input_tokens"] + 0.5 * np.asarray(f["output_tokens"], dtype=float)
-    ctx_w = np.where(np.asarray(f["window"]) > 0, np.minimum(ctx, f["window"]), ctx)
-    kv_shard = np.where(np.asarray(f["latent_kv"]) > 0, 1.0, np.minimum(tp_eff, f["num_kv_heads"]))
-    kv_shard = kv_shard * f["pp"]
-    per_seq = (f["kv_full"] * ctx + f["kv_window"] * ctx_w) / kv_shard + f["ssm_bytes"] / a
-    kv = f["batch"] / f["dp"] * per_seq
+    workspace = workspace + seqs * m.logit_seq
+    ctx = f.input_tokens + 0.5 * f.output_tokens
+    ctx_w = np.where(f.window > 0, np.minimum(ctx, f.window), ctx)
+    kv_shard = np.where(f.latent_kv > 0, 1.0, np.minimum(tp_eff, f.num_kv_heads)) * f.pp
+    per_seq = (f.kv_full * ctx + f.kv_window * ctx_w) / kv_shard + f.ssm_bytes / a
+    kv = f.batch / f.dp * per_seq
     return weights, workspace, kv, per_seq
 
 
-def kv_capacity(f: Mapping[str, np.ndarray | float], memory_gb: np.ndarray | float) -> np.ndarray:
+def kv_capacity(f: Features, m: MemoryFeatures, memory_gb: np.ndarray | float) -> np.ndarray:
     """Sequences (all replicas) whose KV cache at their mean context fits beside the weights.
 
     What is left of the usable memory after weights and workspace (:func:`memory_bytes`),
     over one sequence's KV cache and state, times the replicas; ``inf`` for a model without
     a per-sequence cache, 0 when the weights and workspace alone do not fit.
     """
-    weights, workspace, _, per_seq = memory_bytes(f)
+    weights, workspace, _, per_seq = memory_bytes(f, m)
     free = np.maximum(usable_bytes(memory_gb) - weights - workspace, 0.0)
     safe = np.where(per_seq > 0, per_seq, 1.0)
-    return np.where(per_seq > 0, np.floor(free / safe) * f["dp"], np.inf)
+    return np.where(per_seq > 0, np.floor(free / safe) * f.dp, np.inf)
 
 
 def queue_note(fit: float, context: float, peak: bool) -> str:
@@ -136,33 +159,36 @@ def queue_note(fit: float, context: float, peak: bool) -> str:
 
 
 def offline_kv_limit(
-    f: dict[str, np.ndarray],
+    f: Features,
+    m: MemoryFeatures,
     memory_gb: np.ndarray,
     offline: np.ndarray,
     equal_lengths: np.ndarray,
-) -> np.ndarray:
+) -> tuple[np.ndarray, np.ndarray]:
     """Offline jobs decode no more sequences together than the KV cache holds; the rest queue.
 
     The engine admits a request only when its KV cache fits (vLLM's scheduler). With equal
     output lengths the sequences of a batch grow together to ``I + O`` tokens, so that is
     the context that must fit; with varying lengths (a steady stream at the cap) the mean
-    context ``I + O/2``, as in serving. Lowers ``f["batch"]`` in place for the ``offline``
-    rows whose batch does not fit (leaving rows where not even one sequence fits to the fit
-    rule) and returns each row's :func:`queue_note` (empty where nothing changed).
+    context ``I + O/2``, as in serving.
+
+    Returns:
+        Each row's batch, lowered for the ``offline`` rows whose batch does not fit (rows
+        where not even one sequence fits are left to the fit rule), and each row's
+        :func:`queue_note` (empty where nothing changed).
     """
     notes = np.full(len(offline), "", dtype=object)
     if not offline.any():
-        return notes
-    out_len = np.asarray(f["output_tokens"], dtype=float)
+        return f.batch, notes
+    out_len = f.output_tokens
     # ``I + O/2`` of memory_bytes at twice the output length is the peak context I + O.
-    peak = {**f, "output_tokens": np.where(equal_lengths, 2.0 * out_len, out_len)}
-    fit = kv_capacity(peak, memory_gb)
-    limited = offline & (fit >= 1) & (fit < f["batch"])
-    context = f["input_tokens"] + np.where(equal_lengths, 1.0, 0.5) * out_len
+    peak = f.replace(output_tokens=np.where(equal_lengths, 2.0 * out_len, out_len))
+    fit = kv_capacity(peak, m, memory_gb)
+    limited = offline & (fit >= 1) & (fit < f.batch)
+    context = f.input_tokens + np.where(equal_lengths, 1.0, 0.5) * out_len
     for i in np.flatnonzero(limited):
         notes[i] = queue_note(fit[i], context[i], bool(equal_lengths[i]))
-    f["batch"] = np.where(limited, fit, f["batch"])
-    return notes
+    return np.where(limited, fit, f.batch), notes
 
 
 def fit_verdict(

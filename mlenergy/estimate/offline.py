@@ -35,7 +35,13 @@ from __future__ import annotations
 import numpy as np
 
 from mlenergy.estimate.coefficients import Coefficients
-from mlenergy.estimate.physics import PREFILL_TOKEN_BUDGET, JobStep, predict
+from mlenergy.estimate.features import Features
+from mlenergy.estimate.physics import (
+    PREFILL_TOKEN_BUDGET,
+    JobStep,
+    Prediction,
+    predict,
+)
 
 SEGMENTS = 16
 """Decode segments per job (each evaluated at its own batch and context)."""
@@ -95,13 +101,13 @@ def decode_segments(
 
 
 def predict_offline(
-    f: dict[str, np.ndarray],
+    f: Features,
     c: Coefficients,
     max_output_tokens: np.ndarray,
     requests: np.ndarray | None = None,
     budget: np.ndarray | None = None,
     chunked: np.ndarray | None = None,
-) -> dict[str, np.ndarray]:
+) -> Prediction:
     """:func:`~mlenergy.estimate.physics.predict` for offline jobs (see the module docstring).
 
     Args:
@@ -118,23 +124,23 @@ def predict_offline(
         chunked: Whether prompt chunks share steps with decoding sequences (default: yes).
 
     Returns:
-        The keys of :func:`~mlenergy.estimate.physics.predict` for the whole job:
-        throughput and power are job means, ``step_s`` the mean decode step, ``t_prefill_s``
-        the prefill time spread per decode step (as in serving), plus ``job_duration_s`` and
-        ``prefill_duration_s`` (wall time of the job and of its prefill, seconds).
+        The whole job: throughput and power are job means, ``step_s`` the mean decode step,
+        ``t_prefill_s`` the prefill time spread per decode step (as in serving),
+        ``job_duration_s`` and ``prefill_duration_s`` the wall time of the job and of its
+        prefill (s); ``decode_step_s`` and ``median_step_s`` are NaN.
     """
-    n_rows = len(f["batch"])
+    n_rows = len(f)
     budget = np.full(n_rows, PREFILL_TOKEN_BUDGET) if budget is None else budget
     chunked = np.ones(n_rows, dtype=bool) if chunked is None else chunked
     together = _drain(f, c, max_output_tokens, budget, chunked)
     if requests is None:
         return together
-    jobs, width, out_len = np.asarray(requests, float), f["batch"], f["output_tokens"]
+    jobs, width, out_len = np.asarray(requests, float), f.batch, f.output_tokens
     # Equal lengths (no cap, or the cap is the mean): the batch runs in waves of ``width``
     # requests started together, the last wave holding the rest.
     waves = np.floor(jobs / width + 1e-9)
     rest = jobs - waves * width
-    f_rest = {**f, "batch": np.maximum(rest, 1e-6)}
+    f_rest = f.replace(batch=np.maximum(rest, 1e-6))
     last = _drain(f_rest, c, max_output_tokens, budget, chunked)
     in_waves = _combine(together, [_job(together, waves), _job(last, (rest > 1e-6) * 1.0)])
     # Varying lengths: a waiting request starts whenever a sequence ends.
@@ -142,7 +148,8 @@ def predict_offline(
     serving = predict(f, c)
     in_queue = _combine(together, [_served(serving, queued), _job(together, np.ones_like(jobs))])
     equal = np.isnan(max_output_tokens) | (max_output_tokens <= out_len)
-    return {k: np.where(equal, in_waves[k], in_queue[k]) for k in in_queue}
+    queue = in_queue.columns()
+    return Prediction(**{k: np.where(equal, v, queue[k]) for k, v in in_waves.columns().items()})
 
 
 MIXED_KEYS = (
@@ -155,24 +162,24 @@ MIXED_KEYS = (
 )
 """Per-token figures of a job of several phases, mixed by the phases' output tokens."""
 
-Phase = tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]
+Phase = tuple[np.ndarray, np.ndarray, np.ndarray, Prediction]
 """One phase of a job: output tokens, wall time, prefill time (s) and its per-token figures."""
 
 
-def _job(job: dict[str, np.ndarray], times: np.ndarray) -> Phase:
+def _job(job: Prediction, times: np.ndarray) -> Phase:
     """``times`` runs of a job of requests started together (:func:`_drain`)."""
-    tokens = job["throughput_tokens_per_s"] * job["job_duration_s"] * times
-    return tokens, job["job_duration_s"] * times, job["prefill_duration_s"] * times, job
+    tokens = job.throughput_tokens_per_s * job.job_duration_s * times
+    return tokens, job.job_duration_s * times, job.prefill_duration_s * times, job
 
 
-def _served(serving: dict[str, np.ndarray], tokens: np.ndarray) -> Phase:
+def _served(serving: Prediction, tokens: np.ndarray) -> Phase:
     """Steady-state serving (:func:`~mlenergy.estimate.physics.predict`) of ``tokens``."""
-    t = tokens / serving["throughput_tokens_per_s"]
-    return tokens, t, serving["t_prefill_s"] * t / serving["step_s"], serving
+    t = tokens / serving.throughput_tokens_per_s
+    return tokens, t, serving.t_prefill_s * t / serving.step_s, serving
 
 
-def _combine(base: dict[str, np.ndarray], phases: list[Phase]) -> dict[str, np.ndarray]:
-    """One job out of phases run one after the other (keys of :func:`_drain`).
+def _combine(base: Prediction, phases: list[Phase]) -> Prediction:
+    """One job out of phases run one after the other (``base``: a :func:`_drain`).
 
     An offline job of more requests than decode together (beyond ``max_num_seqs`` or the
     KV cache) runs in phases: with equal output lengths, waves of requests started together
@@ -184,20 +191,20 @@ def _combine(base: dict[str, np.ndarray], phases: list[Phase]) -> dict[str, np.n
     """
     tokens = sum(p[0] for p in phases)
     t_total = sum(p[1] for p in phases)
-    out = dict(base)
-    for name in MIXED_KEYS:
-        out[name] = sum(p[3][name] * p[0] for p in phases) / tokens
-    out["throughput_tokens_per_s"] = tokens / t_total
-    out["avg_power_w"] = out["energy_per_token_j"] * tokens / t_total
-    out["job_duration_s"] = t_total
-    out["prefill_duration_s"] = sum(p[2] for p in phases)
-    active = [p for p in phases if p[3] is not base]
-    for p in active:
-        out["power_limit_infeasible"] = out["power_limit_infeasible"] | (
-            p[3]["power_limit_infeasible"] & (p[0] > 0)
-        )
-        out["min_clock_power_w"] = np.maximum(out["min_clock_power_w"], p[3]["min_clock_power_w"])
-    return out
+    out = {name: sum(getattr(p[3], name) * p[0] for p in phases) / tokens for name in MIXED_KEYS}
+    infeasible, min_clock_power = base.power_limit_infeasible, base.min_clock_power_w
+    for p_tokens, _, _, pred in (p for p in phases if p[3] is not base):
+        infeasible = infeasible | (pred.power_limit_infeasible & (p_tokens > 0))
+        min_clock_power = np.maximum(min_clock_power, pred.min_clock_power_w)
+    return base.replace(
+        **out,
+        throughput_tokens_per_s=tokens / t_total,
+        avg_power_w=out["energy_per_token_j"] * tokens / t_total,
+        job_duration_s=t_total,
+        prefill_duration_s=sum(p[2] for p in phases),
+        power_limit_infeasible=infeasible,
+        min_clock_power_w=min_clock_power,
+    )
 
 
 def ride_tokens(
@@ -232,12 +239,12 @@ def ride_tokens(
 
 
 def _prefill_phase(
-    f: dict[str, np.ndarray],
+    f: Features,
     c: Coefficients,
     max_output_tokens: np.ndarray,
     budget: np.ndarray,
     chunked: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+) -> tuple[np.ndarray, np.ndarray, Prediction]:
     """The steps that prefill a job's prompts, all started together.
 
     Each replica's scheduler fills its steps with prompt chunks of up to ``budget`` tokens
@@ -249,123 +256,118 @@ def _prefill_phase(
         ``(steps, ride, step)``: prefill steps per replica, the mean tokens each sequence
         decodes during them, and :func:`~mlenergy.estimate.physics.predict` of one step.
     """
-    jobs, i, dp = f["batch"], f["input_tokens"], f["dp"]
+    jobs, i, dp = f.batch, f.input_tokens, f.dp
     per_replica = jobs * i / dp
     budget = np.asarray(budget, float)
     rows = np.zeros_like(per_replica)
     for _ in range(2):  # the decoding sequences take one token each of the step's budget
         chunk = np.maximum(np.minimum(np.maximum(budget - rows, 0.5 * budget), per_replica), 1.0)
         steps = np.maximum(per_replica / chunk, 1.0)
-        ride = np.where(chunked, ride_tokens(steps, f["output_tokens"], max_output_tokens), 0.0)
+        ride = np.where(chunked, ride_tokens(steps, f.output_tokens, max_output_tokens), 0.0)
         rows = jobs / dp * ride / steps
-    step_f = {**f, "batch": np.maximum(jobs * ride / steps, 1e-6)}  # decoding beside the chunk
+    step_f = f.replace(batch=np.maximum(jobs * ride / steps, 1e-6))  # decoding beside the chunk
     return steps, ride, predict(step_f, c, JobStep(context=i + ride, prefill_chunk=chunk))
 
 
-def _watts(pred: dict[str, np.ndarray], key: str) -> np.ndarray:
+def _watts(pred: Prediction, name: str) -> np.ndarray:
     """A per-token energy of :func:`~mlenergy.estimate.physics.predict` as power (W, all GPUs)."""
-    return pred[key] * pred["throughput_tokens_per_s"]
+    return getattr(pred, name) * pred.throughput_tokens_per_s
 
 
 def _drain(
-    f: dict[str, np.ndarray],
+    f: Features,
     c: Coefficients,
     max_output_tokens: np.ndarray,
     budget: np.ndarray,
     chunked: np.ndarray,
-) -> dict[str, np.ndarray]:
+) -> Prediction:
     """The offline job of ``batch`` requests started together (the module docstring)."""
-    n_rows = len(f["batch"])
-    pp = f["pp"]
-    jobs, out_len = f["batch"], f["output_tokens"]
+    n_rows = len(f)
+    pp = f.pp
+    jobs, out_len = f.batch, f.output_tokens
     tokens = jobs * out_len
     # Prefill: chunks of the prompts, with the sequences already prefilled decoding beside
     # them; a pipeline without micro-batching runs one stage at a time, so a step takes pp
     # stages and each GPU idles the rest.
     pf_steps, ride, pf = _prefill_phase(f, c, max_output_tokens, budget, chunked)
-    t_pf = pf_steps * pf["step_s"] * pp
+    t_pf = pf_steps * pf.step_s * pp
     idle_pf = _watts(pf, "energy_static_j")
-    e_pf = (pf["avg_power_w"] - idle_pf) * t_pf / pp + idle_pf * t_pf
-    share_pf = np.clip(pf["energy_prefill_j"] / pf["energy_per_token_j"], 0.0, 1.0)
+    e_pf = (pf.avg_power_w - idle_pf) * t_pf / pp + idle_pf * t_pf
+    share_pf = np.clip(pf.energy_prefill_j / pf.energy_per_token_j, 0.0, 1.0)
     # Decode: each segment's steps at the sequences still alive, less the tokens they
     # decoded during the prefill (the same steps, fewer sequences in each).
     left = np.clip(1.0 - ride / np.maximum(out_len, 1e-9), 0.0, 1.0)
     alive, steps, position = decode_segments(out_len, max_output_tokens)
     alive = alive * left[:, None]
     k = alive.shape[1]
-    seg = {name: np.repeat(v, k) for name, v in f.items()}
-    seg["batch"] = np.maximum(np.repeat(jobs, k) * alive.ravel(), 1e-6)
-    seg["output_tokens"] = np.full(n_rows * k, _NO_PROMPTS)
-    job = JobStep(context=np.repeat(f["input_tokens"], k) + position.ravel())
-    dec = {name: v.reshape(n_rows, k) for name, v in predict(seg, c, job).items()}
-    t_seg = steps * dec["step_s"] * pp[:, None]
+    seg = f.repeat(k).replace(
+        batch=np.maximum(np.repeat(jobs, k) * alive.ravel(), 1e-6),
+        output_tokens=np.full(n_rows * k, _NO_PROMPTS),
+    )
+    job = JobStep(context=np.repeat(f.input_tokens, k) + position.ravel())
+    flat = predict(seg, c, job)
+    dec = Prediction(**{name: v.reshape(n_rows, k) for name, v in flat.columns().items()})
+    t_seg = steps * dec.step_s * pp[:, None]
     idle_seg = _watts(dec, "energy_static_j")
-    e_seg = (dec["avg_power_w"] - idle_seg) * t_seg / pp[:, None] + idle_seg * t_seg
+    e_seg = (dec.avg_power_w - idle_seg) * t_seg / pp[:, None] + idle_seg * t_seg
     t_total = t_pf + t_seg.sum(axis=1)
     e_total = e_pf + e_seg.sum(axis=1)
-    out = {
-        "throughput_tokens_per_s": tokens / t_total,
-        "avg_power_w": e_total / t_total,
-        "energy_per_token_j": e_total / tokens,
-        "step_s": t_seg.sum(axis=1) / np.maximum(steps.sum(axis=1), 1e-12),
-        "clock_mhz": dec["clock_mhz"][:, 0],
-        "energy_prefill_j": e_pf * share_pf / tokens,
-        "energy_decode_j": (e_pf * (1.0 - share_pf) + e_seg.sum(axis=1)) / tokens,
-        "t_prefill_s": t_pf / out_len,
-        "job_duration_s": t_total,
-        "prefill_duration_s": t_pf,
-        "power_limit_infeasible": pf["power_limit_infeasible"]
-        | dec["power_limit_infeasible"].any(axis=1),
-        "min_clock_power_w": np.maximum(
-            pf["min_clock_power_w"], dec["min_clock_power_w"].max(axis=1)
-        ),
-    }
     # Breakdown: each phase's power by kind over its time; a stage's dynamic power only while
     # it runs (1/pp of the time), the static (idle) power of every GPU throughout.
+    parts = {}
     for name in BREAKDOWN:
         share = np.ones_like(pp) if name == "energy_static_j" else 1.0 / pp
         e_phase = _watts(pf, name) * t_pf * share
         e_dec = (_watts(dec, name) * t_seg * share[:, None]).sum(axis=1)
-        out[name] = (e_phase + e_dec) / tokens
-    return out
+        parts[name] = (e_phase + e_dec) / tokens
+    not_modelled = np.full(n_rows, np.nan)  # a job's steps vary: no one decode or median step
+    return Prediction(
+        throughput_tokens_per_s=tokens / t_total,
+        avg_power_w=e_total / t_total,
+        energy_per_token_j=e_total / tokens,
+        step_s=t_seg.sum(axis=1) / np.maximum(steps.sum(axis=1), 1e-12),
+        clock_mhz=dec.clock_mhz[:, 0],
+        **parts,
+        energy_prefill_j=e_pf * share_pf / tokens,
+        energy_decode_j=(e_pf * (1.0 - share_pf) + e_seg.sum(axis=1)) / tokens,
+        t_prefill_s=t_pf / out_len,
+        decode_step_s=not_modelled,
+        median_step_s=not_modelled.copy(),
+        power_limit_infeasible=pf.power_limit_infeasible | dec.power_limit_infeasible.any(axis=1),
+        min_clock_power_w=np.maximum(pf.min_clock_power_w, dec.min_clock_power_w.max(axis=1)),
+        job_duration_s=t_total,
+        prefill_duration_s=t_pf,
+    )
 
 
 def predict_modes(
-    f: dict[str, np.ndarray],
+    f: Features,
     c: Coefficients,
     offline: np.ndarray,
     max_output_tokens: np.ndarray,
-    requests: np.ndarray | None = None,
-    budget: np.ndarray | None = None,
-    chunked: np.ndarray | None = None,
-) -> dict[str, np.ndarray]:
+    requests: np.ndarray,
+    budget: np.ndarray,
+    chunked: np.ndarray,
+) -> Prediction:
     """Serving rows through :func:`predict`, offline rows through :func:`predict_offline`.
 
     Args:
-        f: Feature arrays.
+        f: The rows' features.
         c: Coefficients.
         offline: Which rows are offline jobs.
         max_output_tokens: Generation cap per row (NaN: none; serving rows ignore it).
-        requests: Requests of each offline job (default: ``batch``; more queue).
-        budget: Tokens per step of each offline row's replicas (see :func:`predict_offline`).
-        chunked: Whether each offline row's prompt chunks share steps with decoding.
+        requests: Requests of each row's job (more than ``batch`` queue).
+        budget: Tokens per step of each row's replicas (see :func:`predict_offline`).
+        chunked: Whether each row's prompt chunks share steps with decoding.
     """
     out = predict(f, c)
     idx = np.flatnonzero(offline)
-    if len(idx):
-        jobs = None if requests is None else np.asarray(requests, float)[idx]
-        sub_f = {k: v[idx] for k, v in f.items()}
-        sub = predict_offline(
-            sub_f,
-            c,
-            max_output_tokens[idx],
-            jobs,
-            None if budget is None else np.asarray(budget, float)[idx],
-            None if chunked is None else np.asarray(chunked, bool)[idx],
-        )
-        for key, arr in sub.items():
-            # Keys of offline jobs only (job_duration_s, prefill_duration_s): NaN elsewhere.
-            merged = out[key].copy() if key in out else np.full(len(offline), np.nan)
-            merged[idx] = arr
-            out[key] = merged
-    return out
+    if not len(idx):
+        return out
+    sub = predict_offline(
+        f.rows(idx), c, max_output_tokens[idx], requests[idx], budget[idx], chunked[idx]
+    )
+    merged = {name: v.copy() for name, v in out.columns().items()}
+    for name, v in sub.columns().items():
+        merged[name][idx] = v
+    return Prediction(**merged)

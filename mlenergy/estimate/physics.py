@@ -55,12 +55,15 @@ Energy per output token is total power over output throughput.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from mlenergy.estimate.coefficients import Coefficients, row_overheads
 from mlenergy.estimate.expert_shards import max_shard_hits, tile_switch
+from mlenergy.estimate.features import Features
 from mlenergy.estimate.power_model import (
     POWER_CAP_TOLERANCE,
     gpu_power,
@@ -72,62 +75,6 @@ from mlenergy.estimate.roofline import effective_bandwidth, soft_max
 PREFILL_TOKEN_BUDGET = 8192.0
 """Prompt tokens one step may carry (vLLM's ``max_num_batched_tokens`` server default with
 chunked prefill on large GPUs)."""
-
-
-FEATURES = (
-    # model
-    "common_bytes",
-    "expert_bytes",
-    "n_moe_layers",
-    "num_experts",
-    "experts_per_token",
-    "dense_flops",  # matmul FLOPs per token at the dense precision's rate
-    "bf16_flops",  # matmul FLOPs per token of self-attention a quantised checkpoint keeps BF16
-    "expert_flops",
-    "kv_full",
-    "kv_window",
-    "window",
-    "attn_full",
-    "attn_window",
-    "ssm_bytes",
-    "ssm_flops",
-    "quant_common",
-    "quant_expert",
-    "quant_common_bytes",  # bytes of the scaled low-precision weights outside the experts
-    "quant_expert_bytes",  # same, one routed expert in one layer
-    "num_kv_heads",
-    "latent_kv",
-    "num_layers",
-    "hidden_size",
-    "expert_inter",  # intermediate width of one routed expert (0 for dense)
-    "n_mamba_layers",  # Mamba (SSM) layers of a hybrid (0 otherwise)
-    "unquantised_experts",  # 1.0 when the routed experts are not quantised (profile.QUANTISED)
-    "fp8_experts",  # 1.0 when the routed experts are fp8 on a GPU with fp8 tensor cores
-    # gpu
-    "bandwidth",  # bytes/s
-    "peak_dense",  # FLOP/s at the spec clock
-    "peak_bf16",  # BF16 tensor FLOP/s at the spec clock (the rate of ``bf16_flops``)
-    "peak_expert",
-    "spec_clock",
-    "max_clock",
-    "min_clock",
-    "tdp",
-    "idle",  # W, NaN when unknown
-    "link",  # bytes/s
-    # workload
-    "num_gpus",
-    "tp",
-    "ep",
-    "dp",
-    "pp",
-    "batch",
-    "input_tokens",
-    "visual_tokens",  # prompt tokens of a prompt that come from images or video
-    "output_tokens",
-    "engine",  # position of the row's engine profile in engines.PROFILES (its overheads)
-    "clock",  # requested SM clock in MHz, NaN = max
-    "power_limit",  # W per GPU, NaN = TDP
-)
 
 
 def lockstep_replicas(ep: np.ndarray, dp: np.ndarray) -> np.ndarray:
@@ -163,9 +110,25 @@ class JobStep:
         return JobStep(self.context[idx], chunk)
 
 
+class _AtClock(NamedTuple):
+    """Per-row figures of one GPU at one SM clock (seconds, watts)."""
+
+    t_step: np.ndarray  # mean step
+    t_decode: np.ndarray  # decode-only step
+    t_mix: np.ndarray  # step carrying prompt tokens
+    q_mix: np.ndarray  # fraction of steps carrying prompt tokens
+    t_prefill: np.ndarray  # what the prompts add to the mean step
+    power_gpu: np.ndarray
+    idle: np.ndarray
+    dyn_base: np.ndarray
+    dyn_comp: np.ndarray
+    dyn_mem: np.ndarray
+    dyn_seq: np.ndarray
+
+
 def _at_clock(
-    f: dict[str, np.ndarray], c: Coefficients, clock: np.ndarray, job: JobStep | None = None
-) -> dict:
+    f: Features, c: Coefficients, clock: np.ndarray, job: JobStep | None = None
+) -> _AtClock:
     """Evaluate time and power at an SM clock (MHz) for every row.
 
     The mean step mixes decode-only steps (the median inter-token latency) and steps that
@@ -173,85 +136,69 @@ def _at_clock(
     kernels, and its weight reads, with the decode tokens). ``job`` gives an offline job's
     step instead of the steady state's (see :class:`JobStep`).
     """
-    n, dp, pp = f["num_gpus"], f["dp"], f["pp"]
+    n, dp, pp = f.num_gpus, f.dp, f.pp
     a = n / dp  # GPUs per replica
     tp_eff = np.maximum(a / pp, 1.0)
-    br = f["batch"] / dp
-    ep_on = f["ep"] > 1
+    br = f.batch / dp
+    ep_on = f.ep > 1
     ep_shards = np.where(ep_on, n, a)
-    t_moe = np.where(ep_on, f["batch"], br)
-    e, k = f["num_experts"], f["experts_per_token"]
+    t_moe = np.where(ep_on, f.batch, br)
+    e, k = f.num_experts, f.experts_per_token
     # Expected distinct experts hit per MoE layer; routing is skewed, so tokens draw from an
     # effective pool smaller than E (``routing_spread`` = 1: uniform routing).
     e_eff = np.maximum(k + (e - k) * c.routing_spread, 1.0)
     miss = np.clip(1.0 - k / e_eff, 0.0, 1.0)
     # Mean context of a decoding sequence: ``I + O/2`` in steady state; an offline job's
     # decode segments give their own (``job.context``, see offline.py).
-    ctx = f["input_tokens"] + 0.5 * f["output_tokens"] if job is None else job.context
-    ctx_w = np.minimum(ctx, np.where(f["window"] > 0, f["window"], ctx))
-    kv_shard = np.where(f["latent_kv"] > 0, 1.0, np.minimum(tp_eff, f["num_kv_heads"])) * pp
-    bw = effective_bandwidth(f["bandwidth"], c)
+    ctx = f.input_tokens + 0.5 * f.output_tokens if job is None else job.context
+    ctx_w = np.minimum(ctx, np.where(f.window > 0, f.window, ctx))
+    kv_shard = np.where(f.latent_kv > 0, 1.0, np.minimum(tp_eff, f.num_kv_heads)) * pp
+    bw = effective_bandwidth(f.bandwidth, c)
     # A grouped expert GEMM streams many separate small weight matrices (one per expert hit
     # on the GPU) instead of one large one: a ceiling of its own.
-    bw_exp = effective_bandwidth(f["bandwidth"], c, c.moe_ceiling)
-    speed = clock / f["spec_clock"]
+    bw_exp = effective_bandwidth(f.bandwidth, c, c.moe_ceiling)
+    speed = clock / f.spec_clock
     rate = c.eta_comp * speed
     rate_pf = c.eta_prefill * speed
     p = c.overlap_p
-    layers_per_stage = f["num_layers"] / pp
+    layers_per_stage = f.num_layers / pp
     n_ar = np.where(tp_eff > 1, 2.0 * layers_per_stage, 0.0)
-    n_a2a = np.where(ep_on, 2.0 * f["n_moe_layers"] / pp, 0.0)
+    n_a2a = np.where(ep_on, 2.0 * f.n_moe_layers / pp, 0.0)
     # All-reduce latency grows with log2 of its participants (ring/tree steps); an
     # expert-parallel dispatch or combine costs a fixed latency (one exchange).
     lat = c.collective_s * n_ar * np.log2(2.0 * tp_eff) + c.all_to_all_s * n_a2a
-    eng = row_overheads(f["engine"], c)  # the row's engine profile's own overhead terms
+    eng = row_overheads(f.engine, c)  # the row's engine profile's own overhead terms
     slow = eng["host_slowdown"]
     moe_s = c.moe_layer_s + eng["moe_layer_s"]
-    fixed = c.step_s + c.layer_s * layers_per_stage + moe_s * f["n_moe_layers"] / pp
+    fixed = c.step_s + c.layer_s * layers_per_stage + moe_s * f.n_moe_layers / pp
     # fp8 experts: another grouped-GEMM path with its own per-layer cost (GPU busy time).
-    t_fp8 = f["fp8_experts"] * c.fp8_moe_layer_s * f["n_moe_layers"] / pp
-    tile_on = f["unquantised_experts"] * ep_on * eng["untuned_moe_tiles"]
+    t_fp8 = f.fp8_experts * c.fp8_moe_layer_s * f.n_moe_layers / pp
+    tile_on = f.unquantised_experts * ep_on * eng["untuned_moe_tiles"]
     e_local = np.maximum(e / ep_shards, 1.0)
-    kv_bytes = br * (f["kv_full"] * ctx + f["kv_window"] * ctx_w) / kv_shard
-    ssm_bytes = 2.0 * br * f["ssm_bytes"] / a
-    attn = br * (f["attn_full"] * ctx + f["attn_window"] * ctx_w) / kv_shard
-    t_c_attn = attn / (f["peak_dense"] * rate)
-    w_common = f["common_bytes"] / a
+    kv_bytes = br * (f.kv_full * ctx + f.kv_window * ctx_w) / kv_shard
+    ssm_bytes = 2.0 * br * f.ssm_bytes / a
+    attn = br * (f.attn_full * ctx + f.attn_window * ctx_w) / kv_shard
+    t_c_attn = attn / (f.peak_dense * rate)
+    w_common = f.common_bytes / a
 
-    # Prompts: B/dp / O start per step and replica. With data-parallel attention plus expert
-    # parallelism the replicas run every MoE layer in lockstep (one all-to-all group), so a
-    # prompt on any replica stalls all of them: their prefills serialise.
-    i = f["input_tokens"]
-    lockstep = lockstep_replicas(f["ep"], dp)
+    lockstep = lockstep_replicas(f.ep, dp)
     # Share of a GPU's exchanged tokens that cross its links, per MoE layer and direction:
     # the tokens' other experts with one replica, the other replicas' steps in lockstep.
     a2a_share = np.where(lockstep, dp - 1.0, k * (ep_shards - 1) / n)
-    pf_seqs = np.where(lockstep, f["batch"], br)
-    n_pf = pf_seqs / np.maximum(f["output_tokens"], 1.0)  # prompts per step (stalling group)
-    # Fraction of steps that carry prompt tokens: Poisson arrivals, at least as many steps as
-    # the per-step token budget (max_num_batched_tokens) needs.
-    q = np.clip(np.maximum(-np.expm1(-n_pf), n_pf * i / PREFILL_TOKEN_BUDGET), 1e-12, 1.0)
-    m = n_pf / q  # prompts in a step that has any
-    if job is not None and job.prefill_chunk is not None:
-        # The prefill steps of an offline job (offline.py): every step carries a chunk of
-        # ``prefill_chunk`` prompt tokens per replica, whatever decodes beside it.
-        q = np.ones_like(br)
-        m = job.prefill_chunk / np.maximum(i, 1.0)
-    i_w = np.minimum(i, np.where(f["window"] > 0, f["window"], i))
-    pf_attn = 0.5 * i * (f["attn_full"] * i + f["attn_window"] * i_w)
-    pf_tok = m * i  # prompt tokens of that step
+    q, m, pf_attn = _prompt_arrivals(f, job, br, lockstep)
+    pf_tok = m * f.input_tokens  # prompt tokens of a step that carries prompts
 
     def step(
         extra_tok: np.ndarray, extra_attn: np.ndarray, extra_exp: np.ndarray, rate_mm: np.ndarray
     ) -> tuple:
         tm = t_moe + extra_exp
         hit = np.minimum(e_eff * (1.0 - np.power(miss, tm)), e)
-        w_exp = f["n_moe_layers"] * f["expert_bytes"] * hit / ep_shards
+        w_exp = f.n_moe_layers * f.expert_bytes * hit / ep_shards
         # Expert parallelism: each GPU holds E/ep experts and the layer waits for the GPU
         # that hit the most of its own (expected maximum over the shards of a binomial count,
         # normal approximation); the others wait idle, so power keeps the mean traffic.
         hl = max_shard_hits(hit, e, ep_shards, ep_on)
-        w_exp_max = f["n_moe_layers"] * f["expert_bytes"] * hl
+        w_exp_max = f.n_moe_layers * f.expert_bytes * hl
         if c.moe_min_cols > 0:
             # Grouped expert GEMMs (no split-K) give each thread block a slice of output
             # columns and the whole reduction length K: a matrix with few output columns on a
@@ -259,38 +206,38 @@ def _at_clock(
             # full bandwidth, so it takes about as long as one of ``moe_min_cols`` columns. The
             # last wave of blocks fills the GPU partly, so the floor sets in gradually: the
             # same soft maximum as the rooflines (``overlap_p``) joins the two.
-            h, it = f["hidden_size"], f["expert_inter"]
+            h, it = f.hidden_size, f.expert_inter
             ts = np.where(ep_on, 1.0, a)  # tensor-parallel split of each expert
             hits_gpu = np.where(ep_on, hl, hit)
-            b_el = f["expert_bytes"] / np.maximum(3.0 * h * it, 1.0)
+            b_el = f.expert_bytes / np.maximum(3.0 * h * it, 1.0)
             wm = c.moe_min_cols
             gu = h * soft_max(hits_gpu * 2.0 * it / ts, wm, p)
             dn = it / ts * soft_max(hits_gpu * h, wm, p)
-            w_exp_max = np.where(it > 0, f["n_moe_layers"] * b_el * (gu + dn), w_exp_max)
-        q_elems = f["quant_common"] / a + f["n_moe_layers"] * f["quant_expert"] * hit / ep_shards
+            w_exp_max = np.where(it > 0, f.n_moe_layers * b_el * (gu + dn), w_exp_max)
+        q_elems = f.quant_common / a + f.n_moe_layers * f.quant_expert * hit / ep_shards
         # Time to stream the stored bytes of scaled low-precision weights (s).
         t_quant = (
-            f["quant_common_bytes"] / a / bw
-            + f["n_moe_layers"] * f["quant_expert_bytes"] * hit / ep_shards / bw_exp
+            f.quant_common_bytes / a / bw
+            + f.n_moe_layers * f.quant_expert_bytes * hit / ep_shards / bw_exp
         )
         # The decode rows' matmuls run at ``rate_mm``: ``eta_comp`` in a decode-only step,
         # ``eta_prefill`` in a mixed step, where they share taller GEMMs with the prompt rows.
-        t_c_dense = (br * (f["dense_flops"] + f["ssm_flops"]) / a + c.dequant_flops * q_elems) / (
-            f["peak_dense"] * rate_mm
-        ) + br * f["bf16_flops"] / a / (f["peak_bf16"] * rate_mm)
-        t_c_exp = t_moe * f["expert_flops"] / ep_shards / (f["peak_expert"] * rate_mm)
+        t_c_dense = (br * (f.dense_flops + f.ssm_flops) / a + c.dequant_flops * q_elems) / (
+            f.peak_dense * rate_mm
+        ) + br * f.bf16_flops / a / (f.peak_bf16 * rate_mm)
+        t_c_exp = t_moe * f.expert_flops / ep_shards / (f.peak_expert * rate_mm)
         # Prompt tokens: dense part on the replica's GPUs, experts over the EP shards.
-        t_p_dense = (extra_tok * (f["dense_flops"] + f["ssm_flops"]) + extra_attn) / (
-            f["peak_dense"] * rate_pf
-        ) + extra_tok * f["bf16_flops"] / (f["peak_bf16"] * rate_pf)
+        t_p_dense = (extra_tok * (f.dense_flops + f.ssm_flops) + extra_attn) / (
+            f.peak_dense * rate_pf
+        ) + extra_tok * f.bf16_flops / (f.peak_bf16 * rate_pf)
         t_p_dense = t_p_dense / a
-        t_p_exp = extra_exp * f["expert_flops"] / ep_shards / (f["peak_expert"] * rate_pf)
+        t_p_exp = extra_exp * f.expert_flops / ep_shards / (f.peak_expert * rate_pf)
         # Dense matmuls, routed-expert matmuls and attention are separate kernels run one
         # after the other: each is bound by its own bytes or FLOPs (a roofline per group).
         # Untuned expert-parallel shards of unquantised experts: the Triton fused-MoE
         # kernel's default tile grows (16 to 64 rows) once the step's tokens exceed the
         # experts the GPU holds, a fixed cost per MoE layer (GPU busy time).
-        t_tile = tile_on * c.moe_tile_s * tile_switch(tm / e_local) * f["n_moe_layers"] / pp
+        t_tile = tile_on * c.moe_tile_s * tile_switch(tm / e_local) * f.n_moe_layers / pp
         t_gpu = (
             soft_max(w_common / bw, t_c_dense + t_p_dense, p)
             + soft_max(w_exp_max / bw_exp, t_c_exp + t_p_exp, p)
@@ -303,16 +250,16 @@ def _at_clock(
         # Replicas in lockstep instead all-gather every replica's step, padded to the
         # busiest one's tokens (prompt included), into each MoE layer and reduce-scatter it
         # back: each GPU receives ``dp - 1`` replicas' tokens per direction.
-        act_ar = (br + extra_tok) * f["hidden_size"] * 2.0
-        act_a2a = np.where(lockstep, br + extra_tok, br) * f["hidden_size"] * 2.0
+        act_ar = (br + extra_tok) * f.hidden_size * 2.0
+        act_a2a = np.where(lockstep, br + extra_tok, br) * f.hidden_size * 2.0
         comm_bytes = n_ar * act_ar * 2.0 * (tp_eff - 1) / tp_eff + n_a2a * act_a2a * a2a_share
-        t_comm = lat + comm_bytes / (c.eta_link * f["link"])
+        t_comm = lat + comm_bytes / (c.eta_link * f.link)
         t_mem = (w_common + kv_bytes + ssm_bytes) / bw + w_exp / bw_exp + t_fp8 + t_tile
         t_comp = t_c_dense + t_c_exp + t_c_attn
-        return t_gpu, t_comm, t_mem, t_comp, t_p_dense + t_p_exp, t_quant, w_common + w_exp
+        return t_gpu, t_comm, t_mem, t_comp, t_p_dense + t_p_exp, t_quant
 
     zero = np.zeros_like(br)
-    g0, comm0, mem0, comp0, _, tq0, wb0 = step(zero, zero, zero, rate)
+    g0, comm0, mem0, comp0, _, tq0 = step(zero, zero, zero, rate)
     # An engine whose driver process hands every step's inputs to each other worker of the
     # replica before the GPUs start (the 2024 one) waits per extra GPU (host time).
     t_workers = eng["worker_s"] * (a - 1.0)
@@ -322,17 +269,17 @@ def _at_clock(
     # padding), and the MoE layers take the padded steps of all ``dp`` replicas: a prompt's
     # tokens pass through the experts once per replica.
     pf_exp = np.where(lockstep, dp * pf_tok, pf_tok)
-    g1, comm1, mem1, comp1, pfc1, tq1, wb1 = step(pf_tok, m * pf_attn, pf_exp, rate_pf)
+    g1, comm1, mem1, comp1, pfc1, tq1 = step(pf_tok, m * pf_attn, pf_exp, rate_pf)
     # Mamba hybrids: the prompt's chunked-scan prefill path (conv1d, chunk cumsum, chunk
     # state, state passing, chunk scan) costs GPU time per Mamba layer far beyond its FLOPs;
     # it keeps the SMs busy (compute power) and slows with the SM clock.
-    t_mamba = c.mamba_prefill_s * f["n_mamba_layers"] / pp / speed
+    t_mamba = c.mamba_prefill_s * f.n_mamba_layers / pp / speed
     # A step that carries prompt tokens runs a mixed batch beyond the captured CUDA-graph
     # sizes (kernels launched one by one): a fixed host cost per layer.
     host_mix = host_dec + c.prefill_layer_s * layers_per_stage * slow
     # Multimodal prompts: the engine takes in each prompt's pixel tensors before the step
     # that prefills it (host time per visual token, with the GPUs waiting).
-    host_mix = host_mix + c.visual_token_s * m * f["visual_tokens"]
+    host_mix = host_mix + c.visual_token_s * m * f.visual_tokens
     t_mix = host_mix + g1 + comm1 + t_mamba
     t_step = (1.0 - q) * t_dec + q * t_mix
     # Prefill time: what the steps carrying prompts take beyond decode-only steps. At large
@@ -347,47 +294,89 @@ def _at_clock(
     t_comp = avg(comp0, comp1)
     t_comm = avg(comm0, comm1)
     t_quant = avg(tq0, tq1)
-    w_bytes = avg(wb0, wb1)
 
-    idle = idle_power_w(f["idle"], f["tdp"], c)
-    r = clock / f["max_clock"]
-    u_comp = np.clip((t_comp + q * (pfc1 + t_mamba)) / t_step, 0.0, 1.0)
+    # Busy time bound by tensor cores: the matmuls and attention, the prompts' share of the
+    # mixed steps and a hybrid's chunked-scan prefill.
+    comp_busy = t_comp + q * (pfc1 + t_mamba)
+    power_gpu, idle, dyn_base, dyn_comp, dyn_mem, dyn_seq = _step_power(
+        f, c, clock, br, t_step, comp_busy, t_mem + t_comm, t_quant
+    )
+    return _AtClock(
+        t_step, t_dec, t_mix, q, t_pf, power_gpu, idle, dyn_base, dyn_comp, dyn_mem, dyn_seq
+    )
+
+
+def _prompt_arrivals(
+    f: Features, job: JobStep | None, br: np.ndarray, lockstep: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Fraction of steps carrying prompts, prompts in such a step, attention FLOPs per prompt.
+
+    In steady state ``B/dp / O`` prompts start per step and replica. With data-parallel
+    attention plus expert parallelism the replicas run every MoE layer in lockstep (one
+    all-to-all group), so a prompt on any replica stalls all of them: their prefills
+    serialise. An offline job's prefill step (``job.prefill_chunk``) carries a chunk of
+    prompt tokens per replica in every step.
+    """
+    i = f.input_tokens
+    pf_seqs = np.where(lockstep, f.batch, br)
+    n_pf = pf_seqs / np.maximum(f.output_tokens, 1.0)  # prompts per step (stalling group)
+    # Fraction of steps that carry prompt tokens: Poisson arrivals, at least as many steps as
+    # the per-step token budget (max_num_batched_tokens) needs.
+    q = np.clip(np.maximum(-np.expm1(-n_pf), n_pf * i / PREFILL_TOKEN_BUDGET), 1e-12, 1.0)
+    m = n_pf / q  # prompts in a step that has any
+    if job is not None and job.prefill_chunk is not None:
+        # The prefill steps of an offline job (offline.py): every step carries a chunk of
+        # ``prefill_chunk`` prompt tokens per replica, whatever decodes beside it.
+        q = np.ones_like(br)
+        m = job.prefill_chunk / np.maximum(i, 1.0)
+    i_w = np.minimum(i, np.where(f.window > 0, f.window, i))
+    pf_attn = 0.5 * i * (f.attn_full * i + f.attn_window * i_w)
+    return q, m, pf_attn
+
+
+def _step_power(
+    f: Features,
+    c: Coefficients,
+    clock: np.ndarray,
+    br: np.ndarray,
+    t_step: np.ndarray,
+    comp_busy: np.ndarray,
+    mem_comm_busy: np.ndarray,
+    t_quant: np.ndarray,
+) -> tuple[np.ndarray, ...]:
+    """Power per GPU (W) of a mean step and its parts: total, idle, base, compute, memory, seq.
+
+    Args:
+        f: The rows' features.
+        c: Coefficients.
+        clock: SM clock (MHz).
+        br: Sequences per replica.
+        t_step: Mean step (s).
+        comp_busy: Tensor-core busy time per step (s).
+        mem_comm_busy: Memory traffic and collectives per step (s).
+        t_quant: Time streaming scaled low-precision weights per step (s).
+    """
+    idle = idle_power_w(f.idle, f.tdp, c)
+    r = clock / f.max_clock
+    u_comp = np.clip(comp_busy / t_step, 0.0, 1.0)
     # Busy time not bound by tensor cores: weight/KV traffic, the fp8 expert path,
     # collectives (NCCL kernels keep SMs and links busy) and the GPU share of the
     # per-sequence work (sampling, logits, attention metadata: not slowed by the old
     # engine's host overhead).
     seq_gpu = c.seq_busy * c.seq_s * br
-    busy = t_mem + t_comm + seq_gpu
+    busy = mem_comm_busy + seq_gpu
     u_busy = np.clip(busy / t_step, 0.0, 1.0)
     seq_share = seq_gpu / busy
     # Dequantising scaled low-precision weights keeps the SM ALUs busy while they stream.
     # (per byte streamed: the dequantising kernels work through the stored bytes, so an
     # MXFP4 weight, half the bytes of an fp8 one, keeps them busy half as long).
     u_quant = np.clip(t_quant / t_step, 0.0, 1.0)
-    pw = gpu_power(idle, f["tdp"], r, u_comp, u_busy, c, u_quant)
+    pw = gpu_power(idle, f.tdp, r, u_comp, u_busy, c, u_quant)
     # The memory-busy term splits into memory traffic and the per-sequence work (overhead).
-    dyn_base, dyn_comp = pw.base, pw.compute
     dyn_mem = pw.memory * (1.0 - seq_share) + pw.quant
     dyn_seq = pw.memory * seq_share
-    power_gpu = idle + dyn_base + dyn_comp + dyn_mem + dyn_seq
-    return {
-        "t_step": t_step,
-        "t_decode": t_dec,
-        "t_mix": t_mix,
-        "q_mix": q,
-        "t_mem": t_mem,
-        "t_comp": t_comp,
-        "t_comm": t_comm,
-        "t_prefill": t_pf,
-        "power_gpu": power_gpu,
-        "idle": idle,
-        "dyn_base": dyn_base,
-        "dyn_comp": dyn_comp,
-        "dyn_mem": dyn_mem,
-        "dyn_seq": dyn_seq,
-        "weight_bytes": w_bytes,
-        "kv_bytes": kv_bytes,
-    }
+    power_gpu = idle + pw.base + pw.compute + dyn_mem + dyn_seq
+    return power_gpu, idle, pw.base, pw.compute, dyn_mem, dyn_seq
 
 
 MEDIAN_BLEND_WIDTH = 0.05
@@ -407,79 +396,120 @@ def median_step(t_decode: np.ndarray, t_mixed: np.ndarray, q_mixed: np.ndarray) 
     return t_decode + w * (t_mixed - t_decode)
 
 
-def predict(
-    f: dict[str, np.ndarray], c: Coefficients, job: JobStep | None = None
-) -> dict[str, np.ndarray]:
-    """Predict serving time, power and energy for every row of the feature arrays.
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    """What the physics predicts per row (arrays of one length; energies per output token).
+
+    Attributes:
+        throughput_tokens_per_s: Output tokens per second, all GPUs.
+        avg_power_w: Power summed over the GPUs (W).
+        energy_per_token_j: GPU energy per output token (J).
+        step_s: Mean step (inter-token latency, s); an offline job's mean decode step.
+        clock_mhz: The SM clock the rows run at (after throttling to the power cap).
+        energy_static_j: Idle power's share of ``energy_per_token_j``.
+        energy_overhead_j: The always-on dynamic power and the per-sequence work's share.
+        energy_compute_j: Tensor-core work's share.
+        energy_memory_j: Memory traffic's (and dequantisation's) share.
+        energy_prefill_j: The prompts' share (with ``energy_decode_j``, the total).
+        energy_decode_j: The decoding's share.
+        t_prefill_s: Prefill time spread per step (s).
+        decode_step_s: A decode step without prompt tokens (s; NaN for an offline job).
+        median_step_s: Median step time, the median inter-token latency (s;
+            :func:`median_step`; NaN for an offline job).
+        power_limit_infeasible: Rows whose power limit is below what the workload draws at
+            the lowest SM clock (their power is the uncapped draw at that clock: report
+            them as errors).
+        min_clock_power_w: Per GPU, the draw at the lowest clock reached (W).
+        job_duration_s: An offline job's wall time (s; NaN for serving).
+        prefill_duration_s: The part of it spent prefilling (s; NaN for serving).
+    """
+
+    throughput_tokens_per_s: np.ndarray
+    avg_power_w: np.ndarray
+    energy_per_token_j: np.ndarray
+    step_s: np.ndarray
+    clock_mhz: np.ndarray
+    energy_static_j: np.ndarray
+    energy_overhead_j: np.ndarray
+    energy_compute_j: np.ndarray
+    energy_memory_j: np.ndarray
+    energy_prefill_j: np.ndarray
+    energy_decode_j: np.ndarray
+    t_prefill_s: np.ndarray
+    decode_step_s: np.ndarray
+    median_step_s: np.ndarray
+    power_limit_infeasible: np.ndarray
+    min_clock_power_w: np.ndarray
+    job_duration_s: np.ndarray
+    prefill_duration_s: np.ndarray
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """One array per field (the frame form)."""
+        return {name: getattr(self, name) for name in PREDICTIONS}
+
+    def replace(self, **columns: np.ndarray) -> Prediction:
+        """The same prediction with the named columns replaced."""
+        return dataclasses.replace(self, **columns)
+
+
+PREDICTIONS = tuple(f.name for f in dataclasses.fields(Prediction))
+"""The names of :class:`Prediction`'s columns, in order."""
+
+
+def predict(f: Features, c: Coefficients, job: JobStep | None = None) -> Prediction:
+    """Predict serving time, power and energy for every row of the features.
 
     Args:
-        f: One float array per name in :data:`FEATURES` (same length).
+        f: The rows' features.
         c: Model coefficients.
         job: An offline job's step (:class:`JobStep`); ``None``: steady-state serving.
-
-    Returns:
-        Arrays: ``throughput_tokens_per_s`` (output tokens, all GPUs), ``avg_power_w`` (sum
-        over GPUs), ``energy_per_token_j``, ``step_s`` (inter-token latency), ``clock_mhz``,
-        and the energy breakdown per output token in joules: ``energy_static_j`` (idle),
-        ``energy_compute_j``, ``energy_memory_j``, ``energy_overhead_j`` and the prefill /
-        decode split ``energy_prefill_j``, ``energy_decode_j``; ``decode_step_s`` is the time
-        of a decode step without prefill work and ``median_step_s`` the median step time
-        (the median inter-token latency: see :func:`median_step`);
-        ``power_limit_infeasible`` (bool) marks rows whose power limit is below what the
-        workload draws at the lowest SM clock (their power is the uncapped draw at that
-        clock, given per GPU in W by ``min_clock_power_w``: report them as errors).
     """
-    cap = np.where(np.isnan(f["power_limit"]), f["tdp"], np.minimum(f["power_limit"], f["tdp"]))
-    clock = np.where(np.isnan(f["clock"]), f["max_clock"], f["clock"])
-    clock = np.clip(clock, f["min_clock"], f["max_clock"])
+    cap = np.where(np.isnan(f.power_limit), f.tdp, np.minimum(f.power_limit, f.tdp))
+    clock = np.where(np.isnan(f.clock), f.max_clock, f.clock)
+    clock = np.clip(clock, f.min_clock, f.max_clock)
     res = _at_clock(f, c, clock, job)
-    if (res["power_gpu"] > cap * POWER_CAP_TOLERANCE).any():
+    if (res.power_gpu > cap * POWER_CAP_TOLERANCE).any():
         # The driver lowers the clock of the rows over the cap (the others keep theirs).
         def rows(idx: np.ndarray):
-            sub = {name: v[idx] for name, v in f.items()}
-            sub_job = None if job is None else job.rows(idx)
-            return lambda clk: _at_clock(sub, c, clk, sub_job)["power_gpu"]
+            sub, sub_job = f.rows(idx), None if job is None else job.rows(idx)
+            return lambda clk: _at_clock(sub, c, clk, sub_job).power_gpu
 
-        first = res["power_gpu"]
-        clock = throttled_clock(lambda _: first, clock, f["min_clock"], cap, rows)
+        first = res.power_gpu
+        clock = throttled_clock(lambda _: first, clock, f.min_clock, cap, rows)
         res = _at_clock(f, c, clock, job)
     # A user's limit below the draw at the lowest clock cannot be met (the driver cannot lower
     # the clock further): flag the row and keep its uncapped lowest-clock power, never a power
     # cut below what the workload draws at that throughput. Without a user limit (cap = TDP)
     # the power stays clipped at TDP as before (the fitted coefficients depend on it).
-    infeasible = ~np.isnan(f["power_limit"]) & (res["power_gpu"] > cap * POWER_CAP_TOLERANCE)
-    power_gpu = np.where(infeasible, res["power_gpu"], np.minimum(res["power_gpu"], cap))
-    dyn = res["power_gpu"] - res["idle"]
-    scale = np.where(dyn > 0, (power_gpu - res["idle"]) / np.where(dyn > 0, dyn, 1.0), 1.0)
-    n = f["num_gpus"]
-    t = res["t_step"]
-    thr = f["batch"] / t
+    infeasible = ~np.isnan(f.power_limit) & (res.power_gpu > cap * POWER_CAP_TOLERANCE)
+    power_gpu = np.where(infeasible, res.power_gpu, np.minimum(res.power_gpu, cap))
+    dyn = res.power_gpu - res.idle
+    scale = np.where(dyn > 0, (power_gpu - res.idle) / np.where(dyn > 0, dyn, 1.0), 1.0)
+    n = f.num_gpus
+    t = res.t_step
+    thr = f.batch / t
     power = n * power_gpu
-    per_tok = n * t / f["batch"]  # GPU-seconds per output token
-    e_static = res["idle"] * per_tok
-    e_over = (res["dyn_base"] + res["dyn_seq"]) * scale * per_tok
-    e_comp = res["dyn_comp"] * scale * per_tok
-    e_mem = res["dyn_mem"] * scale * per_tok
+    per_tok = n * t / f.batch  # GPU-seconds per output token
     energy = power / thr
-    share_pf = np.clip(res["t_prefill"] / t, 0.0, 1.0)
-    return {
-        "throughput_tokens_per_s": thr,
-        "avg_power_w": power,
-        "energy_per_token_j": energy,
-        "step_s": t,
-        "clock_mhz": clock,
-        "energy_static_j": e_static,
-        "energy_overhead_j": e_over,
-        "energy_compute_j": e_comp,
-        "energy_memory_j": e_mem,
-        "energy_prefill_j": energy * share_pf,
-        "energy_decode_j": energy * (1.0 - share_pf),
-        "t_mem_s": res["t_mem"],
-        "t_comp_s": res["t_comp"],
-        "t_comm_s": res["t_comm"],
-        "t_prefill_s": res["t_prefill"],
-        "decode_step_s": res["t_decode"],
-        "median_step_s": median_step(res["t_decode"], res["t_mix"], res["q_mix"]),
-        "power_limit_infeasible": infeasible,
-        "min_clock_power_w": res["power_gpu"],
-    }
+    share_pf = np.clip(res.t_prefill / t, 0.0, 1.0)
+    no_job = np.full(len(t), np.nan)  # steady-state serving has no job durations
+    return Prediction(
+        throughput_tokens_per_s=thr,
+        avg_power_w=power,
+        energy_per_token_j=energy,
+        step_s=t,
+        clock_mhz=clock,
+        energy_static_j=res.idle * per_tok,
+        energy_overhead_j=(res.dyn_base + res.dyn_seq) * scale * per_tok,
+        energy_compute_j=res.dyn_comp * scale * per_tok,
+        energy_memory_j=res.dyn_mem * scale * per_tok,
+        energy_prefill_j=energy * share_pf,
+        energy_decode_j=energy * (1.0 - share_pf),
+        t_prefill_s=res.t_prefill,
+        decode_step_s=res.t_decode,
+        median_step_s=median_step(res.t_decode, res.t_mix, res.q_mix),
+        power_limit_infeasible=infeasible,
+        min_clock_power_w=res.power_gpu,
+        job_duration_s=no_job,
+        prefill_duration_s=no_job.copy(),
+    )

@@ -37,8 +37,11 @@ from mlenergy.estimate.engines import (
     old_offline_defaults,
     resolve_engine,
 )
+from mlenergy.estimate.features import Features
 from mlenergy.estimate.host_bound import host_bound_mask, host_bound_note
 from mlenergy.estimate.memory import (
+    MEMORY_KEYS,
+    MemoryFeatures,
     fit_verdict,
     memory_bytes,
     offline_kv_limit,
@@ -116,7 +119,8 @@ class PreparedTable:
         notes: Per row, the engine's caveat, the memory fit's and the KV-cache queue's.
         num_gpus: Each row's GPUs (derived where not given).
         input_tokens: Each row's prompt length (the task's default where not given).
-        features: The physics' feature columns (placeholders on bad rows).
+        features: The physics' inputs (placeholders on bad rows).
+        memory: The fit rule's per-model inputs and each row's concurrency cap.
         schedule: The offline scheduler's token budget and chunked prefill per row.
         queued: Per row, whether the offline default cap queued requests, the sequences
             decoding together and the replicas.
@@ -133,7 +137,8 @@ class PreparedTable:
     notes: tuple[np.ndarray, np.ndarray, np.ndarray]
     num_gpus: np.ndarray
     input_tokens: np.ndarray
-    features: dict[str, np.ndarray]
+    features: Features
+    memory: MemoryFeatures
     schedule: tuple[np.ndarray, np.ndarray]
     queued: tuple[np.ndarray, np.ndarray, np.ndarray]
     gpu_names: np.ndarray
@@ -172,17 +177,21 @@ def _features(
     good: np.ndarray,
     fill: dict[str, np.ndarray],
     engines: np.ndarray,
-) -> dict[str, np.ndarray]:
-    """The physics' feature columns: the model's, then the row's (placeholders on bad rows)."""
-    feat = key_features(keys, codes)
+) -> tuple[Features, MemoryFeatures]:
+    """The physics' and the fit rule's inputs: the model's, then the row's.
+
+    Bad rows get placeholders (1.0) that keep the arithmetic finite.
+    """
+    cols = key_features(keys, codes)
     every = bool(good.all())  # then the placeholders of bad rows are not needed
     for name, arr in fill.items():
-        feat[name] = arr if every else np.where(good, arr, 1.0)
-    feat["clock"] = req.sm_clock_mhz if every else np.where(good, req.sm_clock_mhz, np.nan)
-    feat["power_limit"] = req.power_limit_w if every else np.where(good, req.power_limit_w, np.nan)
-    feat["engine"] = np.array([engine_code(e) for e in engines], dtype=float)
-    feat["seqs"] = np.where(good & ~np.isnan(req.max_num_seqs), req.max_num_seqs, feat["batch"])
-    return feat
+        cols[name] = arr if every else np.where(good, arr, 1.0)
+    cols["clock"] = req.sm_clock_mhz if every else np.where(good, req.sm_clock_mhz, np.nan)
+    cols["power_limit"] = req.power_limit_w if every else np.where(good, req.power_limit_w, np.nan)
+    cols["engine"] = np.array([engine_code(e) for e in engines], dtype=float)
+    seqs = np.where(good & ~np.isnan(req.max_num_seqs), req.max_num_seqs, cols["batch"])
+    memory = MemoryFeatures(*(cols[name] for name in MEMORY_KEYS), seqs=seqs)
+    return Features.from_columns(cols), memory
 
 
 def prepare_table(
@@ -244,15 +253,17 @@ def prepare_table(
         "visual_tokens": np.where(visual, in_tok, 0.0),
         "output_tokens": out_tok,
     }
-    feat = _features(req, keys, codes, good, fill, engines)
+    feat, mem = _features(req, keys, codes, good, fill, engines)
     equal = np.isnan(max_out) | (max_out <= out_tok)
-    queue_notes = offline_kv_limit(feat, mem_gb, offline & good, equal)
-    feat["seqs"] = np.where(good & np.isnan(cap), feat["batch"], feat["seqs"])
+    batch, queue_notes = offline_kv_limit(feat, mem, mem_gb, offline & good, equal)
+    if batch is not feat.batch:
+        feat = feat.replace(batch=batch)
+    mem = mem.replace(seqs=np.where(good & np.isnan(cap), batch, mem.seqs))
     gpu_names = per_key(keys, codes, lambda k: k.gpu.name, "").astype(object)
     memory: dict[str, np.ndarray] = {}
     fit_warn = np.full(n, "", dtype=object)
     if check_fit:
-        memory, fit_warn = _memory_fit(feat, mem_gb, gpu_names, in_given, errors)
+        memory, fit_warn = _memory_fit(feat, mem, mem_gb, gpu_names, in_given, errors)
     return PreparedTable(
         errors=errors,
         codes=codes,
@@ -264,6 +275,7 @@ def prepare_table(
         num_gpus=ngpu,
         input_tokens=in_tok,
         features=feat,
+        memory=mem,
         schedule=schedule,
         queued=queued,
         gpu_names=gpu_names,
@@ -306,12 +318,12 @@ def estimate_table(
     def infeasible(i: int) -> str:
         return (
             f"power_limit {req.power_limit_w[i]:g} W is below the "
-            f"{pred['min_clock_power_w'][i]:.0f} W this workload draws per GPU at the lowest SM "
-            f"clock {pred['clock_mhz'][i]:.0f} MHz; raise --power-limit to at least "
-            f"{math.ceil(pred['min_clock_power_w'][i]):.0f} W or lower the batch size"
+            f"{pred.min_clock_power_w[i]:.0f} W this workload draws per GPU at the lowest SM "
+            f"clock {pred.clock_mhz[i]:.0f} MHz; raise --power-limit to at least "
+            f"{math.ceil(pred.min_clock_power_w[i]):.0f} W or lower the batch size"
         )
 
-    errors.flag_each(pred["power_limit_infeasible"].astype(bool), infeasible)
+    errors.flag_each(pred.power_limit_infeasible.astype(bool), infeasible)
     good = errors.ok()
     host = host_bound_mask(gpu_names, ngpu, req.task, coef.host_bound_rule)
     lo, hi = _interval(coef, keys, codes, host)
@@ -343,7 +355,8 @@ def estimate_table(
 
 
 def _memory_fit(
-    f: dict[str, np.ndarray],
+    f: Features,
+    m: MemoryFeatures,
     mem_gb: np.ndarray,
     gpu_names: np.ndarray,
     in_given: np.ndarray,
@@ -356,7 +369,7 @@ def _memory_fit(
         ``usable``) and each row's warning (a KV cache at a task-default prompt length that
         may not fit).
     """
-    weights, workspace, kv, per_seq = memory_bytes(f)
+    weights, workspace, kv, per_seq = memory_bytes(f, m)
     usable = usable_bytes(mem_gb)
     warn = np.full(len(mem_gb), "", dtype=object)
     over = errors.ok() & ((weights + workspace + kv) > usable)
@@ -366,9 +379,9 @@ def _memory_fit(
             workspace=float(workspace[i]),
             kv=float(kv[i]),
             per_seq=float(per_seq[i]),
-            batch=float(f["batch"][i]),
-            dp=float(f["dp"][i]),
-            ctx=float(f["input_tokens"][i] + 0.5 * f["output_tokens"][i]),
+            batch=float(f.batch[i]),
+            dp=float(f.dp[i]),
+            ctx=float(f.input_tokens[i] + 0.5 * f.output_tokens[i]),
             memory_gb=float(mem_gb[i]),
             gpu_name=str(gpu_names[i]),
             input_given=bool(in_given[i]),

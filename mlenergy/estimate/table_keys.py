@@ -18,9 +18,8 @@ from mlenergy.errors import UserError
 from mlenergy.estimate.catalog import GpuSpec, resolve_gpu
 from mlenergy.estimate.checks import RowErrors
 from mlenergy.estimate.configs import resolve_model_config
-from mlenergy.estimate.features import feature_row
+from mlenergy.estimate.features import FEATURES, feature_row
 from mlenergy.estimate.memory import MEMORY_KEYS, memory_row
-from mlenergy.estimate.physics import FEATURES
 from mlenergy.estimate.profile import ModelProfile, build_profile, weight_precision
 from mlenergy.estimate.requests import EstimateRequests
 from mlenergy.estimate.serving import ServingSetup

@@ -17,6 +17,7 @@ from mlenergy.estimate.engines import CURRENT_ENGINE
 from mlenergy.estimate.requests import EstimateRequests
 
 if TYPE_CHECKING:
+    from mlenergy.estimate.physics import Prediction
     from mlenergy.estimate.table import ModelOnGpu
 
 BREAKDOWN_KEYS = {
@@ -27,7 +28,8 @@ BREAKDOWN_KEYS = {
     "static_idle": "energy_static_j",
     "overhead": "energy_overhead_j",
 }
-"""``Estimate.breakdown_j_per_token`` keys and the prediction each reads (J per token)."""
+"""``Estimate.breakdown_j_per_token`` keys and the :class:`Prediction` field each reads (J per
+token)."""
 
 
 @functools.cache
@@ -116,9 +118,9 @@ class EstimateTable:
         offline: Which rows are offline jobs.
         input_tokens: Each row's prompt length (the task's default where none was given).
         num_gpus: Each row's GPU count (derived where none was given).
-        prediction: The physical model's outputs per row (see
-            :func:`~mlenergy.estimate.physics.predict`; offline rows also
-            ``job_duration_s`` and ``prefill_duration_s``).
+        prediction: The physical model's outputs per row (serving rows from
+            :func:`~mlenergy.estimate.physics.predict`, offline jobs from
+            :func:`~mlenergy.estimate.offline.predict_offline`).
         interval: Multiplicative (low, high) factors of the 90% interval per row.
         memory_gb: Per-GPU memory in GB per row (``weights``, ``workspace``, ``kv_cache``,
             ``total``, ``usable``).
@@ -133,7 +135,7 @@ class EstimateTable:
     offline: np.ndarray
     input_tokens: np.ndarray
     num_gpus: np.ndarray
-    prediction: dict[str, np.ndarray]
+    prediction: Prediction
     interval: tuple[np.ndarray, np.ndarray]
     memory_gb: dict[str, np.ndarray]
 
@@ -146,15 +148,16 @@ class EstimateTable:
 
     def columns(self) -> dict[str, np.ndarray]:
         """The batch contract's output columns (NaN on rows with an error)."""
-        e = self.prediction["energy_per_token_j"]
+        pred = self.prediction
+        e = pred.energy_per_token_j
         lo, hi = self.interval
         good = self.ok()
         cols = {
             "energy_per_token_j": e,
             "energy_per_token_j_lo": e * lo,
             "energy_per_token_j_hi": e * hi,
-            "throughput_tokens_per_s": self.prediction["throughput_tokens_per_s"],
-            "avg_power_w": self.prediction["avg_power_w"],
+            "throughput_tokens_per_s": pred.throughput_tokens_per_s,
+            "avg_power_w": pred.avg_power_w,
         }
         return {k: np.where(good, v, np.nan) for k, v in cols.items()}
 
@@ -170,11 +173,8 @@ class EstimateTable:
         key = self.keys[self.codes[i]]
         assert key is not None  # a row without error has a resolved key
         pred = self.prediction
-        names = (*BREAKDOWN_KEYS.values(), "energy_per_token_j", "clock_mhz", "step_s")
-        names += ("throughput_tokens_per_s", "avg_power_w", "t_prefill_s")
-        names += ("job_duration_s", "prefill_duration_s") if self.offline[i] else ()
-        p = {name: float(pred[name][i]) for name in names}
-        e, out_tok = p["energy_per_token_j"], float(r.output_tokens[i])
+        e, out_tok = float(pred.energy_per_token_j[i]), float(r.output_tokens[i])
+        step = float(pred.step_s[i])
         offline = bool(self.offline[i])
         prof, spec = key.prof, key.spec
         return Estimate(
@@ -190,18 +190,22 @@ class EstimateTable:
             input_tokens=float(self.input_tokens[i]),
             output_tokens=out_tok,
             task=str(r.task[i]) or None,
-            sm_clock_mhz=p["clock_mhz"],
+            sm_clock_mhz=float(pred.clock_mhz[i]),
             power_limit_w=_given(r.power_limit_w[i]),
             energy_per_token_j=e,
             energy_per_token_j_lo=e * float(self.interval[0][i]),
             energy_per_token_j_hi=e * float(self.interval[1][i]),
             energy_per_request_j=e * out_tok,
-            throughput_tokens_per_s=p["throughput_tokens_per_s"],
-            avg_power_w=p["avg_power_w"],
-            itl_s=p["step_s"],
-            request_duration_s=p["job_duration_s"] if offline else p["step_s"] * out_tok,
-            prefill_duration_s=p["prefill_duration_s"] if offline else p["t_prefill_s"] * out_tok,
-            breakdown_j_per_token={k: p[v] for k, v in BREAKDOWN_KEYS.items()},
+            throughput_tokens_per_s=float(pred.throughput_tokens_per_s[i]),
+            avg_power_w=float(pred.avg_power_w[i]),
+            itl_s=step,
+            request_duration_s=float(pred.job_duration_s[i]) if offline else step * out_tok,
+            prefill_duration_s=float(pred.prefill_duration_s[i])
+            if offline
+            else float(pred.t_prefill_s[i]) * out_tok,
+            breakdown_j_per_token={
+                k: float(getattr(pred, v)[i]) for k, v in BREAKDOWN_KEYS.items()
+            },
             memory_gb_per_gpu={k: float(v[i]) for k, v in self.memory_gb.items()},
             total_params=prof.total_params,
             active_params=prof.active_params,

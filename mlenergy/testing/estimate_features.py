@@ -11,7 +11,6 @@ from pathlib import Path
 
 from mlenergy.errors import UserError
 from mlenergy.estimate.catalog import GpuSpec
-from mlenergy.estimate.physics import FEATURES
 from mlenergy.estimate.profile import ModelProfile
 from mlenergy.estimate.requests import EstimateRequests
 from mlenergy.estimate.serving import ServingSetup
@@ -55,5 +54,5 @@ def prepare(
         raise UserError(str(table.errors.messages[0]))
     key = table.keys[table.codes[0]]
     assert key is not None
-    features = {name: float(table.features[name][0]) for name in FEATURES}
+    features = {name: float(v[0]) for name, v in table.features.columns().items()}
     return key.spec, key.prof, key.gpu, features

@@ -30,8 +30,8 @@ def _features(model, gpus, batch, configs_dir, input_tokens=512, output_tokens=2
 def test_decode_step_is_the_step_without_prefill(configs_dir):
     f = _features(LLAMA8, ["H100", "B200"], 64, configs_dir)
     out = predict(f, default_coefficients())
-    assert np.all(out["decode_step_s"] < out["step_s"])
-    assert np.allclose(out["decode_step_s"] + out["t_prefill_s"], out["step_s"])
+    assert np.all(out.decode_step_s < out.step_s)
+    assert np.allclose(out.decode_step_s + out.t_prefill_s, out.step_s)
 
 
 def test_faster_memory_helps_less_than_its_ratio(configs_dir):
@@ -82,11 +82,11 @@ def test_fit_accepts_partial_latency_targets(configs_dir):
     f = _features(LLAMA8, ["H100", "H100", "B200"], 32, configs_dir)
     c0 = default_coefficients()
     truth = predict(f, c0)
-    itl = truth["decode_step_s"].copy()
+    itl = truth.decode_step_s.copy()
     itl[1] = np.nan
-    c = fit(f, truth["throughput_tokens_per_s"], truth["avg_power_w"], start=c0, itl=itl)
+    c = fit(f, truth.throughput_tokens_per_s, truth.avg_power_w, start=c0, itl=itl)
     again = predict(f, c)
-    assert np.allclose(again["energy_per_token_j"], truth["energy_per_token_j"], rtol=0.05)
+    assert np.allclose(again.energy_per_token_j, truth.energy_per_token_j, rtol=0.05)
 
 
 @pytest.mark.slow  # over ~20 s on 2 shared cores; left out by `make test-fast`
@@ -145,7 +145,7 @@ def test_column_floor_has_a_gradient_without_llama4():
     feat, keep = featurise(df)
     assert len(keep) > 100
     start = Coefficients()
-    a = predict(feat, start)["median_step_s"]
-    b = predict(feat, start.replace(moe_min_cols=1.05 * start.moe_min_cols))["median_step_s"]
+    a = predict(feat, start).median_step_s
+    b = predict(feat, start.replace(moe_min_cols=1.05 * start.moe_min_cols)).median_step_s
     moved = b > a * (1 + 1e-6)
     assert np.all(b >= a) and moved.mean() > 0.5

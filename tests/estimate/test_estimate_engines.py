@@ -129,7 +129,7 @@ def test_batch_v2_rows_match_calibration_features(configs_dir):
     feats, _ = featurise(v2, configs_dir)
     fitted = predict(feats, default_coefficients())
     np.testing.assert_allclose(
-        out["throughput_tokens_per_s"], fitted["throughput_tokens_per_s"], rtol=1e-6
+        out["throughput_tokens_per_s"], fitted.throughput_tokens_per_s, rtol=1e-6
     )
 
 

@@ -90,10 +90,10 @@ def test_power_cap_physics_flags_infeasible_rows(tiny_config_dict):
         for limit in (1, 700)
     ]
     out = predict(stack(rows), default_coefficients())
-    assert out["power_limit_infeasible"].tolist() == [True, False]
+    assert out.power_limit_infeasible.tolist() == [True, False]
     # The infeasible row keeps its real draw at the lowest clock: never cut below it.
-    assert out["avg_power_w"][0] == pytest.approx(out["min_clock_power_w"][0])
-    assert out["avg_power_w"][0] > 1
+    assert out.avg_power_w[0] == pytest.approx(out.min_clock_power_w[0])
+    assert out.avg_power_w[0] > 1
 
 
 def test_power_limit_above_tdp_is_an_error(capsys, configs_dir):

@@ -85,7 +85,7 @@ def test_pipeline_without_micro_batching_runs_one_stage_at_a_time(configs_dir):
         batch_size=256, input_tokens=512, output_tokens=256, num_gpus=4, pipeline_parallel=4
     )
     feats = prepare(kw["model"], "H100", setup, configs_dir=configs_dir)[3]
-    stage_step = predict(stack([feats]), default_coefficients())["decode_step_s"][0]
+    stage_step = predict(stack([feats]), default_coefficients()).decode_step_s[0]
     assert job.itl_s == pytest.approx(4 * stage_step, rel=0.03)
     assert job.avg_power_w < serving.avg_power_w  # three of four GPUs wait at any time
 
@@ -255,17 +255,19 @@ def test_equal_lengths_must_fit_at_their_full_context(configs_dir):
 
 
 def test_an_offline_step_is_an_explicit_mode_not_a_feature_key(configs_dir):
-    """``JobStep`` sets an offline step's context and prompt chunk; stray keys change nothing."""
+    """``JobStep`` sets an offline step's context and prompt chunk; features have no such field."""
     setup = ServingSetup(batch_size=64, input_tokens=512, output_tokens=256)
     f = stack([prepare(LLAMA, "H100", setup, configs_dir=configs_dir)[3]])
     c = default_coefficients()
     serving = predict(f, c)
-    stray = predict({**f, "context": np.array([8192.0]), "prefill_chunk": np.array([4096.0])}, c)
-    assert stray["step_s"][0] == serving["step_s"][0]
+    with pytest.raises(TypeError):
+        f.replace(context=np.array([8192.0]))
+    with pytest.raises(TypeError):
+        f.replace(prefill_chunk=np.array([4096.0]))
     # The steady state's mean context is I + O/2 = 640 tokens: the same step, given explicitly.
     same = predict(f, c, JobStep(context=np.array([640.0])))
-    assert same["decode_step_s"][0] == pytest.approx(serving["decode_step_s"][0], rel=1e-12)
+    assert same.decode_step_s[0] == pytest.approx(serving.decode_step_s[0], rel=1e-12)
     longer = predict(f, c, JobStep(context=np.array([8192.0])))
-    assert longer["decode_step_s"][0] > serving["decode_step_s"][0]
+    assert longer.decode_step_s[0] > serving.decode_step_s[0]
     chunked = predict(f, c, JobStep(context=np.array([640.0]), prefill_chunk=np.array([4096.0])))
-    assert chunked["step_s"][0] > serving["step_s"][0]  # every step carries prompt tokens
+    assert chunked.step_s[0] > serving.step_s[0]  # every step carries prompt tokens

@@ -316,10 +316,11 @@ def test_legacy_moe_cost_only_on_the_old_engine():
 
     from mlenergy.estimate.coefficients import default_coefficients
     from mlenergy.estimate.engines import ENGINE_INDEX
-    from mlenergy.estimate.physics import FEATURES, predict
+    from mlenergy.estimate.features import FEATURES, Features
+    from mlenergy.estimate.physics import predict
 
-    f = {name: np.array([1.0, 1.0]) for name in FEATURES}
-    f.update(
+    ones = {name: np.array([1.0, 1.0]) for name in FEATURES}
+    f = Features.from_columns(ones).replace(
         common_bytes=np.full(2, 2e9),
         expert_bytes=np.full(2, 1e7),
         n_moe_layers=np.full(2, 48.0),
@@ -350,8 +351,8 @@ def test_legacy_moe_cost_only_on_the_old_engine():
     )
     c = default_coefficients()
     extra = c.overhead(V2, "moe_layer_s")
-    base = predict(f, c)["decode_step_s"]
-    more = predict(f, c.replace(**{f"{V2}.moe_layer_s": 2 * extra}))["decode_step_s"]
+    base = predict(f, c).decode_step_s
+    more = predict(f, c.replace(**{f"{V2}.moe_layer_s": 2 * extra})).decode_step_s
     assert more[0] == pytest.approx(base[0])  # today's engine: unchanged
     slow = c.overhead(V2, "host_slowdown")
     assert more[1] - base[1] == pytest.approx(48 * extra * slow, rel=1e-6)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -105,13 +104,13 @@ def test_coefficients_no_row_moves_are_left_out_of_the_fit():
 
     def without(pattern: str) -> set[str]:
         mask = ~rows["config_id"].str.contains(pattern).to_numpy()
-        return unidentified({k: np.asarray(v)[mask] for k, v in feat.items()})
+        return unidentified(feat.rows(mask))
 
     # Mixtral is the only MoE model measured with the 2024 engine; Nemotron-H the only hybrid.
     assert without("Mixtral") == {"leaderboard-v2-server.moe_layer_s"}
     assert without("Nemotron") == {"mamba_prefill_s"}
-    v3 = feat["engine"] == ENGINE_INDEX["leaderboard-v3-server"]
-    assert unidentified({k: np.asarray(v)[v3] for k, v in feat.items()}) == {
+    v3 = feat.engine == ENGINE_INDEX["leaderboard-v3-server"]
+    assert unidentified(feat.rows(v3)) == {
         "leaderboard-v2-server.host_slowdown",
         "leaderboard-v2-server.moe_layer_s",
         "leaderboard-v2-server.worker_s",

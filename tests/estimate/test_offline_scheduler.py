@@ -149,9 +149,9 @@ def test_the_2024_engine_prefills_before_it_decodes(configs_dir):
     c = default_coefficients()
     paused = predict_offline(f, c, nan, None, budget, np.array([False]))
     beside = predict_offline(f, c, nan, None, budget, np.array([True]))
-    assert beside["prefill_duration_s"][0] > paused["prefill_duration_s"][0]  # fuller steps
-    assert beside["step_s"][0] < paused["step_s"][0]
-    assert beside["job_duration_s"][0] < paused["job_duration_s"][0]
+    assert beside.prefill_duration_s[0] > paused.prefill_duration_s[0]  # fuller steps
+    assert beside.step_s[0] < paused.step_s[0]
+    assert beside.job_duration_s[0] < paused.job_duration_s[0]
 
 
 def test_serving_prefill_time_is_never_negative_and_large_batches_save(tmp_path, configs_dir):
