@@ -194,6 +194,21 @@ def _features(
     return Features.from_columns(cols), memory
 
 
+def _task_inputs(req: EstimateRequests) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Prompt tokens per row (the task's default where not given), given or not, multimodal.
+
+    Returns:
+        Mean prompt tokens, whether the request gave them, whether the task's prompts carry
+        images or video.
+    """
+    task_codes, task_names = factorize(req.task)
+    task_len = np.array([task_input_tokens(t) for t in task_names], dtype=float)[task_codes]
+    in_given = ~np.isnan(req.input_tokens)
+    in_tok = np.where(in_given, req.input_tokens, task_len)
+    visual = np.array([is_multimodal(t) for t in task_names], dtype=bool)[task_codes]
+    return in_tok, in_given, visual
+
+
 def prepare_table(
     req: EstimateRequests, configs_dir: str | Path | None = None, check_fit: bool = True
 ) -> PreparedTable:
@@ -220,11 +235,7 @@ def prepare_table(
     )
     ngpu = np.where(np.isnan(req.num_gpus), expected_num_gpus(tp, ep, dp, pp), req.num_gpus)
     jobs, out_tok = req.batch_size, req.output_tokens
-    task_codes, task_names = factorize(req.task)
-    task_len = np.array([task_input_tokens(t) for t in task_names], dtype=float)[task_codes]
-    in_given = ~np.isnan(req.input_tokens)
-    in_tok = np.where(in_given, req.input_tokens, task_len)
-    visual = np.array([is_multimodal(t) for t in task_names], dtype=bool)[task_codes]
+    in_tok, in_given, visual = _task_inputs(req)
     cap = req.max_num_seqs
     check_values(errors, jobs, in_tok, out_tok, cap, offline)
     degrees = {
