@@ -54,12 +54,6 @@ OUTPUT_COLUMNS = (
 )
 CONTROL_COLUMNS = ("sm_clock_mhz", "power_limit_w")
 """Optional input columns: a locked SM clock (MHz) or a power limit per GPU (W), not both."""
-ENGINE_COLUMN = "engine"
-"""Optional input column: the serving engine (blank: the task's, see
-:mod:`~mlenergy.estimate.engines`). A row that takes a non-current engine from its task says
-so in its ``warning``."""
-MODE_COLUMNS = ("mode", "max_output_tokens")
-"""Optional input columns: ``serving`` (blank) or ``offline``, and an offline job's cap."""
 REQUIRED = ("model", "gpu", "batch_size", "output_tokens")
 
 

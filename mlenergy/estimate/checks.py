@@ -133,9 +133,6 @@ def mode_error(mode: str | None, max_output_tokens: float | None, output_tokens:
     return ""
 
 
-Flag = Callable[[np.ndarray, "str | np.ndarray"], None]
-
-
 class RowErrors:
     """The error of every row (``""``: none so far); the first error of a row stays."""
 

@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass, field, fields
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -143,7 +144,8 @@ class Coefficients:
             profiles those of ``engines.json`` whose entry says ``fitted``).
         report: The calibration report of the fit (interval quantiles, host-bound rule,
             fitted prompt lengths, calibrated GPUs), read beside the coefficients file. Its
-            entries read as attributes too (``coef.log_q05``), and :meth:`replace` takes them.
+            entries read as attributes too (``coef.log_q05``, :meth:`__getattr__`), and
+            :meth:`replace` takes them.
     """
 
     eta_mem: float = 0.9
@@ -204,20 +206,13 @@ class Coefficients:
     )
     """Every fitted coefficient: the physics' own, then each profile's fitted overheads."""
 
-    # The report's entries, read through the coefficients that were fitted with them.
-    log_q05 = property(lambda self: self.report.log_q05, doc="See :class:`CalibrationReport`.")
-    log_q95 = property(lambda self: self.report.log_q95, doc="See :class:`CalibrationReport`.")
-    log_q05_host = property(lambda self: self.report.log_q05_host, doc="The same.")
-    log_q95_host = property(lambda self: self.report.log_q95_host, doc="The same.")
-    unseen_gpu_widen = property(lambda self: self.report.unseen_gpu_widen, doc="The same.")
-    calibrated_gpus = property(lambda self: self.report.calibrated_gpus, doc="The same.")
-    task_input_tokens = property(lambda self: self.report.task_input_tokens, doc="The same.")
-    host_bound_rule = property(lambda self: self.report.host_bound_rule, doc="The same.")
-    interval_by_class = property(lambda self: self.report.interval_by_class, doc="The same.")
-    fit_info = property(lambda self: self.report.fit_info, doc="The same.")
+    def __getattr__(self, name: str) -> Any:
+        """A report entry (``coef.log_q05``) or a fitted overhead (``<profile>.<term>``).
 
-    def __getattr__(self, name: str) -> float:
-        """A profile's fitted overhead term by its coefficient name, ``<profile>.<term>``."""
+        The report's entries read through the coefficients that were fitted with them.
+        """
+        if name in REPORT_FIELDS and "report" in self.__dict__:
+            return getattr(self.__dict__["report"], name)
         profile, dot, term = name.partition(".")
         if dot and profile in self.__dict__.get("engine_overheads", {}):
             overheads = self.__dict__["engine_overheads"][profile]

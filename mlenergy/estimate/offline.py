@@ -36,12 +36,8 @@ import numpy as np
 
 from mlenergy.estimate.coefficients import Coefficients
 from mlenergy.estimate.features import Features
-from mlenergy.estimate.physics import (
-    PREFILL_TOKEN_BUDGET,
-    JobStep,
-    Prediction,
-    predict,
-)
+from mlenergy.estimate.physics import PREFILL_TOKEN_BUDGET, JobStep, predict
+from mlenergy.estimate.prediction import Prediction
 
 SEGMENTS = 16
 """Decode segments per job (each evaluated at its own batch and context)."""

@@ -20,10 +20,11 @@ batched tokens per step needs) is a *mixed* step, the rest decode-only. Per GPU 
   routed-expert matmuls, attention/state) plus ``c_fp8_moe * L_moe`` when the experts are fp8 on
   a GPU with fp8 tensor cores (and ``c_tile * L_moe`` when expert parallelism shards unquantised
   experts and the step's tokens exceed the experts a GPU holds: the untuned fused-MoE kernel's
-  larger default tile, :func:`tile_switch`), with achievable fractions of datasheet bandwidth
-  and FLOP/s, fixed launch costs and per-collective latencies fitted on measurements
-  (:mod:`mlenergy.calibrate.calibration`); with expert parallelism the expert roofline reads the
-  experts of the busiest GPU (:func:`max_shard_hits`), and a GPU's grouped expert GEMM with
+  larger default tile, :func:`~mlenergy.estimate.expert_shards.tile_switch`), with achievable
+  fractions of datasheet bandwidth and FLOP/s, fixed launch costs and per-collective latencies
+  fitted on measurements (:mod:`mlenergy.calibrate.calibration`); with expert parallelism the
+  expert roofline reads the experts of the busiest GPU
+  (:func:`~mlenergy.estimate.expert_shards.max_shard_hits`), and a GPU's grouped expert GEMM with
   fewer output columns than ``moe_min_cols`` streams about as slowly as one of that many (the
   same soft maximum joins the two); in a mixed step the prompt tokens join the same rooflines
   (they share the weight reads), their FLOPs and the matmuls of the decode rows they ride with
@@ -55,14 +56,12 @@ Energy per output token is total power over output throughput.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
 from mlenergy.estimate.coefficients import Coefficients, row_overheads
-from mlenergy.estimate.expert_shards import max_shard_hits, tile_switch
 from mlenergy.estimate.features import Features
 from mlenergy.estimate.power_model import (
     POWER_CAP_TOLERANCE,
@@ -70,7 +69,8 @@ from mlenergy.estimate.power_model import (
     idle_power_w,
     throttled_clock,
 )
-from mlenergy.estimate.roofline import effective_bandwidth, soft_max
+from mlenergy.estimate.prediction import Prediction, median_step
+from mlenergy.estimate.step_roofline import step_roofline, step_shape
 
 PREFILL_TOKEN_BUDGET = 8192.0
 """Prompt tokens one step may carry (vLLM's ``max_num_batched_tokens`` server default with
@@ -134,132 +134,26 @@ def _at_clock(
     The mean step mixes decode-only steps (the median inter-token latency) and steps that
     also carry a chunk of new prompts (chunked prefill: the prompt tokens share the step's
     kernels, and its weight reads, with the decode tokens). ``job`` gives an offline job's
-    step instead of the steady state's (see :class:`JobStep`).
+    step instead of the steady state's (see :class:`JobStep`); the roofline terms of a step
+    are :mod:`~mlenergy.estimate.step_roofline`'s.
     """
-    n, dp, pp = f.num_gpus, f.dp, f.pp
-    a = n / dp  # GPUs per replica
-    tp_eff = np.maximum(a / pp, 1.0)
-    br = f.batch / dp
-    ep_on = f.ep > 1
-    ep_shards = np.where(ep_on, n, a)
-    t_moe = np.where(ep_on, f.batch, br)
-    e, k = f.num_experts, f.experts_per_token
-    # Expected distinct experts hit per MoE layer; routing is skewed, so tokens draw from an
-    # effective pool smaller than E (``routing_spread`` = 1: uniform routing).
-    e_eff = np.maximum(k + (e - k) * c.routing_spread, 1.0)
-    miss = np.clip(1.0 - k / e_eff, 0.0, 1.0)
+    dp, pp = f.dp, f.pp
     # Mean context of a decoding sequence: ``I + O/2`` in steady state; an offline job's
     # decode segments give their own (``job.context``, see offline.py).
     ctx = f.input_tokens + 0.5 * f.output_tokens if job is None else job.context
-    ctx_w = np.minimum(ctx, np.where(f.window > 0, f.window, ctx))
-    kv_shard = np.where(f.latent_kv > 0, 1.0, np.minimum(tp_eff, f.num_kv_heads)) * pp
-    bw = effective_bandwidth(f.bandwidth, c)
-    # A grouped expert GEMM streams many separate small weight matrices (one per expert hit
-    # on the GPU) instead of one large one: a ceiling of its own.
-    bw_exp = effective_bandwidth(f.bandwidth, c, c.moe_ceiling)
-    speed = clock / f.spec_clock
-    rate = c.eta_comp * speed
-    rate_pf = c.eta_prefill * speed
-    p = c.overlap_p
-    layers_per_stage = f.num_layers / pp
-    n_ar = np.where(tp_eff > 1, 2.0 * layers_per_stage, 0.0)
-    n_a2a = np.where(ep_on, 2.0 * f.n_moe_layers / pp, 0.0)
-    # All-reduce latency grows with log2 of its participants (ring/tree steps); an
-    # expert-parallel dispatch or combine costs a fixed latency (one exchange).
-    lat = c.collective_s * n_ar * np.log2(2.0 * tp_eff) + c.all_to_all_s * n_a2a
     eng = row_overheads(f.engine, c)  # the row's engine profile's own overhead terms
+    lockstep = lockstep_replicas(f.ep, dp)
+    s = step_shape(f, c, clock, ctx, lockstep, eng["untuned_moe_tiles"])
+    a, br = s.a, s.br
     slow = eng["host_slowdown"]
     moe_s = c.moe_layer_s + eng["moe_layer_s"]
+    layers_per_stage = f.num_layers / pp
     fixed = c.step_s + c.layer_s * layers_per_stage + moe_s * f.n_moe_layers / pp
-    # fp8 experts: another grouped-GEMM path with its own per-layer cost (GPU busy time).
-    t_fp8 = f.fp8_experts * c.fp8_moe_layer_s * f.n_moe_layers / pp
-    tile_on = f.unquantised_experts * ep_on * eng["untuned_moe_tiles"]
-    e_local = np.maximum(e / ep_shards, 1.0)
-    kv_bytes = br * (f.kv_full * ctx + f.kv_window * ctx_w) / kv_shard
-    ssm_bytes = 2.0 * br * f.ssm_bytes / a
-    attn = br * (f.attn_full * ctx + f.attn_window * ctx_w) / kv_shard
-    t_c_attn = attn / (f.peak_dense * rate)
-    w_common = f.common_bytes / a
-
-    lockstep = lockstep_replicas(f.ep, dp)
-    # Share of a GPU's exchanged tokens that cross its links, per MoE layer and direction:
-    # the tokens' other experts with one replica, the other replicas' steps in lockstep.
-    a2a_share = np.where(lockstep, dp - 1.0, k * (ep_shards - 1) / n)
     q, m, pf_attn = _prompt_arrivals(f, job, br, lockstep)
     pf_tok = m * f.input_tokens  # prompt tokens of a step that carries prompts
 
-    def step(
-        extra_tok: np.ndarray, extra_attn: np.ndarray, extra_exp: np.ndarray, rate_mm: np.ndarray
-    ) -> tuple:
-        tm = t_moe + extra_exp
-        hit = np.minimum(e_eff * (1.0 - np.power(miss, tm)), e)
-        w_exp = f.n_moe_layers * f.expert_bytes * hit / ep_shards
-        # Expert parallelism: each GPU holds E/ep experts and the layer waits for the GPU
-        # that hit the most of its own (expected maximum over the shards of a binomial count,
-        # normal approximation); the others wait idle, so power keeps the mean traffic.
-        hl = max_shard_hits(hit, e, ep_shards, ep_on)
-        w_exp_max = f.n_moe_layers * f.expert_bytes * hl
-        if c.moe_min_cols > 0:
-            # Grouped expert GEMMs (no split-K) give each thread block a slice of output
-            # columns and the whole reduction length K: a matrix with few output columns on a
-            # GPU (big experts, one or two hit per shard) fills too few blocks to stream at
-            # full bandwidth, so it takes about as long as one of ``moe_min_cols`` columns. The
-            # last wave of blocks fills the GPU partly, so the floor sets in gradually: the
-            # same soft maximum as the rooflines (``overlap_p``) joins the two.
-            h, it = f.hidden_size, f.expert_inter
-            ts = np.where(ep_on, 1.0, a)  # tensor-parallel split of each expert
-            hits_gpu = np.where(ep_on, hl, hit)
-            b_el = f.expert_bytes / np.maximum(3.0 * h * it, 1.0)
-            wm = c.moe_min_cols
-            gu = h * soft_max(hits_gpu * 2.0 * it / ts, wm, p)
-            dn = it / ts * soft_max(hits_gpu * h, wm, p)
-            w_exp_max = np.where(it > 0, f.n_moe_layers * b_el * (gu + dn), w_exp_max)
-        q_elems = f.quant_common / a + f.n_moe_layers * f.quant_expert * hit / ep_shards
-        # Time to stream the stored bytes of scaled low-precision weights (s).
-        t_quant = (
-            f.quant_common_bytes / a / bw
-            + f.n_moe_layers * f.quant_expert_bytes * hit / ep_shards / bw_exp
-        )
-        # The decode rows' matmuls run at ``rate_mm``: ``eta_comp`` in a decode-only step,
-        # ``eta_prefill`` in a mixed step, where they share taller GEMMs with the prompt rows.
-        t_c_dense = (br * (f.dense_flops + f.ssm_flops) / a + c.dequant_flops * q_elems) / (
-            f.peak_dense * rate_mm
-        ) + br * f.bf16_flops / a / (f.peak_bf16 * rate_mm)
-        t_c_exp = t_moe * f.expert_flops / ep_shards / (f.peak_expert * rate_mm)
-        # Prompt tokens: dense part on the replica's GPUs, experts over the EP shards.
-        t_p_dense = (extra_tok * (f.dense_flops + f.ssm_flops) + extra_attn) / (
-            f.peak_dense * rate_pf
-        ) + extra_tok * f.bf16_flops / (f.peak_bf16 * rate_pf)
-        t_p_dense = t_p_dense / a
-        t_p_exp = extra_exp * f.expert_flops / ep_shards / (f.peak_expert * rate_pf)
-        # Dense matmuls, routed-expert matmuls and attention are separate kernels run one
-        # after the other: each is bound by its own bytes or FLOPs (a roofline per group).
-        # Untuned expert-parallel shards of unquantised experts: the Triton fused-MoE
-        # kernel's default tile grows (16 to 64 rows) once the step's tokens exceed the
-        # experts the GPU holds, a fixed cost per MoE layer (GPU busy time).
-        t_tile = tile_on * c.moe_tile_s * tile_switch(tm / e_local) * f.n_moe_layers / pp
-        t_gpu = (
-            soft_max(w_common / bw, t_c_dense + t_p_dense, p)
-            + soft_max(w_exp_max / bw_exp, t_c_exp + t_p_exp, p)
-            + soft_max((kv_bytes + ssm_bytes) / bw, t_c_attn, p)
-            + t_fp8
-            + t_tile
-        )
-        # Prompt tokens join the tensor-parallel all-reduces; the expert-parallel exchange
-        # of a replica's prompt is not charged (with one replica every GPU holds the tokens).
-        # Replicas in lockstep instead all-gather every replica's step, padded to the
-        # busiest one's tokens (prompt included), into each MoE layer and reduce-scatter it
-        # back: each GPU receives ``dp - 1`` replicas' tokens per direction.
-        act_ar = (br + extra_tok) * f.hidden_size * 2.0
-        act_a2a = np.where(lockstep, br + extra_tok, br) * f.hidden_size * 2.0
-        comm_bytes = n_ar * act_ar * 2.0 * (tp_eff - 1) / tp_eff + n_a2a * act_a2a * a2a_share
-        t_comm = lat + comm_bytes / (c.eta_link * f.link)
-        t_mem = (w_common + kv_bytes + ssm_bytes) / bw + w_exp / bw_exp + t_fp8 + t_tile
-        t_comp = t_c_dense + t_c_exp + t_c_attn
-        return t_gpu, t_comm, t_mem, t_comp, t_p_dense + t_p_exp, t_quant
-
     zero = np.zeros_like(br)
-    g0, comm0, mem0, comp0, _, tq0 = step(zero, zero, zero, rate)
+    g0, comm0, mem0, comp0, _, tq0 = step_roofline(f, c, s, zero, zero, zero, s.rate)
     # An engine whose driver process hands every step's inputs to each other worker of the
     # replica before the GPUs start (the 2024 one) waits per extra GPU (host time).
     t_workers = eng["worker_s"] * (a - 1.0)
@@ -269,11 +163,13 @@ def _at_clock(
     # padding), and the MoE layers take the padded steps of all ``dp`` replicas: a prompt's
     # tokens pass through the experts once per replica.
     pf_exp = np.where(lockstep, dp * pf_tok, pf_tok)
-    g1, comm1, mem1, comp1, pfc1, tq1 = step(pf_tok, m * pf_attn, pf_exp, rate_pf)
+    g1, comm1, mem1, comp1, pfc1, tq1 = step_roofline(
+        f, c, s, pf_tok, m * pf_attn, pf_exp, s.rate_pf
+    )
     # Mamba hybrids: the prompt's chunked-scan prefill path (conv1d, chunk cumsum, chunk
     # state, state passing, chunk scan) costs GPU time per Mamba layer far beyond its FLOPs;
     # it keeps the SMs busy (compute power) and slows with the SM clock.
-    t_mamba = c.mamba_prefill_s * f.n_mamba_layers / pp / speed
+    t_mamba = c.mamba_prefill_s * f.n_mamba_layers / pp / s.speed
     # A step that carries prompt tokens runs a mixed batch beyond the captured CUDA-graph
     # sizes (kernels launched one by one): a fixed host cost per layer.
     host_mix = host_dec + c.prefill_layer_s * layers_per_stage * slow
@@ -377,83 +273,6 @@ def _step_power(
     dyn_seq = pw.memory * seq_share
     power_gpu = idle + pw.base + pw.compute + dyn_mem + dyn_seq
     return power_gpu, idle, pw.base, pw.compute, dyn_mem, dyn_seq
-
-
-MEDIAN_BLEND_WIDTH = 0.05
-"""Width (in the fraction of steps carrying prompts) of the switch in :func:`median_step`."""
-
-
-def median_step(t_decode: np.ndarray, t_mixed: np.ndarray, q_mixed: np.ndarray) -> np.ndarray:
-    """Median step time (s), i.e. the median inter-token latency, of a decode/mixed mixture.
-
-    A fraction ``q_mixed`` of the steps carries prompt tokens (``t_mixed``), the rest only
-    decodes (``t_decode``); every step emits one token per sequence, so the median
-    inter-token latency is the decode step while fewer than half the steps carry prompts and
-    the mixed step beyond (large batches with short outputs). A logistic switch of width
-    :data:`MEDIAN_BLEND_WIDTH` keeps it smooth for the fit.
-    """
-    w = 1.0 / (1.0 + np.exp(-(q_mixed - 0.5) / MEDIAN_BLEND_WIDTH))
-    return t_decode + w * (t_mixed - t_decode)
-
-
-@dataclass(frozen=True, slots=True)
-class Prediction:
-    """What the physics predicts per row (arrays of one length; energies per output token).
-
-    Attributes:
-        throughput_tokens_per_s: Output tokens per second, all GPUs.
-        avg_power_w: Power summed over the GPUs (W).
-        energy_per_token_j: GPU energy per output token (J).
-        step_s: Mean step (inter-token latency, s); an offline job's mean decode step.
-        clock_mhz: The SM clock the rows run at (after throttling to the power cap).
-        energy_static_j: Idle power's share of ``energy_per_token_j``.
-        energy_overhead_j: The always-on dynamic power and the per-sequence work's share.
-        energy_compute_j: Tensor-core work's share.
-        energy_memory_j: Memory traffic's (and dequantisation's) share.
-        energy_prefill_j: The prompts' share (with ``energy_decode_j``, the total).
-        energy_decode_j: The decoding's share.
-        t_prefill_s: Prefill time spread per step (s).
-        decode_step_s: A decode step without prompt tokens (s; NaN for an offline job).
-        median_step_s: Median step time, the median inter-token latency (s;
-            :func:`median_step`; NaN for an offline job).
-        power_limit_infeasible: Rows whose power limit is below what the workload draws at
-            the lowest SM clock (their power is the uncapped draw at that clock: report
-            them as errors).
-        min_clock_power_w: Per GPU, the draw at the lowest clock reached (W).
-        job_duration_s: An offline job's wall time (s; NaN for serving).
-        prefill_duration_s: The part of it spent prefilling (s; NaN for serving).
-    """
-
-    throughput_tokens_per_s: np.ndarray
-    avg_power_w: np.ndarray
-    energy_per_token_j: np.ndarray
-    step_s: np.ndarray
-    clock_mhz: np.ndarray
-    energy_static_j: np.ndarray
-    energy_overhead_j: np.ndarray
-    energy_compute_j: np.ndarray
-    energy_memory_j: np.ndarray
-    energy_prefill_j: np.ndarray
-    energy_decode_j: np.ndarray
-    t_prefill_s: np.ndarray
-    decode_step_s: np.ndarray
-    median_step_s: np.ndarray
-    power_limit_infeasible: np.ndarray
-    min_clock_power_w: np.ndarray
-    job_duration_s: np.ndarray
-    prefill_duration_s: np.ndarray
-
-    def columns(self) -> dict[str, np.ndarray]:
-        """One array per field (the frame form)."""
-        return {name: getattr(self, name) for name in PREDICTIONS}
-
-    def replace(self, **columns: np.ndarray) -> Prediction:
-        """The same prediction with the named columns replaced."""
-        return dataclasses.replace(self, **columns)
-
-
-PREDICTIONS = tuple(f.name for f in dataclasses.fields(Prediction))
-"""The names of :class:`Prediction`'s columns, in order."""
 
 
 def predict(f: Features, c: Coefficients, job: JobStep | None = None) -> Prediction:

@@ -152,6 +152,41 @@ class ModelProfile:
         return asdict(self)
 
 
+def _mixer_terms(spec: ArchitectureSpec) -> tuple[float, float, float, float, int, float, float]:
+    """What the layers' token mixers keep and compute per token, summed over the layers.
+
+    Returns:
+        KV cache bytes per token of full and of windowed attention layers, attention FLOPs
+        per context token of the same two, the widest window (tokens), and the Mamba
+        layers' recurrent state bytes per sequence and FLOPs per token.
+    """
+    kv_full = kv_win = attn_full = attn_win = 0.0
+    window = 0
+    ssm_bytes = ssm_flops = 0.0
+    kv_per_layer = 2 * spec.num_kv_heads * spec.head_dim * KV_BYTES
+    attn_per_layer = 4.0 * spec.num_heads * spec.head_dim
+    for layer in spec.layers:
+        if layer.mixer == "attention":
+            kv_full += kv_per_layer
+            attn_full += attn_per_layer
+        elif layer.mixer in ("sliding", "chunked"):
+            kv_win += kv_per_layer
+            attn_win += attn_per_layer
+            window = max(window, layer.window or 0)
+        elif layer.mixer == "mla":
+            rank, rope = spec.kv_lora_rank or 0, spec.qk_rope_head_dim or 0
+            kv_full += (rank + rope) * KV_BYTES
+            attn_full += 2.0 * spec.num_heads * (2 * rank + rope)
+        elif layer.mixer == "mamba":
+            nh, hd = spec.mamba_num_heads or 0, spec.mamba_head_dim or 0
+            gs = (spec.mamba_n_groups or 1) * (spec.ssm_state_size or 0)
+            state = nh * hd * (spec.ssm_state_size or 0)
+            conv = (nh * hd + 2 * gs) * ((spec.conv_kernel or 4) - 1)
+            ssm_bytes += state * SSM_STATE_BYTES + conv * KV_BYTES
+            ssm_flops += 6.0 * state
+    return kv_full, kv_win, attn_full, attn_win, window, ssm_bytes, ssm_flops
+
+
 def build_profile(spec: ArchitectureSpec, precision: str | None = "bfloat16") -> ModelProfile:
     """Compute the :class:`ModelProfile` of ``spec`` with weights in ``precision``.
 
@@ -194,30 +229,7 @@ def build_profile(spec: ArchitectureSpec, precision: str | None = "bfloat16") ->
     bf16_flops = 2.0 * kept_bf16
     expert_flops = 2.0 * counts.active_routed_experts
 
-    kv_full = kv_win = attn_full = attn_win = 0.0
-    window = 0
-    ssm_bytes = ssm_flops = 0.0
-    kv_per_layer = 2 * spec.num_kv_heads * spec.head_dim * KV_BYTES
-    attn_per_layer = 4.0 * spec.num_heads * spec.head_dim
-    for layer in spec.layers:
-        if layer.mixer == "attention":
-            kv_full += kv_per_layer
-            attn_full += attn_per_layer
-        elif layer.mixer in ("sliding", "chunked"):
-            kv_win += kv_per_layer
-            attn_win += attn_per_layer
-            window = max(window, layer.window or 0)
-        elif layer.mixer == "mla":
-            rank, rope = spec.kv_lora_rank or 0, spec.qk_rope_head_dim or 0
-            kv_full += (rank + rope) * KV_BYTES
-            attn_full += 2.0 * spec.num_heads * (2 * rank + rope)
-        elif layer.mixer == "mamba":
-            nh, hd = spec.mamba_num_heads or 0, spec.mamba_head_dim or 0
-            gs = (spec.mamba_n_groups or 1) * (spec.ssm_state_size or 0)
-            state = nh * hd * (spec.ssm_state_size or 0)
-            conv = (nh * hd + 2 * gs) * ((spec.conv_kernel or 4) - 1)
-            ssm_bytes += state * SSM_STATE_BYTES + conv * KV_BYTES
-            ssm_flops += 6.0 * state
+    kv_full, kv_win, attn_full, attn_win, window, ssm_bytes, ssm_flops = _mixer_terms(spec)
     return ModelProfile(
         precision=dense_prec,
         expert_precision=expert_prec,

@@ -49,7 +49,7 @@ from mlenergy.estimate.memory import (
 )
 from mlenergy.estimate.offline import predict_modes
 from mlenergy.estimate.offline_scheduler import default_cap_note, row_schedulers
-from mlenergy.estimate.requests import EstimateRequests
+from mlenergy.estimate.requests import PARALLEL_DEGREES, EstimateRequests
 from mlenergy.estimate.table_keys import (
     ModelOnGpu,
     factorize,
@@ -194,6 +194,21 @@ def _features(
     return Features.from_columns(cols), memory
 
 
+def _task_inputs(req: EstimateRequests) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Prompt tokens per row (the task's default where not given), given or not, multimodal.
+
+    Returns:
+        Mean prompt tokens, whether the request gave them, whether the task's prompts carry
+        images or video.
+    """
+    task_codes, task_names = factorize(req.task)
+    task_len = np.array([task_input_tokens(t) for t in task_names], dtype=float)[task_codes]
+    in_given = ~np.isnan(req.input_tokens)
+    in_tok = np.where(in_given, req.input_tokens, task_len)
+    visual = np.array([is_multimodal(t) for t in task_names], dtype=bool)[task_codes]
+    return in_tok, in_given, visual
+
+
 def prepare_table(
     req: EstimateRequests, configs_dir: str | Path | None = None, check_fit: bool = True
 ) -> PreparedTable:
@@ -212,28 +227,13 @@ def prepare_table(
     offline, max_out = _modes(req, errors)
     engines, engine_notes = _engines(req, offline, errors)
 
-    tp, ep, dp, pp = (
-        req.tensor_parallel,
-        req.expert_parallel,
-        req.data_parallel,
-        req.pipeline_parallel,
-    )
+    tp, ep, dp, pp = (getattr(req, name) for name in PARALLEL_DEGREES)
     ngpu = np.where(np.isnan(req.num_gpus), expected_num_gpus(tp, ep, dp, pp), req.num_gpus)
     jobs, out_tok = req.batch_size, req.output_tokens
-    task_codes, task_names = factorize(req.task)
-    task_len = np.array([task_input_tokens(t) for t in task_names], dtype=float)[task_codes]
-    in_given = ~np.isnan(req.input_tokens)
-    in_tok = np.where(in_given, req.input_tokens, task_len)
-    visual = np.array([is_multimodal(t) for t in task_names], dtype=bool)[task_codes]
+    in_tok, in_given, visual = _task_inputs(req)
     cap = req.max_num_seqs
     check_values(errors, jobs, in_tok, out_tok, cap, offline)
-    degrees = {
-        "num_gpus": ngpu,
-        "tensor_parallel": tp,
-        "expert_parallel": ep,
-        "data_parallel": dp,
-        "pipeline_parallel": pp,
-    }
+    degrees = {"num_gpus": ngpu, **{name: getattr(req, name) for name in PARALLEL_DEGREES}}
     heads, experts, mem_gb = key_numbers(keys, codes)
     check_parallel(errors, degrees, heads, experts)
     gpus = [None if k is None else k.gpu for k in keys]

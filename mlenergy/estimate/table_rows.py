@@ -17,7 +17,7 @@ from mlenergy.estimate.engines import CURRENT_ENGINE
 from mlenergy.estimate.requests import EstimateRequests
 
 if TYPE_CHECKING:
-    from mlenergy.estimate.physics import Prediction
+    from mlenergy.estimate.prediction import Prediction
     from mlenergy.estimate.table import ModelOnGpu
 
 BREAKDOWN_KEYS = {

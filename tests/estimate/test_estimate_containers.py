@@ -11,7 +11,8 @@ from mlenergy.estimate.coefficients import default_coefficients
 from mlenergy.estimate.features import FEATURES, Features, stack
 from mlenergy.estimate.memory import MEMORY_KEYS, MemoryFeatures
 from mlenergy.estimate.offline import predict_modes
-from mlenergy.estimate.physics import PREDICTIONS, Prediction, predict
+from mlenergy.estimate.physics import predict
+from mlenergy.estimate.prediction import PREDICTIONS, Prediction
 from mlenergy.estimate.serving import ServingSetup
 from mlenergy.testing.estimate_features import prepare
 

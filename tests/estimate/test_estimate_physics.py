@@ -424,7 +424,7 @@ def test_fp8_moe_path_needs_fp8_tensor_cores(configs_dir):
 def test_median_itl_is_the_mixed_step_once_most_steps_carry_prompts():
     import numpy as np
 
-    from mlenergy.estimate.physics import median_step
+    from mlenergy.estimate.prediction import median_step
 
     dec, mix = np.array([0.01, 0.01, 0.01]), np.array([0.03, 0.03, 0.03])
     med = median_step(dec, mix, np.array([0.1, 0.5, 0.9]))

@@ -48,7 +48,7 @@ def test_training_cli(capsys, tiny_config):
 
 def test_training_memory_time_uses_the_serving_bandwidth_rule(tiny_config):
     from mlenergy.estimate.coefficients import default_coefficients
-    from mlenergy.estimate.physics import effective_bandwidth
+    from mlenergy.estimate.roofline import effective_bandwidth
 
     c = default_coefficients()
     h100 = effective_bandwidth(3.35e12, c)
