@@ -257,7 +257,7 @@ def fit(
         tasks: Per-row task label of rows whose prompt length is unknown (``""`` for rows
             with a known length). The mean prompt length of each task is fitted too.
         itl: Measured median inter-token latency in seconds (NaN where unknown), fitted to
-            the median step time (:func:`~mlenergy.estimate.physics.median_step`).
+            the median step time (:func:`~mlenergy.estimate.prediction.median_step`).
 
     Returns:
         The fitted coefficients.

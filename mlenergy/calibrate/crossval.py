@@ -21,7 +21,8 @@ from mlenergy.errors import UserError
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients, interval_class
 from mlenergy.estimate.configs import resolve_model
 from mlenergy.estimate.features import Features
-from mlenergy.estimate.physics import Prediction, lockstep_replicas, predict
+from mlenergy.estimate.physics import lockstep_replicas, predict
+from mlenergy.estimate.prediction import Prediction
 from mlenergy.estimate.task_defaults import has_value
 from mlenergy.progress import progress_bar
 
