@@ -25,6 +25,7 @@ from mlenergy.leaderboard.context import AppContext
 from mlenergy.leaderboard.detail_tab import build_detail_tab
 from mlenergy.leaderboard.estimate_tab import build_estimate_tab
 from mlenergy.leaderboard.filters import build_filter_bar, source_choices, wire_view
+from mlenergy.leaderboard.gradio_costs import lighten_gradio_events
 from mlenergy.leaderboard.json_api import JsonApiMount, build_json_api
 from mlenergy.leaderboard.page_cache import PageCache
 from mlenergy.leaderboard.plots_tab import build_plots_tab
@@ -161,6 +162,7 @@ def launch(demo: gr.Blocks, host: str = "127.0.0.1", port: int = 7860, block: bo
     """
     for name, value in ANALYTICS_ENV.items():
         os.environ.setdefault(name, value)  # read when the queue is made, just below
+    lighten_gradio_events(demo)
     demo.queue(default_concurrency_limit=CONCURRENCY)
     demo.launch(
         server_name=host,
