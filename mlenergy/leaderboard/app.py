@@ -20,6 +20,7 @@ from starlette.middleware import Middleware
 
 from mlenergy.leaderboard.about_tab import build_about_tab
 from mlenergy.leaderboard.api import api_functions, register_api
+from mlenergy.leaderboard.call_guard import CallGuard, cap_log_lines
 from mlenergy.leaderboard.compare_tab import build_compare_tab
 from mlenergy.leaderboard.context import AppContext
 from mlenergy.leaderboard.detail_tab import build_detail_tab
@@ -163,6 +164,7 @@ def launch(demo: gr.Blocks, host: str = "127.0.0.1", port: int = 7860, block: bo
     for name, value in ANALYTICS_ENV.items():
         os.environ.setdefault(name, value)  # read when the queue is made, just below
     lighten_gradio_events(demo)
+    cap_log_lines()  # before the server sets up its logging, which holds on to stderr
     demo.queue(default_concurrency_limit=CONCURRENCY)
     demo.launch(
         server_name=host,
@@ -178,6 +180,7 @@ def launch(demo: gr.Blocks, host: str = "127.0.0.1", port: int = 7860, block: bo
         app_kwargs={
             "middleware": [
                 Middleware(JsonApiMount, api=getattr(demo, "json_api", None)),
+                Middleware(CallGuard, blocks=demo),
                 Middleware(PageCache),
             ]
         },
