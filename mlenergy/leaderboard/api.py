@@ -476,7 +476,7 @@ def _power_functions(ctx: AppContext) -> dict[str, Callable[..., dict]]:
         ``energy_per_token_j`` (site, PUE and host power included), ``gpu_energy_per_token_j``,
         ``median_itl_ms``, ``source``; ``left_out``: models that fit nothing, with the reason.
         """
-        task, _ = _resolve(ctx, task, "none", lb.DEFAULT_SOURCES)
+        task, _ = _resolve(ctx, task, "none", ())  # the opening task over every row
         q = pb.BudgetQuery(
             float_arg("budget_w", budget_w, 0, 1e12),
             float_arg("itl_limit_ms", itl_limit_ms, 0, 1e9),
