@@ -48,7 +48,7 @@ def fix_component_signatures(demo: gr.Blocks) -> int:
         How many ``__init__`` functions got one.
     """
     done = 0
-    for cls in {type(block) for block in demo.blocks.values()}:
+    for cls in {type(block) for block in getattr(demo, "blocks", {}).values()}:
         for klass in cls.__mro__:
             init = klass.__dict__.get("__init__")
             if inspect.isfunction(init) and "__signature__" not in init.__dict__:
