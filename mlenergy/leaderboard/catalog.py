@@ -6,6 +6,8 @@ They name no server folder: shipped files are named by their path inside the ref
 
 from __future__ import annotations
 
+import hashlib
+
 import pandas as pd
 
 from mlenergy.leaderboard import query as lb
@@ -89,4 +91,29 @@ def reference_answer(ctx: AppContext) -> dict:
         "energy_sources": _values("energy_source"),
         "submitters": _values("submitter"),
         "files": entries,
+    }
+
+
+def snapshot(ctx: AppContext) -> dict:
+    """Which data the answers come from: run counts per layer and a digest of their content.
+
+    Returns:
+        ``runs``, ``store_runs``, ``reference_runs``, ``latest_run`` (the newest run's
+        ``created_at``, ISO) and ``digest``: SHA-256 of every shown run's id and content hash,
+        sorted (the same runs give the same digest, whatever the store's files).
+    """
+    runs = ctx.data.runs
+    if runs.empty:
+        return {"runs": 0, "store_runs": 0, "reference_runs": 0, "latest_run": None,
+                "digest": hashlib.sha256(b"").hexdigest()}  # fmt: skip
+    hashes = runs["content_hash"] if "content_hash" in runs.columns else runs["run_id"]
+    pairs = sorted(f"{r}:{h}" for r, h in zip(runs["run_id"], hashes.fillna(""), strict=True))
+    layers = runs["layer"] if "layer" in runs.columns else pd.Series("store", index=runs.index)
+    latest = pd.to_datetime(runs["created_at"], utc=True, errors="coerce").max()
+    return {
+        "runs": len(runs),
+        "store_runs": int((layers != "reference").sum()),
+        "reference_runs": int((layers == "reference").sum()),
+        "latest_run": None if pd.isna(latest) else latest.isoformat(),
+        "digest": hashlib.sha256("\n".join(pairs).encode("utf-8")).hexdigest(),
     }

@@ -3,6 +3,7 @@ caching headers, and one-line refusals. In process: the API app over a small sto
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 import re
@@ -10,11 +11,13 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
-from mlenergy.leaderboard import answers
+from mlenergy.errors import UserError
+from mlenergy.leaderboard import answers, catalog
 from mlenergy.leaderboard import query as lb
 from mlenergy.leaderboard.app import build_app
 from mlenergy.leaderboard.columns import COLUMN_BY_NAME
 from mlenergy.leaderboard.estimate_tab import estimator_available
+from mlenergy.leaderboard.export import export_board
 from mlenergy.leaderboard.filters import FILTERS, widget_query
 from mlenergy.leaderboard.html import format_value
 from mlenergy.leaderboard.json_api import JsonApiMount, params_of, parse_query
@@ -257,3 +260,29 @@ def test_query_lists_and_types_follow_the_function_signature(app):
     args = parse_query(params, [("hardware", "A,B"), ("hardware", "C"), ("max_itl_ms", "")])
     assert args == {"hardware": ["A", "B", "C"], "max_itl_ms": None}
     assert params["page_size"].default == lb.PAGE_SIZE
+
+
+def test_export_writes_the_api_answers_with_their_snapshot(app, tmp_path):
+    demo, client, run_id = app
+    ctx = demo.json_api.state.answers.ctx
+    manifest = export_board(ctx, tmp_path / "board")
+    index = json.loads((tmp_path / "board" / "index.json").read_text())
+    assert index["snapshot"] == manifest["snapshot"] == catalog.snapshot(ctx)
+    assert index["snapshot"]["runs"] == 18 and len(index["snapshot"]["digest"]) == 64
+    assert index["exported_at"].startswith(str(dt.date.today().year))
+    apis = {f["api"] for f in index["files"]}
+    assert {"/api/v1/leaderboard", "/api/v1/models", "/api/v1/plots/latency"} <= apis
+    assert f"/api/v1/runs/{run_id}" in apis  # the L40S run is on the opening page
+    for entry in index["files"]:
+        written = (tmp_path / "board" / entry["file"]).read_bytes()
+        assert client.get(entry["api"]).content == written, entry
+    served = json.loads((tmp_path / "board" / f"runs/{run_id}.json").read_text())
+    assert served["tags"] == {"study": "demo"}
+
+
+def test_export_refuses_a_folder_with_files_and_leaves_it(app, tmp_path):
+    demo, _, _ = app
+    (tmp_path / "keep.txt").write_text("mine")
+    with pytest.raises(UserError, match="is not an empty folder"):
+        export_board(demo.json_api.state.answers.ctx, tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]
