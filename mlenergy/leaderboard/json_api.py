@@ -62,16 +62,24 @@ class Route:
         function: Name of the function it serves (see :func:`.api.api_functions`).
         summary: One line for the OpenAPI page.
         path_param: The function argument given in the path, if any.
+        pick: The key of the answer this route returns alone (``None``: the whole answer).
     """
 
     path: str
     function: str
     summary: str
     path_param: str | None = None
+    pick: str | None = None
 
 
 ROUTES = (
     Route("/leaderboard", "leaderboard_table", "The table: one page of rows, filtered and sorted"),
+    Route(
+        "/leaderboard/rows",
+        "leaderboard_table",
+        "The table's rows alone, a JSON array (for pandas.read_json)",
+        pick="rows",
+    ),
     Route("/estimate", "estimate", "The estimator's figures for one configuration"),
     Route("/runs/{run_id}", "provenance", "One run's provenance and power timeline", "run_id"),
     Route("/models", "models", "Every model on the board, and the estimator's models"),
@@ -230,10 +238,11 @@ class Answers:
                 self._memo.move_to_end(key)
             return found
 
-    def compute(self, key: tuple, name: str, args: dict[str, Any]) -> Encoded:
-        """Call function ``name`` with ``args``, encode and keep its answer under ``key``."""
+    def compute(self, key: tuple, route: Route, args: dict[str, Any]) -> Encoded:
+        """Call ``route``'s function with ``args``, encode and keep its answer under ``key``."""
         signature = self.ctx.data.signature
-        encoded = encode(self.functions[name](**args))
+        answer = self.functions[route.function](**args)
+        encoded = encode(answer[route.pick] if route.pick else answer)
         with self._lock:
             if signature == self._signature == self.ctx.data.signature:
                 self._memo[key] = encoded
@@ -270,7 +279,7 @@ def _handler(route: Route, params: dict[str, Param], store: Answers):
     async def answer(request: Request) -> Response:
         query = request.scope.get("query_string", b"")
         path_value = request.path_params.get(route.path_param) if route.path_param else None
-        key = (route.function, path_value, query)
+        key = (route.path, path_value, query)
         found = store.get(key)
         if found is not None:
             return _respond(request, found)
@@ -283,7 +292,7 @@ def _handler(route: Route, params: dict[str, Param], store: Answers):
             missing = [p.name for p in params.values() if p.required and p.name not in args]
             if missing:
                 raise refuse(f"{', '.join(missing)} is required")
-            encoded = await run_in_threadpool(store.compute, key, route.function, args)
+            encoded = await run_in_threadpool(store.compute, key, route, args)
         except gr.Error as exc:  # the function's guard logged its refusal
             message = str(exc.message)
             LOG.info("GET %s refused: %s", _logged(request), message[:LOGGED_CHARS])
@@ -362,7 +371,7 @@ def build_json_api(ctx: AppContext, functions: dict[str, Callable[..., dict]]) -
             methods=["GET"],
             summary=route.summary,
             description=inspect.getdoc(fn) or "",
-            name=route.function,
+            name=route.function + (f"_{route.pick}" if route.pick else ""),
             responses=RESPONSES,
             openapi_extra={"parameters": _openapi_parameters(route, params)},
         )

@@ -4,10 +4,12 @@ caching headers, and one-line refusals. In process: the API app over a small sto
 from __future__ import annotations
 
 import datetime as dt
+import io
 import json
 import math
 import re
 
+import pandas as pd
 import pytest
 from fastapi.testclient import TestClient
 
@@ -286,3 +288,13 @@ def test_export_refuses_a_folder_with_files_and_leaves_it(app, tmp_path):
     with pytest.raises(UserError, match="is not an empty folder"):
         export_board(demo.json_api.state.answers.ctx, tmp_path)
     assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]
+
+
+def test_the_rows_route_reads_as_a_pandas_frame(app):
+    _, client, _ = app
+    query = "task=all&sources=all&best=false&page_size=1000"
+    frame = pd.read_json(io.StringIO(client.get(f"/api/v1/leaderboard/rows?{query}").text))
+    whole = client.get(f"/api/v1/leaderboard?{query}").json()
+    assert len(frame) == whole["total"] == 18
+    assert frame["model_id"].tolist() == [r["model_id"] for r in whole["rows"]]
+    assert frame["energy_per_token_j"].tolist() == [r["energy_per_token_j"] for r in whole["rows"]]
