@@ -33,6 +33,7 @@ from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
+from mlenergy.leaderboard import catalog
 from mlenergy.leaderboard.api import GRADIO_ONLY, refuse
 from mlenergy.leaderboard.context import AppContext
 
@@ -42,8 +43,8 @@ VERSION = "1"
 MAX_AGE_S = 300
 """How long browsers and caches may keep an answer (s): the store changes by approvals only."""
 CACHE_CONTROL = f"public, max-age={MAX_AGE_S}"
-MEMO_SIZE = 2048
-"""Encoded answers kept (least recently used dropped first)."""
+MEMO_SIZE = 1024
+"""Encoded answers kept (least recently used dropped first; at most ~40 MB of 30 kB pages)."""
 MAX_QUERY_BYTES = 4096
 """Longest query string taken."""
 GZIP_MIN_BYTES = 1024
@@ -377,9 +378,10 @@ def build_json_api(ctx: AppContext, functions: dict[str, Callable[..., dict]]) -
         )
         served.append(PREFIX + route.path.replace(":path", ""))
 
-    @app.get("/", summary="The routes of this API")
+    @app.get("/", summary="The routes of this API, and the store snapshot it answers from")
     async def index() -> dict:
-        return {"version": VERSION, "routes": served, "docs": f"{PREFIX}/docs"}
+        snap = ctx.data.memo(("api-snapshot",), lambda: catalog.snapshot(ctx))
+        return {"version": VERSION, "routes": served, "docs": f"{PREFIX}/docs", "snapshot": snap}
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> Response:

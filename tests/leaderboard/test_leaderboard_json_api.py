@@ -238,7 +238,8 @@ def test_unknown_routes_and_the_openapi_page(app):
     assert names[:3] == ["task", "quality", "hardware"] and "page_size" in names
     assert {"/runs/{run_id}", "/models", "/reference", "/models/{model_id}"} <= set(spec["paths"])
     assert client.get("/api/v1/docs").status_code == 200
-    assert "/api/v1/leaderboard" in client.get("/api/v1/").json()["routes"]
+    index = client.get("/api/v1/").json()
+    assert "/api/v1/leaderboard" in index["routes"] and index["snapshot"]["runs"] == 18
 
 
 def test_models_and_reference_name_no_server_folder(app):
