@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 import urllib.error
 import urllib.request
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from mlenergy.leaderboard.estimate_tab import estimator_available
@@ -59,13 +61,13 @@ def served(tmp_path_factory):
     args = ("--published-quality", str(published), "--no-reference")
     try:
         with serve_leaderboard(data_dir, log_path=log, extra_args=args) as url:
-            yield gradio_client.Client(url, verbose=False), data_dir, url
+            yield gradio_client.Client(url, verbose=False), data_dir, url, log
     except LeaderboardStartError as exc:
         pytest.fail(str(exc))
 
 
 def test_endpoints_are_named_with_named_parameters(served):
-    client, _, _ = served
+    client, _, _, _ = served
     info = client.view_api(print_info=False, return_format="dict")
     names = set(info["named_endpoints"])
     expected = PUBLIC | ({"/estimate"} if estimator_available() else set())
@@ -82,7 +84,7 @@ def test_endpoints_are_named_with_named_parameters(served):
 
 
 def test_table_default_view_and_filters(served):
-    client, _, _ = served
+    client, _, _, _ = served
     opening = client.predict(api_name="/leaderboard_table")  # the page's: measured GPU rows
     assert opening["sources"] == ["measured-gpu"] and opening["total"] == 0
     default = client.predict(sources=["emulated"], api_name="/leaderboard_table")
@@ -107,7 +109,7 @@ def test_table_default_view_and_filters(served):
 
 
 def test_bad_argument_names_it(served):
-    client, _, _ = served
+    client, _, _, _ = served
     with pytest.raises(gradio_client.exceptions.AppError, match="sort_by 'nope'"):
         client.predict(sort_by="nope", api_name="/leaderboard_table")
     with pytest.raises(gradio_client.exceptions.AppError, match="task 'nope'"):
@@ -117,7 +119,7 @@ def test_bad_argument_names_it(served):
 
 
 def test_detail_provenance_compare_plot(served):
-    client, _, _ = served
+    client, _, _, _ = served
     detail = client.predict(model_id="org/dense-8b", api_name="/model_detail")
     assert len(detail["rows"]) == 8
     run_id = detail["rows"][0]["run_id"]
@@ -136,7 +138,7 @@ def test_detail_provenance_compare_plot(served):
 
 
 def test_reload_sees_new_runs(served):
-    client, data_dir, _ = served
+    client, data_dir, _, _ = served
     assert client.predict(api_name="/reload") == {"changed": False, "runs": 17}
     RunStore(data_dir).append([synthetic_run(DENSE, gpu="L40S", tdp_w=350.0, index=500)])
     assert client.predict(api_name="/reload") == {"changed": True, "runs": 18}
@@ -146,7 +148,7 @@ def test_reload_sees_new_runs(served):
 
 @pytest.mark.skipif(not estimator_available(), reason="the estimator is not installed")
 def test_estimate(served):
-    client, _, _ = served
+    client, _, _, _ = served
     est = client.predict(
         model="meta-llama/Llama-3.1-8B-Instruct", gpu="H100-SXM5-80GB", batch_size=64,
         input_tokens=512, output_tokens=256, precision="bfloat16", api_name="/estimate",
@@ -158,7 +160,7 @@ def test_estimate(served):
 
 
 def test_published_quality_in_table_and_plot(served):
-    client, _, _ = served
+    client, _, _, _ = served
     key = "published:GPQA-Diamond"
     assert key in client.predict(api_name="/filter_choices")["quality"]
     table = client.predict(task="gpqa", quality=key, sources=["all"], api_name="/leaderboard_table")
@@ -185,7 +187,7 @@ def _points(values) -> int:
 
 
 def test_power_budget_endpoint(served):
-    client, _, _ = served
+    client, _, _, _ = served
     answer = client.predict(budget_w=50_000, itl_limit_ms=40, api_name="/power_budget")
     assert answer["task"] == "lm-arena-chat" and answer["budget_w"] == 50_000
     assert answer["rows"] == [] and answer["left_out"] == []  # emulated runs are no candidates
@@ -196,7 +198,7 @@ def test_power_budget_endpoint(served):
 
 
 def test_a_string_for_a_list_and_a_page_out_of_range_are_errors(served):
-    client, _, _ = served
+    client, _, _, _ = served
     with pytest.raises(gradio_client.exceptions.AppError, match="hardware must be a list"):
         client.predict(hardware="B200", api_name="/leaderboard_table")
     with pytest.raises(gradio_client.exceptions.AppError, match="page 99 is out of range"):
@@ -207,7 +209,7 @@ def test_a_string_for_a_list_and_a_page_out_of_range_are_errors(served):
 
 @pytest.mark.skipif(not estimator_available(), reason="the estimator is not installed")
 def test_estimate_refuses_file_names_without_showing_paths(served):
-    client, _, _ = served
+    client, _, _, _ = served
     with pytest.raises(gradio_client.exceptions.AppError) as err:
         client.predict(model="some_file.json ", api_name="/estimate")
     text = str(err.value)
@@ -224,7 +226,7 @@ def _get(url: str) -> tuple[int, dict]:
 
 
 def test_the_json_api_answers_what_the_gradio_endpoints_answer(served):
-    client, _, url = served
+    client, _, url, _ = served
     pairs = [
         ("api/v1/leaderboard", {}, "/leaderboard_table"),
         (
@@ -250,16 +252,35 @@ def test_the_json_api_answers_what_the_gradio_endpoints_answer(served):
     }
 
 
-def test_malformed_gradio_calls_are_refused_in_one_line(served):
-    _, _, url = served
+@pytest.mark.parametrize(
+    ("route", "body", "status"),
+    [
+        ("call/leaderboard_table", {"data": ["x" * 1_000_000, 1]}, 400),
+        ("call/leaderboard_table", {"data": ["x" * 5_000_000, 1]}, 413),
+        ("call/v2/leaderboard_table", {"nope": "x" * 1_000_000}, 400),
+    ],
+)
+def test_malformed_gradio_calls_are_refused_in_one_short_log_line(served, route, body, status):
+    _, _, url, log = served
+    before = log.stat().st_size
     request = urllib.request.Request(
-        url + "gradio_api/call/leaderboard_table",
-        data=json.dumps({"data": ["x" * 1_000_000, 1]}).encode(),
+        url + "gradio_api/" + route,
+        data=json.dumps(body).encode(),
         headers={"Content-Type": "application/json"},
     )
     with pytest.raises(urllib.error.HTTPError) as err:
         urllib.request.urlopen(request, timeout=60)
-    assert err.value.code == 400
-    assert json.loads(err.value.read()) == {
-        "detail": "leaderboard_table takes 16 values in data, not 2"
-    }
+    assert err.value.code == status
+    assert len(json.loads(err.value.read())["detail"]) < 300
+    time.sleep(0.5)  # the server's log line lands
+    assert 0 < log.stat().st_size - before < 400
+
+
+def test_a_notebook_reads_the_table_with_pandas(served):
+    client, _, url, _ = served
+    table = pd.read_json(f"{url}api/v1/leaderboard/rows?task=all&sources=all&page_size=1000")
+    rows = client.predict(
+        task="all", sources=["all"], page_size=1000, api_name="/leaderboard_table"
+    )
+    assert table["model_id"].tolist() == [r["model_id"] for r in rows["rows"]]
+    assert table["energy_per_token_j"].tolist() == [r["energy_per_token_j"] for r in rows["rows"]]
