@@ -20,21 +20,28 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import logging
-import math
-import re
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import gradio as gr
 import pandas as pd
 
-from mlenergy.errors import UserError
 from mlenergy.leaderboard import answers, catalog
 from mlenergy.leaderboard import power_budget as pb
 from mlenergy.leaderboard import query as lb
+from mlenergy.leaderboard.api_args import (
+    bool_arg,
+    endpoint,
+    float_arg,
+    int_arg,
+    ints_arg,
+    kind_name,
+    refuse,
+    strings_arg,
+    text_arg,
+)
 from mlenergy.leaderboard.context import AppContext, ViewChoices, normal_sources
 from mlenergy.leaderboard.estimate_tab import (
     PRECISIONS,
@@ -45,133 +52,8 @@ from mlenergy.leaderboard.estimate_tab import (
 
 ALL = "all"
 """The ``task`` (or ``quality``: ``"none"``) value meaning "no task filter"."""
-LOG = logging.getLogger("mlenergy.leaderboard.api")
-LOGGED_INPUT_CHARS = 200
-"""A refused call's arguments are logged cut to this many characters."""
-MAX_LIST_ITEMS = 200
-"""Most items a list argument may hold."""
-MAX_TEXT_CHARS = 500
-"""Longest text argument."""
 MAX_CONFIG_BYTES = 1_000_000
 """Largest model config (``config_json``) the estimator endpoint takes."""
-_SERVER_PATH = re.compile(r"(?<![\w.])(?:[A-Za-z]:)?[/\\](?:[\w.\-]+[/\\])+[\w.\-]*")
-"""An absolute file path in a message (``/srv/app/x.json``), never shown to a client."""
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def refuse(message: str) -> gr.Error:
-    """The error a client sees: one line, no server path, no traceback in the log."""
-    return gr.Error(_SERVER_PATH.sub("<server path>", message)[:1000], print_exception=False)
-
-
-def _logged(args: tuple, kwargs: dict) -> str:
-    text = repr({**{str(i): a for i, a in enumerate(args)}, **kwargs})
-    return text if len(text) <= LOGGED_INPUT_CHARS else text[: LOGGED_INPUT_CHARS - 1] + "…"
-
-
-def endpoint(name: str) -> Callable[[_F], _F]:
-    """Guard an endpoint: a bad call is one log line (input cut short) and one clean error.
-
-    ``gr.Error`` and :class:`UserError` keep their message (server paths removed); anything
-    else becomes a generic message naming the endpoint, never Python's own text.
-    """
-
-    def wrap(fn: _F) -> _F:
-        @functools.wraps(fn)
-        def guarded(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return fn(*args, **kwargs)
-            except gr.Error as exc:
-                message = str(exc.message)
-            except UserError as exc:
-                message = exc.message
-            except Exception as exc:  # a bug or an input no check foresaw: no internals out
-                LOG.warning(
-                    "/%s failed (%s) on %s", name, type(exc).__name__, _logged(args, kwargs)
-                )
-                raise refuse(f"/{name} could not answer these arguments") from None
-            LOG.info("/%s refused: %s; input %s", name, message[:200], _logged(args, kwargs))
-            raise refuse(message) from None
-
-        return guarded  # type: ignore[return-value]
-
-    return wrap
-
-
-def text_arg(name: str, value: Any, *, optional: bool = False) -> str | None:
-    """A text argument (``None`` allowed when ``optional``)."""
-    if value is None and optional:
-        return None
-    if not isinstance(value, str):
-        raise refuse(f"{name} must be text, not {_kind(value)}")
-    if len(value) > MAX_TEXT_CHARS:
-        raise refuse(f"{name} is longer than {MAX_TEXT_CHARS} characters")
-    return value
-
-
-def strings_arg(name: str, value: Any) -> tuple[str, ...]:
-    """A list of texts (``None``: empty); a bare string is an error, not a list of letters."""
-    if value is None:
-        return ()
-    if not isinstance(value, list | tuple):
-        raise refuse(f"{name} must be a list of texts, not {_kind(value)}")
-    if len(value) > MAX_LIST_ITEMS:
-        raise refuse(f"{name} has more than {MAX_LIST_ITEMS} items")
-    return tuple(text_arg(f"{name}[{i}]", v) or "" for i, v in enumerate(value))
-
-
-def int_arg(name: str, value: Any, low: int, high: int) -> int:
-    """A whole number in ``[low, high]`` (a float with no fraction is accepted)."""
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise refuse(f"{name} must be a whole number, not {_kind(value)}")
-    if not low <= value <= high:
-        raise refuse(f"{name} {value} is out of range; give {low} to {high}")
-    return value
-
-
-def ints_arg(name: str, value: Any, low: int, high: int) -> tuple[int, ...]:
-    """A list of whole numbers (``None``: empty)."""
-    if value is None:
-        return ()
-    if not isinstance(value, list | tuple):
-        raise refuse(f"{name} must be a list of whole numbers, not {_kind(value)}")
-    if len(value) > MAX_LIST_ITEMS:
-        raise refuse(f"{name} has more than {MAX_LIST_ITEMS} items")
-    return tuple(int_arg(f"{name}[{i}]", v, low, high) for i, v in enumerate(value))
-
-
-def float_arg(
-    name: str, value: Any, low: float, high: float, *, optional: bool = False
-) -> float | None:
-    """A finite number in ``[low, high]`` (``None`` allowed when ``optional``)."""
-    if value is None and optional:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise refuse(f"{name} must be a number, not {_kind(value)}")
-    number = float(value)
-    if not math.isfinite(number) or not low <= number <= high:
-        raise refuse(f"{name} {value!r} is out of range; give {low:g} to {high:g}")
-    return number
-
-
-def bool_arg(name: str, value: Any) -> bool:
-    """A true/false argument (not a string, not a number)."""
-    if not isinstance(value, bool):
-        raise refuse(f"{name} must be true or false, not {_kind(value)}")
-    return value
-
-
-def _kind(value: Any) -> str:
-    names = {str: "text", list: "a list", tuple: "a list", dict: "an object", bool: "true/false"}
-    return (
-        "null"
-        if value is None
-        else names.get(
-            type(value), "a number" if isinstance(value, int | float) else "another type"
-        )
-    )
 
 
 def rows_data(rows: pd.DataFrame, columns: list[str]) -> list[dict]:
@@ -581,7 +463,7 @@ def _estimate_endpoint(
     if gpu_name not in gpus:
         raise refuse(f"gpu {gpu_name!r} is not a catalog GPU; GPUs: {', '.join(sorted(gpus))}")
     if not isinstance(config_json, str):
-        raise refuse(f"config_json must be text (a config.json), not {_kind(config_json)}")
+        raise refuse(f"config_json must be text (a config.json), not {kind_name(config_json)}")
     uploaded = ""
     if config_json:
         target, uploaded = _uploaded_config(config_json)
