@@ -1,4 +1,7 @@
-"""``mlenergy leaderboard``: serve the Gradio leaderboard (the shipped reference always shown)."""
+"""``mlenergy leaderboard``: serve the leaderboard, or ``export`` its answers as static files.
+
+Serving shows the shipped reference beside the store, with the JSON API under ``/api/v1``.
+"""
 
 from __future__ import annotations
 
@@ -59,6 +62,48 @@ def serve(
     demo = module.build_app(data, published_quality=published_quality, reference=not no_reference)
     typer.echo(f"leaderboard: http://{host}:{port}  (store: {data})")
     module.launch(demo, host=host, port=port)
+
+
+PublishedQualityOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--published-quality",
+        help="Published quality scores (CSV) for runs without their own quality record "
+        "(default: the reference's published-quality.csv).",
+        show_default=False,
+    ),
+]
+NoReferenceOption = Annotated[
+    bool,
+    typer.Option(
+        "--no-reference", help="The store alone, without the shipped ML.ENERGY reference rows."
+    ),
+]
+
+
+@leaderboard_app.command("export")
+def export_cmd(
+    folder: Annotated[Path, typer.Argument(help="New or empty folder to write into.")],
+    data_dir: DataDirOption = None,
+    published_quality: PublishedQualityOption = None,
+    no_reference: NoReferenceOption = False,
+) -> None:
+    """Write the JSON API's answers for the default views (and the figures) as static files.
+
+    Each file holds what GET /api/v1/... answers; FOLDER/index.json lists them with the date
+    and the store snapshot they come from. Serve FOLDER from any static host or CDN.
+    """
+    from mlenergy.leaderboard.context import AppContext
+    from mlenergy.leaderboard.export import export_board
+
+    data = resolve_data_dir(data_dir)
+    ctx = AppContext.load(data, published_quality, reference=not no_reference)
+    manifest = export_board(ctx, folder)
+    snap = manifest["snapshot"]
+    typer.echo(
+        f"exported {len(manifest['files'])} answers to {folder} (store: {data}; {snap['runs']} "
+        f"runs, snapshot {snap['digest'][:12]}); list: {folder / 'index.json'}"
+    )
 
 
 @leaderboard_app.command("import-reference", hidden=True)

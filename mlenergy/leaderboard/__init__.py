@@ -11,7 +11,13 @@ Modules:
     context, answers: the app's shared state and the answers both the UI and the API give.
     filters, table_tab, plots_tab, detail_tab, compare_tab, estimate_tab, submit_tab,
     about_tab: one builder per part of the page.
-    api: the named endpoints for programs (``gradio_client``).
+    api: the functions programs call, as named Gradio endpoints (``gradio_client``);
+    api_args: their argument checks and guard.
+    json_api: the same functions as a plain JSON API (``GET /api/v1/...``), answers cached.
+    catalog: the models on the board, the shipped reference, the store snapshot.
+    export: the JSON API's answers for the default views as static files.
+    call_guard: malformed Gradio calls refused in one log line; log lines capped.
+    gradio_costs: Gradio's fixed per-event costs paid once.
     page_cache: the page itself served from memory after the first request.
     app: ``build_app``, ``launch`` and the Space entry point ``main``.
 """

@@ -3,7 +3,8 @@
 UI only: every figure, filter and check comes from the data layer and the store. Nothing is
 read at import time; :func:`build_app` loads the store once and hands it to one builder per
 tab (``table_tab``, ``plots_tab``, ``detail_tab``, ``compare_tab``, ``power_tab``, ``estimate_tab``,
-``submit_tab``, ``about_tab``) and to the program API (``api``). Run
+``submit_tab``, ``about_tab``) and to the program API (``api``: Gradio endpoints, and the
+same functions as the JSON API under ``/api/v1``, ``json_api``). Run
 ``mlenergy leaderboard --data-dir data`` or, as a Hugging Face Space, the entry point
 ``leaderboard/app.py`` (store: ``$MLENERGY_DATA_DIR``, else ``data``).
 """
@@ -18,12 +19,15 @@ import gradio as gr
 from starlette.middleware import Middleware
 
 from mlenergy.leaderboard.about_tab import build_about_tab
-from mlenergy.leaderboard.api import register_api
+from mlenergy.leaderboard.api import api_functions, register_api
+from mlenergy.leaderboard.call_guard import CallGuard, cap_log_lines
 from mlenergy.leaderboard.compare_tab import build_compare_tab
 from mlenergy.leaderboard.context import AppContext
 from mlenergy.leaderboard.detail_tab import build_detail_tab
 from mlenergy.leaderboard.estimate_tab import build_estimate_tab
 from mlenergy.leaderboard.filters import build_filter_bar, source_choices, wire_view
+from mlenergy.leaderboard.gradio_costs import lighten_gradio_events
+from mlenergy.leaderboard.json_api import JsonApiMount, build_json_api
 from mlenergy.leaderboard.page_cache import PageCache
 from mlenergy.leaderboard.plots_tab import build_plots_tab
 from mlenergy.leaderboard.power_tab import build_power_tab
@@ -110,7 +114,8 @@ def build_app(
             store alone, e.g. a private board of one's own runs).
 
     Returns:
-        The Gradio app; serve it with :func:`launch`.
+        The Gradio app; serve it with :func:`launch` (which serves the JSON API beside it:
+        the app's ``json_api`` attribute).
 
     Raises:
         StoreError: The store exists but cannot be read.
@@ -139,7 +144,8 @@ def build_app(
             build_about_tab()
         _wire_panel(tabs, bar)
         _wire_reload(ctx, bar, table, [detail_model, compare_models])
-        register_api(ctx)
+        functions = register_api(ctx, api_functions(ctx))
+    demo.json_api = build_json_api(ctx, functions)
     return demo
 
 
@@ -150,9 +156,15 @@ Values already set in the environment win."""
 
 
 def launch(demo: gr.Blocks, host: str = "127.0.0.1", port: int = 7860, block: bool = True) -> None:
-    """Serve ``demo`` on ``host:port`` (``block=False`` returns once the server is up)."""
+    """Serve ``demo`` on ``host:port`` (``block=False`` returns once the server is up).
+
+    The JSON API built with the app (``demo.json_api``) answers under ``/api/v1`` on the same
+    port, in front of Gradio's routes.
+    """
     for name, value in ANALYTICS_ENV.items():
         os.environ.setdefault(name, value)  # read when the queue is made, just below
+    lighten_gradio_events(demo)
+    cap_log_lines()  # before the server sets up its logging, which holds on to stderr
     demo.queue(default_concurrency_limit=CONCURRENCY)
     demo.launch(
         server_name=host,
@@ -165,7 +177,13 @@ def launch(demo: gr.Blocks, host: str = "127.0.0.1", port: int = 7860, block: bo
         footer_links=[],
         ssr_mode=False,
         max_file_size="20mb",
-        app_kwargs={"middleware": [Middleware(PageCache)]},
+        app_kwargs={
+            "middleware": [
+                Middleware(JsonApiMount, api=getattr(demo, "json_api", None)),
+                Middleware(CallGuard, blocks=demo),
+                Middleware(PageCache),
+            ]
+        },
     )
 
 

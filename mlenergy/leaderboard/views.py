@@ -205,6 +205,11 @@ def model_configs(df: pd.DataFrame, model_id: str) -> pd.DataFrame:
     )[cols]
 
 
+SERVER_LOCAL_TAGS = frozenset({"server_log", "endpoint"})
+"""Run tags that only mean something on the machine that measured the run (the serving log's
+path, the engine's internal URL): kept in the store, never in what the board shows or exports."""
+
+
 def run_provenance(record: RunRecord) -> dict:
     """Return a run's provenance as plain JSON data (everything but the bulky timeline).
 
@@ -213,9 +218,12 @@ def run_provenance(record: RunRecord) -> dict:
 
     Returns:
         Model, workload, hardware, software, energy source and scope, repeats, idle
-        baseline, submission and tags, plus each phase's figures.
+        baseline, submission and tags (less :data:`SERVER_LOCAL_TAGS`), plus each phase's
+        figures.
     """
     data = record.model_dump(mode="json", exclude={"power_timeline", "checkpoints"})
+    if isinstance(data.get("tags"), dict):
+        data["tags"] = {k: v for k, v in data["tags"].items() if k not in SERVER_LOCAL_TAGS}
     first = (
         "run_id",
         "energy_source",

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import tempfile
 
 import gradio as gr
 import pytest
@@ -46,6 +48,9 @@ def test_estimate_takes_catalog_names_or_an_uploaded_config():
     text = (default_configs_dir() / "meta-llama__Llama-3.1-8B-Instruct.json").read_text()
     uploaded = estimate(model="ignored", config_json=text)
     assert uploaded["energy_per_token_j"] == pytest.approx(answer["energy_per_token_j"])
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    assert uploaded["model"] == f"uploaded config.json (sha256 {digest})"
+    assert tempfile.gettempdir() not in json.dumps(uploaded)  # no server path in the answer
     assert "not a JSON object" in _refused(estimate, config_json="[1, 2]")
     assert "whole number" in _refused(estimate, batch_size="64")
 

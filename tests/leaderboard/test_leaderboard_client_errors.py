@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+import sys
 
 import pytest
 
+from mlenergy.leaderboard.call_guard import CappedLines
 from mlenergy.leaderboard.client_errors import MAX_MESSAGE, log_line, public_message, refuse
 
 gr = pytest.importorskip("gradio")
@@ -53,5 +55,7 @@ def test_the_app_never_sends_an_unexpected_errors_text(monkeypatch):
         def launch(self, **kw):
             seen.update(kw)
 
+    monkeypatch.setattr(sys, "stderr", sys.stderr)  # launch caps its lines: undone after
     module.launch(FakeBlocks(), block=False)
     assert seen["show_error"] is False
+    assert isinstance(sys.stderr, CappedLines)
