@@ -299,6 +299,16 @@ class BundleStream:
             except json.JSONDecodeError as exc:
                 self._syntax(exc.msg, exc.pos)
                 return
+            budget -= 1
+            if budget < 0:
+                self.problems.append(
+                    tag(
+                        "json-size",
+                        f"bundle's top-level object holds more than {MAX_RECORD_NODES:,} "
+                        "fields, objects, arrays and strings",
+                    )
+                )
+                return
             pos = skip_space(text, pos)
             if pos >= len(text) or text[pos] != ":":
                 self._syntax("Expecting ':' delimiter", pos)
