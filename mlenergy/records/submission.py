@@ -29,7 +29,7 @@ class Submission(FrozenModel):
         schema_version: Version of this record schema.
         record_type: Always ``submission``.
         submitter: Name or handle of the person or lab submitting (shown on the leaderboard),
-            kept NFKC-normalised (:func:`normalise_name`).
+            kept NFKC-normalised.
         contact: Optional e-mail or URL.
         description: Optional free text about how the runs were made.
         runs: The run records (``mlenergy bench --json`` output).
