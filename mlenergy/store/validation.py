@@ -1,17 +1,21 @@
-"""Validation of community result bundles: every problem reported at once, nothing written.
+"""Validation of community result bundles: every problem reported, nothing written.
 
 A bundle is either a :class:`~mlenergy.records.Submission` JSON object, or records (run
 records and quality results) as JSON Lines (``mlenergy bench --json`` output), a JSON array or
 a single record object; then the submitter's name comes from the caller.
 
 Every rule is a named check (:mod:`mlenergy.store.checks`; ``mlenergy submit --explain``
-lists them) and each problem line names the record, the field and the check. Reading and
-parsing, with their bounds, live in :mod:`mlenergy.store.bundle`; the provenance and source
-rules in :mod:`mlenergy.store.rules`, the physics (limits from the GPU catalog) in
-:mod:`mlenergy.store.physics`. The rules also run on the readable values of a record that
-fails its schema, so one schema error does not hide the other problems.
+lists them) and each problem line names the record, the field and the check. The bundle is
+read one record at a time (:mod:`mlenergy.store.bundle`, with the bounds of
+:mod:`mlenergy.store.json_stream`), each record checked as it comes, and checking stops after
+:data:`MAX_PROBLEMS` problems; the records are put together in
+:mod:`mlenergy.store.bundle_assembly`. The provenance, source, time and identity rules live in
+:mod:`mlenergy.store.rules`, the names in :mod:`mlenergy.store.names`, the physics (limits
+from the GPU catalog) in :mod:`mlenergy.store.physics`. The rules also run on the readable
+values of a record that fails its schema, so one schema error does not hide the others.
 
-Text fields are not rejected for their content; show them through :func:`escape_text`.
+Names a reader sees are refused when they pretend (:mod:`mlenergy.store.names`); other text
+fields are not rejected for their content: show them through :func:`escape_text`.
 """
 
 from __future__ import annotations
@@ -30,13 +34,11 @@ from mlenergy.store.bundle import (
     MAX_RECORDS,
     BundleStream,
     Item,
-    assemble,
-    declared_tasks,
     decode_text,
     kind_of,
-    parse_record,
     read_bounded,
 )
+from mlenergy.store.bundle_assembly import assemble, declared_tasks, parse_record
 from mlenergy.store.checks import tag
 from mlenergy.store.facts import facts_from_record
 from mlenergy.store.json_stream import MAX_DEPTH, MAX_INT_DIGITS, load_json
