@@ -30,6 +30,9 @@ RESERVED_SUBMITTERS = ("ML.ENERGY Leaderboard v3", "ML.ENERGY Leaderboard v2")
 """Submitter names of the shipped reference data."""
 RESERVED_NAME_STEMS = ("mlenergy", "emulated", "reference")
 """A submitter whose name's skeleton starts with one of these stems' is reserved."""
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+"""Characters classed as letters or symbols that render as nothing (Hangul fillers, the blank
+braille pattern): Unicode's default-ignorable fillers, hidden like format characters."""
 _MARKS = "\u200e\u200f"
 """Direction marks the package wraps right-to-left characters in (not part of the data)."""
 
@@ -76,15 +79,19 @@ def name_key(name: str) -> str:
 
 
 def hidden_characters(text: str) -> list[str]:
-    """The control, format, bidirectional, private-use or unassigned characters of ``text``.
+    """The characters of ``text`` that show nothing or reorder what follows.
+
+    Controls, format characters (zero-width, bidirectional), private-use and unassigned code
+    points, line and paragraph separators, and the blank fillers of :data:`_BLANK_LETTERS`.
 
     Returns:
         Each offending character once, as ``U+XXXX NAME`` (in order of appearance).
     """
     out: list[str] = []
     for ch in text:
-        if unicodedata.category(ch)[0] == "C" or unicodedata.category(ch) in ("Zl", "Zp"):
-            label = f"U+{ord(ch):04X} {unicodedata.name(ch, unicodedata.category(ch))}"
+        category = unicodedata.category(ch)
+        if category[0] == "C" or category in ("Zl", "Zp") or ch in _BLANK_LETTERS:
+            label = f"U+{ord(ch):04X} {unicodedata.name(ch, category)}"
             if label not in out:
                 out.append(label)
     return out

@@ -80,6 +80,7 @@ HIDDEN = {
     "zero-width-only": "\u200b\u200b\u200b",
     "zero-width-inside": "Green\u200bLab",
     "bidi-isolate": "Green \u2067Lab\u2069",
+    "hangul-fillers": "\u3164\u3164\u3164",
 }
 
 
