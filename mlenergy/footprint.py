@@ -36,10 +36,28 @@ ZEUS_CARBON_PREFIX = "electricitymaps:"
 ZEUS_PRICE_PREFIX = "openei:"
 """``--price-kwh openei:LAT,LON:LABEL`` asks Zeus's OpenEI client for the rate in force now."""
 
+MAX_G_PER_KWH = 2_000.0
+"""Highest grid carbon intensity accepted, g CO2e/kWh: above every grid and power plant."""
+MAX_PRICE_PER_KWH = 1e6
+"""Highest electricity price accepted per kWh, in any currency."""
+MAX_PUE = 5.0
+"""Highest power usage effectiveness accepted (total facility energy over IT energy)."""
+_G_WHY = "gCO2e/kWh; the dirtiest grids and lignite plants emit about 1,000-1,300"
+_PRICE_WHY = "per kWh in any currency; even in the weakest currencies electricity costs less"
+_PUE_WHY = "facility over IT energy; surveyed data centres lie between about 1.1 and 2.5"
+BOUNDS: dict[str, tuple[float, float, bool, str]] = {
+    "g_per_kwh": (0.0, MAX_G_PER_KWH, False, _G_WHY),
+    "price_per_kwh": (0.0, MAX_PRICE_PER_KWH, False, _PRICE_WHY),
+    "pue": (1.0, MAX_PUE, True, _PUE_WHY),
+}
+"""Input -> (lowest, highest, lowest allowed itself, why): the physical range of each input."""
+
 __all__ = [
+    "BOUNDS",
     "Footprint",
     "GridIntensity",
     "carbon_g",
+    "check_footprint_input",
     "cost",
     "intensity_for",
     "intensity_from_provider",
@@ -141,6 +159,50 @@ def intensity_for(region: str) -> GridIntensity:
     )
 
 
+def check_footprint_input(name: str, value: float, what: str | None = None) -> float:
+    """``value`` if it lies in the physical range of input ``name`` (:data:`BOUNDS`).
+
+    The one check of carbon intensities, prices and PUEs, wherever they come from (an option,
+    a live provider, the leaderboard's boxes).
+
+    Args:
+        name: ``g_per_kwh``, ``price_per_kwh`` or ``pue``.
+        value: The value.
+        what: How the user gave it (``--pue``), for the message; ``name`` by default.
+
+    Returns:
+        ``value`` as a float.
+
+    Raises:
+        UserError: Not a finite number, or outside the range; the message states the range
+            and why.
+    """
+    low, high, low_ok, why = BOUNDS[name]
+    label = what or name
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise UserError(f"{label} must be a number, got {value!r}") from None
+    below = number < low or (number == low and not low_ok)
+    if not math.isfinite(number) or below or number > high:
+        low_text = f"at least {low:g}" if low_ok else f"more than {low:g}"
+        raise UserError(
+            f"{label} is {number:g}, outside its physical range",
+            f"Give a value {low_text} and at most {high:,.0f} ({why})",
+        )
+    return number
+
+
+def _finite(value: float, what: str) -> float:
+    """``value`` if finite; a carbon or cost figure that overflowed is refused."""
+    if not math.isfinite(value):
+        raise UserError(
+            f"the {what} figure is {value!r}: the energy is too large for the settings given",
+            "check the energy figure and the intensity, price and PUE",
+        )
+    return value
+
+
 def carbon_g(energy_j: float, g_per_kwh: float, pue: float = 1.0) -> float:
     """Grams of CO2e for an energy figure.
 
@@ -182,7 +244,7 @@ def intensity_from_provider(provider: Any, label: str) -> GridIntensity:
             f" ({type(exc).__name__}: {exc})",
             "check the network and the location, or give --region CODE or --carbon-intensity",
         ) from exc
-    _check_positive(value, "the live carbon intensity")
+    check_footprint_input("g_per_kwh", value, "the live carbon intensity")
     source = f"live, zeus {type(provider).__name__}"
     return GridIntensity(label, value, source, datetime.now(UTC).year)
 
@@ -214,14 +276,7 @@ def price_from_provider(provider: Any, when: datetime | None = None) -> float:
             f"the live electricity price could not be read ({type(exc).__name__}: {exc})",
             "check the network, the location and the tariff label, or give --price-kwh PRICE",
         ) from exc
-    _check_positive(value, "the live electricity price")
-    return value
-
-
-def _check_positive(value: float, what: str) -> float:
-    if not math.isfinite(value) or value <= 0:
-        raise UserError(f"{what} must be a positive finite number, got {value!r}")
-    return value
+    return check_footprint_input("price_per_kwh", value, "the live electricity price")
 
 
 def _lat_lon(text: str, option: str) -> tuple[float, float]:
@@ -270,6 +325,13 @@ class Footprint:
     price_source: str = "given with --price-kwh"
     pue: float = 1.0
 
+    def __post_init__(self) -> None:
+        check_footprint_input("pue", self.pue, "the PUE")
+        if self.intensity is not None:
+            check_footprint_input("g_per_kwh", self.intensity.g_per_kwh, "the carbon intensity")
+        if self.price_per_kwh is not None:
+            check_footprint_input("price_per_kwh", self.price_per_kwh, "the price per kWh")
+
     @classmethod
     def from_options(
         cls,
@@ -309,11 +371,11 @@ class Footprint:
                     "add --carbon-intensity G_PER_KWH, --region CODE or --price-kwh PRICE",
                 )
             return None
-        if pue is not None and (not math.isfinite(pue) or pue < 1.0):
-            raise UserError(f"--pue must be a finite number of at least 1, got {pue!r}")
+        if pue is not None:
+            pue = check_footprint_input("pue", pue, "--pue")
         intensity = None
         if carbon_intensity is not None:
-            value = _check_positive(float(carbon_intensity), "--carbon-intensity")
+            value = check_footprint_input("g_per_kwh", carbon_intensity, "--carbon-intensity")
             intensity = GridIntensity("custom", value, USER_SOURCE, None)
         elif region is not None:
             if region.lower().startswith(ZEUS_CARBON_PREFIX):
@@ -330,13 +392,13 @@ class Footprint:
         """Grams of CO2e for ``energy_j`` joules, or ``None`` without an intensity."""
         if self.intensity is None:
             return None
-        return carbon_g(energy_j, self.intensity.g_per_kwh, self.pue)
+        return _finite(carbon_g(energy_j, self.intensity.g_per_kwh, self.pue), "carbon")
 
     def cost(self, energy_j: float) -> float | None:
         """Cost of ``energy_j`` joules in the price's currency, or ``None`` without a price."""
         if self.price_per_kwh is None:
             return None
-        return cost(energy_j, self.price_per_kwh, self.pue)
+        return _finite(cost(energy_j, self.price_per_kwh, self.pue), "cost")
 
     def per_token(self, energy_per_token_j: float) -> dict[str, float]:
         """``carbon_g_per_1k_tokens`` and ``cost_per_m_tokens`` for an energy per token.
@@ -430,4 +492,4 @@ def _price(
         raise UserError(
             f"--price-kwh must be a number (price per kWh) or openei:LAT,LON:LABEL, got {text!r}"
         ) from None
-    return _check_positive(value, "--price-kwh"), "given with --price-kwh"
+    return check_footprint_input("price_per_kwh", value, "--price-kwh"), "given with --price-kwh"

@@ -123,3 +123,29 @@ def test_reference_regions_lists_the_table_with_sources():
     code, out, _ = _run(["reference", "--regions", "--json"])
     rows = json.loads(out)
     assert len(rows) == len({r["region"] for r in rows}) > 200
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        (["--carbon-intensity", "1e308", "--pue", "100"], "--pue is 100, outside"),
+        (["--carbon-intensity", "1e308"], "--carbon-intensity is 1e+308, outside"),
+        (["--carbon-intensity", "inf"], "--carbon-intensity is inf"),
+        (["--carbon-intensity", "400", "--pue", "5.5"], "at most 5"),
+        (["--price-kwh", "1e300"], "--price-kwh is 1e+300, outside"),
+    ],
+)
+def test_footprint_inputs_beyond_physics_are_refused_with_the_bound(extra, needle):
+    for argv in ([*ESTIMATE, *extra], [*ESTIMATE, *extra, "--json"]):
+        code, out, err = _run(argv)
+        assert code == 2 and out == "", (out, err)
+        assert needle in err and "physical range" in err and "(" in err
+        assert len(err.strip().splitlines()) == 1
+
+
+def test_estimate_json_is_strict_at_the_largest_bounds():
+    argv = [*ESTIMATE, "--json", "--carbon-intensity", "2000", "--pue", "5", "--price-kwh", "1e6"]
+    code, out, _ = _run(argv)
+    assert code == 0
+    got = json.loads(out, parse_constant=lambda name: pytest.fail(f"{name} in --json output"))
+    assert got["carbon_g_per_1k_tokens"] > 0 and got["cost_per_m_tokens"] > 0

@@ -151,3 +151,52 @@ def test_user_intensity_has_no_invented_year():
     fp = Footprint.from_options(carbon_intensity=250.0)
     assert fp.intensity == GridIntensity("custom", 250.0, footprint.USER_SOURCE, None)
     assert fp.describe()["carbon_intensity_year"] is None
+
+
+def test_every_input_has_one_physical_range():
+    check = footprint.check_footprint_input
+    assert check("g_per_kwh", 1300) == 1300.0 and check("pue", 1) == 1.0
+    for name, value in (
+        ("g_per_kwh", 0),
+        ("g_per_kwh", 2001),
+        ("price_per_kwh", 0),
+        ("price_per_kwh", 2e6),
+        ("pue", 0.99),
+        ("pue", 5.01),
+        ("pue", math.nan),
+        ("g_per_kwh", math.inf),
+    ):
+        with pytest.raises(UserError, match="outside its physical range"):
+            check(name, value)
+    with pytest.raises(UserError, match="at most 5"):
+        Footprint(pue=100.0)
+    with pytest.raises(UserError, match="the carbon intensity"):
+        Footprint(GridIntensity("custom", 1e308, "typed", None))
+
+
+def test_live_values_beyond_physics_are_refused():
+    class Provider:
+        def get_current_carbon_intensity(self):
+            return 1e9
+
+    with pytest.raises(UserError, match="the live carbon intensity is 1e\\+09"):
+        footprint.intensity_from_provider(Provider(), "electricitymaps:0,0")
+
+
+def test_a_non_finite_carbon_or_cost_is_refused():
+    fp = Footprint(GridIntensity("custom", 2000.0, "typed", None), 1e6, pue=5.0)
+    assert math.isfinite(fp.carbon_g(1e12))
+    with pytest.raises(UserError, match="the carbon figure is inf"):
+        fp.carbon_g(1e306)
+    with pytest.raises(UserError, match="the cost figure is inf"):
+        fp.cost(1e306)
+
+
+def test_strict_json_refuses_non_finite_numbers_and_names_where():
+    from mlenergy.strict_json import dumps
+
+    assert dumps({"a": [1.5, None]}) == '{"a": [1.5, null]}'
+    with pytest.raises(UserError, match=r"at rows\[1\]\.carbon"):
+        dumps({"rows": [{"carbon": 1.0}, {"carbon": math.inf}]})
+    with pytest.raises(UserError, match="non-finite"):
+        dumps(math.nan)

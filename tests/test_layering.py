@@ -19,6 +19,7 @@ LAYER = {
     "errors": 0,
     "footprint": 1,
     "progress": 0,
+    "strict_json": 1,
     "records": 1,
     "reference": 1,
     "measure": 2,

@@ -8,7 +8,6 @@ reports grouped cross-validated error.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -17,6 +16,7 @@ import click
 import typer
 from typer.core import TyperGroup
 
+from mlenergy import strict_json
 from mlenergy.commands import estimate_fit
 from mlenergy.commands.options import (
     CarbonIntensityOption,
@@ -241,7 +241,7 @@ def _estimate_serving(
                 if row.get("energy_per_token_j") is not None:
                     row.update(footprint.per_token(row["energy_per_token_j"]))
             typer.echo(_footprint_note(footprint), err=True)
-        typer.echo(json.dumps(rows, indent=1) if as_json else format_table(rows))
+        typer.echo(strict_json.dumps(rows, indent=1) if as_json else format_table(rows))
         if plot is not None:
             typer.echo(f"plot -> {plot_sweep(rows, axes, plot)}", err=True)
         return [r for r in results if not isinstance(r, str)]
@@ -251,7 +251,7 @@ def _estimate_serving(
         if footprint is not None:
             payload.update(footprint.per_token(est.energy_per_token_j))
             payload["footprint"] = footprint.describe()
-        typer.echo(json.dumps(payload, indent=1))
+        typer.echo(strict_json.dumps(payload, indent=1))
     else:
         typer.echo(format_estimate(est))
         if footprint is not None:
@@ -322,7 +322,7 @@ def _estimate_training(
     text = format_training(est, model)
     if est.pipeline_parallel > 1:
         text += "\n" + format_pipeline(est)
-    typer.echo(json.dumps(est.to_dict(), indent=1) if as_json else text)
+    typer.echo(strict_json.dumps(est.to_dict(), indent=1) if as_json else text)
 
 
 def _save(estimates: list[Any], configs_dir: Path | None, target: Path) -> None:
@@ -341,7 +341,7 @@ def engines_cmd(as_json: Annotated[bool, typer.Option("--json", help="Print JSON
     from mlenergy.estimate.engines import CURRENT_ENGINE, PROFILES
 
     if as_json:
-        typer.echo(json.dumps([asdict(p) for p in PROFILES], indent=1))
+        typer.echo(strict_json.dumps([asdict(p) for p in PROFILES], indent=1))
         return
     for p in PROFILES:
         default = " (default)" if p.name == CURRENT_ENGINE else ""

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
+from mlenergy import strict_json
 from mlenergy.commands.options import DataDirOption, resolve_data_dir
 from mlenergy.errors import UserError
 
@@ -157,7 +158,7 @@ def validate_cmd(
         payload["target_checks"] = [asdict(c) for c in checks]
         payload["energy_tail"] = asdict(cv.energy_tail())
         payload["target_checks_without_stalled"] = [asdict(c) for c in clean_checks]
-        typer.echo(json.dumps(payload, indent=1))
+        typer.echo(strict_json.dumps(payload, indent=1))
         return
     _echo_validation(cv, hold_out, tables, rule, checks, (clean, clean_checks))
 
@@ -224,7 +225,7 @@ def compare_cmd(
             "summary": json.loads(result.summary().to_json(orient="index")),
             "skipped": [{"run_id": r, "reason": why} for r, why in result.skipped],
         }
-        typer.echo(json.dumps(payload, indent=1))
+        typer.echo(strict_json.dumps(payload, indent=1))
         return
     if result.rows.empty:
         typer.echo(f"no measured GPU serving run in {data} could be compared", err=True)

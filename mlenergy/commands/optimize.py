@@ -205,8 +205,7 @@ def power_limit(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """The GPU power limit Zeus's own selector picks from a measured power-limit profile."""
-    import json
-
+    from mlenergy import strict_json
     from mlenergy.optimize.power_limit import (
         choose_power_limit,
         profile_source,
@@ -217,7 +216,7 @@ def power_limit(
     source = profile_source(profile) or f"profile:{profile.name}"
     out = choose_power_limit(rows, objective, eta, max_slowdown, world_size, energy_source=source)
     if as_json:
-        typer.echo(json.dumps(out, indent=2))
+        typer.echo(strict_json.dumps(out, indent=2))
         return
     typer.echo(
         f"power limit: {out['power_limit_w']} W ({out['selector'].rsplit('.', 1)[-1]}, "
@@ -275,8 +274,7 @@ def power_cap(
     ] = "site-tokens",
 ) -> None:
     """The configuration that serves the most tokens per second under a site power cap."""
-    import json
-
+    from mlenergy import strict_json
     from mlenergy.optimize.candidates import parse_power_limits
     from mlenergy.optimize.pipeline import check_outputs
     from mlenergy.optimize.power_cap import plan_power_cap, summary_lines
@@ -315,7 +313,7 @@ def power_cap(
         if carbon is not None:
             payload.update(carbon.per_token(result.best["energy_per_token_j"]))
             payload["footprint"] = carbon.describe() | {"pue": result.site.pue}
-        typer.echo(json.dumps(payload, indent=2))
+        typer.echo(strict_json.dumps(payload, indent=2))
     else:
         for line in summary_lines(result):
             typer.echo(line)

@@ -15,8 +15,9 @@ def reference(
     ] = False,
 ) -> None:
     """List the shipped reference data: each file, its source, licence and date."""
-    import json
     from dataclasses import asdict
+
+    from mlenergy import strict_json
 
     if regions:
         _print_regions(as_json)
@@ -36,7 +37,7 @@ def reference(
             "folder": str(root),
             "entries": [asdict(s) | {"files": counts[s.path]} for s in rows],
         }
-        typer.echo(json.dumps(out, indent=2))
+        typer.echo(strict_json.dumps(out, indent=2))
         return
     typer.echo(f"reference data: {root}")
     for s in rows:
@@ -51,14 +52,14 @@ def reference(
 
 def _print_regions(as_json: bool) -> None:
     """Every region of the shipped grid intensity table: code, g CO2e/kWh, year, source."""
-    import json
     from dataclasses import asdict
 
+    from mlenergy import strict_json
     from mlenergy.footprint import intensity_for, regions
 
     rows = [intensity_for(code) for code in regions()]
     if as_json:
-        typer.echo(json.dumps([asdict(r) for r in rows], indent=1))
+        typer.echo(strict_json.dumps([asdict(r) for r in rows], indent=1))
         return
     for r in rows:
         typer.echo(f"{r.region:8s} {r.g_per_kwh:8.1f} gCO2e/kWh  {r.year}  {r.source}")

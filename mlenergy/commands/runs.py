@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from mlenergy import strict_json
 from mlenergy.commands.options import DataDirOption, resolve_data_dir
 
 runs_app = typer.Typer(
@@ -77,7 +77,7 @@ def show(
     from mlenergy.store.listing import find_run
 
     run = find_run(_store(data_dir), run_id)
-    typer.echo(json.dumps(run.model_dump(mode="json"), indent=2))
+    typer.echo(strict_json.dumps(run.model_dump(mode="json"), indent=2))
 
 
 @runs_app.command("export")

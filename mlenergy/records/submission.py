@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from mlenergy.records.base import SCHEMA_VERSION, FrozenModel
 from mlenergy.records.quality import QualityResult
 from mlenergy.records.run import RunRecord
+
+
+def normalise_name(name: str) -> str:
+    """``name`` NFKC-normalised and without surrounding whitespace: how names are kept.
+
+    Compatibility forms become their plain letters (``ＭＬ`` fullwidth, ``𝐌𝐋`` bold: ``ML``);
+    characters NFKC keeps (controls, zero-width and direction marks) are left for the intake
+    to refuse (:mod:`mlenergy.store.names`).
+    """
+    return unicodedata.normalize("NFKC", name).strip()
 
 
 class Submission(FrozenModel):
@@ -17,7 +28,8 @@ class Submission(FrozenModel):
     Attributes:
         schema_version: Version of this record schema.
         record_type: Always ``submission``.
-        submitter: Name or handle of the person or lab submitting (shown on the leaderboard).
+        submitter: Name or handle of the person or lab submitting (shown on the leaderboard),
+            kept NFKC-normalised.
         contact: Optional e-mail or URL.
         description: Optional free text about how the runs were made.
         runs: The run records (``mlenergy bench --json`` output).
@@ -34,3 +46,8 @@ class Submission(FrozenModel):
     runs: tuple[RunRecord, ...] = Field(min_length=1)
     quality: tuple[QualityResult, ...] = ()
     new_tasks: tuple[str, ...] = Field(default=(), max_length=20)
+
+    @field_validator("submitter", mode="before")
+    @classmethod
+    def _normalised(cls, value: object) -> object:
+        return normalise_name(value) if isinstance(value, str) else value

@@ -1,133 +1,47 @@
-"""Reading and parsing a result bundle, bounded: size, nesting, integers, NaN, problem count.
+"""Reading a result bundle as a stream of records, each bounded before it is built.
 
 A bundle is either a :class:`~mlenergy.records.Submission` JSON object, or records (run
 records and quality results) as JSON Lines (``mlenergy bench --json`` output), a JSON array or
 a single record object; then the submitter's name comes from the caller.
 
-Reading stops at :data:`MAX_BUNDLE_BYTES`; JSON that nests deeper than :data:`MAX_DEPTH`,
-holds an integer longer than :data:`MAX_INT_DIGITS` digits, or a NaN or Infinity is refused
-with one line naming the check; at most :data:`MAX_PROBLEMS` schema problems are collected.
+Reading stops at :data:`MAX_BUNDLE_BYTES`. :class:`BundleStream` then hands out one record at
+a time: the items of a JSON array, the lines of JSON Lines, or the items of a Submission's
+``runs`` and ``quality`` lists, each decoded on its own within the bounds of
+:mod:`mlenergy.store.json_stream` (nesting, size, integers, NaN). The caller validates a record
+and lets its JSON go before the next is read, and stops after :data:`MAX_PROBLEMS` problems;
+:meth:`BundleStream.rest` then says how much was left unread. A bundle holds at most
+:data:`MAX_RECORDS` records.
 """
 
 from __future__ import annotations
 
 import json
-import math
-from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import ValidationError
-
-from mlenergy.records import QualityResult, RunRecord, Submission
 from mlenergy.store.checks import tag
+from mlenergy.store.json_stream import (
+    DECODER,
+    MAX_RECORD_NODES,
+    BundleRefused,
+    decode_value,
+    skip_space,
+)
 
 MAX_BUNDLE_BYTES = 5_000_000
 """Largest accepted bundle, in bytes (5 MB); reading stops there."""
 MAX_PROBLEMS = 200
-"""Problems listed before the report is cut short."""
-MAX_DEPTH = 32
-"""Deepest nesting of JSON objects and arrays accepted."""
-MAX_INT_DIGITS = 20
-"""Longest integer accepted, in digits (a 64-bit count has at most 20)."""
+"""Problems listed before checking stops."""
+MAX_RECORDS = 10_000
+"""Most records (runs and quality results) in one bundle."""
 
-
-class BundleRefused(ValueError):
-    """The bundle's JSON breaks a bound (depth, integer size, NaN); ``problem`` says which."""
-
-    def __init__(self, problem: str) -> None:
-        super().__init__(problem)
-        self.problem = problem
-
-
-def _parse_int(text: str) -> int:
-    if len(text.lstrip("-")) > MAX_INT_DIGITS:
-        raise BundleRefused(
-            tag(
-                "integer-size",
-                f"bundle holds an integer of {len(text.lstrip('-'))} digits "
-                f"(at most {MAX_INT_DIGITS})",
-            )
-        )
-    return int(text)
-
-
-def _parse_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise BundleRefused(
-            tag("finite-numbers", f"bundle holds {text[:40]!r}, which is not a finite number")
-        )
-    return value
-
-
-def _parse_constant(name: str) -> float:
-    raise BundleRefused(
-        tag("finite-numbers", f"bundle holds {name}, which is not a number (JSON has no {name})")
-    )
-
-
-def _check_depth(value: Any) -> None:
-    """Refuse JSON nested deeper than :data:`MAX_DEPTH` (iterative: no recursion)."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            raise BundleRefused(
-                tag("json-depth", f"bundle nests objects or arrays deeper than {MAX_DEPTH}")
-            )
-        children = item.values() if isinstance(item, dict) else item
-        if isinstance(item, dict | list):
-            stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
-
-
-def load_json(text: str) -> Any:
-    """``json.loads`` with the bundle's bounds.
-
-    Raises:
-        BundleRefused: Too deep, an integer too long, NaN or Infinity.
-        json.JSONDecodeError: Not JSON.
-    """
-    try:
-        value = json.loads(
-            text,
-            parse_int=_parse_int,
-            parse_float=_parse_float,
-            parse_constant=_parse_constant,
-        )
-    except RecursionError:
-        raise BundleRefused(
-            tag("json-depth", f"bundle nests objects or arrays deeper than {MAX_DEPTH}")
-        ) from None
-    _check_depth(value)
-    return value
-
-
-def _loc(loc: tuple[Any, ...]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
-
-
-def _pydantic_problems(where: str, exc: ValidationError | list[Any]) -> list[str]:
-    problems = []
-    if isinstance(exc, ValidationError):
-        errors = exc.errors(include_url=False, include_input=False, include_context=False)
-    else:
-        errors = exc
-    for err in errors[:MAX_PROBLEMS]:
-        loc = _loc(tuple(err["loc"]))
-        msg = "unknown field" if err["type"] == "extra_forbidden" else str(err["msg"])
-        msg = msg.removeprefix("Value error, ").removeprefix("Assertion failed, ")
-        target = f"{where}.{loc}" if where and loc else (where or loc or "bundle")
-        problems.append(tag("schema", f"{target}: {msg}"))
-    if len(errors) > MAX_PROBLEMS:
-        problems.append(
-            f"{where or 'bundle'}: ... and {len(errors) - MAX_PROBLEMS} more problem(s)"
-        )
-    return problems
+_SCALAR_END = re.compile(r"[^,\]}\s]*")
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_BRACKET = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+_LIST_UNITS = {"runs": "run(s)", "quality": "quality result(s)", None: "record(s)"}
 
 
 def read_bounded(data: bytes | str | Path, max_bytes: int) -> tuple[bytes | None, list[str]]:
@@ -149,7 +63,18 @@ def read_bounded(data: bytes | str | Path, max_bytes: int) -> tuple[bytes | None
     return (raw, []) if len(raw) <= max_bytes else (None, [over])
 
 
-def _kind_of(obj: Mapping[str, Any]) -> str:
+def decode_text(raw: bytes) -> tuple[str | None, list[str]]:
+    """The bundle's text (UTF-8, a leading byte-order mark dropped), or the problem."""
+    try:
+        return raw.decode("utf-8").removeprefix("\ufeff"), []
+    except UnicodeDecodeError as exc:
+        return None, [
+            tag("json-format", f"bundle is not UTF-8 text (bad byte at offset {exc.start})")
+        ]
+
+
+def kind_of(obj: Mapping[str, Any]) -> str:
+    """``submission``, ``run`` or ``quality``: what a JSON object claims (or looks) to be."""
     kind = obj.get("record_type")
     if isinstance(kind, str):
         return kind
@@ -158,234 +83,330 @@ def _kind_of(obj: Mapping[str, Any]) -> str:
     return "quality" if "metric" in obj else "run"
 
 
-def _parse_items(text: str) -> tuple[list[tuple[str, Any]], list[str]]:
-    """Split the text into ``(where, json value)`` items: one object, an array or JSON Lines."""
-    stripped = text.strip()
-    if not stripped:
-        return [], [tag("json-format", "bundle is empty")]
-    try:
-        value = load_json(stripped)
-    except BundleRefused as refused:
-        return [], [refused.problem]
-    except json.JSONDecodeError as whole:
-        first = stripped.split("\n", 1)[0]
-        try:
-            load_json(first)
-        except BundleRefused as refused:
-            return [], [f"line 1: {refused.problem}"]
-        except ValueError:  # one broken JSON document, not JSON Lines
-            return [], [
-                tag(
-                    "json-format",
-                    f"bundle is not valid JSON ({whole.msg} at line {whole.lineno} "
-                    f"column {whole.colno})",
-                )
-            ]
-        items: list[tuple[str, Any]] = []
-        problems: list[str] = []
-        for n, line in enumerate(text.splitlines(), start=1):
-            if len(problems) >= MAX_PROBLEMS:
-                problems.append(f"line {n}: ... reading stopped after {MAX_PROBLEMS} problems")
-                break
-            if not line.strip():
-                continue
-            try:
-                items.append((f"line {n}", load_json(line)))
-            except BundleRefused as refused:
-                problems.append(f"line {n}: {refused.problem}")
-            except json.JSONDecodeError as exc:
-                problems.append(
-                    tag(
-                        "json-format", f"line {n}: not valid JSON ({exc.msg} at column {exc.colno})"
-                    )
-                )
-        return items, problems
-    if isinstance(value, list):
-        return [(f"record[{i}]", v) for i, v in enumerate(value)], []
-    return [("bundle", value)], []
+SKIP_TOKENS = 200_000
+"""Most brackets and strings looked at to skip one value that was refused or left unread."""
+
+
+def skip_value(text: str, pos: int) -> int:
+    """The index after the JSON value at ``pos`` without decoding it.
+
+    Returns:
+        The index, or -1 when the value never ends or holds more than :data:`SKIP_TOKENS`
+        brackets and strings (reading then stops there).
+    """
+    if text[pos] == '"':
+        match = _STRING.match(text, pos)
+        return match.end() if match else -1
+    if text[pos] not in "[{":
+        return _SCALAR_END.match(text, pos).end()  # type: ignore[union-attr]
+    depth = 0
+    for seen, match in enumerate(_BRACKET.finditer(text, pos)):
+        if seen > SKIP_TOKENS:
+            return -1
+        char = text[match.start()]
+        if char in "[{":
+            depth += 1
+        elif char in "]}":
+            depth -= 1
+            if depth == 0:
+                return match.end()
+    return -1
 
 
 @dataclass(frozen=True)
-class ParsedBundle:
-    """A bundle split into records.
+class Item:
+    """One record as read from the bundle, not yet checked against its schema.
 
     Attributes:
-        submission: The whole bundle as a :class:`Submission` (``None`` if any part failed).
-        records: ``(where, record)`` for every record that passed its schema, where ``where``
-            is ``runs[i]`` / ``quality[i]`` (Submission) or ``line N`` (JSON Lines).
-        problems: Schema and format problems.
-        raw_runs: ``(where, dict)`` for every run record that failed its schema: the rules
-            that can run on the raw values still check them.
-        new_tasks: Task labels the bundle declares new (its ``new_tasks``, and the caller's).
+        where: Where it sits (``runs[3]``, ``record[0]``, ``line 7``, ``bundle``).
+        value: The decoded JSON (``None`` when it could not be read).
+        expect: ``run`` or ``quality`` inside a Submission's lists; ``None``: the record
+            says what it is.
+        problem: Why it could not be read (a broken bound, not JSON).
     """
 
-    submission: Submission | None
-    records: list[tuple[str, RunRecord | QualityResult]]
-    problems: list[str]
-    raw_runs: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-    new_tasks: tuple[str, ...] = ()
+    where: str
+    value: Any = None
+    expect: str | None = None
+    problem: str | None = None
 
 
-def _parse_record(
-    where: str, obj: Any, expect: str | None = None
-) -> tuple[RunRecord | QualityResult | None, list[str]]:
-    if not isinstance(obj, dict):
-        return None, [tag("schema", f"{where}: expected a JSON object (a run or quality record)")]
-    kind = expect or _kind_of(obj)
-    model = {"run": RunRecord, "quality": QualityResult}.get(kind)
-    if model is None:
-        return None, [tag("schema", f"{where}.record_type: unknown record type {str(kind)[:40]!r}")]
-    try:
-        return model.model_validate(obj), []
-    except ValidationError as exc:
-        return None, _pydantic_problems(where, exc)
+class BundleStream:
+    """The records of a bundle's text, one at a time (see the module docstring).
 
-
-def parse_bundle(
-    raw: bytes, submitter: str | None = None, new_tasks: Collection[str] = ()
-) -> ParsedBundle:
-    """Parse bundle bytes, collecting every format and schema problem.
-
-    The task labels declared new (the caller's ``new_tasks`` and a Submission's own
-    ``new_tasks``) are merged and recorded on the returned submission.
+    After :meth:`items` is exhausted, :attr:`form` says whether the text was a Submission
+    object (its other fields in :attr:`shell`) or bare records, and :attr:`problems` holds the
+    format problems that belong to no record (trailing text, a repeated field).
 
     Args:
-        raw: The bundle's bytes (UTF-8 JSON or JSON Lines).
-        submitter: See :func:`_parse_bundle`.
-        new_tasks: Task labels the submitter declares new (e.g. ``--new-task``).
+        text: The bundle's text.
     """
-    parsed = _parse_bundle(raw, submitter)
-    sub = parsed.submission
-    own = sub.new_tasks if sub is not None else _declared_in_raw(raw)
-    declared = tuple(dict.fromkeys([*own, *(t.strip() for t in new_tasks if t.strip())]))
-    submission = parsed.submission
-    if submission is not None and declared != submission.new_tasks:
-        submission = submission.model_copy(update={"new_tasks": declared})
-    return ParsedBundle(submission, parsed.records, parsed.problems, parsed.raw_runs, declared)
 
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.form: Literal["submission", "records"] = "records"
+        self.shell: dict[str, Any] = {}
+        self.problems: list[str] = []
+        self.count = 0
+        """Records handed out so far."""
+        self._pos = 0
+        self.streamed: set[str] = set()
+        """Fields of a Submission object whose records were handed out (``runs``, ``quality``)."""
+        self._list: str | None = None
+        self._lines = False
 
-def _declared_in_raw(raw: bytes) -> tuple[str, ...]:
-    """``new_tasks`` of a bundle that failed to parse as a whole (text labels only)."""
-    try:
-        obj = load_json(raw.decode("utf-8").lstrip("\ufeff"))
-    except (UnicodeDecodeError, ValueError):
-        return ()
-    tasks = obj.get("new_tasks") if isinstance(obj, dict) else None
-    return tuple(t for t in tasks if isinstance(t, str)) if isinstance(tasks, list) else ()
+    # ------------------------------------------------------------------ the records
 
+    def items(self) -> Iterator[Item]:
+        """Hand out the records in bundle order; stops at a syntax error or :data:`MAX_RECORDS`."""
+        text = self.text
+        pos = skip_space(text, 0)
+        if pos >= len(text):
+            self.problems.append(tag("json-format", "bundle is empty"))
+            return
+        if self._is_json_lines(pos):
+            yield from self._json_lines()
+        elif text[pos] == "[":
+            end = yield from self._array(pos, None)
+            self._expect_end(end)
+        elif text[pos] == "{":
+            yield from self._object(pos)
+        else:
+            item, end = self._decode("bundle", pos, None)
+            yield item
+            self._expect_end(end)
 
-def _parse_bundle(raw: bytes, submitter: str | None = None) -> ParsedBundle:
-    """Parse bundle bytes, collecting every format and schema problem.
+    def rest(self) -> str:
+        """How much is left after the last record handed out, e.g. ``1,599,979 more line(s)``."""
+        if self._lines:
+            pos = self._pos
+            if pos >= len(self.text):
+                return "0 more line(s)"
+            left = self.text.count("\n", pos) + (0 if self.text.endswith("\n") else 1)
+            return f"{left:,} more line(s)"
+        unit = _LIST_UNITS.get(self._list, "record(s)")
+        pos, left = self._pos, 0
+        while left <= MAX_RECORDS:
+            pos = skip_space(self.text, pos)
+            if pos >= len(self.text) or self.text[pos] != ",":
+                return f"{left:,} more {unit}"
+            pos = skip_space(self.text, pos + 1)
+            if pos >= len(self.text):
+                return f"{left:,} more {unit}"
+            if (pos := skip_value(self.text, pos)) < 0:
+                return f"{left + 1:,} or more {unit}"
+            left += 1
+        return f"over {MAX_RECORDS:,} more {unit}"
 
-    Each record is checked on its own, so one bad record does not hide the others.
+    def _is_json_lines(self, pos: int) -> bool:
+        """Whether the first line holds one whole JSON value and more lines follow."""
+        text = self.text
+        newline = text.find("\n", pos)
+        if newline < 0 or skip_space(text, newline) >= len(text):
+            return False
+        line = text[pos:newline]
+        try:
+            _, end, _ = decode_value(line, 0)
+        except BundleRefused:
+            return True  # line 1 is refused as a record of JSON Lines
+        except json.JSONDecodeError:
+            return False  # one document over several lines
+        return skip_space(line, end) >= len(line)
 
-    Args:
-        raw: The bundle's bytes (UTF-8 JSON or JSON Lines).
-        submitter: Submitter name for a bundle of bare records. A Submission object names
-            its own submitter; a different ``submitter`` given here is a problem.
-    """
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return ParsedBundle(
-            None,
-            [],
-            [tag("json-format", f"bundle is not UTF-8 text (bad byte at offset {exc.start})")],
-        )
-    items, problems = _parse_items(text.lstrip("\ufeff"))
-    if len(items) == 1 and isinstance(items[0][1], dict) and _kind_of(items[0][1]) == "submission":
-        return _parse_submission(items[0][1], submitter, problems)
-    return _parse_bare_records(items, submitter, problems)
+    def _json_lines(self) -> Iterator[Item]:
+        self._lines = True
+        text, start, number = self.text, 0, 0
+        while start < len(text):
+            newline = text.find("\n", start)
+            end = len(text) if newline < 0 else newline
+            number += 1
+            line = text[start:end]
+            self._pos = start = end + 1
+            pos = skip_space(line, 0)
+            if pos >= len(line):
+                continue
+            if self._full():
+                return
+            self.count += 1
+            yield self._line_item(line, pos, f"line {number}")
 
+    @staticmethod
+    def _line_item(line: str, pos: int, where: str) -> Item:
+        try:
+            value, end, _ = decode_value(line, pos)
+        except BundleRefused as refused:
+            return Item(where, problem=f"{where}: {refused.problem}")
+        except json.JSONDecodeError as exc:
+            return Item(where, problem=_not_json_line(where, exc.msg, exc.colno))
+        if skip_space(line, end) < len(line):
+            return Item(where, problem=_not_json_line(where, "Extra data", end + 1))
+        return Item(where, value)
 
-def _parse_submission(
-    obj: dict[str, Any], submitter: str | None, problems: list[str]
-) -> ParsedBundle:
-    """Parse a Submission ``obj``: each record on its own, then the object; add to ``problems``.
+    def _array(self, pos: int, key: str | None) -> Iterator[Item]:
+        """Records of the array at ``pos`` (a Submission's ``key`` list, or the whole bundle).
 
-    A ``submitter`` given besides the file's own must match it.
-    """
-    records: list[tuple[str, RunRecord | QualityResult]] = []
-    raw_runs: list[tuple[str, dict[str, Any]]] = []
-    failed = bool(problems)
-    named = obj.get("submitter")
-    given = (submitter or "").strip()
-    if given and isinstance(named, str) and named.strip() != given:
-        problems.append(
-            f"bundle.submitter: the file names submitter {named.strip()!r}, but "
-            f"--submitter {given!r} was given (drop --submitter or make them match)"
-        )
-        failed = True
-    for key, kind in (("runs", "run"), ("quality", "quality")):
-        values = obj.get(key)
-        if not isinstance(values, list):
-            continue
-        for i, value in enumerate(values):
-            if len(problems) >= MAX_PROBLEMS:
-                problems.append(f"{key}[{i}]: ... checking stopped after {MAX_PROBLEMS} problems")
-                failed = True
-                break
-            rec, errs = _parse_record(f"{key}[{i}]", value, kind)
-            problems.extend(errs)
-            if rec is not None:
-                records.append((f"{key}[{i}]", rec))
-            elif kind == "run" and isinstance(value, dict):
-                raw_runs.append((f"{key}[{i}]", value))
-    try:
-        submission = Submission.model_validate(obj)
-    except ValidationError as exc:
-        bad_keys = {w.split("[", 1)[0] for w in problems if w.startswith(("runs[", "quality["))}
-        shell_errors = [
-            e
-            for e in exc.errors(include_url=False)
-            if not (len(e["loc"]) == 1 and e["loc"][0] in bad_keys)
-            if not (
-                len(e["loc"]) > 1
-                and e["loc"][0] in ("runs", "quality")
-                and isinstance(e["loc"][1], int)
+        Returns (as the generator's value) the index after the array, or -1 after a syntax
+        error.
+        """
+        text, index = self.text, 0
+        self._list = key
+        pos = skip_space(text, pos + 1)
+        if pos < len(text) and text[pos] == "]":
+            return pos + 1
+        while True:
+            if pos >= len(text):
+                self._syntax("Expecting value", pos)
+                return -1
+            if self._full():
+                return -1
+            where = f"{key}[{index}]" if key else f"record[{index}]"
+            item, end = self._decode(
+                where, pos, {"runs": "run", "quality": "quality"}.get(key or "")
             )
-        ]
-        if shell_errors:
-            problems.extend(_pydantic_problems("", shell_errors))
-        return ParsedBundle(None, records, problems, raw_runs)
-    return ParsedBundle(None if failed else submission, records, problems, raw_runs)
+            self.count += 1
+            self._pos = end
+            yield item
+            if end < 0:
+                return -1
+            pos = skip_space(text, end)
+            if pos < len(text) and text[pos] == ",":
+                pos = skip_space(text, pos + 1)
+                index += 1
+                continue
+            if pos < len(text) and text[pos] == "]":
+                return pos + 1
+            self._syntax("Expecting ',' delimiter", pos)
+            return -1
 
+    def _object(self, pos: int) -> Iterator[Item]:
+        """A top-level object: a Submission (its lists streamed) or one bare record."""
+        text = self.text
+        budget = MAX_RECORD_NODES
+        refused: list[str] = []
+        seen: set[str] = set()
+        pos = skip_space(text, pos + 1)
+        end = pos + 1
+        while not (pos < len(text) and text[pos] == "}" and not seen):
+            if pos >= len(text) or text[pos] != '"':
+                self._syntax("Expecting property name enclosed in double quotes", pos)
+                return
+            try:
+                key, pos = DECODER.raw_decode(text, pos)
+            except json.JSONDecodeError as exc:
+                self._syntax(exc.msg, exc.pos)
+                return
+            budget -= 1
+            if budget < 0:
+                self.problems.append(
+                    tag(
+                        "json-size",
+                        f"bundle's top-level object holds more than {MAX_RECORD_NODES:,} "
+                        "fields, objects, arrays and strings",
+                    )
+                )
+                return
+            pos = skip_space(text, pos)
+            if pos >= len(text) or text[pos] != ":":
+                self._syntax("Expecting ':' delimiter", pos)
+                return
+            pos = skip_space(text, pos + 1)
+            if pos >= len(text):
+                self._syntax("Expecting value", pos)
+                return
+            if key in seen:
+                refused.append(tag("json-format", f"bundle repeats the field {key[:40]!r}"))
+            seen.add(key)
+            if key in ("runs", "quality") and text[pos] == "[":
+                self.streamed.add(key)
+                self.form = "submission"
+                end = yield from self._array(pos, key)
+                self._list = None
+            else:
+                end, used = self._shell_value(key, pos, budget, refused)
+                budget -= used
+            if end < 0:
+                return
+            pos = skip_space(text, end)
+            if pos < len(text) and text[pos] == ",":
+                pos = skip_space(text, pos + 1)
+                continue
+            if pos < len(text) and text[pos] == "}":
+                end = pos + 1
+                break
+            self._syntax("Expecting ',' delimiter", pos)
+            return
+        if kind_of(self.shell) == "submission":
+            self.form = "submission"
+        if self.form == "submission":
+            self.problems.extend(refused)
+        else:
+            self.count += 1
+            shell, self.shell = self.shell, {}
+            yield Item("bundle", problem="; ".join(refused)) if refused else Item("bundle", shell)
+        self._expect_end(end)
 
-def _parse_bare_records(
-    items: list[tuple[str, Any]], submitter: str | None, problems: list[str]
-) -> ParsedBundle:
-    """Parse ``(where, value)`` bare records under ``submitter`` (required); add to ``problems``."""
-    records: list[tuple[str, RunRecord | QualityResult]] = []
-    raw_runs: list[tuple[str, dict[str, Any]]] = []
-    failed = bool(problems)
-    runs: list[RunRecord] = []
-    quality: list[QualityResult] = []
-    for where, obj in items:
-        if len(problems) >= MAX_PROBLEMS:
-            problems.append(f"{where}: ... checking stopped after {MAX_PROBLEMS} problems")
-            failed = True
-            break
-        rec, errs = _parse_record(where, obj)
-        problems.extend(errs)
-        if rec is None:
-            if isinstance(obj, dict) and _kind_of(obj) == "run":
-                raw_runs.append((where, obj))
-            failed = True
-            continue
-        records.append((where, rec))
-        (runs if isinstance(rec, RunRecord) else quality).append(rec)  # type: ignore[arg-type]
-    if (not submitter or not submitter.strip()) and (records or not problems):
-        problems.append("bundle holds bare records: pass the submitter's name (--submitter NAME)")
-        failed = True
-    if not runs and not failed:
-        problems.append("bundle holds no run record")
-        failed = True
-    if failed:
-        return ParsedBundle(None, records, problems, raw_runs)
-    try:
-        submission = Submission(
-            submitter=(submitter or "").strip(), runs=tuple(runs), quality=tuple(quality)
+    def _shell_value(self, key: str, pos: int, budget: int, refused: list[str]) -> tuple[int, int]:
+        """Decode one field of the top-level object into :attr:`shell`.
+
+        Returns:
+            ``(end, nodes)``: the index after the value (-1: stop) and the nodes it holds.
+        """
+        try:
+            value, end, used = decode_value(self.text, pos, max(budget, 0), (key,))
+        except BundleRefused as problem:
+            refused.append(f"bundle.{key[:40]}: {problem.problem}")
+            return self._skip_refused(f"bundle.{key[:40]}", pos), 0
+        except json.JSONDecodeError as exc:
+            self._syntax(exc.msg, exc.pos)
+            return -1, 0
+        self.shell[key] = value
+        return end, used
+
+    def _decode(self, where: str, pos: int, expect: str | None) -> tuple[Item, int]:
+        """One record at ``pos``: the item and the index after it (-1 after a syntax error)."""
+        try:
+            value, end, _ = decode_value(self.text, pos)
+        except BundleRefused as refused:
+            end = self._skip_refused(where, pos)
+            return Item(where, problem=f"{where}: {refused.problem}"), end
+        except json.JSONDecodeError as exc:
+            self._syntax(exc.msg, exc.pos)
+            return Item(where, problem=self.problems.pop()), -1
+        return Item(where, value, expect), end
+
+    def _skip_refused(self, where: str, pos: int) -> int:
+        """Skip a refused value; when it cannot be skipped, say that reading stops there."""
+        end = skip_value(self.text, pos)
+        if end < 0:
+            self.problems.append(
+                f"... reading stopped at {where}: the rest of the bundle was not checked"
+            )
+        return end
+
+    def _full(self) -> bool:
+        if self.count < MAX_RECORDS:
+            return False
+        self.problems.append(
+            tag(
+                "bundle-size",
+                f"bundle holds more than {MAX_RECORDS:,} records (at most {MAX_RECORDS:,})",
+            )
         )
-    except ValidationError as exc:
-        return ParsedBundle(None, records, _pydantic_problems("", exc), raw_runs)
-    return ParsedBundle(submission, records, problems)
+        return True
+
+    def _expect_end(self, end: int) -> None:
+        if end >= 0 and skip_space(self.text, end) < len(self.text):
+            self._syntax("Extra data", skip_space(self.text, end))
+
+    def _syntax(self, msg: str, pos: int) -> None:
+        err = json.JSONDecodeError(msg, self.text, min(pos, len(self.text)))
+        self.problems.append(
+            tag(
+                "json-format",
+                f"bundle is not valid JSON ({msg} at line {err.lineno} column {err.colno})",
+            )
+        )
+
+
+def _not_json_line(where: str, msg: str, column: int) -> str:
+    return tag("json-format", f"{where}: not valid JSON ({msg} at column {column})")

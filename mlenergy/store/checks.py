@@ -17,7 +17,8 @@ class Check:
 
     Attributes:
         name: Short kebab-case name, shown after each problem.
-        group: What the rule guards (format, physics, provenance, identity, duplicates).
+        group: What the rule guards (format, physics, provenance, identity, duplicates,
+            queue).
         rule: What is checked, in one or two sentences.
         verdict: ``refused`` (the bundle is not queued) or ``flagged`` (queued, shown with a
             flag on the leaderboard).
@@ -31,9 +32,20 @@ class Check:
 
 CHECKS: tuple[Check, ...] = (
     # format
-    Check("bundle-size", "format", "The bundle is at most 5 MB; reading stops at the limit."),
+    Check(
+        "bundle-size",
+        "format",
+        "The bundle is at most 5 MB and 10,000 records; reading stops at the limit.",
+    ),
     Check("json-format", "format", "UTF-8 JSON: one Submission object, an array or JSON Lines."),
-    Check("json-depth", "format", "Objects and arrays nest at most 32 deep."),
+    Check("json-depth", "format", "Objects and arrays nest at most 32 deep within a record."),
+    Check(
+        "json-size",
+        "format",
+        "A record holds at most 5,000 objects, arrays and strings, and an array at most 1,000 "
+        "items (number series such as a power timeline's samples excepted: numbers >= 0 only); "
+        "counted before the record is built.",
+    ),
     Check("integer-size", "format", "Integers have at most 20 digits."),
     Check("finite-numbers", "format", "No NaN or Infinity anywhere (they are not JSON numbers)."),
     Check("schema", "format", "The record schema (data/schema): no unknown fields, types, ranges."),
@@ -80,6 +92,18 @@ CHECKS: tuple[Check, ...] = (
         "when energy is given.",
     ),
     Check("cpu-tdp-given", "physics", "A CPU-only run states its CPU TDP (its power model)."),
+    Check(
+        "request-energies-fit",
+        "physics",
+        "A serving record's per-request energies, and split_energy_j, add up to at most the "
+        "whole run's energy run_energy_j (within 0.5%), which is given with them.",
+    ),
+    Check(
+        "times-plausible",
+        "physics",
+        "created_at, started_at and ended_at lie at most 10 minutes in the future (clock "
+        "skew), and a run does not end before it starts.",
+    ),
     # provenance
     Check("run-succeeded", "provenance", "Only successful runs are submitted."),
     Check("cpu-model-given", "provenance", "A CPU-only run names its CPU."),
@@ -100,8 +124,10 @@ CHECKS: tuple[Check, ...] = (
     Check(
         "no-reserved-submitter",
         "provenance",
-        "The submitter is not a reserved name (the ML.ENERGY reference data's submitters, "
-        "mlenergy's own labels).",
+        "The submitter (NFKC-normalised) does not look like a reserved name: its Unicode "
+        "confusable skeleton (UTS #39), case-folded, differs from the reference data's "
+        "submitters' and does not start with mlenergy's own labels (mlenergy, emulated, "
+        "reference); a model id does not look like a reference data submitter either.",
     ),
     Check(
         "measured-provenance",
@@ -114,8 +140,21 @@ CHECKS: tuple[Check, ...] = (
     ),
     # identity
     Check("model-id", "identity", "A hub id (org/name), preset:<name> or config:<name>@<hex>."),
+    Check(
+        "name-visible",
+        "identity",
+        "The submitter's name holds no control, format or bidirectional character (ANSI "
+        "escapes, newlines, zero-width or direction marks) and at least one letter; model "
+        "ids, architectures, dtypes and hardware and engine names hold no control or format "
+        "character.",
+    ),
     Check("task-known", "identity", "A known task, or one declared new (new_tasks)."),
-    Check("run-id-unique", "identity", "A run id is not reused for other content."),
+    Check(
+        "run-id-unique",
+        "identity",
+        "A run or quality id is not reused for other content in the bundle, the store or "
+        "the queue.",
+    ),
     # duplicates
     Check(
         "no-duplicate", "duplicates", "No record twice (content hash), in bundle, store or queue."
@@ -127,6 +166,13 @@ CHECKS: tuple[Check, ...] = (
         "(kind, batch, input and output lengths) with every figure (each phase's duration, "
         "energy, tokens and power, the median ITL) within 0.1%, whatever model id or "
         "hardware name it carries.",
+    ),
+    # queue
+    Check(
+        "pending-per-submitter",
+        "queue",
+        "A submitter has at most 20 bundles waiting for review at once (the setting "
+        "MLENERGY_MAX_PENDING_PER_SUBMITTER; names compared by their skeleton).",
     ),
 )
 """Every check, in the order ``--explain`` lists them."""

@@ -10,14 +10,15 @@ catalog, live in :mod:`mlenergy.store.physics`; every problem names its check
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Collection, Mapping
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from mlenergy.records import RunRecord, sha256_hex
+from mlenergy.records import QualityResult, RunRecord, sha256_hex
 from mlenergy.store.checks import tag
 from mlenergy.store.facts import PRESENT, PhaseFacts, RunFacts, facts_from_raw, facts_from_record
 from mlenergy.store.gpus import GpuLookup, gpu_lookup
+from mlenergy.store.names import text_problem
 from mlenergy.store.near_duplicates import flat_number
 from mlenergy.store.physics import (
     ENERGY_REL_TOL,
@@ -52,33 +53,10 @@ TdpLookup = GpuLookup
 
 RESERVED_SOURCE_PREFIXES = ("reference:", "emulated:")
 """Energy-source labels no submitter may use: the maintainers' reference imports, test devices."""
-RESERVED_SUBMITTERS = ("ML.ENERGY Leaderboard v3", "ML.ENERGY Leaderboard v2")
-"""Submitter names of the shipped reference data."""
-_RESERVED_NAME_STEMS = ("mlenergy", "emulated", "reference")
-"""A submitter whose name, folded, starts with one of these is reserved."""
 TIMELINE_COVERAGE = 0.95
 """A measured run's power timeline must span this fraction of its longest phase at least."""
-
-
-def fold_name(name: str) -> str:
-    """``name`` compatibility-normalised, case-folded, letters and digits only."""
-    text = unicodedata.normalize("NFKC", name).casefold()
-    return "".join(ch for ch in text if ch.isalnum())
-
-
-def reserved_submitter_problem(where: str, name: object) -> str | None:
-    """Why ``name`` cannot be a submitter (the reference data's, mlenergy's own), else ``None``."""
-    if not isinstance(name, str):
-        return None
-    folded = fold_name(name)
-    reserved = {fold_name(r) for r in RESERVED_SUBMITTERS}
-    if folded in reserved or folded.startswith(_RESERVED_NAME_STEMS):
-        return tag(
-            "no-reserved-submitter",
-            f"{where}: submitter {name[:80]!r} is reserved (the reference data and mlenergy's "
-            "own labels use it); submit under your own name",
-        )
-    return None
+CLOCK_SKEW = timedelta(minutes=10)
+"""How far in the future a record's time may lie (the submitter's clock may run ahead)."""
 
 
 def source_problems(where: str, facts: RunFacts) -> list[str]:
@@ -208,6 +186,76 @@ def check_raw_run(
 ) -> list[str]:
     """The same rules on a raw run dict that failed its schema (readable values only)."""
     return check_facts(where, facts_from_raw(obj), tdp_lookup)
+
+
+def time_problems(where: str, record: RunRecord | QualityResult, now: datetime) -> list[str]:
+    """A record's times: none later than ``now`` plus :data:`CLOCK_SKEW`, none ending early.
+
+    Args:
+        where: Where the record sits in its bundle, prefixed to each problem.
+        record: A run or quality record (times are timezone-aware, UTC).
+        now: The current time (timezone-aware).
+    """
+    latest = now + CLOCK_SKEW
+    times = [("created_at", record.created_at)]
+    if isinstance(record, RunRecord):
+        times += [("started_at", record.started_at), ("ended_at", record.ended_at)]
+    problems = []
+    for name, when in times:
+        if when is not None and _aware(when) > latest:
+            problems.append(
+                tag(
+                    "times-plausible",
+                    f"{where}.{name}: {when.isoformat()} lies in the future (now is "
+                    f"{now:%Y-%m-%dT%H:%M}Z; at most {CLOCK_SKEW.seconds // 60} minutes of "
+                    "clock skew are allowed)",
+                )
+            )
+    if isinstance(record, RunRecord) and record.started_at and record.ended_at:
+        start, end = _aware(record.started_at), _aware(record.ended_at)
+        if end < start:
+            problems.append(
+                tag(
+                    "times-plausible",
+                    f"{where}.ended_at: the run ends {_span(start - end)} before it starts "
+                    f"({record.started_at.isoformat()})",
+                )
+            )
+    return problems
+
+
+def _aware(when: datetime) -> datetime:
+    """``when`` with a time zone (a naive time is read as UTC)."""
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def _span(delta: timedelta) -> str:
+    days = delta.total_seconds() / 86_400
+    return f"{days:,.0f} day(s)" if days >= 1 else f"{delta.total_seconds():,.3g} s"
+
+
+SHOWN_TEXT = (
+    ("model.model_id", "model id"),
+    ("model.architecture", "architecture"),
+    ("model.dtype", "dtype"),
+    ("hardware.accelerator_model", "accelerator name"),
+    ("hardware.cpu_model", "CPU name"),
+    ("software.engine", "engine name"),
+)
+"""The names of a record the leaderboard shows (dotted paths), with what each is."""
+
+
+def shown_text_problems(where: str, record: RunRecord | QualityResult) -> list[str]:
+    """The names a reader sees (model id, hardware, dtype, engine) hold visible text only."""
+    problems = []
+    for path, what in SHOWN_TEXT:
+        value: Any = record
+        for part in path.split("."):
+            value = getattr(value, part, None)
+        problem = text_problem(f"{where}.{path}", what, value)
+        if problem:
+            problems.append(problem)
+    return problems
 
 
 # ---------------------------------------------------------------------- identity

@@ -10,7 +10,10 @@ and to :class:`~mlenergy.records.ServingStats`:
 * achieved concurrency <= the level (``workload.batch_size``) and, when given, the achieved
   batch ``workload.avg_batch_size`` equals it;
 * the requests' energies add up to ``serving.split_energy_j``, and the whole run's energy is
-  at least the window's.
+  at least the window's;
+* the requests' energies (and ``split_energy_j``) add up to at most the whole run's energy
+  ``serving.run_energy_j``: no request used energy the run did not (check
+  ``request-energies-fit``).
 
 Records without serving stats (the reference rows, static batches) are not checked here.
 """
@@ -19,7 +22,8 @@ from __future__ import annotations
 
 import math
 
-from mlenergy.records import RunRecord
+from mlenergy.records import RunRecord, ServingStats
+from mlenergy.store.checks import tag
 
 IDENTITY_REL_TOL = 0.005
 """Relative tolerance of the identities (figures are stored as floats, rounded by submitters)."""
@@ -85,10 +89,46 @@ def serving_problems(run: RunRecord, where: str) -> list[str]:
                 f"{where}.serving.request_energies_j: add up to {total:.6g} J, not "
                 f"split_energy_j {s.split_energy_j:.6g} J"
             )
+    problems.extend(_request_energy_problems(s, where))
     run_j = s.run_energy_j
     if run_j is not None and energy is not None and run_j < energy * (1 - IDENTITY_REL_TOL):
         problems.append(
             f"{where}.serving.run_energy_j: {s.run_energy_j:.6g} J is less than the "
             f"steady-state window's {phase.energy_j:.6g} J inside it"
+        )
+    return problems
+
+
+def _request_energy_problems(s: ServingStats, where: str) -> list[str]:
+    """The requests' energies fit in the whole run's energy (check ``request-energies-fit``)."""
+    if not s.request_energies_j and s.split_energy_j is None:
+        return []
+    run_j = s.run_energy_j
+    if run_j is None:
+        return [
+            tag(
+                "request-energies-fit",
+                f"{where}.serving.run_energy_j: missing, so the per-request energies cannot be "
+                "checked against the run's energy (give the whole run's energy)",
+            )
+        ]
+    problems = []
+    limit = run_j * (1 + IDENTITY_REL_TOL) + 1e-9
+    total = math.fsum(s.request_energies_j)
+    if total > limit:
+        problems.append(
+            tag(
+                "request-energies-fit",
+                f"{where}.serving.request_energies_j: {len(s.request_energies_j)} request(s) add "
+                f"up to {total:.6g} J, more than the whole run's {run_j:.6g} J",
+            )
+        )
+    if s.split_energy_j is not None and s.split_energy_j > limit:
+        problems.append(
+            tag(
+                "request-energies-fit",
+                f"{where}.serving.split_energy_j: {s.split_energy_j:.6g} J is more than the "
+                f"whole run's {run_j:.6g} J",
+            )
         )
     return problems

@@ -280,6 +280,10 @@ class RunStore(StoreReader):
         """Return ``run_id -> content hash`` of every stored run."""
         return self._retry(lambda: dict(self._stored_ids("runs")))
 
+    def quality_hashes(self) -> dict[str, str]:
+        """Return ``quality_id -> content hash`` of every stored quality result."""
+        return self._retry(lambda: dict(self._stored_ids("quality")))
+
     def content_hashes(self) -> set[str]:
         """Return the content hashes of every stored record (runs and quality)."""
         hashes: set[str] = set()

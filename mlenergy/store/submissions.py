@@ -22,30 +22,29 @@ import uuid
 from collections.abc import Collection, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field, ValidationError
 
 from mlenergy.errors import StoreError, UserError, ValidationFailed, first_line
 from mlenergy.records import FrozenModel, QualityResult, RunRecord, Submission, SubmissionInfo
 from mlenergy.store import segments as seg
+from mlenergy.store.checks import tag
 from mlenergy.store.facts import facts_from_record
 from mlenergy.store.gpus import gpu_lookup
 from mlenergy.store.locking import locked_folders
-from mlenergy.store.near_duplicates import NearDuplicateIndex
-from mlenergy.store.rules import (
-    KNOWN_TASKS,
-    check_run,
-    measurement_key,
-    reserved_submitter_problem,
-    unverified_reasons,
+from mlenergy.store.names import submitter_problems
+from mlenergy.store.queue_facts import (
+    id_reuse_problems,
+    known_measurements,
+    known_runs,
+    known_tasks,
+    max_pending_setting,
+    pending_problem,
+    taken_ids,
 )
+from mlenergy.store.rules import check_run, unverified_reasons
 from mlenergy.store.store import AppendResult, RunStore
-from mlenergy.store.tables import flatten_run
-
-if TYPE_CHECKING:
-    import pandas as pd
-
 from mlenergy.store.validation import (
     MAX_BUNDLE_BYTES,
     TdpLookup,
@@ -139,6 +138,8 @@ class SubmissionQueue:
             in ``submissions/gpus.json`` (:func:`mlenergy.store.gpus.gpu_lookup`). A record's
             own ``accelerator_tdp_w`` never sets a limit.
         lock_timeout_s: How long to wait for another process changing the queue, in seconds.
+        max_pending: Bundles one submitter may have pending at once; ``None``: the setting
+            (:func:`max_pending_setting`, 20 by default).
     """
 
     def __init__(
@@ -147,12 +148,14 @@ class SubmissionQueue:
         *,
         tdp_lookup: TdpLookup | None = None,
         lock_timeout_s: float = 60.0,
+        max_pending: int | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.root = self.data_dir / "submissions"
         self.store = RunStore(self.data_dir)
         self.tdp_lookup = tdp_lookup
         self.lock_timeout_s = lock_timeout_s
+        self.max_pending = max_pending_setting() if max_pending is None else max_pending
         self.notices: list[str] = []
         """Warnings for the user (a queue file moved to quarantine), one line each."""
 
@@ -245,57 +248,16 @@ class SubmissionQueue:
             "list them with `mlenergy submissions list`",
         )
 
-    def pending_hashes(self) -> set[str]:
-        """Content hashes of the records waiting in the queue."""
-        return {h for q in self.list("pending") for h in q.content_hashes}
+    def pending_hashes(self, pending: list[QueuedSubmission] | None = None) -> set[str]:
+        """Content hashes of the records waiting in the queue.
+
+        Args:
+            pending: The pending entries when already listed.
+        """
+        pending = self.list("pending") if pending is None else pending
+        return {h for q in pending for h in q.content_hashes}
 
     # ------------------------------------------------------------------ validating
-
-    def known_tasks(self, runs: pd.DataFrame | None = None) -> set[str]:
-        """Tasks accepted without a declaration: the built-in list and every stored task.
-
-        Args:
-            runs: The store's ``runs_frame()`` when already read.
-        """
-        runs = self.store.runs_frame() if runs is None else runs
-        stored = runs["task"].dropna().astype(str) if "task" in runs.columns else []
-        return set(KNOWN_TASKS) | set(stored)
-
-    def known_measurements(self, runs: pd.DataFrame | None = None) -> dict[str, str]:
-        """:func:`~mlenergy.store.rules.measurement_key` of stored and pending runs -> who.
-
-        Args:
-            runs: The store's ``runs_frame()`` when already read.
-        """
-        out: dict[str, str] = {}
-        runs = self.store.runs_frame() if runs is None else runs
-        for row in runs.to_dict("records"):
-            key = measurement_key(row)
-            if key is not None:
-                out.setdefault(key, f"stored run {row['run_id']} (model {row['model_id']!r})")
-        for entry in self.list("pending"):
-            for run in entry.submission.runs:
-                key = measurement_key(flatten_run(run))
-                if key is not None:
-                    where = f"run {run.run_id} of pending submission {entry.submission_id}"
-                    out.setdefault(key, f"{where} (model {run.model.model_id!r})")
-        return out
-
-    def known_runs(self, runs: pd.DataFrame | None = None) -> NearDuplicateIndex:
-        """Stored and pending runs, indexed for the near-duplicate rule.
-
-        Args:
-            runs: The store's ``runs_frame()`` when already read.
-        """
-        index = NearDuplicateIndex()
-        runs = self.store.runs_frame() if runs is None else runs
-        for row in runs.to_dict("records"):
-            index.add(row, f"stored run {row['run_id']} (model {row['model_id']!r})")
-        for entry in self.list("pending"):
-            for run in entry.submission.runs:
-                where = f"run {run.run_id} of pending submission {entry.submission_id}"
-                index.add(flatten_run(run), f"{where} (model {run.model.model_id!r})")
-        return index
 
     def validate(
         self,
@@ -306,28 +268,40 @@ class SubmissionQueue:
     ) -> ValidationReport:
         """Validate a bundle against every rule, including duplicates in store and queue.
 
-        Writes nothing. See :func:`mlenergy.store.validation.validate_bundle`.
+        Writes nothing. See :func:`mlenergy.store.validation.validate_bundle`; a submitter
+        at the cap of pending bundles (:attr:`max_pending`) is refused before the bundle is
+        read.
 
         Args:
             data: Bundle bytes or a path to the bundle.
             submitter: Submitter name (required for a bundle of bare records).
             new_tasks: Task labels the submitter declares new.
         """
-        stored_ids = self.store.run_hashes()
-        known = self.store.content_hashes() | self.pending_hashes()
+        pending = self.list("pending")
+        capped = pending_problem(submitter, pending, self.max_pending)
+        if capped:
+            return ValidationReport(False, [capped])
+        run_ids, quality_ids = taken_ids(self.store, pending)
+        known = self.store.content_hashes() | self.pending_hashes(pending)
         runs = self.store.runs_frame()
-        return validate_bundle(
+        report = validate_bundle(
             data,
             submitter=submitter,
             tdp_lookup=self.tdp_lookup or gpu_lookup(self.root),
             known_hashes=known,
-            known_run_ids=stored_ids,
+            known_run_ids=run_ids,
+            known_quality_ids=quality_ids,
             max_bytes=MAX_BUNDLE_BYTES,
-            known_tasks=self.known_tasks(runs),
+            known_tasks=known_tasks(runs),
             new_tasks=new_tasks,
-            known_measurements=self.known_measurements(runs),
-            known_runs=self.known_runs(runs),
+            known_measurements=known_measurements(runs, pending),
+            known_runs=known_runs(runs, pending),
         )
+        if report.ok and report.submission is not None and not submitter:
+            capped = pending_problem(report.submission.submitter, pending, self.max_pending)
+            if capped:
+                return ValidationReport(False, [capped], report.submission)
+        return report
 
     # ------------------------------------------------------------------ changing
 
@@ -390,14 +364,32 @@ class SubmissionQueue:
             content_hashes=report.content_hashes,
             submission=report.submission,
         )
-        with self._locked():
-            clash = self.pending_hashes() & set(entry.content_hashes)
-            if clash:  # queued by another process since we validated
-                raise ValidationFailed(
-                    [f"{len(clash)} record(s) duplicate a submission queued meanwhile"]
-                )
+        with self._locked():  # what another process queued since we validated
+            pending = self.list("pending")
+            problems = self._queued_meanwhile(entry, pending)
+            capped = pending_problem(entry.submission.submitter, pending, self.max_pending)
+            if problems or capped:
+                raise ValidationFailed([*problems, *([capped] if capped else [])])
             self._write(entry)
         return entry
+
+    def _queued_meanwhile(
+        self, entry: QueuedSubmission, pending: list[QueuedSubmission]
+    ) -> list[str]:
+        """Records of ``entry`` that a bundle queued since validation duplicates or clashes with."""
+        problems = []
+        clash = self.pending_hashes(pending) & set(entry.content_hashes)
+        if clash:
+            problems.append(
+                tag(
+                    "no-duplicate",
+                    f"{len(clash)} record(s) duplicate a submission queued meanwhile",
+                )
+            )
+        run_ids, quality_ids = taken_ids(self.store, pending)
+        fix = "it was queued meanwhile with other content (give this record a fresh id)"
+        problems += id_reuse_problems(entry.submission, run_ids, quality_ids, fix)
+        return problems
 
     def approve(self, submission_id: str, *, approved_at: datetime | None = None) -> AppendResult:
         """Move a pending submission's records into the results with their SubmissionInfo.
@@ -426,14 +418,19 @@ class SubmissionQueue:
         return result
 
     def _recheck(self, entry: QueuedSubmission) -> list[str]:
-        """Problems of a queued submission's runs under today's rules (not duplicates)."""
+        """Problems of a queued submission under today's rules, and ids the store now holds.
+
+        An id stored meanwhile with other content (by an import, another approval) is a
+        problem here, so the approval is refused with a reason to reject it by, rather than
+        failing in the store and leaving the entry stuck in the queue.
+        """
         lookup = self.tdp_lookup or gpu_lookup(self.root)
-        problems = []
-        name_problem = reserved_submitter_problem("bundle.submitter", entry.submission.submitter)
-        if name_problem:
-            problems.append(name_problem)
+        problems = submitter_problems("bundle.submitter", entry.submission.submitter)
         for i, run in enumerate(entry.submission.runs):
             problems.extend(check_run(run, f"runs[{i}]", lookup))
+        fix = "reject this submission (--why) and ask for fresh ids"
+        stored = (self.store.run_hashes(), self.store.quality_hashes())
+        problems += id_reuse_problems(entry.submission, *stored, fix)
         return problems
 
     def reject(self, submission_id: str, why: str) -> QueuedSubmission:

@@ -1,17 +1,21 @@
-"""Validation of community result bundles: every problem reported at once, nothing written.
+"""Validation of community result bundles: every problem reported, nothing written.
 
 A bundle is either a :class:`~mlenergy.records.Submission` JSON object, or records (run
 records and quality results) as JSON Lines (``mlenergy bench --json`` output), a JSON array or
 a single record object; then the submitter's name comes from the caller.
 
 Every rule is a named check (:mod:`mlenergy.store.checks`; ``mlenergy submit --explain``
-lists them) and each problem line names the record, the field and the check. Reading and
-parsing, with their bounds, live in :mod:`mlenergy.store.bundle`; the provenance and source
-rules in :mod:`mlenergy.store.rules`, the physics (limits from the GPU catalog) in
-:mod:`mlenergy.store.physics`. The rules also run on the readable values of a record that
-fails its schema, so one schema error does not hide the other problems.
+lists them) and each problem line names the record, the field and the check. The bundle is
+read one record at a time (:mod:`mlenergy.store.bundle`, with the bounds of
+:mod:`mlenergy.store.json_stream`), each record checked as it comes, and checking stops after
+:data:`MAX_PROBLEMS` problems; the records are put together in
+:mod:`mlenergy.store.bundle_assembly`. The provenance, source, time and identity rules live in
+:mod:`mlenergy.store.rules`, the names in :mod:`mlenergy.store.names`, the physics (limits
+from the GPU catalog) in :mod:`mlenergy.store.physics`. The rules also run on the readable
+values of a record that fails its schema, so one schema error does not hide the others.
 
-Text fields are not rejected for their content; show them through :func:`escape_text`.
+Names a reader sees are refused when they pretend (:mod:`mlenergy.store.names`); other text
+fields are not rejected for their content: show them through :func:`escape_text`.
 """
 
 from __future__ import annotations
@@ -20,21 +24,25 @@ import html
 import unicodedata
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from mlenergy.records import QualityResult, RunRecord, Submission
 from mlenergy.store.bundle import (
     MAX_BUNDLE_BYTES,
-    MAX_DEPTH,
-    MAX_INT_DIGITS,
     MAX_PROBLEMS,
-    ParsedBundle,
-    load_json,
-    parse_bundle,
+    MAX_RECORDS,
+    BundleStream,
+    Item,
+    decode_text,
+    kind_of,
     read_bounded,
 )
+from mlenergy.store.bundle_assembly import assemble, declared_tasks, parse_record
 from mlenergy.store.checks import tag
 from mlenergy.store.facts import facts_from_record
+from mlenergy.store.json_stream import MAX_DEPTH, MAX_INT_DIGITS, load_json
+from mlenergy.store.names import reserved_problem, submitter_problems
 from mlenergy.store.near_duplicates import NEAR_DUPLICATE_REL_TOL, NearDuplicateIndex
 from mlenergy.store.rules import (
     ENERGY_REL_TOL,
@@ -48,8 +56,9 @@ from mlenergy.store.rules import (
     declared_task_problems,
     measurement_key,
     model_id_problem,
-    reserved_submitter_problem,
+    shown_text_problems,
     task_problem,
+    time_problems,
     unverified_reasons,
 )
 from mlenergy.store.serving_checks import serving_problems
@@ -61,16 +70,15 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_INT_DIGITS",
     "MAX_PROBLEMS",
+    "MAX_RECORDS",
     "PER_TOKEN_REL_TOL",
     "POWER_CEILING_FACTOR",
     "POWER_FLOOR_FRACTION",
-    "ParsedBundle",
     "TdpLookup",
     "ValidationReport",
     "check_run",
     "escape_text",
     "load_json",
-    "parse_bundle",
     "terminal_text",
     "validate_bundle",
 ]
@@ -123,10 +131,15 @@ def validate_bundle(
     new_tasks: Collection[str] = (),
     known_measurements: Mapping[str, str] | None = None,
     known_runs: NearDuplicateIndex | None = None,
+    known_quality_ids: Mapping[str, str] | None = None,
+    now: datetime | None = None,
 ) -> ValidationReport:
-    """Validate a result bundle against every rule and report all problems at once.
+    """Validate a result bundle against every rule and report its problems.
 
-    Reads nothing but the bundle and writes nothing.
+    Reads nothing but the bundle and writes nothing. Records are read one at a time
+    (:class:`~mlenergy.store.bundle.BundleStream`) and checked as they come; only the records
+    that pass their schema are kept (they make up the submission). Checking stops after
+    :data:`MAX_PROBLEMS` problems, with a last line saying how much was left unread.
 
     Args:
         data: The bundle's bytes, or a path (``str`` or ``Path``) to it.
@@ -135,8 +148,8 @@ def validate_bundle(
             ``hardware.accelerator_tdp_w`` (the CLI passes the estimator's GPU catalog).
         known_hashes: Content hashes already stored or pending; matching records are
             duplicates.
-        known_run_ids: Stored ``run_id -> content hash``; reusing an id for other content is
-            a problem.
+        known_run_ids: Stored and pending ``run_id -> content hash``; reusing an id for
+            other content is a problem.
         max_bytes: Size limit in bytes.
         known_tasks: Task labels accepted without a declaration.
         new_tasks: Task labels the submitter declares new (merged with the bundle's own).
@@ -144,65 +157,112 @@ def validate_bundle(
             stored or pending -> a description of that run (e.g. its id and model id).
         known_runs: Stored and pending runs for the near-duplicate rule (figures within
             0.1%).
+        known_quality_ids: Stored and pending ``quality_id -> content hash``, likewise.
+        now: The current time (UTC) for the rule on future times; ``None``: the clock.
 
     Returns:
         The report; ``ok`` is True only when ``problems`` is empty.
     """
     raw, problems = read_bounded(data, max_bytes)
-    if raw is None:
+    text = None
+    if raw is not None:
+        text, problems = decode_text(raw)
+    if text is None:
         return ValidationReport(False, problems)
-    parsed = parse_bundle(raw, submitter, new_tasks)
-    problems.extend(parsed.problems)
-    problems.extend(tag("task-known", p) for p in declared_task_problems(parsed.new_tasks))
-    hashes, duplicates = _duplicate_problems(parsed.records, known_hashes, known_run_ids or {})
-    problems.extend(duplicates)
-    problems.extend(_measurement_problems(parsed.records, known_measurements or {}, known_runs))
-    problems.extend(_reserved_name_problems(parsed, submitter))
+    del raw
+    now = now or datetime.now(UTC)
+    stream = BundleStream(text)
+    records: list[tuple[str, RunRecord | QualityResult]] = []
     unverified: list[str] = []
-    # Every record that parsed is checked, even when others failed.
-    for where, rec in parsed.records:
-        fp = rec.model.config_fingerprint
-        bad_id = model_id_problem(where, rec.model.model_id, fp)
-        problems.extend([tag("model-id", bad_id)] if bad_id else [])
+    stopped = None
+    for item in stream.items():
+        problems.extend(_item_problems(item, records, unverified, tdp_lookup, now))
+        if len(problems) >= MAX_PROBLEMS:
+            stopped = (
+                f"... and {stream.rest()} not checked (checking stops after "
+                f"{MAX_PROBLEMS} problems)"
+            )
+            break
+    problems.extend(stream.problems)
+    declared = declared_tasks(stream, new_tasks)
+    problems.extend(tag("task-known", p) for p in declared_task_problems(declared))
+    for where, rec in records:
         if isinstance(rec, RunRecord):
-            bad_task = task_problem(where, rec.workload.task, known_tasks, parsed.new_tasks)
+            bad_task = task_problem(where, rec.workload.task, known_tasks, declared)
             problems.extend([tag("task-known", bad_task)] if bad_task else [])
-            problems.extend(check_run(rec, where, tdp_lookup))
-            problems.extend(serving_problems(rec, where))
-            reasons = unverified_reasons(facts_from_record(rec))
-            if reasons:
-                unverified.append(f"{where}: {'; '.join(reasons)}")
-    # Records that failed their schema still get the rules their readable values allow.
-    for where, obj in parsed.raw_runs:
-        problems.extend(check_raw_run(obj, where, tdp_lookup))
-    if len(problems) > MAX_PROBLEMS:
+    hashes, duplicates = _duplicate_problems(
+        records, known_hashes, known_run_ids or {}, known_quality_ids or {}
+    )
+    problems.extend(duplicates)
+    problems.extend(_measurement_problems(records, known_measurements or {}, known_runs))
+    problems.extend(_submitter_problems(stream, submitter))
+    submission, shell_problems = assemble(stream, records, submitter, declared, bool(problems))
+    problems.extend(shell_problems)
+    if len(problems) > MAX_PROBLEMS + 1:
         extra = len(problems) - MAX_PROBLEMS
         problems = [*problems[:MAX_PROBLEMS], f"... and {extra} more problem(s)"]
-    return ValidationReport(
-        not problems, problems, parsed.submission, tuple(hashes), tuple(unverified)
-    )
+    problems.extend([stopped] if stopped else [])
+    return ValidationReport(not problems, problems, submission, tuple(hashes), tuple(unverified))
 
 
-def _reserved_name_problems(parsed: ParsedBundle, submitter: str | None) -> list[str]:
-    """Reserved submitter names: the bundle's, the caller's, and any a record carries."""
-    names: list[tuple[str, object]] = [("bundle.submitter", submitter)]
-    if parsed.submission is not None:
-        names.append(("bundle.submitter", parsed.submission.submitter))
-    for where, rec in parsed.records:
-        if rec.submission is not None:
-            names.append((f"{where}.submission.submitter", rec.submission.submitter))
-    problems = []
-    for where, name in names:
-        problem = reserved_submitter_problem(where, name)
-        if problem and problem not in problems:
-            problems.append(problem)
+def _item_problems(
+    item: Item,
+    records: list[tuple[str, RunRecord | QualityResult]],
+    unverified: list[str],
+    tdp_lookup: TdpLookup | None,
+    now: datetime,
+) -> list[str]:
+    """Check one record as read: its schema, then every rule of one record.
+
+    A record that passes its schema is appended to ``records`` (and to ``unverified`` when it
+    lacks measured provenance); a run that fails it still gets the rules its readable values
+    allow.
+    """
+    if item.problem is not None:
+        return [item.problem]
+    rec, problems = parse_record(item)
+    where = item.where
+    if rec is None:
+        obj = item.value
+        if isinstance(obj, dict) and (item.expect or kind_of(obj)) == "run":
+            problems.extend(check_raw_run(obj, where, tdp_lookup))
+        return problems
+    records.append((where, rec))
+    model_id = rec.model.model_id
+    bad_id = model_id_problem(where, model_id, rec.model.config_fingerprint)
+    problems.extend([tag("model-id", bad_id)] if bad_id else [])
+    lookalike = reserved_problem(f"{where}.model.model_id", "model id", model_id, stems=False)
+    problems.extend([lookalike] if lookalike else [])
+    problems.extend(shown_text_problems(where, rec))
+    problems.extend(time_problems(where, rec, now))
+    if rec.submission is not None:
+        problems.extend(
+            submitter_problems(f"{where}.submission.submitter", rec.submission.submitter)
+        )
+    if isinstance(rec, RunRecord):
+        problems.extend(check_run(rec, where, tdp_lookup))
+        problems.extend(serving_problems(rec, where))
+        reasons = unverified_reasons(facts_from_record(rec))
+        if reasons:
+            unverified.append(f"{where}: {'; '.join(reasons)}")
+    return problems
+
+
+def _submitter_problems(stream: BundleStream, submitter: str | None) -> list[str]:
+    """Problems of the submitter's name: the caller's and the bundle's own."""
+    problems = submitter_problems("bundle.submitter", submitter)
+    if stream.form == "submission":
+        for problem in submitter_problems("bundle.submitter", stream.shell.get("submitter")):
+            if problem not in problems:
+                problems.append(problem)
     return problems
 
 
 def _duplicate_problems(
     records: list[tuple[str, RunRecord | QualityResult]],
     known_hashes: Collection[str],
-    stored_ids: Mapping[str, str],
+    known_run_ids: Mapping[str, str],
+    known_quality_ids: Mapping[str, str],
 ) -> tuple[list[str], list[str]]:
     """Content hashes of ``records`` and their duplicate and id-reuse problems."""
     hashes: list[str] = []
@@ -213,7 +273,10 @@ def _duplicate_problems(
     for where, rec in records:
         h = rec.content_hash()
         hashes.append(h)
-        rid = rec.run_id if isinstance(rec, RunRecord) else rec.quality_id
+        is_run = isinstance(rec, RunRecord)
+        rid = rec.run_id if is_run else rec.quality_id
+        taken = known_run_ids if is_run else known_quality_ids
+        field_name = "run_id" if is_run else "quality_id"
         if h in seen:
             problems.append(
                 tag("no-duplicate", f"{where}: duplicates {seen[h]} (same content hash {h[:12]})")
@@ -226,16 +289,23 @@ def _duplicate_problems(
                     f"(content hash {h[:12]})",
                 )
             )
-        elif rid in seen_ids:
+        elif (field_name, rid) in seen_ids:
             problems.append(
-                tag("run-id-unique", f"{where}: id {rid!r} is also used by {seen_ids[rid]}")
+                tag(
+                    "run-id-unique",
+                    f"{where}: id {rid!r} is also used by {seen_ids[field_name, rid]}",
+                )
             )
-        elif isinstance(rec, RunRecord) and rid in stored_ids and stored_ids[rid] != h:
+        elif rid in taken and taken[rid] != h:
             problems.append(
-                tag("run-id-unique", f"{where}.run_id: {rid!r} is already used by a stored run")
+                tag(
+                    "run-id-unique",
+                    f"{where}.{field_name}: {rid!r} is already used by a stored or pending "
+                    "record with other content (give this record a fresh id)",
+                )
             )
         seen.setdefault(h, where)
-        seen_ids.setdefault(rid, where)
+        seen_ids.setdefault((field_name, rid), where)
     return hashes, problems
 
 
