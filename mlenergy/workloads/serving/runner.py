@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from mlenergy.errors import Interrupted, UserError
+from mlenergy.measure.host_bound import with_host_bound
 from mlenergy.records import IdleBaseline, new_run_id
 from mlenergy.workloads.serving.arrivals import arrival_offsets_s
 from mlenergy.workloads.serving.client import IGNORE_EOS_BODIES, RequestOptions, stream_request
@@ -303,7 +304,7 @@ def measure_level(
             measured = _measure_load(spec, level, options, prompts, power, engine.has_metrics)
         except LoadFailed as err:
             return failed_record(ctx, f"level {level}: {err}")
-        return build_record(ctx, measured)
+        return with_host_bound(build_record(ctx, measured))
     finally:
         power.close()
 
