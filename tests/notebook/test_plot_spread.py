@@ -73,7 +73,7 @@ def test_a_host_bound_run_is_labelled_on_the_plot():
             _record("org/a", 1, BETWEEN, marked=True),
             "95% intervals between-runs, 3 processes; host-bound",
         ),
-        (_record("org/a", 1, None), "status ok</caption>"),
+        (_record("org/a", 1, None), "status ok; 95% intervals within-run, 3 repeats</caption>"),
     ],
 )
 def test_the_record_table_caption_says_it(record, says):
