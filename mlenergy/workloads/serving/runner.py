@@ -315,6 +315,7 @@ def run_serving_bench(
     data_dir: Path | None = None,
     on_record: Callable[[RunRecord], None] | None = None,
     keep_going: bool = False,
+    log_dir: Path | None = None,
 ) -> list[RunRecord]:
     """Measure every level of ``spec``; append each record to the store as it finishes.
 
@@ -325,6 +326,7 @@ def run_serving_bench(
         on_record: Called with each record as soon as it is stored.
         keep_going: Store a failed level as a failed point and go on (sweeps); otherwise the
             first failed level raises after the finished ones are stored.
+        log_dir: Folder for launched servers' logs (default: ``data_dir/server-logs``).
 
     Returns:
         One record per level, in order.
@@ -341,7 +343,8 @@ def run_serving_bench(
     model = describe_model(spec)
     build_prompts(spec.prompts, 1, spec.input_tokens, spec.seed)  # unreadable prompts fail here
     store: RunStore | None = open_store_for_append(data_dir) if data_dir is not None else None
-    log_dir = _log_dir(data_dir) if spec.launch is not None else None
+    if spec.launch is not None and log_dir is None:
+        log_dir = server_log_dir(data_dir)
     records: list[RunRecord] = []
     stored: list[str] = []
     try:
@@ -397,7 +400,8 @@ def _one_level(spec: ServingSpec, level: int, model: ModelInfo, log_dir: Path | 
     return record
 
 
-def _log_dir(data_dir: Path | None) -> Path:
+def server_log_dir(data_dir: Path | None) -> Path:
+    """The folder of launched servers' logs: ``data_dir/server-logs``, or a kept temp folder."""
     if data_dir is None:
         import tempfile
 

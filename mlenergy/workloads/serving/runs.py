@@ -8,6 +8,7 @@ per level against the running server. Rounds follow each other (levels 8 64 256,
 level, its ``N`` records become the one stored
 (:func:`~mlenergy.workloads.run_spread.combine_serving`: the run nearest the mean kept whole,
 the interval from the spread of the runs). A level that failed in any run is stored as failed.
+Launched servers' logs go to the store's ``server-logs`` folder, as without ``--runs``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from mlenergy.errors import Interrupted, UserError
 from mlenergy.workloads.run_spread import combine_serving
-from mlenergy.workloads.serving.runner import run_serving_bench
+from mlenergy.workloads.serving.runner import run_serving_bench, server_log_dir
 
 if TYPE_CHECKING:
     from mlenergy.records import RunRecord
@@ -73,6 +74,7 @@ def run_serving_runs(
         return run_serving_bench(spec, data_dir=data_dir, on_record=on_record)
     spec.validate()
     store = open_store_for_append(data_dir) if data_dir is not None else None
+    logs = server_log_dir(data_dir) if spec.launch is not None else None
     fresh = "launch" if spec.launch is not None else "attach"
     per_level: dict[int, list[RunRecord]] = {level: [] for level in spec.levels}
     out: list[RunRecord] = []
@@ -93,8 +95,9 @@ def run_serving_runs(
     try:
         for r in range(1, runs + 1):
             run_serving_bench(
-                spec, data_dir=None, keep_going=True, on_record=lambda rec, r=r: finish(r, rec)
-            )
+                spec, data_dir=None, keep_going=True, log_dir=logs,
+                on_record=lambda rec, r=r: finish(r, rec),
+            )  # fmt: skip
     except (KeyboardInterrupt, Interrupted) as exc:  # the runner turns Ctrl-C into Interrupted
         kept = f"{len(out)} level(s) stored" if store is not None else "nothing stored"
         raise Interrupted(f"{kept}; any launched server was stopped") from exc

@@ -47,9 +47,10 @@ class FakeRunner:
     def __init__(self, energies: dict[int, list[float]], fail: set[tuple[int, int]] = frozenset()):
         self.energies, self.fail, self.calls = energies, fail, []
 
-    def __call__(self, spec, *, data_dir=None, keep_going=False, on_record=None):
+    def __call__(self, spec, *, data_dir=None, keep_going=False, on_record=None, log_dir=None):
         round_no = len(self.calls)
         self.calls.append((data_dir, keep_going))
+        self.log_dir = log_dir
         out = []
         for level in spec.levels:
             rec = level_record(level, self.energies[level][round_no],
@@ -85,12 +86,13 @@ def test_every_round_measures_every_level_and_one_record_per_level_is_stored(mon
     assert set(stored) == {r.run_id for r in records}
 
 
-def test_a_launched_server_per_run_is_said(monkeypatch):
+def test_a_launched_server_per_run_is_said_and_logs_in_the_store(monkeypatch, tmp_path):
     fake = FakeRunner({8: [3000.0, 3100.0], 64: [900.0, 910.0]})
     monkeypatch.setattr(serving_runs, "run_serving_bench", fake)
     spec = ServingSpec(model="tiny", levels=(8, 64), num_requests=64, launch="serve {model}")
-    records = serving_runs.run_serving_runs(spec, 2)
+    records = serving_runs.run_serving_runs(spec, 2, data_dir=tmp_path)
     assert {r.interval.label() for r in records} == {"between-runs, 2 launches"}
+    assert fake.log_dir == tmp_path / "server-logs"
 
 
 def test_a_level_that_failed_in_one_run_is_stored_failed(monkeypatch, tmp_path):
