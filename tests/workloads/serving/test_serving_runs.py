@@ -123,3 +123,39 @@ def test_ctrl_c_says_what_was_stored(monkeypatch, tmp_path):
     monkeypatch.setattr(serving_runs, "run_serving_bench", interrupted)
     with pytest.raises(Interrupted, match="0 level"):
         serving_runs.run_serving_runs(_spec(), 2, data_dir=tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_cli_attach_runs_twice_per_level_against_a_real_server(dense_server, tmp_path, capsys):
+    """``--runs 2`` on ``transformers serve``, emulated GPUs at a constant 200 W: the GPUs draw
+    their idle power through every window, so each level is marked host-bound too."""
+    from mlenergy.cli import main
+    from mlenergy.measure.emulated import install_emulated_gpus
+    from mlenergy.store.serving_checks import serving_problems
+
+    endpoint, _, model = dense_server
+    data = tmp_path / "data"
+    argv = [
+        "bench", "--endpoint", endpoint, "--model", model, "--concurrency", "2,4",
+        "--num-requests", "12", "--input-tokens", "8", "--max-output-tokens", "24",
+        "--ignore-eos", "--idle-s", "0.1", "--engine", "transformers (test)",
+        "--gpu-indices", "0", "--runs", "2", "--data-dir", str(data), "--json",
+    ]  # fmt: skip
+    with install_emulated_gpus(power_w=200.0, count=1):
+        assert main(argv) == 0
+    out, err = capsys.readouterr()
+    printed = [RunRecord.model_validate_json(x) for x in out.splitlines() if x.startswith("{")]
+    assert [r.workload.batch_size for r in printed] == [2, 4]
+    assert "run 1 of 2, level 2:" in err and "run 2 of 2, level 4:" in err
+    stored = sorted(RunStore(data).runs(), key=lambda r: r.workload.batch_size)
+    assert [r.run_id for r in stored] == [r.run_id for r in printed]
+    for record in stored:
+        assert record.status == "ok", record.error
+        assert record.interval.label() == "between-runs, 2 attaches"
+        assert len(record.interval.run_energy_per_token_j) == 2
+        assert record.phase("request").energy_per_token_j_ci95 is not None
+        assert record.host_bound.marked and record.host_bound.window_power_w["request"] == (
+            pytest.approx(200.0, rel=1e-3)
+        )
+        assert serving_problems(record, "run") == []  # the kept run's window is whole
