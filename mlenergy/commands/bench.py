@@ -345,11 +345,11 @@ def summary_table(records: list[RunRecord]) -> Any:
     table = Table(
         title="mlenergy bench (energy per output token in millijoules; headline: the whole "
         "request, prefill and decode together)",
-        caption="± 95%: interval of the headline figure (! wider than ±20%); interval: the "
-        "spread it comes from, the repeats of one run (within-run) or fresh processes "
-        "(between-runs, --processes), which also hold what changes from one process to the "
-        "next. host-bound: the GPUs sat near idle most of the time (docs/measure.md). "
-        "prefill only / decode only: one phase's energy per token, not the headline.",
+        caption="± 95%: interval of the headline figure; ! wider than ±20%. prefill only / "
+        "decode only: one phase's energy per token, not the headline. interval: what the ± "
+        "comes from, one run's repeats (within-run) or fresh processes (between-runs, "
+        "--processes N), which also hold what changes from one process to the next. "
+        "host-bound: the GPUs sat near idle most of the time (docs/measure.md).",
         show_lines=False,
     )
     for column, justify in _SUMMARY_COLUMNS:
