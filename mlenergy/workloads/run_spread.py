@@ -10,7 +10,7 @@ is stored, its 95% interval from the spread between the runs
   phase is the mean run: durations and energies are the means of the runs' figures (each run's
   figure is already the mean of its repeats), the interval is the Student-t interval over the
   ``N`` run values, latencies are the means of the runs' figures, and ``repeats`` counts every
-  measured repeat of every run.
+  measured repeat of every run. Power timelines belong to their process and are not kept.
 * **Serving** (:func:`combine_serving`): a steady-state window cannot be averaged with another
   one (its tokens, latencies and per-request energies belong to it, and the serving identities
   tie them together), so the record keeps one run whole: the run whose energy per token is
