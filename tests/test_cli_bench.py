@@ -330,14 +330,14 @@ def test_bench_table_headline_is_the_whole_request_and_phases_are_labelled(fille
     text = _table_text(records)
     header = next(line for line in text.splitlines() if "model" in line and "batch" in line)
     columns = [c.strip() for c in header.split("┃") if c.strip()]
-    assert columns[3:6] == ["headline mJ/tok", "± 95%", "headline tok/s"]
-    assert columns[6:8] == ["prefill only mJ/tok", "decode only mJ/tok"]
+    assert columns[3:7] == ["headline mJ/tok", "± 95%", "interval", "headline tok/s"]
+    assert columns[7:9] == ["prefill only mJ/tok", "decode only mJ/tok"]
     assert "whole request" in text and "not the headline" in text
     first = next(line for line in text.splitlines() if "preset:tiny-dense" in line)
     cells = [c.strip() for c in first.split("│") if c.strip()]
     req, dec = records[0].phase("request"), records[0].phase("decode")
     assert cells[3] == f"{req.energy_per_token_j * 1e3:.4g}"
-    assert cells[7] == f"{dec.energy_per_token_j * 1e3:.4g}" != cells[3]
+    assert cells[8] == f"{dec.energy_per_token_j * 1e3:.4g}" != cells[3]
 
 
 def test_bench_table_headline_falls_back_to_decode_and_says_so(filled_store):

@@ -71,6 +71,13 @@ def bench(
             "stores the records when the last round ends."
         ),
     ] = False,
+    processes: Annotated[
+        int,
+        typer.Option(
+            help="Repeat the bench in this many fresh processes, interleaved across models; "
+            "each point's interval then comes from the spread between them (docs/measure.md)."
+        ),
+    ] = 1,
     seed: Annotated[int, typer.Option(help="Seed of random weights and prompts.")] = 0,
     idle_s: Annotated[
         float,
@@ -148,6 +155,13 @@ def bench(
     request_timeout: Annotated[
         float, typer.Option(help="Serving: seconds a request may wait for its next chunk.")
     ] = 600.0,
+    runs: Annotated[
+        int,
+        typer.Option(
+            help="Serving: measure each level this many times, each with a fresh launch (or "
+            "attach), interleaved across levels; the interval comes from their spread."
+        ),
+    ] = 1,
 ) -> None:
     """Measure prefill, decode and whole-request energy of models over batch sizes.
 
@@ -155,7 +169,9 @@ def bench(
     concurrency level, energy over the steady-state window (docs/serve-benchmark.md).
     """
     footprint = footprint_from(carbon_intensity, region, price_kwh, pue)
-    if endpoint is not None or launch is not None:
+    serving = endpoint is not None or launch is not None
+    _check_repeat_options(serving, processes, runs)
+    if serving:
         from mlenergy.commands.bench_serving import bench_serving
 
         bench_serving(
@@ -181,6 +197,7 @@ def bench(
             task=task,
             startup_timeout_s=startup_timeout,
             request_timeout_s=request_timeout,
+            runs=runs,
             json_out=json_out,
             store_dir=None if no_store else resolve_data_dir(data_dir),
         )
@@ -214,7 +231,15 @@ def bench(
     )
     store_dir = None if no_store else resolve_data_dir(data_dir)
     emit = (lambda record: typer.echo(record.model_dump_json())) if json_out else None
-    records = run_bench(model, spec, options, data_dir=store_dir, on_record=emit)
+    if processes > 1:
+        from mlenergy.workloads.bench_processes import run_bench_processes
+
+        records = run_bench_processes(
+            model, spec, options, processes, data_dir=store_dir, on_record=emit,
+            on_run=lambda i, m, _: typer.echo(f"run {i} of {processes} of {m}: done", err=True),
+        )  # fmt: skip
+    else:
+        records = run_bench(model, spec, options, data_dir=store_dir, on_record=emit)
     console = Console(stderr=json_out)
     if not console.is_terminal:
         console = Console(stderr=json_out, width=160)
@@ -223,6 +248,27 @@ def bench(
         _print_footprint(console, records, footprint)
     if store_dir is not None:
         console.print(f"store: {store_dir}  ({len(records)} run(s) appended)")
+
+
+def _check_repeat_options(serving: bool, processes: int, runs: int) -> None:
+    """``--processes`` repeats static benches, ``--runs`` serving levels; refuse a mix-up."""
+    from mlenergy.errors import UserError
+
+    if serving and processes != 1:
+        raise UserError(
+            "--processes repeats a static bench; a serving bench repeats its levels with --runs",
+            f"Pass --runs {processes} instead",
+        )
+    if not serving and runs != 1:
+        raise UserError(
+            "--runs repeats serving levels (--endpoint or --launch); a static bench repeats in "
+            "fresh processes with --processes",
+            f"Pass --processes {runs} instead",
+        )
+    if processes != 1:
+        from mlenergy.workloads.bench_processes import check_processes
+
+        check_processes(processes)
 
 
 def _print_footprint(console: object, records: list, footprint: object) -> None:
@@ -261,6 +307,7 @@ _SUMMARY_COLUMNS = (
     ("status", "left"),
     (HEADLINE_COLUMN, "right"),
     ("± 95%", "right"),
+    ("interval", "left"),
     ("headline tok/s", "right"),
     ("prefill only mJ/tok", "right"),
     ("decode only mJ/tok", "right"),
@@ -283,33 +330,41 @@ def summary_table(records: list[RunRecord]) -> Any:
 
     The headline is the whole-request phase (prefill and decode together, as ML.ENERGY's
     reference and the report show it), else decode where only decode was measured (said in
-    the cell); its 95% interval from the run-to-run spread of the repeats follows (``!``: wider
-    than ±20%, too noisy to compare on its own), then its throughput. Prefill and decode
-    follow as phase-only figures.
+    the cell); its 95% interval follows (``!``: wider than ±20%, too noisy to compare on its
+    own) with what it comes from (``within-run, 3 repeats`` or ``between-runs, 3 processes``,
+    :func:`mlenergy.records.interval_basis`), then its throughput. Prefill and decode follow as
+    phase-only figures. The status says ``host-bound`` where the host-bound rule marks the run
+    (:mod:`mlenergy.measure.host_bound`).
     """
     from rich.table import Table
 
     from mlenergy.analysis.headline import headline_phase
-    from mlenergy.workloads.bench import interval_text
+    from mlenergy.records import interval_basis
+    from mlenergy.workloads.bench import interval_text, status_text
 
     table = Table(
         title="mlenergy bench (energy per output token in millijoules; headline: the whole "
         "request, prefill and decode together)",
-        caption="± 95%: interval of the headline figure from run-to-run spread; ! wider than "
-        "±20%. prefill only / decode only: one phase's energy per token, not the headline.",
+        caption="± 95%: interval of the headline figure; ! wider than ±20%. prefill only / "
+        "decode only: one phase's energy per token, not the headline. interval: what the ± "
+        "comes from, one run's repeats (within-run) or fresh processes (between-runs, "
+        "--processes N), which also hold what changes from one process to the next. "
+        "host-bound: the GPUs sat near idle most of the time (docs/measure.md).",
         show_lines=False,
     )
     for column, justify in _SUMMARY_COLUMNS:
-        table.add_column(column, justify=justify, no_wrap=column == "model")  # type: ignore[arg-type]
+        table.add_column(column, justify=justify, no_wrap=column in ("model", "interval"))  # type: ignore[arg-type]
     for r in records:
         pre, dec, req = r.phase("prefill"), r.phase("decode"), r.phase("request")
         head = headline_phase(r)
+        basis = interval_basis(r)
         table.add_row(
             r.model.model_id,
             str(r.workload.batch_size),
-            "ok" if r.status == "ok" else f"failed: {(r.error or '')[:40]}",
+            status_text(r),
             _headline_text(head),
             interval_text(head),
+            basis.label() if basis is not None and interval_text(head) != "-" else "-",
             _fmt(head.throughput_tokens_per_s if head else None, digits=5),
             _fmt(pre.energy_per_token_j if pre else None, 1e3),
             _fmt(dec.energy_per_token_j if dec else None, 1e3),

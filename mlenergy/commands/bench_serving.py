@@ -39,6 +39,7 @@ def bench_serving(
     task: str | None,
     startup_timeout_s: float,
     request_timeout_s: float,
+    runs: int = 1,
     json_out: bool,
     store_dir: Path | None,
 ) -> None:
@@ -47,7 +48,7 @@ def bench_serving(
 
     from mlenergy.measure.scope import parse_gpu_indices
     from mlenergy.workloads.serving.arrivals import parse_request_rate
-    from mlenergy.workloads.serving.runner import run_serving_bench
+    from mlenergy.workloads.serving.runs import check_runs, run_serving_runs
     from mlenergy.workloads.serving.spec import ServingSpec, parse_levels
 
     if len(models) != 1:
@@ -55,6 +56,7 @@ def bench_serving(
             f"a serving benchmark measures one model, {len(models)} were given",
             "Pass --model once, exactly as the server names it",
         )
+    check_runs(runs)
     spec = ServingSpec(
         model=models[0],
         levels=parse_levels(concurrency),
@@ -89,7 +91,11 @@ def bench_serving(
         else:
             console.print(f"level {record.workload.batch_size}: {_line(record)}")
 
-    run_serving_bench(spec, data_dir=store_dir, on_record=emit)
+    def each_run(round_no: int, record: Any) -> None:
+        level = record.workload.batch_size
+        console.print(f"run {round_no} of {runs}, level {level}: {_line(record)}")
+
+    run_serving_runs(spec, runs, data_dir=store_dir, on_record=emit, on_run=each_run)
     Console(stderr=json_out, width=160).print(serving_table(shown))
     if store_dir is not None:
         console.print(f"store: {store_dir}  ({len(shown)} serving run(s) appended)")
@@ -108,19 +114,40 @@ def _line(record: Any) -> str:
     )
 
 
+def _source_cell(record: Any) -> str:
+    """The energy source, with the host-bound mark when the rule sets it."""
+    from mlenergy.records import HOST_BOUND_MARK
+
+    marked = record.host_bound is not None and record.host_bound.marked
+    return f"{record.energy_source}, {HOST_BOUND_MARK}" if marked else record.energy_source
+
+
 def _fmt(value: float | None, scale: float = 1.0) -> str:
     return "-" if value is None else f"{value * scale:.4g}"
 
 
 def serving_table(records: list[Any]) -> Any:
-    """A rich table: one row per level (energy per token in mJ, latencies in ms)."""
+    """A rich table: one row per level (energy per token in mJ, latencies in ms).
+
+    With ``--runs N`` the ± 95% column is the interval between the runs (``interval`` says
+    so); a level the host-bound rule marks says ``host-bound`` beside its source.
+    """
     from rich.table import Table
 
-    table = Table(title="mlenergy bench (serving, steady state; energy per token in millijoules)")
+    from mlenergy.records import interval_basis
+    from mlenergy.workloads.bench import interval_text
+
+    table = Table(
+        title="mlenergy bench (serving, steady state; energy per token in millijoules)",
+        caption="± 95%: interval of mJ/token between fresh runs (--runs N; one run has none). "
+        "host-bound: the GPUs sat near idle through the window (docs/measure.md).",
+    )
     for column in (
         "level",
         "achieved",
         "mJ/token",
+        "± 95%",
+        "interval",
         "avg W",
         "tok/s",
         "TTFT p50 ms",
@@ -133,10 +160,13 @@ def serving_table(records: list[Any]) -> Any:
         table.add_column(column)
     for r in records:
         s, p = r.serving, r.phase("request")
+        basis = interval_basis(r)
         table.add_row(
             str(r.workload.batch_size),
             _fmt(s.achieved_concurrency if s else None),
             _fmt(p.energy_per_token_j if p else None, 1e3),
+            interval_text(p),
+            basis.label() if basis is not None else "-",
             _fmt(p.avg_power_w if p else None),
             _fmt(p.throughput_tokens_per_s if p else None),
             _fmt(s.ttft_s.p50 if s and s.ttft_s else None, 1e3),
@@ -144,6 +174,6 @@ def serving_table(records: list[Any]) -> Any:
             _fmt(s.request_energy_j.p50 if s and s.request_energy_j else None),
             _fmt(s.run_energy_per_token_j if s else None, 1e3),
             (s.engine if s else None) or "-",
-            r.energy_source,
+            _source_cell(r),
         )
     return table

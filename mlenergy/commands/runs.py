@@ -73,11 +73,16 @@ def show(
     ],
     data_dir: DataDirOption = None,
 ) -> None:
-    """Print one run record as JSON (a unique prefix of the id is enough)."""
-    from mlenergy.store.listing import find_run
+    """Print one run record as JSON (a unique prefix of the id is enough).
+
+    What its 95% intervals come from and the host-bound verdict follow on stderr.
+    """
+    from mlenergy.store.listing import find_run, show_notes
 
     run = find_run(_store(data_dir), run_id)
     typer.echo(strict_json.dumps(run.model_dump(mode="json"), indent=2))
+    for line in show_notes(run):
+        typer.echo(line, err=True)
 
 
 @runs_app.command("export")

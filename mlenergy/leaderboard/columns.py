@@ -48,8 +48,9 @@ COLUMNS: tuple[Column, ...] = (
     Column(
         "marks",
         "Marks",
-        "host-bound: a measured run of a configuration the estimator's host-bound rule flags "
-        "(host-bound steps at low power; its energy per token measures a host stall); "
+        "host-bound: a measured run whose GPUs sat near their idle power most of the time "
+        "(its own record says so), or of a configuration the estimator's host-bound rule flags "
+        "(host-bound steps at low power); its energy per token measures a host stall; "
         "unverified: a submission lacking the provenance a real measurement records. Hover a "
         "mark for why",
         hover="marks_why",
@@ -128,6 +129,13 @@ DETAIL_ONLY: tuple[Column, ...] = (
         "Energy CI95 high (J)",
         "95% CI of the run energy, joules",
         "float",
+    ),
+    Column(
+        "interval",
+        "Interval from",
+        "What the run's 95% intervals come from: within-run (the repeats of one process, "
+        "which miss what changes between processes) or between-runs (fresh processes or "
+        "server launches), with how many",
     ),
     Column("itl_p90_s", "ITL p90 (s)", "90th-percentile inter-token latency in seconds", "float"),
     Column("itl_p99_s", "ITL p99 (s)", "99th-percentile inter-token latency in seconds", "float"),

@@ -45,19 +45,22 @@ Signature = tuple[tuple[str, int, int], ...]
 
 
 def store_runs_frame(store) -> pd.DataFrame:
-    """The store's flat run frame plus ``method`` and ``unverified_reasons``.
+    """The store's flat run frame plus ``method``, ``unverified_reasons`` and the extras.
 
     ``method`` is ``Workload.method`` read from each record; ``unverified_reasons`` the
-    record's ``SubmissionInfo.unverified`` as JSON text (unverified runs only).
+    record's ``SubmissionInfo.unverified`` as JSON text (unverified runs only); the interval
+    basis and host-bound verdict are :data:`mlenergy.store.record_extras.EXTRA_COLUMNS`.
 
     Args:
         store: A :class:`~mlenergy.store.RunStore`.
     """
+    from mlenergy.store.record_extras import EXTRA_SQL
     from mlenergy.store.tables import RUN_COLUMNS
 
     cols = ", ".join(f'"{c}"' for c in RUN_COLUMNS)
     return store.query(
-        f"SELECT {cols}, json_extract_string(record_json, '$.workload.method') AS method, "
+        f"SELECT {cols}, {EXTRA_SQL}, "
+        "json_extract_string(record_json, '$.workload.method') AS method, "
         "CASE WHEN unverified THEN json_extract(record_json, '$.submission.unverified')::VARCHAR "
         "END AS unverified_reasons FROM _runs_all ORDER BY created_at, run_id"
     )

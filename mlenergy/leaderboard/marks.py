@@ -3,12 +3,19 @@
 Two kinds of row are shown with a mark (the *Marks* column of the table and of Model detail,
 whose hover says why) and carry a boolean in the API rows:
 
-* ``host_bound``: a measured run of a configuration that the estimator's host-bound rule
-  flags (:func:`mlenergy.analysis.stalls.host_bound_flags`, the rule the measured study marks
-  its runs with): such runs often sat at 25-45 ms per step at low power, so their energy per
-  token measures a host stall more than the model. The rule looks at the configuration only
-  (GPU, GPU count, task); estimated, emulated and modelled rows are not measurements and are
-  not marked.
+* ``host_bound``, either of two rules with one name (:data:`mlenergy.records.HOST_BOUND_MARK`):
+
+  - a measured run of a configuration that the estimator's host-bound rule flags
+    (:func:`mlenergy.analysis.stalls.host_bound_flags`, the rule the measured study marks its
+    runs with): such runs often sat at 25-45 ms per step at low power, so their energy per
+    token measures a host stall more than the model. The rule looks at the configuration only
+    (GPU, GPU count, task), which is all the reference rows carry; estimated, emulated and
+    modelled rows are not measurements and are not marked by it.
+  - a run whose own record carries the measured verdict (``RunRecord.host_bound``, set by
+    :mod:`mlenergy.measure.host_bound` when the run was made: its GPUs sat near their measured
+    idle power most of the time), read from the store as ``host_bound_marked`` and
+    ``host_bound_json`` (:mod:`mlenergy.store.record_extras`).
+
 * ``unverified``: an approved submission whose record lacks the provenance a real measurement
   records (``SubmissionInfo.unverified``, the store's flat column ``unverified``); the reasons
   are in ``unverified_reasons`` and in the hover.
@@ -22,9 +29,8 @@ import numpy as np
 import pandas as pd
 
 from mlenergy.analysis.stalls import host_bound_flags, host_bound_reason
+from mlenergy.records import HOST_BOUND_MARK, HostBound
 
-HOST_BOUND_MARK = "host-bound"
-"""The mark of a run the host-bound rule flags."""
 UNVERIFIED_MARK = "unverified"
 """The mark of a submission shown as unverified."""
 MEASURED_KINDS = ("measured", "reference")
@@ -56,7 +62,8 @@ def attach_marks(df: pd.DataFrame) -> None:
 
     Args:
         df: Rows with ``accelerator_model``, ``accelerator_count``, ``task``, ``source_kind``
-            and, when the store has them, ``unverified`` and ``unverified_reasons``.
+            and, when the store has them, ``unverified``, ``unverified_reasons``,
+            ``host_bound_marked`` and ``host_bound_json``.
     """
     n = len(df)
     measured = df["source_kind"].isin(MEASURED_KINDS).to_numpy() if n else np.zeros(0, bool)
@@ -65,9 +72,11 @@ def attach_marks(df: pd.DataFrame) -> None:
         flags = host_bound_flags(
             pd.DataFrame({"gpu": gpus, "num_gpus": df["accelerator_count"], "task": df["task"]})
         )
-        host = flags & measured
+        by_config = flags & measured
     else:
-        host = np.zeros(n, dtype=bool)
+        by_config = np.zeros(n, dtype=bool)
+    by_record = _bool(df, "host_bound_marked")
+    host = by_config | by_record
     unverified = _bool(df, "unverified")
     reasons = np.full(n, "", dtype=object)
     if unverified.any():
@@ -83,9 +92,20 @@ def attach_marks(df: pd.DataFrame) -> None:
     marks[unverified] = UNVERIFIED_MARK
     marks[host & unverified] = f"{HOST_BOUND_MARK} · {UNVERIFIED_MARK}"
     why = np.full(n, "", dtype=object)
-    why[host] = f"Suspect, host-bound: {host_bound_reason()}"
+    why[by_config] = f"Suspect, host-bound: {host_bound_reason()}"
+    for i in np.flatnonzero(by_record):
+        line = f"Host-bound, measured: {_verdict_text(df['host_bound_json'].iloc[i])}"
+        why[i] = f"{why[i]}\n{line}" if why[i] else line
     for i in np.flatnonzero(unverified):
         line = f"Unverified submission: {reasons[i]}"
         why[i] = f"{why[i]}\n{line}" if why[i] else line
     df["marks"] = marks
     df["marks_why"] = why
+
+
+def _verdict_text(value: object) -> str:
+    """A stored verdict (JSON text) in one sentence (:meth:`HostBound.describe`)."""
+    try:
+        return HostBound.model_validate_json(str(value)).describe()
+    except ValueError:
+        return "the record's host-bound verdict marks it (see its provenance)"

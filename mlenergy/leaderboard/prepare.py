@@ -13,6 +13,7 @@ import pandas as pd
 from mlenergy.analysis.headline import energy_per_response_j, headline_column
 from mlenergy.leaderboard.arch import architecture_kinds
 from mlenergy.leaderboard.marks import attach_marks
+from mlenergy.store.record_extras import interval_labels
 
 SOURCE_KINDS = ("measured", "modelled", "estimated", "emulated", "reference")
 """The ``source_kind`` values, i.e. the prefix of ``energy_source``."""
@@ -74,8 +75,9 @@ def prepare_runs(runs: pd.DataFrame) -> pd.DataFrame:
     GPUs: such rows are shown below the measured ones), ``method`` (``Workload.method``, ``""``
     when not recorded),
     ``host_bound``, ``unverified``, ``unverified_reasons``, ``marks`` and ``marks_why`` (see
-    :mod:`mlenergy.leaderboard.marks`), ``active_params_b`` / ``total_params_b`` (billions),
-    ``quality`` (NaN until
+    :mod:`mlenergy.leaderboard.marks`), ``interval`` (what the run's 95% intervals come from,
+    :func:`mlenergy.store.record_extras.interval_labels`), ``active_params_b`` /
+    ``total_params_b`` (billions), ``quality`` (NaN until
     :func:`mlenergy.leaderboard.views.attach_quality`) and ``_search`` (lower-case
     text searched by :func:`filter_runs`).
 
@@ -129,6 +131,7 @@ def prepare_runs(runs: pd.DataFrame) -> pd.DataFrame:
         df[name] = _text(df, name)
     df["task"] = df["task"].replace("", "(none)")
     attach_marks(df)
+    df["interval"] = interval_labels(df)
     if "quality" not in df.columns:
         df["quality"] = np.nan
     df["_group"] = pd.MultiIndex.from_arrays(

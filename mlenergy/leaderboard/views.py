@@ -58,6 +58,7 @@ DETAIL_COLUMNS = (
     "output_tokens",
     "request_energy_j_ci95_low",
     "request_energy_j_ci95_high",
+    "interval",
     "itl_p90_s",
     "itl_p99_s",
     "ttft_s",

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from mlenergy.records import RunRecord
+from mlenergy.records import HOST_BOUND_MARK, RunRecord, interval_basis
 
 
 def _axes(ax: Any) -> tuple[Any, Any]:
@@ -36,13 +36,26 @@ def _plot_run(run: RunRecord, ax: Any) -> Any:
     return fig
 
 
+def _basis_text(runs: Sequence[RunRecord]) -> dict[str, str]:
+    """Per model, what its error bars come from (``within-run, 3 repeats``...; ``""``: none)."""
+    out: dict[str, set[str]] = {}
+    for r in runs:
+        basis = interval_basis(r)
+        out.setdefault(r.model.model_id, set()).add(basis.label() if basis else "")
+    return {m: " / ".join(sorted(t for t in texts if t)) for m, texts in out.items()}
+
+
 def _plot_runs(runs: Sequence[RunRecord], x: str, ax: Any) -> Any:
     """Energy per token against ``x``, one line per model, with 95% intervals as error bars.
 
     A point whose interval is wider than +-20% (``wide_interval``) is drawn hollow and marked
-    with ``!``.
+    with ``!``; a run the host-bound rule marks is labelled ``host-bound``. The title says what
+    the bars come from (``within-run, 3 repeats`` or ``between-runs, 3 processes``), or each
+    model's legend entry does when they differ.
     """
     fig, ax = _axes(ax)
+    bases = _basis_text(runs)
+    common = set(bases.values())
     by_model: dict[str, list[tuple[float, float, float, float, bool]]] = {}
     for r in runs:
         p = r.phase("request") or (r.phases[0] if r.phases else None)
@@ -54,12 +67,18 @@ def _plot_runs(runs: Sequence[RunRecord], x: str, ax: Any) -> Any:
         high = ci.high - p.energy_per_token_j if ci else 0.0
         point = (xv, p.energy_per_token_j, low, high, bool(p.wide_interval))
         by_model.setdefault(r.model.model_id, []).append(point)
+        if r.host_bound is not None and r.host_bound.marked:
+            ax.annotate(
+                HOST_BOUND_MARK, (xv, p.energy_per_token_j), textcoords="offset points",
+                xytext=(4, -10), fontsize=6,
+            )  # fmt: skip
     for model, points in sorted(by_model.items()):
         points.sort()
         xs, ys = [p[0] for p in points], [p[1] for p in points]
+        label = model if len(common) == 1 or not bases[model] else f"{model} ({bases[model]})"
         line = ax.errorbar(
             xs, ys, yerr=[[p[2] for p in points], [p[3] for p in points]], marker="o",
-            capsize=3, label=model,
+            capsize=3, label=label,
         )  # fmt: skip
         for xv, yv, _, _, wide in points:
             if wide:
@@ -68,9 +87,10 @@ def _plot_runs(runs: Sequence[RunRecord], x: str, ax: Any) -> Any:
     ax.set_xlabel(x.replace("_", " "))
     ax.set_ylabel("energy per token (J/token)")
     sources = sorted({r.energy_source for r in runs})
+    only = next(iter(common)) if len(common) == 1 else ""
+    bars = f"bars: 95% interval, {only}" if only else "bars: 95% interval"
     ax.set_title(
-        "energy source: " + ", ".join(sources) + " (bars: 95% interval; ! wider than ±20%)",
-        fontsize=9,
+        "energy source: " + ", ".join(sources) + f" ({bars}; ! wider than ±20%)", fontsize=9
     )
     if by_model:
         ax.legend(fontsize=7)

@@ -16,6 +16,8 @@ from mlenergy.records.base import (
     canonical_json,
     sha256_hex,
 )
+from mlenergy.records.host_bound import HOST_BOUND_MARK, HostBound
+from mlenergy.records.interval import IntervalBasis, interval_basis, interval_label
 from mlenergy.records.provenance import Hardware, ModelInfo, Software
 from mlenergy.records.quality import QualityResult
 from mlenergy.records.run import (
@@ -37,13 +39,16 @@ from mlenergy.records.submission import Submission
 
 __all__ = [
     "ENERGY_SOURCE_PATTERN",
+    "HOST_BOUND_MARK",
     "SCHEMA_VERSION",
     "EnergySource",
     "EngineMetrics",
     "FrozenModel",
     "Hardware",
+    "HostBound",
     "IdleBaseline",
     "Interval",
+    "IntervalBasis",
     "MeasuredScope",
     "ModelInfo",
     "Percentiles",
@@ -61,6 +66,8 @@ __all__ = [
     "Workload",
     "canonical_json",
     "export_schemas",
+    "interval_basis",
+    "interval_label",
     "new_run_id",
     "sha256_hex",
     "utc_now",

@@ -10,6 +10,9 @@ import html
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from mlenergy.records.host_bound import HOST_BOUND_MARK
+from mlenergy.records.interval import interval_basis
+
 if TYPE_CHECKING:
     from mlenergy.records.run import RunRecord
 
@@ -44,6 +47,11 @@ def run_html(run: RunRecord) -> str:
         f"{w.input_tokens}+{w.output_tokens} tokens) on {where}; energy source "
         f"{run.energy_source}; status {run.status}"
     )
+    basis = interval_basis(run)
+    if basis is not None:
+        caption += f"; 95% intervals {basis.label()}"
+    if run.host_bound is not None and run.host_bound.marked:
+        caption += f"; {HOST_BOUND_MARK}"
     header = ["phase", "time", "energy", "avg power", "tokens", "energy/token", "throughput"]
     rows = [
         [

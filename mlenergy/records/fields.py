@@ -17,6 +17,8 @@ from pydantic import BaseModel
 
 def _models() -> list[type[BaseModel]]:
     from mlenergy.records.base import Interval, RepeatStats
+    from mlenergy.records.host_bound import HostBound
+    from mlenergy.records.interval import IntervalBasis
     from mlenergy.records.provenance import Hardware, ModelInfo, Software
     from mlenergy.records.quality import QualityResult
     from mlenergy.records.run import (
@@ -43,6 +45,8 @@ def _models() -> list[type[BaseModel]]:
         RepeatStats,
         Interval,
         IdleBaseline,
+        IntervalBasis,
+        HostBound,
         PowerTimeline,
         TrainingCheckpoint,
         ServingStats,

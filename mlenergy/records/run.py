@@ -21,6 +21,8 @@ from mlenergy.records.base import (
     canonical_json,
     sha256_hex,
 )
+from mlenergy.records.host_bound import HostBound
+from mlenergy.records.interval import IntervalBasis
 from mlenergy.records.provenance import Hardware, ModelInfo, Software
 from mlenergy.records.serving import ServingStats
 
@@ -118,7 +120,8 @@ class PhaseResult(FrozenModel):
         passes_per_window: How many times the phase's work ran inside each measured window so
             that the window spans at least ten counter periods; figures are per pass.
         energy_per_token_j_ci95: 95% confidence interval of ``energy_per_token_j`` in joules
-            per token, from the run-to-run spread of the repeats (measured records).
+            per token (measured records); the record's ``interval`` says whether it comes from
+            the repeats of one run or from fresh runs.
         wide_interval: ``True`` when that interval reaches further than +-20% of the mean: the
             figure is too noisy to compare on its own.
     """
@@ -323,6 +326,13 @@ class RunRecord(FrozenModel):
         submission: How the record entered the store through community submission, if so.
         serving: A serving run's load, latencies, whole-run energy and per-request energies
             (method ``serving-steady-state``; its request phase is the steady-state window).
+        interval: Which spread the phases' 95% intervals come from: ``within-run`` (the
+            repeats of one process) or ``between-runs`` (fresh processes or server launches),
+            with how many; ``None`` when the record has no interval (records made before the
+            field, with repeats, carry within-run ones).
+        host_bound: The host-bound rule's verdict on a measured GPU run
+            (:mod:`mlenergy.measure.host_bound`); ``None`` where it does not apply (no GPU in
+            scope, e.g. CPU-modelled runs; no idle baseline) or for records made before it.
     """
 
     schema_version: Literal["1.0"] = SCHEMA_VERSION
@@ -355,6 +365,8 @@ class RunRecord(FrozenModel):
         description="Load, latencies and per-request energies of a serving run "
         "(method serving-steady-state); the request phase holds the steady-state window.",
     )
+    interval: IntervalBasis | None = None
+    host_bound: HostBound | None = None
 
     @model_validator(mode="after")
     def _status_consistent(self) -> RunRecord:
@@ -383,6 +395,7 @@ class RunRecord(FrozenModel):
         Two appends of the same record (a retry, a resubmission) share a hash; the store and
         the submission intake use it to reject duplicates.
         """
-        excluded = {"submission"} if self.serving is not None else {"submission", "serving"}
-        data = self.model_dump(mode="json", exclude=excluded)  # hashes of older records stay
+        optional = ("serving", "interval", "host_bound")  # absent: hashes of older records stay
+        excluded = {"submission", *(name for name in optional if getattr(self, name) is None)}
+        data = self.model_dump(mode="json", exclude=excluded)
         return sha256_hex(canonical_json(data))

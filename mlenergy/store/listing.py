@@ -22,13 +22,19 @@ LIST_COLUMNS = (
     "batch_size",
     "energy_source",
     "energy_per_token_j",
+    "interval",
+    "marks",
     "submitter",
 )
-"""Columns of the run listing, in order (``energy_per_token_j`` is derived, see below)."""
+"""Columns of the run listing, in order (``energy_per_token_j``, ``interval`` and ``marks``
+are derived, see below)."""
 HEADERS = {"energy_per_token_j": "J/token"}
 PER_TOKEN_NOTE = (
     "J/token: decode-phase energy per generated token; values marked (request) come from "
-    "runs with only a whole-request phase (prefill + decode energy per generated token)."
+    "runs with only a whole-request phase (prefill + decode energy per generated token). "
+    "interval: what the run's 95% intervals come from (the repeats of one run, or fresh "
+    "processes or server launches). marks: host-bound where the GPUs sat near idle most of "
+    "the measured time (docs/measure.md)."
 )
 _SHOWN_MATCHES = 10
 """Ids an ambiguous prefix lists before counting the rest."""
@@ -85,18 +91,53 @@ def list_runs(store: RunStore, model: str | None = None, limit: int = 50) -> Run
     Raises:
         StoreError: A store file is damaged.
     """
-    frame = store.runs_frame()
+    from mlenergy.records import HOST_BOUND_MARK
+    from mlenergy.store.record_extras import EXTRA_SQL, interval_labels
+    from mlenergy.store.tables import RUN_COLUMNS
+
+    cols = ", ".join(f'"{c}"' for c in RUN_COLUMNS)
+    frame = store.query(f"SELECT {cols}, {EXTRA_SQL} FROM _runs_all ORDER BY created_at, run_id")
     if model:
         frame = frame[frame["model_id"].str.contains(model, regex=False)]
     total = len(frame)
     if limit > 0:
         frame = frame.tail(limit)
-    frame = frame.assign(energy_per_token_j=per_token_cells(frame))
+    marked = frame["host_bound_marked"].fillna(False).astype(bool)
+    frame = frame.assign(
+        energy_per_token_j=per_token_cells(frame),
+        interval=[text or "-" for text in interval_labels(frame)],
+        marks=[HOST_BOUND_MARK if m else "-" for m in marked],
+    )
     rows = tuple(
         tuple(cell_text(v) for v in row)
         for row in frame[list(LIST_COLUMNS)].itertuples(index=False)
     )
     return RunListing(total, tuple(HEADERS.get(c, c) for c in LIST_COLUMNS), rows)
+
+
+def show_notes(run: RunRecord) -> list[str]:
+    """What ``mlenergy runs show`` says beside the JSON: the interval's basis, the host mark.
+
+    Returns:
+        Lines such as ``interval: between-runs, 3 processes`` and ``host-bound: ...`` (the
+        verdict and its figures, or that the rule does not apply and why).
+    """
+    from mlenergy.records import interval_basis
+
+    basis = interval_basis(run)
+    lines = [
+        f"interval: {basis.label()}"
+        + ("" if run.interval is not None else " (inferred: recorded before the field)")
+        if basis is not None
+        else "interval: none (one repeat, one window, or no measurement)"
+    ]
+    if run.host_bound is not None:
+        lines.append(run.host_bound.describe())
+    elif not run.scope.gpu_indices:
+        lines.append("host-bound: does not apply (no GPU in scope: the host is the device)")
+    else:
+        lines.append("host-bound: not judged (no idle baseline, or recorded before the rule)")
+    return lines
 
 
 def resolve_run_id(store: RunStore, prefix: str) -> str:

@@ -262,10 +262,24 @@ def _meter_for_model(previous: Any, loaded: Any, opts: BenchOptions) -> Any:
 
 
 def interval_text(phase: Any) -> str:
-    """``±4%`` from the run-to-run spread, ``±35% !`` when wider than ±20%, ``-`` without."""
-    from mlenergy.measure.repeats import relative_half_width
+    """The half-width of a phase's 95% interval over its energy per token, as text.
 
-    half = relative_half_width(phase.energy_j_repeats) if phase is not None else None
-    if half is None:
+    ``±4%``; ``±35% !`` when wider than ±20%; ``-`` without an interval. What spread it comes
+    from is the record's ``interval`` (:func:`mlenergy.records.interval_basis`).
+    """
+    ci = getattr(phase, "energy_per_token_j_ci95", None)
+    mean = getattr(phase, "energy_per_token_j", None)
+    if ci is None or not mean:
         return "-"
+    half = (ci.high - ci.low) / 2.0 / abs(mean)
     return f"±{half:.0%}" + (" !" if phase.wide_interval else "")
+
+
+def status_text(record: Any) -> str:
+    """``ok``, ``ok, host-bound`` (the host-bound rule marks it) or ``failed: <why>``."""
+    from mlenergy.records import HOST_BOUND_MARK
+
+    if record.status != "ok":
+        return f"failed: {(record.error or '')[:40]}"
+    marked = record.host_bound is not None and record.host_bound.marked
+    return f"ok, {HOST_BOUND_MARK}" if marked else "ok"

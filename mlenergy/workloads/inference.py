@@ -35,6 +35,7 @@ from mlenergy.records import (
     utc_now,
 )
 from mlenergy.workloads.phases import PointMeasurement, RepeatWindows, summarise_phases
+from mlenergy.workloads.run_spread import mark_one_run
 
 if TYPE_CHECKING:
     import torch
@@ -310,7 +311,7 @@ def run_point(
             raise
         return _failed(exc, ctx, batch_size, common)
     _free_memory(ctx.loaded.device)
-    return RunRecord(
+    record = RunRecord(
         status="ok",
         phases=phases,
         ended_at=utc_now(),
@@ -318,6 +319,7 @@ def run_point(
         power_timeline=ctx.meter.timeline(start_s),
         **common,
     )
+    return mark_one_run(record)
 
 
 def run_inference_sweep(
@@ -478,13 +480,14 @@ def _arm_record(arm: _Arm, spec: InferenceSpec) -> RunRecord:
         return arm.failed
     phases = summarise_phases(arm.repeats, arm.batch_size, spec.input_tokens, spec.output_tokens)
     tags = {**arm.common["tags"], "repeat_order": "interleaved"}
-    return RunRecord(
+    record = RunRecord(
         status="ok",
         phases=phases,
         ended_at=utc_now(),
         expert_utilisation=arm.utilisation,
         **{**arm.common, "tags": tags},
     )
+    return mark_one_run(record)
 
 
 @dataclass

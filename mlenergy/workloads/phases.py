@@ -76,7 +76,7 @@ def _mean_host(windows: list[Any]) -> dict[str, Any]:
     }
 
 
-def _phase(
+def phase_result(
     phase: Phase,
     durations: list[float],
     energies: list[float | None],
@@ -84,7 +84,20 @@ def _phase(
     by_device: list[dict[str, float]],
     **latency: Any,
 ) -> PhaseResult:
-    """Summarise one phase over repeats (means as scalars, every repeat kept)."""
+    """Summarise one phase over repeats (means as scalars, every repeat kept).
+
+    The repeats are those of one run, or, for a between-runs record, one value per fresh run
+    (:mod:`mlenergy.workloads.run_spread`): the interval follows whatever spread they carry.
+
+    Args:
+        phase: Which phase.
+        durations: Seconds of each repeat.
+        energies: Joules of each repeat (``None`` where a repeat has no figure).
+        tokens: Tokens of one repeat.
+        by_device: Joules per device of each repeat.
+        **latency: Other :class:`~mlenergy.records.PhaseResult` fields (latencies, passes,
+            host energy).
+    """
     duration = sum(durations) / len(durations)
     energy_stats = _stats(energies)
     energy = energy_stats.mean if energy_stats is not None else None
@@ -132,7 +145,7 @@ def summarise_phases(
         "itl_p99_s": _percentile(steps, 99),
     }
     phases = [
-        _phase(
+        phase_result(
             Phase.PREFILL,
             pre_d,
             pre_e,
@@ -155,7 +168,7 @@ def summarise_phases(
         dec_dev = [r.decode.energy_by_device_j for r in repeats]
         dec_w = [r.decode for r in repeats]
         phases.append(
-            _phase(
+            phase_result(
                 Phase.DECODE,
                 dec_d,
                 dec_e,
@@ -177,7 +190,7 @@ def summarise_phases(
             for a, b in zip(req_dev, dec_dev, strict=True)
         ]
     phases.append(
-        _phase(
+        phase_result(
             Phase.REQUEST,
             req_d,
             req_e,

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from mlenergy.errors import Interrupted, UserError
+from mlenergy.measure.host_bound import with_host_bound
 from mlenergy.records import IdleBaseline, new_run_id
 from mlenergy.workloads.serving.arrivals import arrival_offsets_s
 from mlenergy.workloads.serving.client import IGNORE_EOS_BODIES, RequestOptions, stream_request
@@ -303,7 +304,7 @@ def measure_level(
             measured = _measure_load(spec, level, options, prompts, power, engine.has_metrics)
         except LoadFailed as err:
             return failed_record(ctx, f"level {level}: {err}")
-        return build_record(ctx, measured)
+        return with_host_bound(build_record(ctx, measured))
     finally:
         power.close()
 
@@ -314,6 +315,7 @@ def run_serving_bench(
     data_dir: Path | None = None,
     on_record: Callable[[RunRecord], None] | None = None,
     keep_going: bool = False,
+    log_dir: Path | None = None,
 ) -> list[RunRecord]:
     """Measure every level of ``spec``; append each record to the store as it finishes.
 
@@ -324,6 +326,7 @@ def run_serving_bench(
         on_record: Called with each record as soon as it is stored.
         keep_going: Store a failed level as a failed point and go on (sweeps); otherwise the
             first failed level raises after the finished ones are stored.
+        log_dir: Folder for launched servers' logs (default: ``data_dir/server-logs``).
 
     Returns:
         One record per level, in order.
@@ -340,7 +343,8 @@ def run_serving_bench(
     model = describe_model(spec)
     build_prompts(spec.prompts, 1, spec.input_tokens, spec.seed)  # unreadable prompts fail here
     store: RunStore | None = open_store_for_append(data_dir) if data_dir is not None else None
-    log_dir = _log_dir(data_dir) if spec.launch is not None else None
+    if spec.launch is not None and log_dir is None:
+        log_dir = server_log_dir(data_dir)
     records: list[RunRecord] = []
     stored: list[str] = []
     try:
@@ -396,7 +400,8 @@ def _one_level(spec: ServingSpec, level: int, model: ModelInfo, log_dir: Path | 
     return record
 
 
-def _log_dir(data_dir: Path | None) -> Path:
+def server_log_dir(data_dir: Path | None) -> Path:
+    """The folder of launched servers' logs: ``data_dir/server-logs``, or a kept temp folder."""
     if data_dir is None:
         import tempfile
 
