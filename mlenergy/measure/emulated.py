@@ -23,11 +23,13 @@ emulated power in a thread instead.
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 
 from zeus.device.cpu.common import CPU, CpuDramMeasurement, CPUs, EmptyCPUs
 from zeus.device.gpu.common import GPU, GPUs, ZeusGPUNotSupportedError
@@ -71,26 +73,35 @@ class PowerProfile:
             t0=time.time() if t0 is None else t0,
         )
 
+    @cached_property
+    def _offsets(self) -> list[float]:
+        return [s[0] for s in self.steps]
+
+    @cached_property
+    def _cumulative_j(self) -> list[float]:
+        """Energy from ``t0`` to each step's offset, joules."""
+        out = [0.0]
+        for (a, watts), (b, _) in itertools.pairwise(self.steps):
+            out.append(out[-1] + watts * (b - a))
+        return out
+
     def power_w(self, t: float) -> float:
         """Power in watts at wall time ``t`` (seconds since the epoch)."""
-        offsets = [s[0] for s in self.steps]
-        i = max(0, bisect.bisect_right(offsets, t - self.t0) - 1)
+        i = max(0, bisect.bisect_right(self._offsets, t - self.t0) - 1)
         return self.steps[i][1]
+
+    def _energy_to(self, offset: float) -> float:
+        """Energy from ``t0`` to ``t0 + offset`` (negative before ``t0``), joules."""
+        if offset <= 0:
+            return self.steps[0][1] * offset
+        i = bisect.bisect_right(self._offsets, offset) - 1
+        return self._cumulative_j[i] + self.steps[i][1] * (offset - self._offsets[i])
 
     def energy_j(self, t_start: float, t_end: float) -> float:
         """Exact energy in joules between two wall times (the integral of :meth:`power_w`)."""
         if t_end <= t_start:
             return 0.0
-        a, b = t_start - self.t0, t_end - self.t0
-        total = 0.0
-        bounds = [s[0] for s in self.steps[1:]] + [math.inf]
-        lo = -math.inf
-        for (_, watts), hi in zip(self.steps, bounds, strict=True):
-            overlap = min(b, hi) - max(a, lo)
-            if overlap > 0:
-                total += watts * overlap
-            lo = hi
-        return total
+        return self._energy_to(t_end - self.t0) - self._energy_to(t_start - self.t0)
 
 
 def _as_profile(power: float | PowerProfile, t0: float) -> PowerProfile:
