@@ -58,6 +58,7 @@ from mlenergy.measure.devices import (
 from mlenergy.measure.timeline import (
     ThreadSampler,
     delta_power_fn,
+    held_from,
     sum_gpu_timelines,
     to_power_timeline,
 )
@@ -453,6 +454,31 @@ class EnergyMeter:
         if start_time_s is None:
             start_time_s = self._first_begin_s or self._created_s
         return to_power_timeline(samples, self._source, start_time_s)
+
+    def power_samples(self, start_time_s: float | None = None) -> list[tuple[float, float]]:
+        """The whole power trace of the headline scope, unresampled, in Zeus's convention.
+
+        Each ``(unix time, watts)`` holds from its time until the next sample's, as Zeus's
+        ``PowerMonitor`` reports power (a sample is sent when the power changes); the
+        in-process sampler's period means are stamped the same way
+        (:meth:`~mlenergy.measure.timeline.ThreadSampler.held_samples`).
+
+        Args:
+            start_time_s: Unix time to start from: the sample in force then is stamped at it,
+                earlier ones are dropped; ``None``: everything.
+
+        Returns:
+            The samples in time order (``[]`` without ``power_timeline=True``).
+        """
+        if self._power_monitor is not None:
+            timelines = self._power_monitor.get_power_timeline(self._timeline_domain)
+            samples = sum_gpu_timelines(timelines, len(self.gpu_indices))
+        elif self._sampler is not None:
+            self._sampler.sample_now()
+            samples = self._sampler.held_samples()
+        else:
+            return []
+        return held_from(samples, start_time_s)
 
     # ----------------------------------------------------------------- lifecycle
     def _check_open(self) -> None:

@@ -74,6 +74,7 @@ class SimRun:
         scrapes: ``(time, {"running": n, "waiting": m})`` as ``/metrics`` would have said.
         profile: The GPU's exact power over time.
         window: The steady-state window (``None``: the level was never reached).
+        admitted_s: When the server admitted each request (left its queue), same order.
         steps: The engine's steps.
     """
 
@@ -83,6 +84,7 @@ class SimRun:
     scrapes: list[tuple[float, dict[str, float]]]
     profile: PowerProfile
     window: Window | None
+    admitted_s: list[float] = field(default_factory=list)
     steps: list[Step] = field(default_factory=list)
 
 
@@ -187,6 +189,7 @@ def simulate(sc: SimScenario) -> SimRun:
         scrapes=_scrapes(engine.steps, T0, end, sc.scrape_period_s),
         profile=profile,
         window=steady_state_window(timings, sc.level, [T0 + o for o in offsets]),
+        admitted_s=[engine.requests[i].admitted_s or 0.0 for i in range(sc.num_requests)],
         steps=engine.steps,
     )
 

@@ -56,7 +56,7 @@ class SplitResult:
         attributed_j: Their sum: the timeline's energy while a request was in the server, J.
         unattributed_j: Timeline energy while no request was in the server, joules.
         in_flight_s: Seconds during which at least one request was in the server.
-        queued_s: Seconds the requests spent in the server's queue, summed.
+        queued_s: Seconds each request spent in the server's queue, in the order given.
         costs: The fitted costs, named as :data:`FEATURES` (``{}`` when nothing was fitted).
     """
 
@@ -64,7 +64,7 @@ class SplitResult:
     attributed_j: float
     unattributed_j: float
     in_flight_s: float
-    queued_s: float
+    queued_s: list[float]
     costs: dict[str, float]
 
 
@@ -156,7 +156,8 @@ def split_energy(
     pts = sorted(samples)
     n = len(requests)
     if n == 0 or len(pts) < 2:
-        return SplitResult([0.0] * n, 0.0, timeline_energy_j(pts, -np.inf, np.inf), 0.0, 0.0, {})
+        unattributed = timeline_energy_j(pts, -np.inf, np.inf)
+        return SplitResult([0.0] * n, 0.0, unattributed, 0.0, [0.0] * n, {})
     bounds = np.array([t for t, _ in pts])
     dt = np.diff(bounds)
     energy = np.array([p for _, p in pts])[:-1] * dt
@@ -227,7 +228,7 @@ def split_energy(
         attributed_j=attributed,
         unattributed_j=float(energy.sum()) - attributed,
         in_flight_s=float(busy.sum()),
-        queued_s=float(sum(a - r.sent_s for a, r in zip(spans.admitted_s, requests, strict=True))),
+        queued_s=[a - r.sent_s for a, r in zip(spans.admitted_s, requests, strict=True)],
         costs={name: float(c) for name, c in zip(FEATURES, coef, strict=True)},
     )
 
