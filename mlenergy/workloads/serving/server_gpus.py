@@ -118,6 +118,8 @@ def server_gpus(gpu_indices: list[int] | None, server_pid: int | None, who: str)
     if count == 0:
         return ServerGpus(None, "no GPU visible")
     pids = process_tree(server_pid) if server_pid is not None else set()
+    if server_pid is not None and not pids:
+        raise UserError(f"the {who} (pid {server_pid}) is not running", _ASK)
     held, readable = gpus_held_by(pids, gpus) if pids else ([], False)
     if held:
         return ServerGpus(
