@@ -131,7 +131,12 @@ def _engine_metrics(scrapes: list[dict[str, float]]) -> EngineMetrics | None:
     )
 
 
-def _workload(ctx: LevelContext, ok: list[RequestTiming], batch: float) -> Workload:
+def _workload(ctx: LevelContext, ok: list[RequestTiming], batch: float, cap: ServerCap) -> Workload:
+    """The workload (``max_num_seqs``: the server's cap, where it is known and bounds the batch).
+
+    The cap is the level when ``--launch`` set it, the server's observed cap when the level was
+    above it; ML.ENERGY's batch column is that ``max_num_seqs``.
+    """
     spec = ctx.spec
     mean_out = sum(r.output_tokens for r in ok) / len(ok)
     mean_in = sum(r.prompt_tokens for r in ok) / len(ok)
@@ -142,7 +147,7 @@ def _workload(ctx: LevelContext, ok: list[RequestTiming], batch: float) -> Workl
         task=spec.task,
         batch_size=ctx.level,
         avg_batch_size=batch if batch > 0 else None,
-        max_num_seqs=ctx.level if ctx.sets_server_cap else None,
+        max_num_seqs=cap.cap if cap.cap is not None and cap.cap <= ctx.level else None,
         input_tokens=round(mean_in),
         output_tokens=max(1, round(mean_out)),
         num_requests=len(ok),
@@ -247,7 +252,9 @@ def build_record(ctx: LevelContext, m: LevelMeasurement) -> RunRecord:
         started_at=_utc(m.start_s),
         ended_at=_utc(m.end_s),
         model=ctx.model,
-        workload=_workload(ctx, ok, server_running if server_running is not None else achieved),
+        workload=_workload(
+            ctx, ok, server_running if server_running is not None else achieved, cap
+        ),
         hardware=ctx.hardware,
         software=ctx.software,
         energy_source=ctx.energy_source,

@@ -82,6 +82,7 @@ def test_the_record_carries_the_servers_batch_cap_and_checked_split(level):
     assert record.workload.avg_batch_size == pytest.approx(s.engine_metrics.running_mean)
     assert record.workload.avg_batch_size <= 4.0 < s.achieved_concurrency
     assert (s.server_cap, s.server_cap_source, s.level_above_server_cap) == (4, "/metrics", True)
+    assert record.workload.max_num_seqs == 4  # the leaderboard's batch: the server's cap
     assert s.window_counter_periods == pytest.approx(measured.window.duration_s / PERIOD_S)
     assert s.split_window_energy_j == pytest.approx(measured.window_energy_j, rel=0.02)
     assert s.split_withheld is None and len(s.request_energies_j) == 48
