@@ -272,6 +272,8 @@ class EnergyMeter:
         key = f"mlenergy:{name}"
         cpu_s = process_cpu_seconds() if self.cpu_power_model is not None else 0.0
         self._zeus.begin_window(key, sync_execution=self.sync_execution)
+        if self._sampler is not None:  # a sample at the edge: the trace resolves the window
+            self._sampler.sample_now()
         start = self._zeus.measurement_states[key].time  # Zeus's own start timestamp
         if self._first_begin_s is None:
             self._first_begin_s = start
@@ -286,6 +288,8 @@ class EnergyMeter:
                 f"measurement window {name!r} is not open", "Call begin(name) first"
             ) from None
         m = self._zeus.end_window(state.key, sync_execution=self.sync_execution)
+        if self._sampler is not None:
+            self._sampler.sample_now()
         if self.cpu_power_model is not None:
             cpu_s = process_cpu_seconds() - state.cpu_s
             by_device = {MODELLED_CPU_DEVICE: self.cpu_power_model.energy_j(m.time, cpu_s)}

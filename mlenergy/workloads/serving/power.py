@@ -145,6 +145,8 @@ class ServingPower:
         if self._meter is not None:
             self._meter.begin(name)
         else:
+            assert self._sampler is not None
+            self._sampler.sample_now()  # a sample at each edge: the trace resolves the window
             self._open[name] = (time.time(), self._safe_cpu_s())
 
     def end(self, name: str) -> WindowEnergy:
@@ -154,6 +156,8 @@ class ServingPower:
             start = r.start_time_s if r.start_time_s is not None else time.time() - r.duration_s
             return WindowEnergy(start, r.duration_s, r.energy_j, dict(r.energy_by_device_j))
         start, cpu0 = self._open.pop(name)
+        assert self._sampler is not None
+        self._sampler.sample_now()
         duration = time.time() - start
         energy = self.model.energy_j(duration, self._safe_cpu_s() - cpu0)
         return WindowEnergy(start, duration, energy, {"cpu:modelled": energy})
