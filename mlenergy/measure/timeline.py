@@ -146,7 +146,11 @@ class ThreadSampler:
         pts = list(self._samples)
         if not pts:
             return []
-        starts = [self._origin_s, *(t for t, _ in pts[:-1])]
+        if len(pts) == self._samples.maxlen:  # the oldest were dropped: its start is unknown
+            starts = [t for t, _ in pts[:-1]]
+            pts = pts[1:]
+        else:
+            starts = [self._origin_s, *(t for t, _ in pts[:-1])]
         return [*((a, w) for a, (_, w) in zip(starts, pts, strict=True)), pts[-1]]
 
     def stop(self) -> None:

@@ -24,6 +24,17 @@ def test_period_means_are_stamped_at_their_periods_start():
         sampler.stop()
 
 
+def test_a_full_sampler_drops_the_sample_whose_start_it_lost():
+    sampler = ThreadSampler(lambda now: 7.0, period_s=60.0, max_samples=2)
+    try:
+        for _ in range(3):
+            sampler.sample_now()
+        (t2, _), (t3, _) = sampler.samples()
+        assert sampler.held_samples() == [(t2, 7.0), (t3, 7.0)]
+    finally:
+        sampler.stop()
+
+
 def test_held_from_restamps_the_sample_in_force():
     pts = [(0.0, 10.0), (1.0, 20.0), (2.0, 30.0)]
     assert held_from(pts, 1.5) == [(1.5, 20.0), (2.0, 30.0)]
