@@ -103,6 +103,7 @@ class Step:
         tokens: ``(rid, finished)`` for each output token produced at ``end_s``.
         running: Requests in the server (running) during the step.
         waiting: Requests in the queue during the step.
+        members: Ids of the requests the step worked on (decoders and prefill chunks).
     """
 
     start_s: float
@@ -111,6 +112,7 @@ class Step:
     tokens: tuple[tuple[int, bool], ...]
     running: int
     waiting: int
+    members: tuple[int, ...] = ()
 
 
 class BatchingEngine:
@@ -181,10 +183,21 @@ class BatchingEngine:
             tokens=tuple(tokens),
             running=len(self.running),
             waiting=len(self.waiting),
+            members=tuple(r.rid for r in decoders) + tuple(r.rid for r, _ in chunks),
         )
         self.running = [r for r in self.running if not r.done]
         self.steps.append(step)
         return step
+
+    def stretch(self, step: Step, extra_s: float) -> None:
+        """The step lasted ``extra_s`` seconds longer, at idle power: its requests share that.
+
+        A real-time driver whose clock wakes late calls it, so that the step's tokens, the
+        GPU's power and the truth stay consistent.
+        """
+        share = self.physics.idle_w * extra_s / max(1, len(step.members))
+        for rid in step.members:
+            self.requests[rid].true_j += share
 
     def power_steps(self, t0: float) -> list[tuple[float, float]]:
         """The GPU's power as ``(offset from t0, watts)`` steps (idle between engine steps).

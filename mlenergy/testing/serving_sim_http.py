@@ -7,7 +7,9 @@
 ``vllm:num_requests_waiting``. Its engine steps in real time and sets the power of a
 :class:`~mlenergy.measure.emulated.LivePower`, which an emulated GPU reads, so a benchmark
 measuring that GPU sees the power the schedule drew and each request's true energy is known
-(:meth:`SimServer.truth_j`).
+(:meth:`SimServer.truth_j`). A step that ends late (the event loop woke late) lasts longer at
+idle power, shared by its requests, and its tokens leave when it ends: power, tokens and truth
+agree.
 
 A prompt is as many tokens as it has words (or ``prompt_tokens`` in the request body, a
 simulator-only field). Every request generates exactly ``max_tokens`` tokens, with or without
@@ -81,9 +83,12 @@ class SimServer:
             self.power.set(step.start_s, step.power_w)
             self.power.set(step.end_s, idle)
             await asyncio.sleep(max(0.0, step.end_s - time.time()))
+            end = time.time()  # woken late, the step lasted longer (at idle power)
+            with self._lock:
+                self.engine.stretch(step, max(0.0, end - step.end_s))
             for rid, finished in step.tokens:
                 self._streams[rid].put_nowait(finished)
-            start = step.end_s
+            start = end
 
     async def submit(self, prompt_tokens: int, max_tokens: int) -> tuple[int, asyncio.Queue]:
         """Queue a request; its stream gets ``finished`` flags, one per token."""

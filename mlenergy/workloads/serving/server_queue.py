@@ -5,11 +5,10 @@ above it leaves the rest in the server's queue, where they cost nothing. The cli
 the queue, so it is rebuilt:
 
 * **The cap.** Given when ``--launch`` set it (``{max_num_seqs}``); else the most requests the
-  server's ``/metrics`` said were running, or the most requests the client saw decoding at once
-  (between their first token and their end), whichever is larger: both are at most the cap,
-  and both reach it while requests wait. When neither the metrics (waiting always 0) nor the
-  client (fewer than ``level - 1`` decoding at most, so no request was ever held back) show a
-  queue, there is none.
+  server's ``/metrics`` said were running while others waited; else, for a server without
+  metrics, the most requests the client saw decoding at once (between their first token and
+  their end) for 99% of the time, when that is below ``level - 1`` (otherwise no request was
+  ever held back). When the metrics never show a request waiting, there is no queue.
 * **Admission.** Servers admit first come, first served: a request starts running when it is
   sent, if fewer than ``cap`` earlier requests are still running, else when the earliest of
   those ends (its slot frees). It cannot start after its own first token.
@@ -41,19 +40,32 @@ class ServerCap:
     queue_seen: bool
 
 
-def most_decoding(requests: Sequence[RequestTiming]) -> int:
-    """Most requests between their first token and their end at any one time."""
+def most_decoding(requests: Sequence[RequestTiming], share: float = 0.99) -> int:
+    """Most requests between their first token and their end, for ``share`` of the time.
+
+    A client that is late reading one stream's end sees two requests decoding in one slot for a
+    moment; the overlaps that last less than ``1 - share`` of the busy time are ignored.
+    """
     events = sorted(
         (t, kind)
         for r in requests
         if r.first_token_s is not None and r.end_s is not None
         for t, kind in ((r.first_token_s, 1), (r.end_s, -1))
     )
-    best = now = 0
-    for _, kind in events:
+    held: dict[int, float] = {}  # count -> seconds held
+    now = 0
+    for (t, kind), (t_next, _) in zip(events, [*events[1:], events[-1]], strict=True):
         now += kind
-        best = max(best, now)
-    return best
+        held[now] = held.get(now, 0.0) + (t_next - t)
+    busy = sum(v for n, v in held.items() if n > 0)
+    if busy <= 0:
+        return max(held, default=0)
+    covered = 0.0
+    for n in sorted(held):
+        covered += held[n] if n > 0 else 0.0
+        if covered >= share * busy:
+            return n
+    return max(held)
 
 
 def infer_cap(
@@ -72,12 +84,12 @@ def infer_cap(
     """
     if declared is not None:
         return ServerCap(declared, "--launch {max_num_seqs}", declared < level)
-    decoding = most_decoding(requests)
     running = [s["running"] for s in scrapes if "running" in s]
-    if running and any(s.get("waiting", 0.0) > 0 for s in scrapes):
-        return ServerCap(max(decoding, round(max(running))), "/metrics", True)
     if running:
+        if any(s.get("waiting", 0.0) > 0 for s in scrapes):
+            return ServerCap(round(max(running)), "/metrics", True)
         return ServerCap(None, None, False)
+    decoding = most_decoding(requests)
     if decoding < level - 1:
         return ServerCap(decoding, "client", True)
     return ServerCap(None, None, False)

@@ -112,3 +112,13 @@ def test_a_window_the_counter_cannot_resolve_is_a_failed_point(tmp_path):
     assert "periods of the energy counter (2e+03 ms each); at least 10 are needed" in out
     assert "--num-requests" in out
     assert not RunStore(tmp_path / "data").runs()
+
+
+def test_several_gpus_and_no_process_list_stop_with_one_line(tmp_path):
+    power = LivePower(PHYSICS.idle_w)
+    with serve_sim(PHYSICS, power) as sim, install_emulated_gpus([power, 60.0], count=2):
+        rc, out = _bench(sim.endpoint, tmp_path / "data")
+    assert rc == 2
+    (line,) = [x for x in out.splitlines() if x.startswith("error:")]
+    assert "cannot be read to find the listening server" in line and "--gpu-indices" in line
+    assert not RunStore(tmp_path / "data").runs()
