@@ -272,7 +272,7 @@ class EnergyMeter:
         key = f"mlenergy:{name}"
         cpu_s = process_cpu_seconds() if self.cpu_power_model is not None else 0.0
         self._zeus.begin_window(key, sync_execution=self.sync_execution)
-        if self._sampler is not None:  # a sample at the edge: the trace resolves the window
+        if self._sampler is not None:  # a sample at each edge: the trace resolves the window
             self._sampler.sample_now()
         start = self._zeus.measurement_states[key].time  # Zeus's own start timestamp
         if self._first_begin_s is None:
@@ -437,7 +437,7 @@ class EnergyMeter:
         return delta_power_fn(read_j, lambda joules, dt: joules / dt)
 
     def timeline(self, start_time_s: float | None = None) -> PowerTimeline | None:
-        """The power trace so far, downsampled to at most 512 points.
+        """The power trace so far (:meth:`power_samples`), downsampled to at most 512 points.
 
         Args:
             start_time_s: Unix time that becomes ``t = 0`` (earlier samples are dropped);
@@ -447,29 +447,20 @@ class EnergyMeter:
             The timeline labelled with :attr:`energy_source`, or ``None`` when the meter was
             made without ``power_timeline=True`` or has no sample yet.
         """
-        if self._power_monitor is not None:
-            timelines = self._power_monitor.get_power_timeline(self._timeline_domain)
-            samples = sum_gpu_timelines(timelines, len(self.gpu_indices))
-        elif self._sampler is not None:
-            self._sampler.sample_now()  # up to now, even if the thread has not run since
-            samples = self._sampler.samples()
-        else:
-            return None
         if start_time_s is None:
             start_time_s = self._first_begin_s or self._created_s
-        return to_power_timeline(samples, self._source, start_time_s)
+        return to_power_timeline(self.power_samples(), self._source, start_time_s)
 
     def power_samples(self, start_time_s: float | None = None) -> list[tuple[float, float]]:
         """The whole power trace of the headline scope, unresampled, in Zeus's convention.
 
-        Each ``(unix time, watts)`` holds from its time until the next sample's, as Zeus's
-        ``PowerMonitor`` reports power (a sample is sent when the power changes); the
-        in-process sampler's period means are stamped the same way
-        (:meth:`~mlenergy.measure.timeline.ThreadSampler.held_samples`).
+        Each ``(unix time, watts)`` holds until the next sample, as Zeus's ``PowerMonitor``
+        sends power (on change); the in-process sampler's period means are stamped the same
+        way (:meth:`~mlenergy.measure.timeline.ThreadSampler.held_samples`).
 
         Args:
-            start_time_s: Unix time to start from: the sample in force then is stamped at it,
-                earlier ones are dropped; ``None``: everything.
+            start_time_s: Where to start: the sample in force then is stamped at it, earlier
+                ones are dropped; ``None``: everything.
 
         Returns:
             The samples in time order (``[]`` without ``power_timeline=True``).
@@ -478,7 +469,7 @@ class EnergyMeter:
             timelines = self._power_monitor.get_power_timeline(self._timeline_domain)
             samples = sum_gpu_timelines(timelines, len(self.gpu_indices))
         elif self._sampler is not None:
-            self._sampler.sample_now()
+            self._sampler.sample_now()  # up to now, even if the thread has not run since
             samples = self._sampler.held_samples()
         else:
             return []
