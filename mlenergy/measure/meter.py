@@ -452,18 +452,12 @@ class EnergyMeter:
         return to_power_timeline(self.power_samples(), self._source, start_time_s)
 
     def power_samples(self, start_time_s: float | None = None) -> list[tuple[float, float]]:
-        """The whole power trace of the headline scope, unresampled, in Zeus's convention.
+        """The whole power trace, unresampled: each ``(unix time, watts)`` held until the next.
 
-        Each ``(unix time, watts)`` holds until the next sample, as Zeus's ``PowerMonitor``
-        sends power (on change); the in-process sampler's period means are stamped the same
-        way (:meth:`~mlenergy.measure.timeline.ThreadSampler.held_samples`).
-
-        Args:
-            start_time_s: Where to start: the sample in force then is stamped at it, earlier
-                ones are dropped; ``None``: everything.
-
-        Returns:
-            The samples in time order (``[]`` without ``power_timeline=True``).
+        That is how Zeus's ``PowerMonitor`` sends power (on change); the in-process sampler's
+        means are stamped so too (:meth:`~mlenergy.measure.timeline.ThreadSampler.held_samples`).
+        ``start_time_s``: the sample in force then is stamped at it, earlier ones dropped. Empty
+        without ``power_timeline=True``.
         """
         if self._power_monitor is not None:
             timelines = self._power_monitor.get_power_timeline(self._timeline_domain)
