@@ -61,7 +61,8 @@ def bench(
         str | None,
         typer.Option(
             help="GPUs to measure, e.g. 0,1 (none: no GPU); default: the GPUs the model "
-            "occupies (serving: every GPU Zeus finds)."
+            "occupies (serving: those NVML lists the server's processes on; a launched server "
+            "is given exactly --gpu-indices)."
         ),
     ] = None,
     interleave: Annotated[
@@ -143,7 +144,10 @@ def bench(
     ] = None,
     server_pid: Annotated[
         int | None,
-        typer.Option(help="Serving, attached, no energy counter: the server's process id."),
+        typer.Option(
+            help="Serving, attached: the server's process id, whose tree holds its GPUs (and "
+            "its CPU, modelled, without counters); default: the process on the endpoint's port."
+        ),
     ] = None,
     model_config: Annotated[
         str | None,

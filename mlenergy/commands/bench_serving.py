@@ -106,12 +106,23 @@ def _line(record: Any) -> str:
     if record.status != "ok" or phase is None:
         return f"failed: {record.error}"
     ept = phase.energy_per_token_j
-    return (
+    line = (
         f"{ept * 1e3:.4g} mJ/token over a {phase.duration_s:.3g} s steady state "
         f"({record.energy_source})"
         if ept is not None
         else "no energy figure"
     )
+    s = record.serving
+    if s is not None and s.level_above_server_cap:
+        batch = record.workload.avg_batch_size
+        line += (
+            f"; level {record.workload.batch_size} is above the server's cap ({s.server_cap} "
+            f"running at most, {s.server_cap_source}): the rest waited in its queue, its batch "
+            f"was {batch:.3g}"
+            if batch is not None
+            else ""
+        )
+    return line
 
 
 def _source_cell(record: Any) -> str:

@@ -38,7 +38,9 @@ COLUMNS: tuple[Column, ...] = (
     Column("dtype", "Precision", "Weight precision as run (bfloat16, fp8, mxfp4, float32...)"),
     Column("active_params_b", "Active params (B)", "Parameters used per token, billions", "float"),
     Column("total_params_b", "Total params (B)", "All parameters, billions", "float"),
-    Column("batch_size", "Batch", "Batch size, or the serving engine's max_num_seqs cap", "int"),
+    Column(
+        "batch_size", "Batch", "Batch size; for serving runs the engine's max_num_seqs cap", "int"
+    ),
     Column(
         "energy_per_token_j",
         "Energy/token (J)",
@@ -111,7 +113,12 @@ DETAIL_ONLY: tuple[Column, ...] = (
         "Energy per response in joules = energy per output token x output tokens per request",
         "float",
     ),
-    Column("avg_batch_size", "Avg batch", "Achieved average concurrency (sequences)", "float"),
+    Column(
+        "avg_batch_size",
+        "Avg batch",
+        "Mean sequences the engine ran at once (serving: its /metrics), else achieved concurrency",
+        "float",
+    ),
     Column("tensor_parallel", "TP", "Tensor-parallel degree", "int"),
     Column("expert_parallel", "EP", "Expert-parallel degree", "int"),
     Column("data_parallel", "DP", "Data-parallel degree", "int"),

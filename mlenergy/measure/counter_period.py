@@ -18,7 +18,9 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 
-MIN_PERIODS = 10
+from mlenergy.records.serving import MIN_COUNTER_PERIODS
+
+MIN_PERIODS = MIN_COUNTER_PERIODS
 """Windows shorter than this many counter update periods are flagged as unresolvable."""
 
 TARGET_PERIODS = 25

@@ -23,11 +23,14 @@ emulated power in a thread instead.
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 
 from zeus.device.cpu.common import CPU, CpuDramMeasurement, CPUs, EmptyCPUs
 from zeus.device.gpu.common import GPU, GPUs, ZeusGPUNotSupportedError
@@ -71,36 +74,103 @@ class PowerProfile:
             t0=time.time() if t0 is None else t0,
         )
 
+    @cached_property
+    def _offsets(self) -> list[float]:
+        return [s[0] for s in self.steps]
+
+    @cached_property
+    def _cumulative_j(self) -> list[float]:
+        """Energy from ``t0`` to each step's offset, joules."""
+        out = [0.0]
+        for (a, watts), (b, _) in itertools.pairwise(self.steps):
+            out.append(out[-1] + watts * (b - a))
+        return out
+
     def power_w(self, t: float) -> float:
         """Power in watts at wall time ``t`` (seconds since the epoch)."""
-        offsets = [s[0] for s in self.steps]
-        i = max(0, bisect.bisect_right(offsets, t - self.t0) - 1)
+        i = max(0, bisect.bisect_right(self._offsets, t - self.t0) - 1)
         return self.steps[i][1]
+
+    def _energy_to(self, offset: float) -> float:
+        """Energy from ``t0`` to ``t0 + offset`` (negative before ``t0``), joules."""
+        if offset <= 0:
+            return self.steps[0][1] * offset
+        i = bisect.bisect_right(self._offsets, offset) - 1
+        return self._cumulative_j[i] + self.steps[i][1] * (offset - self._offsets[i])
 
     def energy_j(self, t_start: float, t_end: float) -> float:
         """Exact energy in joules between two wall times (the integral of :meth:`power_w`)."""
         if t_end <= t_start:
             return 0.0
-        a, b = t_start - self.t0, t_end - self.t0
-        total = 0.0
-        bounds = [s[0] for s in self.steps[1:]] + [math.inf]
-        lo = -math.inf
-        for (_, watts), hi in zip(self.steps, bounds, strict=True):
-            overlap = min(b, hi) - max(a, lo)
-            if overlap > 0:
-                total += watts * overlap
-            lo = hi
-        return total
+        return self._energy_to(t_end - self.t0) - self._energy_to(t_start - self.t0)
 
 
-def _as_profile(power: float | PowerProfile, t0: float) -> PowerProfile:
-    return power if isinstance(power, PowerProfile) else PowerProfile.constant(power, t0)
+class LivePower:
+    """Power set as it happens: a server emulation appends steps while the GPU is read.
+
+    It answers like :class:`PowerProfile` (``t0``, :meth:`power_w`, :meth:`energy_j`); steps
+    are appended in time order with :meth:`set`. Reads and appends may come from different
+    threads.
+
+    Args:
+        watts: Power from ``t0`` until the first :meth:`set`, watts.
+        t0: Wall-clock origin, seconds since the epoch (default: now).
+    """
+
+    def __init__(self, watts: float, t0: float | None = None) -> None:
+        self.t0 = time.time() if t0 is None else float(t0)
+        self._times = [self.t0]
+        self._watts = [float(watts)]
+        self._cumulative = [0.0]
+        self._lock = threading.Lock()
+
+    def set(self, t: float, watts: float) -> None:
+        """Power is ``watts`` from unix time ``t`` on (``t`` not before the last step)."""
+        with self._lock:
+            last = self._times[-1]
+            if t < last:
+                raise ValueError(f"power step at {t} is before the last one at {last}")
+            if t == last:
+                self._watts[-1] = float(watts)
+                return
+            self._cumulative.append(self._cumulative[-1] + self._watts[-1] * (t - last))
+            self._times.append(float(t))
+            self._watts.append(float(watts))
+
+    def power_w(self, t: float) -> float:
+        """Power in watts at unix time ``t``."""
+        with self._lock:
+            i = max(0, bisect.bisect_right(self._times, t) - 1)
+            return self._watts[i]
+
+    def _energy_to(self, t: float) -> float:
+        if t <= self.t0:
+            return self._watts[0] * (t - self.t0)
+        i = bisect.bisect_right(self._times, t) - 1
+        return self._cumulative[i] + self._watts[i] * (t - self._times[i])
+
+    def energy_j(self, t_start: float, t_end: float) -> float:
+        """Energy in joules between two unix times."""
+        if t_end <= t_start:
+            return 0.0
+        with self._lock:
+            return self._energy_to(t_end) - self._energy_to(t_start)
+
+
+Power = float | PowerProfile | LivePower
+"""What an emulated device's power can be: watts, a profile, or power set live."""
+
+
+def _as_profile(power: Power, t0: float) -> PowerProfile | LivePower:
+    if isinstance(power, PowerProfile | LivePower):
+        return power
+    return PowerProfile.constant(power, t0)
 
 
 class _Counter:
     """An energy counter in mJ that integrates a profile, optionally updating periodically."""
 
-    def __init__(self, profile: PowerProfile, counter_period_s: float) -> None:
+    def __init__(self, profile: PowerProfile | LivePower, counter_period_s: float) -> None:
         self.profile = profile
         self.counter_period_s = counter_period_s
 
@@ -123,6 +193,8 @@ class EmulatedGPU(GPU):
             NVML counters update every few to ~100 ms; windows shorter than this read 0 J
             unless Zeus's ``approx_instant_energy`` is on.
         power_limit_w: Reported power limit in watts.
+        processes: Ids of the processes running on it, as NVML's running-process lists give
+            them (``None``: the list cannot be read). Tests may change :attr:`processes`.
     """
 
     emulated = True
@@ -130,12 +202,14 @@ class EmulatedGPU(GPU):
     def __init__(
         self,
         gpu_index: int,
-        power: float | PowerProfile = 300.0,
+        power: Power = 300.0,
         name: str = EMULATED_GPU_NAME,
         counter_period_s: float = 0.0,
         power_limit_w: float = 700.0,
+        processes: Sequence[int] | None = None,
     ) -> None:
         super().__init__(gpu_index)
+        self.processes: list[int] | None = None if processes is None else list(processes)
         self.profile = _as_profile(power, time.time())
         self._counter = _Counter(self.profile, counter_period_s)
         self._name = name
@@ -229,6 +303,10 @@ class EmulatedGPU(GPU):
         """Return a fixed temperature. Units: Celsius."""
         return 45
 
+    def running_process_ids(self) -> list[int] | None:
+        """Ids of the processes running on this GPU (``None``: the list cannot be read)."""
+        return None if self.processes is None else list(self.processes)
+
 
 class EmulatedGPUs(GPUs):
     """A collection of :class:`EmulatedGPU` objects, in place of ``NVIDIAGPUs``."""
@@ -263,8 +341,8 @@ class EmulatedCPU(CPU):
     def __init__(
         self,
         cpu_index: int,
-        power: float | PowerProfile = 100.0,
-        dram_power: float | PowerProfile | None = None,
+        power: Power = 100.0,
+        dram_power: Power | None = None,
     ) -> None:
         super().__init__(cpu_index)
         now = time.time()
@@ -306,8 +384,8 @@ def is_emulated(devices: object) -> bool:
     return bool(getattr(devices, "emulated", False))
 
 
-def _per_device(power: float | PowerProfile | Sequence[float | PowerProfile], count: int) -> list:
-    if isinstance(power, int | float | PowerProfile):
+def _per_device(power: Power | Sequence[Power], count: int) -> list:
+    if isinstance(power, int | float | PowerProfile | LivePower):
         return [power] * count
     powers = list(power)
     if len(powers) != count:
@@ -317,11 +395,12 @@ def _per_device(power: float | PowerProfile | Sequence[float | PowerProfile], co
 
 @contextmanager
 def install_emulated_gpus(
-    power_w: float | PowerProfile | Sequence[float | PowerProfile] = 300.0,
+    power_w: Power | Sequence[Power] = 300.0,
     count: int = 1,
     name: str = EMULATED_GPU_NAME,
     counter_period_s: float = 0.0,
     hide_real_cpus: bool = True,
+    processes: Sequence[Sequence[int] | None] | None = None,
 ) -> Iterator[EmulatedGPUs]:
     """Replace Zeus's GPU singleton with emulated GPUs for the duration of a ``with`` block.
 
@@ -332,6 +411,8 @@ def install_emulated_gpus(
         counter_period_s: Energy counter update period in seconds (0: continuous).
         hide_real_cpus: Also replace Zeus's CPU singleton with an empty one, so a real RAPL
             counter on the test machine does not leak into the figures.
+        processes: One list of process ids per GPU (NVML's running processes); ``None``:
+            the lists cannot be read.
 
     Yields:
         The installed :class:`EmulatedGPUs`.
@@ -339,9 +420,12 @@ def install_emulated_gpus(
     import zeus.device.cpu as zcpu
     import zeus.device.gpu as zgpu
 
+    procs = [None] * count if processes is None else list(processes)
+    if len(procs) != count:
+        raise ValueError(f"{len(procs)} process lists given for {count} GPUs")
     gpus = EmulatedGPUs(
         gpus=[
-            EmulatedGPU(i, p, name=name, counter_period_s=counter_period_s)
+            EmulatedGPU(i, p, name=name, counter_period_s=counter_period_s, processes=procs[i])
             for i, p in enumerate(_per_device(power_w, count))
         ]
     )
@@ -358,9 +442,9 @@ def install_emulated_gpus(
 
 @contextmanager
 def install_emulated_cpus(
-    power_w: float | PowerProfile | Sequence[float | PowerProfile] = 100.0,
+    power_w: Power | Sequence[Power] = 100.0,
     count: int = 1,
-    dram_power_w: float | PowerProfile | None = None,
+    dram_power_w: Power | None = None,
 ) -> Iterator[EmulatedCPUs]:
     """Replace Zeus's CPU (RAPL) singleton with emulated packages for a ``with`` block.
 

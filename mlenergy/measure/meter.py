@@ -58,6 +58,7 @@ from mlenergy.measure.devices import (
 from mlenergy.measure.timeline import (
     ThreadSampler,
     delta_power_fn,
+    held_from,
     sum_gpu_timelines,
     to_power_timeline,
 )
@@ -271,6 +272,8 @@ class EnergyMeter:
         key = f"mlenergy:{name}"
         cpu_s = process_cpu_seconds() if self.cpu_power_model is not None else 0.0
         self._zeus.begin_window(key, sync_execution=self.sync_execution)
+        if self._sampler is not None:  # a sample at each edge: the trace resolves the window
+            self._sampler.sample_now()
         start = self._zeus.measurement_states[key].time  # Zeus's own start timestamp
         if self._first_begin_s is None:
             self._first_begin_s = start
@@ -285,6 +288,8 @@ class EnergyMeter:
                 f"measurement window {name!r} is not open", "Call begin(name) first"
             ) from None
         m = self._zeus.end_window(state.key, sync_execution=self.sync_execution)
+        if self._sampler is not None:
+            self._sampler.sample_now()
         if self.cpu_power_model is not None:
             cpu_s = process_cpu_seconds() - state.cpu_s
             by_device = {MODELLED_CPU_DEVICE: self.cpu_power_model.energy_j(m.time, cpu_s)}
@@ -432,7 +437,7 @@ class EnergyMeter:
         return delta_power_fn(read_j, lambda joules, dt: joules / dt)
 
     def timeline(self, start_time_s: float | None = None) -> PowerTimeline | None:
-        """The power trace so far, downsampled to at most 512 points.
+        """The power trace so far (:meth:`power_samples`), downsampled to at most 512 points.
 
         Args:
             start_time_s: Unix time that becomes ``t = 0`` (earlier samples are dropped);
@@ -442,17 +447,27 @@ class EnergyMeter:
             The timeline labelled with :attr:`energy_source`, or ``None`` when the meter was
             made without ``power_timeline=True`` or has no sample yet.
         """
+        if start_time_s is None:
+            start_time_s = self._first_begin_s or self._created_s
+        return to_power_timeline(self.power_samples(), self._source, start_time_s)
+
+    def power_samples(self, start_time_s: float | None = None) -> list[tuple[float, float]]:
+        """The whole power trace, unresampled: each ``(unix time, watts)`` held until the next.
+
+        That is how Zeus's ``PowerMonitor`` sends power (on change); the in-process sampler's
+        means are stamped so too (:meth:`~mlenergy.measure.timeline.ThreadSampler.held_samples`).
+        ``start_time_s``: the sample in force then is stamped at it, earlier ones dropped. Empty
+        without ``power_timeline=True``.
+        """
         if self._power_monitor is not None:
             timelines = self._power_monitor.get_power_timeline(self._timeline_domain)
             samples = sum_gpu_timelines(timelines, len(self.gpu_indices))
         elif self._sampler is not None:
             self._sampler.sample_now()  # up to now, even if the thread has not run since
-            samples = self._sampler.samples()
+            samples = self._sampler.held_samples()
         else:
-            return None
-        if start_time_s is None:
-            start_time_s = self._first_begin_s or self._created_s
-        return to_power_timeline(samples, self._source, start_time_s)
+            return []
+        return held_from(samples, start_time_s)
 
     # ----------------------------------------------------------------- lifecycle
     def _check_open(self) -> None:

@@ -19,6 +19,9 @@ The rule
    initialised CUDA); name the model or the GPUs to be exact.
 5. With no GPU in scope the headline is the RAPL packages (``measured:zeus-rapl``) or, without
    counters, the CPU power model (``modelled:cpu-tdp``).
+6. A server measured from outside (``bench --endpoint/--launch``) occupies the GPUs on which
+   NVML lists one of its processes as running (:func:`gpus_held_by`); see
+   :mod:`mlenergy.workloads.serving.server_gpus`.
 
 Every record names the devices it covers in its :class:`~mlenergy.records.MeasuredScope`.
 """
@@ -194,3 +197,63 @@ def meter_for(
     from mlenergy.measure.meter import EnergyMeter
 
     return EnergyMeter(gpu_indices=measured_gpus(where, gpu_indices), **meter_options)
+
+
+def gpu_process_ids(gpus: Any, index: int) -> set[int] | None:
+    """Ids of the processes NVML lists as running on GPU ``index`` (compute and graphics).
+
+    Zeus's GPU objects do not expose these lists; this reads them from the device's NVML
+    handle (emulated GPUs state theirs).
+
+    Args:
+        gpus: Zeus's GPU collection.
+        index: The GPU's index in Zeus's numbering (within ``CUDA_VISIBLE_DEVICES``).
+
+    Returns:
+        The process ids, or ``None`` when the list cannot be read (another vendor, no
+        permission, an old driver).
+    """
+    devices = getattr(gpus, "gpus", None)
+    if devices is None or not 0 <= index < len(devices):
+        return None
+    device = devices[index]
+    stated = getattr(device, "running_process_ids", None)
+    if callable(stated):
+        ids = stated()
+        return None if ids is None else {int(i) for i in ids}
+    handle = getattr(device, "handle", None)
+    if handle is None:
+        return None
+    try:
+        import pynvml
+
+        procs = [
+            *pynvml.nvmlDeviceGetComputeRunningProcesses(handle),
+            *pynvml.nvmlDeviceGetGraphicsRunningProcesses(handle),
+        ]
+    except Exception:  # NVMLError or a missing function: the list cannot be read
+        return None
+    return {int(p.pid) for p in procs}
+
+
+def gpus_held_by(pids: Iterable[int], gpus: Any) -> tuple[list[int], bool]:
+    """The GPUs on which any of ``pids`` runs, by NVML's running-process lists.
+
+    Args:
+        pids: Process ids (a server's process tree).
+        gpus: Zeus's GPU collection.
+
+    Returns:
+        ``(indices, readable)``: the GPUs holding one of the processes (Zeus's numbering), and
+        whether every GPU's list could be read (when not, an empty answer proves nothing).
+    """
+    wanted = set(pids)
+    held: list[int] = []
+    readable = True
+    for i in range(len(getattr(gpus, "gpus", ()))):
+        ids = gpu_process_ids(gpus, i)
+        if ids is None:
+            readable = False
+        elif ids & wanted:
+            held.append(i)
+    return held, readable

@@ -87,7 +87,8 @@ class ThreadSampler:
 
     Used for the CPU power model and emulated devices only; real GPUs go through Zeus's
     ``PowerMonitor``. The thread sleeps between samples, so its cost is one short Python
-    call per period.
+    call per period. Each sample is the mean power over the period that ends at its time
+    (:meth:`samples`); :meth:`held_samples` gives the same power in Zeus's convention.
 
     Args:
         power_fn: Returns the scope's power in watts over the last period; called with the
@@ -105,6 +106,7 @@ class ThreadSampler:
         self._power_fn = power_fn
         self.period_s = period_s
         self._samples: deque[tuple[float, float]] = deque(maxlen=max_samples)
+        self._origin_s = time.time()  # where the first sample's period begins
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._failed = False
@@ -132,8 +134,24 @@ class ThreadSampler:
                     logger.warning("power sample failed (%s: %s)", type(err).__name__, err)
 
     def samples(self) -> list[tuple[float, float]]:
-        """A copy of the samples so far."""
+        """A copy of the samples so far: ``(time, mean watts since the previous sample)``."""
         return list(self._samples)
+
+    def held_samples(self) -> list[tuple[float, float]]:
+        """The same power in Zeus's convention: each ``(time, watts)`` held until the next.
+
+        Every sample's mean power is stamped at the start of its period instead of its end
+        (no value changes), and the last one is repeated at its end time.
+        """
+        pts = list(self._samples)
+        if not pts:
+            return []
+        if len(pts) == self._samples.maxlen:  # the oldest were dropped: its start is unknown
+            starts = [t for t, _ in pts[:-1]]
+            pts = pts[1:]
+        else:
+            starts = [self._origin_s, *(t for t, _ in pts[:-1])]
+        return [*((a, w) for a, (_, w) in zip(starts, pts, strict=True)), pts[-1]]
 
     def stop(self) -> None:
         """Stop the thread (idempotent)."""
@@ -193,3 +211,23 @@ def sum_gpu_timelines(
     if out:
         out.append((max(time.time(), out[-1][0]), out[-1][1]))
     return out
+
+
+def held_from(
+    samples: Sequence[tuple[float, float]], start_time_s: float | None
+) -> list[tuple[float, float]]:
+    """Held samples from ``start_time_s`` on: the one in force then is re-stamped at it.
+
+    Args:
+        samples: ``(unix time, watts)``, each held until the next.
+        start_time_s: Where to start (``None``: all of them).
+
+    Returns:
+        The samples from ``start_time_s``, sorted; the power at every instant is unchanged.
+    """
+    pts = sorted(samples)
+    if start_time_s is None or not pts:
+        return pts
+    before = [p for p in pts if p[0] <= start_time_s]
+    after = [p for p in pts if p[0] > start_time_s]
+    return ([(start_time_s, before[-1][1])] if before else []) + after

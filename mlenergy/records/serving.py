@@ -15,6 +15,14 @@ from pydantic import Field, model_validator
 
 from mlenergy.records.base import FrozenModel, NonNegFloat, NonNegInt, PosInt
 
+MIN_COUNTER_PERIODS = 10
+"""A window shorter than this many update periods of its energy counter gives no figure: each
+edge may be off by a whole period."""
+
+SPLIT_WINDOW_AGREEMENT = 0.02
+"""Per-request energies are kept only when the split's power samples, integrated over the
+steady-state window, are within this fraction of the window's counter energy."""
+
 
 class Percentiles(FrozenModel):
     """The 50th, 90th and 99th percentiles (and mean) of one per-request figure.
@@ -79,7 +87,21 @@ class ServingStats(FrozenModel):
         window_start_s: Steady-state window start in seconds after the first request.
         window_end_s: Steady-state window end in seconds after the first request.
         window_output_tokens: Output tokens produced inside the window (count).
-        achieved_concurrency: Time-averaged requests in flight inside the window (count).
+        achieved_concurrency: Time-averaged requests the client had in flight inside the
+            window (count): sent and not ended, whether the server ran them or queued them.
+        batch_source: Where ``workload.avg_batch_size`` comes from: ``server`` (the mean of
+            the server's running requests in the window, from its ``/metrics``, as the
+            reference rows report it) or ``client`` (``achieved_concurrency``, when the
+            server says nothing).
+        server_cap: Most requests the server runs at once, when known (count).
+        server_cap_source: How ``server_cap`` is known: ``--launch {max_num_seqs}``,
+            ``/metrics`` (most running while requests waited) or ``client`` (most requests
+            decoding at once while others were held back).
+        level_above_server_cap: True when requests waited in the server's queue because the
+            level is above its cap: the server's batch is then its cap, not the level.
+        window_counter_periods: Length of the window in update periods of the slowest energy
+            counter in scope (``scope.counter_period_s``); ``None`` for a continuous counter or
+            none. Windows shorter than ten are failed points, never figures.
         run_duration_s: Seconds from the first request sent to the last one finished.
         run_energy_j: Energy of the whole run in joules (same scope as the window).
         run_energy_per_token_j: ``run_energy_j`` over all output tokens, joules per token.
@@ -87,13 +109,23 @@ class ServingStats(FrozenModel):
         tpot_s: Time per output token after the first, seconds (per request).
         itl_s: Inter-token latency between streamed chunks, seconds.
         e2e_latency_s: End-to-end latency of a request, seconds.
-        request_energy_j: Energy of one request, joules (power timeline split by tokens).
+        request_energy_j: Energy of one request, joules (the power samples split by the work
+            each request gave the server; see docs/serve-benchmark.md).
         request_energy_per_token_j: A request's energy over its output tokens, joules/token.
         request_energies_j: Every completed request's energy in joules (the distribution).
         request_output_tokens: Every completed request's output tokens, in the same order.
-        split_energy_j: Sum of the requests' energies, joules: the timeline's energy over the
-            time at least one request was in flight.
-        split_span_s: Seconds during which at least one request was in flight.
+        split_energy_j: Sum of the requests' energies, joules: the power samples' energy over
+            the time at least one request was in the server.
+        split_span_s: Seconds during which at least one request was in the server.
+        split_window_energy_j: The split's power samples integrated over the steady-state
+            window, joules; within 2% of the window's counter energy, or the per-request
+            energies are withheld.
+        split_costs: What the split fitted on the run: ``step_j`` (J per decode step),
+            ``decode_token_j`` and ``prompt_token_j`` (J per token), ``idle_w`` (W drawn at
+            all times, the measured idle power).
+        split_withheld: Why there are no per-request energies, when there are none.
+        request_queue_s: Seconds each request waited in the server's queue (rebuilt from the
+            server's cap, first come first served).
         engine_metrics: The engine's own counters, when it exposes ``/metrics``.
         energy_scope_note: What the energy covers when it is modelled (the server's process
             tree, a given ``--server-pid``, or the whole machine).
@@ -119,6 +151,11 @@ class ServingStats(FrozenModel):
     window_end_s: NonNegFloat
     window_output_tokens: NonNegInt
     achieved_concurrency: NonNegFloat
+    batch_source: Literal["server", "client"] | None = None
+    server_cap: PosInt | None = None
+    server_cap_source: str | None = None
+    level_above_server_cap: bool | None = None
+    window_counter_periods: NonNegFloat | None = None
     run_duration_s: NonNegFloat
     run_energy_j: NonNegFloat | None = None
     run_energy_per_token_j: NonNegFloat | None = None
@@ -132,6 +169,10 @@ class ServingStats(FrozenModel):
     request_output_tokens: tuple[NonNegInt, ...] = ()
     split_energy_j: NonNegFloat | None = None
     split_span_s: NonNegFloat | None = None
+    split_window_energy_j: NonNegFloat | None = None
+    split_costs: dict[str, NonNegFloat] = Field(default_factory=dict)
+    split_withheld: str | None = None
+    request_queue_s: Percentiles | None = None
     engine_metrics: EngineMetrics | None = None
     energy_scope_note: str | None = None
 

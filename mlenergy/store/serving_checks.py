@@ -7,8 +7,13 @@ and to :class:`~mlenergy.records.ServingStats`:
 * output throughput x window duration = window tokens (same tolerance);
 * the window's tokens are those of ``serving.window_output_tokens``, its duration that of
   ``serving.window_end_s - serving.window_start_s`` (the Zeus window, within 5 ms or 1 %);
-* achieved concurrency <= the level (``workload.batch_size``) and, when given, the achieved
-  batch ``workload.avg_batch_size`` equals it;
+* achieved concurrency <= the level (``workload.batch_size``); the batch
+  ``workload.avg_batch_size`` is the server's mean running requests (``serving.engine_metrics``)
+  when ``serving.batch_source`` is ``server``, else the achieved concurrency;
+* the window spans at least ten update periods of the energy counter (``scope.counter_period_s``;
+  ``serving.window_counter_periods`` agrees): a shorter window's energy does not resolve;
+* per-request energies come with the split's power samples over the window
+  (``serving.split_window_energy_j``), within 2% of the window's counter energy;
 * the requests' energies add up to ``serving.split_energy_j``, and the whole run's energy is
   at least the window's;
 * the requests' energies (and ``split_energy_j``) add up to at most the whole run's energy
@@ -23,6 +28,8 @@ from __future__ import annotations
 import math
 
 from mlenergy.records import RunRecord, ServingStats
+from mlenergy.records.serving import MIN_COUNTER_PERIODS as MIN_PERIODS
+from mlenergy.records.serving import SPLIT_WINDOW_AGREEMENT as SPLIT_AGREEMENT
 from mlenergy.store.checks import tag
 
 IDENTITY_REL_TOL = 0.005
@@ -76,12 +83,8 @@ def serving_problems(run: RunRecord, where: str) -> list[str]:
             f"{where}.serving.achieved_concurrency: {s.achieved_concurrency:.4g} exceeds the "
             f"level {run.workload.batch_size}"
         )
-    avg = run.workload.avg_batch_size
-    if avg is not None and not _close(avg, s.achieved_concurrency):
-        problems.append(
-            f"{where}.workload.avg_batch_size: {avg:.4g}, but serving.achieved_concurrency is "
-            f"{s.achieved_concurrency:.4g}"
-        )
+    problems += _batch_problems(run, where)
+    problems += _window_problems(run, where)
     if s.split_energy_j is not None and s.request_energies_j:
         total = sum(s.request_energies_j)
         if not _close(total, s.split_energy_j):
@@ -131,4 +134,57 @@ def _request_energy_problems(s: ServingStats, where: str) -> list[str]:
                 f"whole run's {run_j:.6g} J",
             )
         )
+    return problems
+
+
+def _batch_problems(run: RunRecord, where: str) -> list[str]:
+    s = run.serving
+    assert s is not None
+    avg = run.workload.avg_batch_size
+    if avg is None:
+        return []
+    running = s.engine_metrics.running_mean if s.engine_metrics is not None else None
+    if s.batch_source == "server":
+        if running is None:
+            return [f"{where}.serving.batch_source: server, but no engine_metrics.running_mean"]
+        expected, name = running, "serving.engine_metrics.running_mean"
+    else:
+        expected, name = s.achieved_concurrency, "serving.achieved_concurrency"
+    if _close(avg, expected):
+        return []
+    return [f"{where}.workload.avg_batch_size: {avg:.4g}, but {name} is {expected:.4g}"]
+
+
+def _window_problems(run: RunRecord, where: str) -> list[str]:
+    s = run.serving
+    phase = run.phase("request")
+    assert s is not None and phase is not None
+    problems: list[str] = []
+    period = run.scope.counter_period_s if run.scope is not None else None
+    if period:
+        periods = phase.duration_s / period
+        if periods < MIN_PERIODS * (1 - IDENTITY_REL_TOL):
+            problems.append(
+                f"{where}.phases[request].duration_s: the steady-state window spans "
+                f"{periods:.3g} periods of the energy counter ({period * 1e3:.3g} ms); at least "
+                f"{MIN_PERIODS} are needed for its energy to resolve"
+            )
+        if s.window_counter_periods is not None and not _close(s.window_counter_periods, periods):
+            problems.append(
+                f"{where}.serving.window_counter_periods: {s.window_counter_periods:.4g}, but "
+                f"the window is {periods:.4g} counter periods"
+            )
+    if s.request_energies_j and phase.energy_j:
+        sampled = s.split_window_energy_j
+        if sampled is None:
+            problems.append(
+                f"{where}.serving.split_window_energy_j: per-request energies need the split's "
+                "power samples over the window, to hold them to the counter"
+            )
+        elif abs(sampled / phase.energy_j - 1) > SPLIT_AGREEMENT:
+            problems.append(
+                f"{where}.serving.split_window_energy_j: {sampled:.6g} J, "
+                f"{sampled / phase.energy_j - 1:+.1%} from the window's {phase.energy_j:.6g} J "
+                f"(at most {SPLIT_AGREEMENT:.0%}): the per-request energies do not hold"
+            )
     return problems

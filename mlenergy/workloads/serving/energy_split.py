@@ -1,16 +1,30 @@
-"""The energy of each request: the power timeline split across the requests in flight.
+"""The energy of each request: the measured power split by what each request made the GPU do.
 
-The timeline is a sequence of samples ``(t_k, P_k)``: ``P_k`` watts held over ``(t_{k-1}, t_k]``
-(the mean power over the sampling period, as Zeus's counters and the samplers give it). In each
-period the energy ``P_k x (t_k - t_{k-1})`` is cut into the part during which at least one
-request was in flight and the rest (idle gaps, kept apart). The in-flight part goes to the
-requests in flight in proportion to the tokens each produced in that period: every output token
-counts for the request that received it, and a request's prompt tokens count for it spread
-evenly over its prefill (from sending to its first token). In a period where no request produced
-a token, the in-flight part is split by the time each request was in flight.
+**Power.** The samples are Zeus's: ``(t_k, P_k)`` with ``P_k`` watts held from ``t_k`` until
+the next sample (:func:`timeline_energy_j`); no resampling. Period ``k`` is ``[t_k, t_{k+1})``
+and holds ``E_k = P_k (t_{k+1} - t_k)`` joules.
 
-By construction the requests' energies add up to the timeline's energy over the time at least one
-request was in flight (:attr:`SplitResult.attributed_j`).
+**What each request did, and when** (from the client's timestamps and what the server says):
+
+* it *waited* in the server's queue from sending until it was admitted
+  (:mod:`~.server_queue`), which costs nothing;
+* it *prefilled* its prompt from admission to its first token (prompt tokens spread evenly);
+* it *decoded* each later output token over the gap since its previous token (one token per
+  inter-token interval, so a token's work sits in the step that made it, not after it);
+* while *in the server* (admitted, not ended) it shared whatever the server spends per unit
+  time or per step with the other requests in the server at that moment (``1 / n(t)`` each).
+
+**How much each kind of work costs** is read from the run itself: a non-negative least-squares
+fit, over every period, of the period's energy on its busy seconds, its decode steps (decode
+tokens over the mean number of decoders), its decode tokens, its prompt tokens and its idle
+seconds. No cost is assumed; on a server whose prompt tokens are cheap the fit says so.
+
+**The split.** Each period's energy, less the fitted idle part of its gaps, goes to the requests
+in it in proportion to their fitted work: shared seconds and steps by ``1 / n(t)``, decode and
+prompt tokens by the tokens each processed in the period. By construction the requests' energies
+add up to the timeline's energy over the time at least one request was in the server
+(:attr:`SplitResult.attributed_j`). Failed requests are not split (a level with a failure is not
+a measurement).
 """
 
 from __future__ import annotations
@@ -20,8 +34,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.optimize import nnls
 
+from mlenergy.workloads.serving.server_queue import server_spans
 from mlenergy.workloads.serving.timing import RequestTiming
+
+POOL_S = 1.0
+"""Seconds of samples whose energy is shared out together (see the module docstring)."""
+
+FEATURES = ("step_j", "decode_token_j", "prompt_token_j", "idle_w")
+"""Fitted costs: per decode step (J), per decode token (J), per prompt token (J), and the power
+drawn at all times (W: the measured idle power when given)."""
 
 
 @dataclass(frozen=True)
@@ -30,103 +53,200 @@ class SplitResult:
 
     Attributes:
         energy_j: Energy of each request in joules, in the order given.
-        attributed_j: Their sum: the timeline's energy over the in-flight time, joules.
-        unattributed_j: Timeline energy while no request was in flight, joules.
-        in_flight_s: Seconds during which at least one request was in flight.
+        attributed_j: Their sum: the timeline's energy while a request was in the server, J.
+        unattributed_j: Timeline energy while no request was in the server, joules.
+        in_flight_s: Seconds during which at least one request was in the server.
+        queued_s: Seconds each request spent in the server's queue, in the order given.
+        costs: The fitted costs, named as :data:`FEATURES` (``{}`` when nothing was fitted).
     """
 
     energy_j: list[float]
     attributed_j: float
     unattributed_j: float
     in_flight_s: float
+    queued_s: list[float]
+    costs: dict[str, float]
 
 
-def _union_length(intervals: list[tuple[float, float]]) -> float:
-    total, cur_a, cur_b = 0.0, None, None
-    for a, b in sorted(intervals):
-        if cur_b is None or a > cur_b:
-            if cur_b is not None:
-                total += cur_b - cur_a
-            cur_a, cur_b = a, b
-        else:
-            cur_b = max(cur_b, b)
-    if cur_b is not None:
-        total += cur_b - cur_a
-    return total
+@dataclass
+class _Activity:
+    """One request's cumulative work at the period boundaries ``lo .. hi`` (inclusive)."""
+
+    lo: int
+    hi: int
+    share_s: np.ndarray  # seconds in the server, each divided by the requests in it then
+    decode_s: np.ndarray  # seconds between the first token and the end
+    decode_tokens: np.ndarray  # output tokens after the first, each over its inter-token gap
+    prompt_tokens: np.ndarray  # prompt tokens, spread from admission to the first token
+
+
+def _occupancy(spans: Sequence[tuple[float, float]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Times, cumulative busy seconds and cumulative ``1/n`` seconds at every span edge."""
+    edges = sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans])
+    times, busy, share = [edges[0][0]], [0.0], [0.0]
+    n = 0
+    for t, step in edges:
+        dt = t - times[-1]
+        busy.append(busy[-1] + (dt if n > 0 else 0.0))
+        share.append(share[-1] + (dt / n if n > 0 else 0.0))
+        times.append(t)
+        n += step
+    return np.array(times), np.array(busy), np.array(share)
+
+
+def _activity(
+    r: RequestTiming,
+    admitted: float,
+    prefill_start: float,
+    bounds: np.ndarray,
+    occ: tuple[np.ndarray, ...],
+) -> _Activity:
+    end = float(r.end_s)  # type: ignore[arg-type]
+    first = float(r.first_token_s)  # type: ignore[arg-type]
+    lo = max(0, int(np.searchsorted(bounds, admitted, side="right")) - 1)
+    hi = min(len(bounds) - 1, int(np.searchsorted(bounds, end, side="left")))
+    b = bounds[lo : hi + 1]
+    times, _, share = occ
+    inside = np.clip(b, admitted, end)
+    share_s = np.interp(inside, times, share) - np.interp(admitted, times, share)
+    decode_s = np.clip(b, first, end) - first
+    tokens = np.asarray(r.token_times_s(), dtype=float)
+    decode = (
+        np.interp(b, tokens, np.arange(tokens.size, dtype=float), left=0.0, right=tokens.size - 1)
+        if tokens.size > 1
+        else np.zeros_like(b)
+    )
+    if first > prefill_start:
+        prompt = r.prompt_tokens * np.clip((b - prefill_start) / (first - prefill_start), 0, 1)
+    else:
+        prompt = r.prompt_tokens * (b >= first).astype(float)
+    return _Activity(lo, hi, share_s, decode_s, decode, prompt)
+
+
+def _fit(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Non-negative least squares of ``y`` on the columns of ``x`` (scaled for conditioning)."""
+    scale = np.linalg.norm(x, axis=0)
+    scale[scale == 0] = 1.0
+    coef, _ = nnls(x / scale, y)
+    return coef / scale
 
 
 def split_energy(
     requests: Sequence[RequestTiming],
     samples: Sequence[tuple[float, float]],
-    start_s: float | None = None,
+    *,
+    server_cap: int | None = None,
+    idle_w: float | None = None,
+    pool_s: float = POOL_S,
 ) -> SplitResult:
-    """Split the energy of a power timeline across requests by the tokens they produced.
+    """Split the energy of a power timeline across requests (see the module docstring).
 
     Args:
-        requests: The requests (failed ones get their share of the time they were in flight).
-        samples: ``(unix_time_s, watts)`` samples, each the mean power since the previous one.
-        start_s: Unix time at which the first sample's period begins; default: the first
-            sample only opens the timeline (its own period is unknown and not counted).
+        requests: Finished requests (``first_token_s`` and ``end_s`` set).
+        samples: ``(unix_time_s, watts)``, each held until the next sample.
+        server_cap: The server's cap (:func:`~.server_queue.infer_cap`); ``None``: requests
+            run from the moment they are sent.
+        idle_w: Power the scope draws at all times, watts: the idle power measured before
+            the run; ``None``: the lowest sampled power.
+        pool_s: Seconds of periods whose energy is shared out together.
 
     Returns:
         The split.
     """
     pts = sorted(samples)
-    if start_s is not None:
-        pts = [(start_s, pts[0][1] if pts else 0.0), *[p for p in pts if p[0] > start_s]]
     n = len(requests)
-    spans = [(r.sent_s, r.end_s if r.end_s is not None else r.sent_s) for r in requests]
-    starts = np.array([s for s, _ in spans], dtype=float)
-    ends = np.array([e for _, e in spans], dtype=float)
-    token_times = [np.asarray(r.token_times_s(), dtype=float) for r in requests]
-    prefill = [
-        (r.sent_s, r.first_token_s, float(r.prompt_tokens)) if r.first_token_s is not None else None
-        for r in requests
-    ]
-    energy = np.zeros(n)
-    attributed = unattributed = in_flight = 0.0
-    for (a, _), (b, watts) in itertools.pairwise(pts):
-        if b <= a:
-            continue
-        period_j = watts * (b - a)
-        overlap = np.clip(np.minimum(ends, b) - np.maximum(starts, a), 0.0, None)
-        live = np.nonzero(overlap > 0)[0]
-        if live.size == 0:
-            unattributed += period_j
-            continue
-        covered = _union_length([(max(starts[i], a), min(ends[i], b)) for i in live.tolist()])
-        share_j = period_j * covered / (b - a)
-        weights = np.zeros(n)
-        for i in live.tolist():
-            tt = token_times[i]
-            weights[i] = np.count_nonzero((tt > a) & (tt <= b))
-            if prefill[i] is not None:
-                p0, p1, ptok = prefill[i]
-                if p1 > p0:
-                    weights[i] += ptok * max(0.0, min(p1, b) - max(p0, a)) / (p1 - p0)
-                elif a < p1 <= b:
-                    weights[i] += ptok
-        if weights.sum() <= 0:
-            weights = overlap
-        energy += share_j * weights / weights.sum()
-        attributed += share_j
-        unattributed += period_j - share_j
-        in_flight += covered
-    return SplitResult(
-        energy_j=energy.tolist(),
-        attributed_j=attributed,
-        unattributed_j=unattributed,
-        in_flight_s=in_flight,
+    if n == 0 or len(pts) < 2:
+        unattributed = timeline_energy_j(pts, -np.inf, np.inf)
+        return SplitResult([0.0] * n, 0.0, unattributed, 0.0, [0.0] * n, {})
+    bounds = np.array([t for t, _ in pts])
+    dt = np.diff(bounds)
+    energy = np.array([p for _, p in pts])[:-1] * dt
+    spans = server_spans(requests, server_cap)
+    occ = _occupancy(
+        [(a, float(r.end_s)) for a, r in zip(spans.admitted_s, requests, strict=True)]  # type: ignore[arg-type]
     )
+    busy = np.diff(np.interp(bounds, occ[0], occ[1]))
+    acts = [
+        _activity(r, a, p, bounds, occ)
+        for r, a, p in zip(requests, spans.admitted_s, spans.prefill_start_s, strict=True)
+    ]
+    periods = len(dt)
+
+    def total(values: list[np.ndarray]) -> np.ndarray:
+        out = np.zeros(periods)
+        for a, v in zip(acts, values, strict=True):
+            np.add.at(out, np.arange(a.lo, a.hi), v)
+        return out
+
+    share_s = [np.diff(a.share_s) for a in acts]
+    decode = [np.diff(a.decode_tokens) for a in acts]
+    prompt = [np.diff(a.prompt_tokens) for a in acts]
+    decoders = np.divide(
+        total([np.diff(a.decode_s) for a in acts]), dt, out=np.zeros(periods), where=dt > 0
+    )
+    decode_total = total(decode)
+    steps = np.divide(decode_total, decoders, out=np.zeros(periods), where=decoders > 1e-9)
+    x = np.column_stack([steps, decode_total, total(prompt), dt])
+    if idle_w is None:
+        idle_w = float(np.min(energy[dt > 0] / dt[dt > 0])) if np.any(dt > 0) else 0.0
+    coef = _fit_costs(x, energy, dt > 0, idle_w)
+    idle = coef[3]
+    predicted_busy = x[:, :3] @ coef[:3] + idle * busy
+    predicted = predicted_busy + idle * np.clip(dt - busy, 0.0, None)
+    fallback = np.divide(busy, dt, out=np.zeros(periods), where=dt > 0)
+    share = energy * np.divide(predicted_busy, predicted, out=fallback, where=predicted > 0)
+    share = np.where(busy > 0, share, 0.0)
+    per_share_s = np.divide(
+        idle * busy + coef[0] * steps, busy, out=np.zeros(periods), where=busy > 0
+    )
+    weights = [
+        per_share_s[a.lo : a.hi] * u + coef[1] * d + coef[2] * p
+        for a, u, d, p in zip(acts, share_s, decode, prompt, strict=True)
+    ]
+    block = np.floor((bounds[:-1] - bounds[0]) / pool_s).astype(int)
+    blocks = int(block[-1]) + 1
+
+    def pooled(values: np.ndarray) -> np.ndarray:
+        return np.bincount(block, values, minlength=blocks)[block]
+
+    weight_sum = pooled(total(weights))
+    time_sum = pooled(total(share_s))  # a block where the fit gives nobody work: by time
+    share_pool = pooled(share)
+    per_weight = np.divide(share_pool, weight_sum, out=np.zeros(periods), where=weight_sum > 0)
+    per_time = np.where(
+        weight_sum > 0,
+        0.0,
+        np.divide(share_pool, time_sum, out=np.zeros(periods), where=time_sum > 0),
+    )
+    out = [
+        float(per_weight[a.lo : a.hi] @ w + per_time[a.lo : a.hi] @ u)
+        for a, w, u in zip(acts, weights, share_s, strict=True)
+    ]
+    attributed = float(sum(out))
+    return SplitResult(
+        energy_j=out,
+        attributed_j=attributed,
+        unattributed_j=float(energy.sum()) - attributed,
+        in_flight_s=float(busy.sum()),
+        queued_s=[a - r.sent_s for a, r in zip(spans.admitted_s, requests, strict=True)],
+        costs={name: float(c) for name, c in zip(FEATURES, coef, strict=True)},
+    )
+
+
+def _fit_costs(x: np.ndarray, energy: np.ndarray, rows: np.ndarray, idle_w: float) -> np.ndarray:
+    """Costs per step, decode token and prompt token (J), fitted >= 0, then ``idle_w`` (W)."""
+    if rows.sum() < x.shape[1]:
+        return np.array([0.0, 0.0, 0.0, idle_w])
+    return np.append(_fit(x[rows, :3], energy[rows] - idle_w * x[rows, 3]), idle_w)
 
 
 def timeline_energy_j(
     samples: Sequence[tuple[float, float]], start_s: float, end_s: float
 ) -> float:
-    """Energy in joules of the timeline between two unix times (same convention as above)."""
+    """Energy in joules of the timeline between two unix times (each sample held forward)."""
     pts = sorted(samples)
     total = 0.0
-    for (a, _), (b, watts) in itertools.pairwise(pts):
+    for (a, watts), (b, _) in itertools.pairwise(pts):
         lo, hi = max(a, start_s), min(b, end_s)
         if hi > lo:
             total += watts * (hi - lo)

@@ -321,6 +321,7 @@ def launched_server(
     *,
     startup_timeout_s: float = 600.0,
     poll_s: float = 0.5,
+    env: dict[str, str] | None = None,
 ) -> Iterator[LaunchedServer]:
     """Start a server from ``--launch``, wait until it serves, stop its process group on exit.
 
@@ -331,6 +332,8 @@ def launched_server(
         log_path: The server's stdout and stderr go here (kept).
         startup_timeout_s: Seconds to wait until ``/v1/models`` answers.
         poll_s: Seconds between attempts.
+        env: Variables set for the command on top of this process's environment (e.g.
+            ``CUDA_VISIBLE_DEVICES``).
 
     Raises:
         UserError: The command cannot start, exits, or does not answer in time (the message
@@ -346,6 +349,7 @@ def launched_server(
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
+                env={**os.environ, **env} if env else None,
                 start_new_session=True,  # its own process group: we stop exactly that group
             )
         except OSError as err:

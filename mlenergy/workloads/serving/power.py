@@ -1,11 +1,14 @@
-"""The energy scope of a serving run: Zeus's devices, else the server's modelled CPU.
+"""The energy scope of a serving run: the server's GPUs, else the server's modelled CPU.
 
-With energy counters (GPUs Zeus finds, or RAPL), windows go through
-:class:`~mlenergy.measure.EnergyMeter` and its power timeline: GPUs ``--gpu-indices`` or all the
-GPUs the process can see. Without counters the CPU power model
-(:mod:`mlenergy.measure.cpu_model`, ``modelled:cpu-tdp``) is applied to the CPU time of the
-*server*, not of the client: the launched server's process tree, the process tree of
-``--server-pid`` when attached, else every process of the machine (the record says which).
+With energy counters (GPUs, or RAPL), windows go through :class:`~mlenergy.measure.EnergyMeter`
+and its power samples: the server's GPUs as :mod:`~.server_gpus` picks them. Without counters
+the CPU power model (:mod:`mlenergy.measure.cpu_model`, ``modelled:cpu-tdp``) is applied to the
+CPU time of the *server*, not of the client: the launched server's process tree, the tree of
+``--server-pid`` or of the process listening on the endpoint's port when attached, else every
+process of the machine (the record says which).
+
+Power samples come back whole and in Zeus's convention: each ``(unix time, watts)`` holds
+until the next (:meth:`ServingPower.samples`).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import psutil
 
 from mlenergy.errors import UserError
 from mlenergy.measure import MODELLED_CPU_SOURCE, EnergyMeter, resolve_cpu_power_model
-from mlenergy.measure.timeline import ThreadSampler, delta_power_fn
+from mlenergy.measure.timeline import ThreadSampler, delta_power_fn, held_from
 from mlenergy.records import MeasuredScope
 
 
@@ -64,6 +67,7 @@ class ServingPower:
         server_pid: Process whose tree the modelled CPU energy covers; ``None``: the machine.
         server_label: How the record names that process (``launched server``, ``--server-pid``).
         period_s: Sampling period of the power timeline in seconds.
+        gpus_how: How the GPUs were chosen, added to the scope's description.
 
     Raises:
         UserError: GPUs asked for that Zeus cannot see, or a server pid that does not exist.
@@ -75,7 +79,8 @@ class ServingPower:
         cpu_tdp_w: float | None = None,
         server_pid: int | None = None,
         server_label: str = "--server-pid",
-        period_s: float = 0.1,
+        period_s: float = 0.05,
+        gpus_how: str | None = None,
     ) -> None:
         self._meter: EnergyMeter | None = EnergyMeter(
             gpu_indices=gpu_indices,
@@ -90,6 +95,10 @@ class ServingPower:
         if self._meter.energy_source != MODELLED_CPU_SOURCE:
             self.energy_source = self._meter.energy_source
             self.scope = self._meter.scope
+            if gpus_how and self._meter.gpu_indices:
+                names = ", ".join(self._meter.gpu_names())
+                described = f"{self.scope.description}; {names}; chosen: {gpus_how}"
+                self.scope = self.scope.model_copy(update={"description": described})
             return
         self._meter.close()
         self._meter = None
@@ -136,6 +145,8 @@ class ServingPower:
         if self._meter is not None:
             self._meter.begin(name)
         else:
+            assert self._sampler is not None
+            self._sampler.sample_now()  # a sample at each edge: the trace resolves the window
             self._open[name] = (time.time(), self._safe_cpu_s())
 
     def end(self, name: str) -> WindowEnergy:
@@ -145,6 +156,8 @@ class ServingPower:
             start = r.start_time_s if r.start_time_s is not None else time.time() - r.duration_s
             return WindowEnergy(start, r.duration_s, r.energy_j, dict(r.energy_by_device_j))
         start, cpu0 = self._open.pop(name)
+        assert self._sampler is not None
+        self._sampler.sample_now()
         duration = time.time() - start
         energy = self.model.energy_j(duration, self._safe_cpu_s() - cpu0)
         return WindowEnergy(start, duration, energy, {"cpu:modelled": energy})
@@ -156,16 +169,23 @@ class ServingPower:
         else:
             self._open.pop(name, None)
 
+    @property
+    def counter_period_s(self) -> float:
+        """Update period of the slowest counter in scope, seconds (0: continuous, or none)."""
+        return self._meter.counter_period_s if self._meter is not None else 0.0
+
     def samples(self, start_s: float) -> list[tuple[float, float]]:
-        """``(unix time, watts)`` samples since ``start_s``, each the mean since the previous."""
+        """Every ``(unix time, watts)`` sample from ``start_s``, each held until the next.
+
+        On real GPUs these are Zeus's ``PowerMonitor`` samples as it sends them; elsewhere the
+        in-process sampler's period means, stamped at their periods' starts. Nothing is
+        resampled.
+        """
         if self._sampler is not None:
             self._sampler.sample_now()  # the tail since the last period, so a short run has one
-            return [s for s in self._sampler.samples() if s[0] >= start_s]
+            return held_from(self._sampler.held_samples(), start_s)
         assert self._meter is not None
-        timeline = self._meter.timeline(start_time_s=start_s)
-        if timeline is None:
-            return []
-        return [(start_s + t, p) for t, p in zip(timeline.t_s, timeline.power_w, strict=True)]
+        return self._meter.power_samples(start_s)
 
     def gpu_names(self) -> list[str]:
         """Names of the measured GPUs."""

@@ -4,7 +4,11 @@ The ``request`` phase holds the steady-state window, as the reference rows do: i
 Zeus (or the modelled server CPU), its duration, and the output tokens whose arrival fell in it;
 energy per token and throughput follow from those three, so
 ``energy_per_token_j x tokens == energy_j`` and ``throughput x duration_s == tokens`` hold
-exactly. Everything else lands in :class:`~mlenergy.records.ServingStats`.
+exactly. Everything else lands in :class:`~mlenergy.records.ServingStats`: the batch as the
+reference means it (the server's mean running requests, from its ``/metrics``), the server's
+cap, and the energy of each request (:mod:`~.energy_split`), withheld when the split's power
+samples and the counter disagree by more than
+:data:`~mlenergy.records.serving.SPLIT_WINDOW_AGREEMENT` over the window.
 """
 
 from __future__ import annotations
@@ -26,7 +30,9 @@ from mlenergy.records import (
     Workload,
     utc_now,
 )
-from mlenergy.workloads.serving.energy_split import split_energy
+from mlenergy.records.serving import SPLIT_WINDOW_AGREEMENT as SPLIT_AGREEMENT
+from mlenergy.workloads.serving.energy_split import SplitResult, split_energy, timeline_energy_j
+from mlenergy.workloads.serving.server_queue import ServerCap, infer_cap
 from mlenergy.workloads.serving.spec import ServingSpec
 from mlenergy.workloads.serving.stats import percentiles
 from mlenergy.workloads.serving.steady_state import Window, mean_in_flight, tokens_in_window
@@ -45,7 +51,7 @@ class LevelContext:
         engine: Engine name and version, or ``None``.
         engine_source: Where ``engine`` came from.
         launched: Whether mlenergy started the server.
-        sets_server_cap: Whether the launch command received ``{max_num_seqs}``.
+        sets_server_cap: Whether the launch command received ``{max_num_seqs}`` (the level).
         ignore_eos_via: How ignore-EOS was asked, ``None`` when not asked or unsupported.
         hardware: The machine.
         software: Versions (engine included).
@@ -87,8 +93,9 @@ class LevelMeasurement:
         window_by_device_j: Its energy per device.
         run_energy_j: The whole run's energy in joules.
         run_duration_s: The whole run's Zeus duration in seconds.
-        samples: Power samples ``(unix time, watts)`` over the run.
-        metrics: ``/metrics`` scrapes inside the window.
+        samples: Power samples ``(unix time, watts)`` over the run, each held until the next.
+        scrapes: ``(unix time, counts)`` of every ``/metrics`` scrape over the run.
+        counter_period_s: Update period of the slowest counter in scope, seconds (0: none).
     """
 
     timings: list[RequestTiming]
@@ -100,7 +107,12 @@ class LevelMeasurement:
     run_energy_j: float | None
     run_duration_s: float
     samples: list[tuple[float, float]]
-    metrics: list[dict[str, float]] = field(default_factory=list)
+    scrapes: list[tuple[float, dict[str, float]]] = field(default_factory=list)
+    counter_period_s: float = 0.0
+
+    def window_scrapes(self) -> list[dict[str, float]]:
+        """The scrapes taken inside the steady-state window."""
+        return [s for t, s in self.scrapes if self.window.start_s <= t <= self.window.end_s]
 
 
 def _engine_metrics(scrapes: list[dict[str, float]]) -> EngineMetrics | None:
@@ -119,7 +131,12 @@ def _engine_metrics(scrapes: list[dict[str, float]]) -> EngineMetrics | None:
     )
 
 
-def _workload(ctx: LevelContext, ok: list[RequestTiming], achieved: float) -> Workload:
+def _workload(ctx: LevelContext, ok: list[RequestTiming], batch: float, cap: ServerCap) -> Workload:
+    """The workload (``max_num_seqs``: the server's cap, where it is known and bounds the batch).
+
+    The cap is the level when ``--launch`` set it, the server's observed cap when the level was
+    above it; ML.ENERGY's batch column is that ``max_num_seqs``.
+    """
     spec = ctx.spec
     mean_out = sum(r.output_tokens for r in ok) / len(ok)
     mean_in = sum(r.prompt_tokens for r in ok) / len(ok)
@@ -129,8 +146,8 @@ def _workload(ctx: LevelContext, ok: list[RequestTiming], achieved: float) -> Wo
         kind="inference",
         task=spec.task,
         batch_size=ctx.level,
-        avg_batch_size=achieved if achieved > 0 else None,
-        max_num_seqs=ctx.level if ctx.sets_server_cap else None,
+        avg_batch_size=batch if batch > 0 else None,
+        max_num_seqs=cap.cap if cap.cap is not None and cap.cap <= ctx.level else None,
         input_tokens=round(mean_in),
         output_tokens=max(1, round(mean_out)),
         num_requests=len(ok),
@@ -167,14 +184,15 @@ def build_record(ctx: LevelContext, m: LevelMeasurement) -> RunRecord:
         itl_p99_s=itl.p99 if itl else None,
         energy_by_device_j=m.window_by_device_j,
     )
-    split = split_energy(ok, m.samples, start_s=m.start_s) if m.samples else None
-    # No power samples (no timeline from the meter): no per-request split, never zeros.
-    energies = split.energy_j if split is not None else []
-    per_token = (
-        [e / r.output_tokens for e, r in zip(energies, ok, strict=True) if r.output_tokens]
-        if split is not None
-        else []
-    )
+    metrics = _engine_metrics(m.window_scrapes())
+    server_running = metrics.running_mean if metrics is not None else None
+    declared = ctx.level if ctx.sets_server_cap else None
+    cap = infer_cap(ok, ctx.level, [s for _, s in m.scrapes], declared)
+    split, withheld = _split(ctx, m, ok, cap, phase.energy_j)
+    # No split (no samples, or samples that disagree with the counter): no per-request
+    # energies, never zeros.
+    energies = split.energy_j if split is not None and withheld is None else []
+    per_token = [e / r.output_tokens for e, r in zip(energies, ok, strict=False) if r.output_tokens]
     out_total = sum(r.output_tokens for r in ok)
     limit = spec.max_output_tokens
     stats = ServingStats(
@@ -198,6 +216,13 @@ def build_record(ctx: LevelContext, m: LevelMeasurement) -> RunRecord:
         window_end_s=max(0.0, m.window.end_s - m.start_s),
         window_output_tokens=window_tokens,
         achieved_concurrency=achieved,
+        batch_source="server" if server_running is not None else "client",
+        server_cap=cap.cap,
+        server_cap_source=cap.source,
+        level_above_server_cap=cap.cap is not None and cap.cap < ctx.level,
+        window_counter_periods=(
+            m.window.duration_s / m.counter_period_s if m.counter_period_s > 0 else None
+        ),
         run_duration_s=m.run_duration_s,
         run_energy_j=m.run_energy_j,
         run_energy_per_token_j=(
@@ -211,9 +236,15 @@ def build_record(ctx: LevelContext, m: LevelMeasurement) -> RunRecord:
         request_energy_per_token_j=percentiles(per_token),
         request_energies_j=tuple(energies),
         request_output_tokens=tuple(r.output_tokens for r in ok) if energies else (),
-        split_energy_j=split.attributed_j if split else None,
-        split_span_s=split.in_flight_s if split else None,
-        engine_metrics=_engine_metrics(m.metrics),
+        split_energy_j=split.attributed_j if energies and split else None,
+        split_span_s=split.in_flight_s if energies and split else None,
+        split_window_energy_j=(
+            timeline_energy_j(m.samples, m.window.start_s, m.window.end_s) if m.samples else None
+        ),
+        split_costs=split.costs if energies and split else {},
+        split_withheld=withheld,
+        request_queue_s=percentiles(split.queued_s) if split is not None else None,
+        engine_metrics=metrics,
         energy_scope_note=ctx.scope_note,
     )
     return RunRecord(
@@ -221,7 +252,9 @@ def build_record(ctx: LevelContext, m: LevelMeasurement) -> RunRecord:
         started_at=_utc(m.start_s),
         ended_at=_utc(m.end_s),
         model=ctx.model,
-        workload=_workload(ctx, ok, achieved),
+        workload=_workload(
+            ctx, ok, server_running if server_running is not None else achieved, cap
+        ),
         hardware=ctx.hardware,
         software=ctx.software,
         energy_source=ctx.energy_source,
@@ -232,6 +265,30 @@ def build_record(ctx: LevelContext, m: LevelMeasurement) -> RunRecord:
         tags=ctx.tags,
         serving=stats,
     )
+
+
+def _split(
+    ctx: LevelContext,
+    m: LevelMeasurement,
+    ok: list[RequestTiming],
+    cap: ServerCap,
+    window_j: float | None,
+) -> tuple[SplitResult | None, str | None]:
+    """The per-request split, and why its energies are withheld (``None``: kept)."""
+    if not m.samples:
+        return None, "no power samples"
+    idle = ctx.idle.avg_power_w if ctx.idle is not None else None
+    split = split_energy(ok, m.samples, server_cap=cap.cap, idle_w=idle)
+    if window_j is None or window_j <= 0:
+        return split, "no window energy to hold the split's power samples to"
+    sampled = timeline_energy_j(m.samples, m.window.start_s, m.window.end_s)
+    gap = sampled / window_j - 1
+    if abs(gap) > SPLIT_AGREEMENT:
+        return split, (
+            f"the power samples give {sampled:.4g} J over the steady-state window, the counter "
+            f"{window_j:.4g} J ({gap:+.1%}, more than {SPLIT_AGREEMENT:.0%})"
+        )
+    return split, None
 
 
 def failed_record(ctx: LevelContext, error: str) -> RunRecord:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from mlenergy.errors import Interrupted, UserError
+from mlenergy.measure.counter_period import MIN_PERIODS
 from mlenergy.measure.host_bound import with_host_bound
 from mlenergy.records import IdleBaseline, new_run_id
 from mlenergy.workloads.serving.arrivals import arrival_offsets_s
@@ -45,6 +46,7 @@ from mlenergy.workloads.serving.record import (
     build_record,
     failed_record,
 )
+from mlenergy.workloads.serving.server_gpus import listening_pid, server_gpus, visible_devices_for
 from mlenergy.workloads.serving.spec import ServingSpec, describe_model
 from mlenergy.workloads.serving.steady_state import SteadyStateTracker, Window
 from mlenergy.workloads.serving.timing import RequestTiming
@@ -205,6 +207,15 @@ def _measure_load(
             load.timings,
         )
     steady = windows["steady_state"]
+    period = power.counter_period_s
+    if period > 0 and steady.duration_s < MIN_PERIODS * period:
+        raise LoadFailed(
+            f"the steady-state window lasted {steady.duration_s:.3g} s, "
+            f"{steady.duration_s / period:.1f} periods of the energy counter "
+            f"({period * 1e3:.3g} ms each); at least {MIN_PERIODS} are needed for its energy "
+            "to resolve: run more requests (--num-requests)",
+            load.timings,
+        )
     window = Window(steady.start_s, steady.start_s + steady.duration_s)
     return LevelMeasurement(
         timings=load.timings,
@@ -216,7 +227,8 @@ def _measure_load(
         run_energy_j=run.energy_j,
         run_duration_s=run.duration_s,
         samples=power.samples(run.start_s),
-        metrics=[s for t, s in scrapes if window.start_s <= t <= window.end_s],
+        scrapes=scrapes,
+        counter_period_s=period,
     )
 
 
@@ -294,7 +306,13 @@ def measure_level(
     extra, via = negotiate_ignore_eos(options, spec.ignore_eos, engine.name)
     options = replace(options, extra_body=extra)
     label = "launched server" if launched else "--server-pid"
-    power = ServingPower(spec.gpu_indices, spec.cpu_tdp_w, server_pid, label, spec.power_period_s)
+    if server_pid is None:
+        server_pid = listening_pid(endpoint)  # attached without --server-pid
+        label = "listening server"
+    gpus = server_gpus(spec.gpu_indices, server_pid, label)
+    power = ServingPower(
+        gpus.gpu_indices, spec.cpu_tdp_w, server_pid, label, spec.power_period_s, gpus.how
+    )
     try:
         ctx = _context(spec, level, run_id, model, engine, power, launched, log_path)
         ctx.ignore_eos_via = via
@@ -380,8 +398,18 @@ def _one_level(spec: ServingSpec, level: int, model: ModelInfo, log_dir: Path | 
         )
     assert log_dir is not None
     log_path = log_dir / f"{run_id}.log"
+    env = (
+        {"CUDA_VISIBLE_DEVICES": visible_devices_for(spec.gpu_indices)}
+        if spec.gpu_indices
+        else None
+    )
     with launched_server(
-        spec.launch, spec.model, level, log_path, startup_timeout_s=spec.startup_timeout_s
+        spec.launch,
+        spec.model,
+        level,
+        log_path,
+        startup_timeout_s=spec.startup_timeout_s,
+        env=env,
     ) as server:
         record = measure_level(
             spec,

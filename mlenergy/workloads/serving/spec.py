@@ -67,7 +67,8 @@ class ServingSpec:
         idle_s: Seconds of idle power measured before each level (0: skip).
         startup_timeout_s: Seconds a launched server may take to answer.
         request_timeout_s: Seconds a request may wait for its next chunk.
-        power_period_s: Sampling period of the power timeline, seconds.
+        power_period_s: Sampling period of the power samples, seconds (Zeus polls no faster
+            than 0.05 s).
     """
 
     model: str
@@ -92,7 +93,7 @@ class ServingSpec:
     idle_s: float = 1.0
     startup_timeout_s: float = 600.0
     request_timeout_s: float = 600.0
-    power_period_s: float = 0.1
+    power_period_s: float = 0.05
 
     def validate(self) -> ServingSpec:
         """Check every value; return ``self``.

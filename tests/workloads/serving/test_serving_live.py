@@ -55,16 +55,19 @@ def _window_abs(record: RunRecord) -> tuple[float, float]:
 
 
 def test_steady_state_figures_meet_the_identities_on_a_known_profile(dense_server):
-    endpoint, _, model = dense_server
-    # two GPUs, power alternating every 0.1 s: windows and splits must follow it exactly
+    endpoint, pid, model = dense_server
+    # two GPUs that the server holds (it listens on the endpoint's port), a third it does not;
+    # power alternating every 0.1 s: windows and splits must follow it exactly
     steps = [(0.1 * k, 150.0 if k % 2 else 450.0) for k in range(4000)]
     profile = PowerProfile.piecewise(steps)
-    with install_emulated_gpus(power_w=profile, count=2):
+    held = [[pid], [pid], [os.getpid()]]
+    with install_emulated_gpus(power_w=[profile, profile, 60.0], count=3, processes=held):
         (record,) = run_serving_bench(_spec(endpoint, model))
     assert record.status == "ok", record.error
     assert record.workload.method == "serving-steady-state"
     assert record.energy_source == "emulated:zeus-gpu"
     assert record.scope.gpu_indices == (0, 1)
+    assert f"held by the listening server process tree (pid {pid}" in record.scope.description
     s, phase = record.serving, record.phase("request")
     assert s.ignore_eos and s.ignore_eos_via == "generation_config"
     assert s.outputs_ended_early == 0  # every request ran to max_output_tokens
@@ -79,6 +82,8 @@ def test_steady_state_figures_meet_the_identities_on_a_known_profile(dense_serve
     assert phase.energy_per_token_j * phase.tokens == pytest.approx(phase.energy_j, rel=1e-9)
     assert phase.throughput_tokens_per_s * phase.duration_s == pytest.approx(phase.tokens)
     assert 0 < s.achieved_concurrency <= 4 + 1e-9
+    # transformers serve has no /metrics: the batch is the client's in-flight mean, said so
+    assert s.batch_source == "client" and s.engine_metrics is None
     assert record.workload.avg_batch_size == pytest.approx(s.achieved_concurrency)
     assert serving_problems(record, "run") == []
     # the whole run holds the window; its energy is the profile's over the run
@@ -229,18 +234,18 @@ def test_a_server_dying_mid_run_keeps_finished_levels_and_loses_nothing(tiny_mod
         assert "level 4" in info.value.problem
 
 
-def test_attached_without_counters_models_the_server_pid_or_says_whole_machine(dense_server):
+def test_attached_without_counters_models_the_server_pid_or_the_listening_server(dense_server):
     endpoint, pid, model = dense_server
     small = dict(levels=(2,), num_requests=8, max_output_tokens=16)
     with install_no_devices():
         (own,) = run_serving_bench(_spec(endpoint, model, server_pid=pid, **small))
-        (machine,) = run_serving_bench(_spec(endpoint, model, **small))
+        (listening,) = run_serving_bench(_spec(endpoint, model, **small))
         with pytest.raises(UserError, match="not a running process"):
             run_serving_bench(_spec(endpoint, model, server_pid=2**22 + 7, **small))
-    for record in (own, machine):
+    for record in (own, listening):
         assert record.energy_source == "modelled:cpu-tdp"
         assert record.phase("request").energy_j > 0
         assert serving_problems(record, "run") == []
     assert f"--server-pid process tree (pid {pid})" in own.serving.energy_scope_note
-    assert "whole machine" in machine.serving.energy_scope_note
-    assert "whole machine" in machine.scope.description
+    # no --server-pid: the process listening on the endpoint's port, not the whole machine
+    assert f"listening server process tree (pid {pid})" in listening.serving.energy_scope_note

@@ -101,15 +101,15 @@ def test_token_times_spread_tokens_the_stream_bundled():
     assert len(times) == 5 and times[0] == 1.0 and max(times) <= 3.0
 
 
-def test_split_adds_up_to_the_in_flight_energy_and_follows_tokens():
-    # power 100 W from 0 to 2 s, 400 W from 2 to 4 s, sampled every 0.1 s
-    samples = [(0.1 * k, 100.0 if 0.1 * k <= 2.0 + 1e-9 else 400.0) for k in range(0, 41)]
+def test_split_adds_up_to_the_in_server_energy_with_samples_held_forward():
+    # Zeus's convention: 100 W held over [0, 2), 400 W over [2, 4)
+    samples = [(0.1 * k, 100.0 if k < 20 else 400.0) for k in range(0, 41)]
     a = _req(0, 0.0, 0.5, 4.0, 30)  # long request
     b = _req(1, 1.0, 1.2, 2.0, 10)  # short one, only during the low-power part
-    res = split_energy([a, b], samples)
+    res = split_energy([a, b], samples, idle_w=0.0)
     assert sum(res.energy_j) == pytest.approx(res.attributed_j, rel=1e-12)
     assert res.attributed_j == pytest.approx(timeline_energy_j(samples, 0.0, 4.0), rel=1e-9)
-    assert res.attributed_j == pytest.approx(100 * 2 + 400 * 2, rel=1e-6)
+    assert res.attributed_j == pytest.approx(100 * 2 + 400 * 2, rel=1e-9)
     # b ran only at 100 W for 1 s: it cannot have more than 100 J
     assert 0 < res.energy_j[1] < 100.0
     assert res.unattributed_j == pytest.approx(0.0, abs=1e-9)
@@ -123,12 +123,17 @@ def test_split_keeps_idle_gaps_apart():
     assert res.energy_j[0] == pytest.approx(50.0, rel=1e-6)
 
 
-def test_prefill_tokens_count_for_the_prefilling_request():
-    samples = [(0.0, 0.0), (1.0, 100.0)]
-    decoding = _req(0, 0.0, 0.1, 1.0, 10)
-    prefilling = RequestTiming(1, 0.0, first_token_s=1.0, end_s=1.0, prompt_tokens=30)
-    res = split_energy([decoding, prefilling], samples)
-    assert res.energy_j[1] == pytest.approx(100.0 * 30 / 40, rel=1e-9)
+def test_time_in_the_servers_queue_costs_nothing():
+    # a server that runs one request at a time at 100 W; the second waits a second for it
+    samples = [(0.05 * k, 100.0) for k in range(0, 41)]
+    first = _req(0, 0.0, 0.1, 1.0, 20, prompt=50)
+    queued = _req(1, 0.0, 1.1, 2.0, 20, prompt=50)
+    res = split_energy([first, queued], samples, server_cap=1, idle_w=20.0)
+    assert res.queued_s == pytest.approx([0.0, 1.0])
+    assert res.energy_j == pytest.approx([100.0, 100.0], rel=1e-6)
+    # taken as running from the moment it was sent, the queued one would be charged for it
+    naive = split_energy([first, queued], samples, idle_w=20.0)
+    assert naive.energy_j[1] > 110.0
 
 
 def test_percentiles():
