@@ -16,6 +16,7 @@ from mlenergy.records.base import (
     canonical_json,
     sha256_hex,
 )
+from mlenergy.records.generation import GenerationInfo
 from mlenergy.records.provenance import Hardware, ModelInfo, Software
 from mlenergy.records.quality import QualityResult
 from mlenergy.records.run import (
@@ -41,6 +42,7 @@ __all__ = [
     "EnergySource",
     "EngineMetrics",
     "FrozenModel",
+    "GenerationInfo",
     "Hardware",
     "IdleBaseline",
     "Interval",

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 def _models() -> list[type[BaseModel]]:
     from mlenergy.records.base import Interval, RepeatStats
+    from mlenergy.records.generation import GenerationInfo
     from mlenergy.records.provenance import Hardware, ModelInfo, Software
     from mlenergy.records.quality import QualityResult
     from mlenergy.records.run import (
@@ -45,6 +46,7 @@ def _models() -> list[type[BaseModel]]:
         IdleBaseline,
         PowerTimeline,
         TrainingCheckpoint,
+        GenerationInfo,
         ServingStats,
         Percentiles,
         EngineMetrics,

@@ -21,6 +21,7 @@ from mlenergy.records.base import (
     canonical_json,
     sha256_hex,
 )
+from mlenergy.records.generation import GenerationInfo
 from mlenergy.records.provenance import Hardware, ModelInfo, Software
 from mlenergy.records.serving import ServingStats
 
@@ -323,6 +324,10 @@ class RunRecord(FrozenModel):
         submission: How the record entered the store through community submission, if so.
         serving: A serving run's load, latencies, whole-run energy and per-request energies
             (method ``serving-steady-state``; its request phase is the steady-state window).
+        generation: How a static-batch run generated: the decode loop (``eager`` or
+            ``compiled-static-cache``), the torch and transformers versions, the warm-up time
+            kept out of every window and, for MoE models, the experts backend; ``None`` for
+            serving runs, estimates, imports and older records.
     """
 
     schema_version: Literal["1.0"] = SCHEMA_VERSION
@@ -355,6 +360,7 @@ class RunRecord(FrozenModel):
         description="Load, latencies and per-request energies of a serving run "
         "(method serving-steady-state); the request phase holds the steady-state window.",
     )
+    generation: GenerationInfo | None = None
 
     @model_validator(mode="after")
     def _status_consistent(self) -> RunRecord:
@@ -384,5 +390,7 @@ class RunRecord(FrozenModel):
         the submission intake use it to reject duplicates.
         """
         excluded = {"submission"} if self.serving is not None else {"submission", "serving"}
+        if self.generation is None:
+            excluded.add("generation")
         data = self.model_dump(mode="json", exclude=excluded)  # hashes of older records stay
         return sha256_hex(canonical_json(data))

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mlenergy.errors import UserError
+from mlenergy.models.experts import parse_experts_policy
 from mlenergy.progress import progress_bar
 from mlenergy.records import (
     Hardware,
@@ -34,7 +35,9 @@ from mlenergy.records import (
     Workload,
     utc_now,
 )
-from mlenergy.workloads.phases import PointMeasurement, RepeatWindows, summarise_phases
+from mlenergy.workloads.backends import parse_generation_policy
+from mlenergy.workloads.phases import RepeatWindows, summarise_phases
+from mlenergy.workloads.point import measure_point
 
 if TYPE_CHECKING:
     import torch
@@ -61,6 +64,10 @@ class InferenceSpec:
         idle_s: Seconds of idle power measured once per sweep (0: skip).
         task: Optional workload label recorded on every run.
         tags: Extra tags recorded on every run.
+        generation: Decode backend: ``auto`` (compiled on CUDA, eager elsewhere), ``eager``
+            or ``compiled-static-cache`` (:mod:`mlenergy.workloads.backends`).
+        experts_backend: MoE experts backend: ``auto``, ``measure``, ``eager``,
+            ``grouped_mm`` or ``batched_mm`` (:mod:`mlenergy.models.experts`).
     """
 
     batch_sizes: tuple[int, ...] = (1,)
@@ -75,6 +82,8 @@ class InferenceSpec:
     idle_s: float = 0.5
     task: str | None = None
     tags: dict[str, str] = field(default_factory=dict)
+    generation: str = "auto"
+    experts_backend: str = "auto"
 
     def validate(self) -> InferenceSpec:
         """Check every value; return ``self``.
@@ -96,6 +105,8 @@ class InferenceSpec:
         _check_int("warm-up runs", self.warmup, 0, "--warmup 1")
         if not (0 <= self.idle_s <= 600):
             raise UserError(f"idle duration {self.idle_s!r} s is out of range", "Use 0 to 600 s")
+        parse_generation_policy(self.generation)
+        parse_experts_policy(self.experts_backend)
         return self
 
 
@@ -157,62 +168,6 @@ def is_out_of_memory(exc: BaseException) -> bool:
     if isinstance(exc, torch.OutOfMemoryError | MemoryError):
         return True
     return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
-
-
-def measure_point(
-    loaded: LoadedModel,
-    meter: EnergyMeter,
-    input_ids: torch.Tensor,
-    output_tokens: int,
-    repeats: int,
-    warmup: int,
-    on_step: Callable[[], None] | None = None,
-) -> PointMeasurement:
-    """Warm up, then measure ``repeats`` generations of one batch (prefill and decode windows).
-
-    For MoE models the warm-up (unmeasured) also counts the tokens routed to each expert.
-
-    Args:
-        loaded: The model.
-        meter: The energy meter.
-        input_ids: ``(batch, input_tokens)`` prompt ids on the model's device.
-        output_tokens: Tokens per sequence to generate.
-        repeats: Measured repeats.
-        warmup: Unmeasured generations first.
-        on_step: Called after every warm-up and measured generation (progress).
-
-    Returns:
-        The window results of each repeat and the expert utilisation (``None`` for dense
-        models or without warm-up).
-    """
-    from mlenergy.measure.resolve import measure_resolved
-    from mlenergy.workloads.generation import PassRunner, cache_argument, generate
-    from mlenergy.workloads.routing import ExpertCounter
-
-    model, device = loaded.model, loaded.device
-    cache_arg = cache_argument(model)
-    counter = ExpertCounter(model, loaded.info.num_experts)
-    for i in range(warmup):
-        if i == 0:
-            with counter:
-                generate(model, input_ids, output_tokens)
-        else:
-            generate(model, input_ids, output_tokens)
-        if on_step:
-            on_step()
-    work = PassRunner(model, input_ids, output_tokens - 1, cache_arg, device)
-    n_pre, n_dec = work.passes_for(getattr(meter, "target_window_s", 0.0))
-    results = []
-    for _ in range(repeats):
-        pre, n_pre, _ = measure_resolved(meter, "prefill", work.prefill, n_pre)
-        dec, steps = None, []
-        if output_tokens > 1:
-            dec, n_dec, steps = measure_resolved(meter, "decode", work.decode, n_dec)
-        work.state = None
-        results.append(RepeatWindows(pre, dec, steps, n_pre, n_dec if dec else 0))
-        if on_step:
-            on_step()
-    return PointMeasurement(results, counter.utilisation())
 
 
 def _free_memory(device: str) -> None:
@@ -302,8 +257,9 @@ def run_point(
     try:
         ids = ctx.prompts.batch(batch_size, spec.input_tokens).to(ctx.loaded.device)
         point = measure_point(
-            ctx.loaded, ctx.meter, ids, spec.output_tokens, spec.repeats, spec.warmup, on_step
-        )
+            ctx.loaded, ctx.meter, ids, spec.output_tokens, spec.repeats, spec.warmup, on_step,
+            generation=spec.generation, experts_backend=spec.experts_backend,
+        )  # fmt: skip
         phases = summarise_phases(point.repeats, batch_size, spec.input_tokens, spec.output_tokens)
     except Exception as exc:
         if not is_out_of_memory(exc):
@@ -316,6 +272,7 @@ def run_point(
         ended_at=utc_now(),
         expert_utilisation=point.expert_utilisation,
         power_timeline=ctx.meter.timeline(start_s),
+        generation=point.generation,
         **common,
     )
 
@@ -393,6 +350,8 @@ class _Arm:
     repeats: list[RepeatWindows] = field(default_factory=list)
     utilisation: tuple[float, ...] | None = None
     failed: RunRecord | None = None
+    prepared: Any = None
+    generation: Any = None
 
 
 def run_interleaved(
@@ -461,14 +420,18 @@ def _arm_step(arm: _Arm, spec: InferenceSpec, repeats: int, warmup: int) -> None
         return
     try:
         point = measure_point(
-            arm.ctx.loaded, arm.ctx.meter, arm.ids, spec.output_tokens, repeats, warmup
-        )
+            arm.ctx.loaded, arm.ctx.meter, arm.ids, spec.output_tokens, repeats, warmup,
+            generation=spec.generation, experts_backend=spec.experts_backend,
+            prepared=arm.prepared,
+        )  # fmt: skip
     except Exception as exc:
         if not is_out_of_memory(exc):
             raise
         arm.failed = _failed(exc, arm.ctx, arm.batch_size, arm.common)
         return
     arm.repeats += point.repeats
+    if arm.prepared is None:  # the first call prepared it: its warm-up time is the record's
+        arm.prepared, arm.generation = point.prepared, point.generation
     if warmup and point.expert_utilisation is not None:
         arm.utilisation = point.expert_utilisation
 
@@ -483,6 +446,7 @@ def _arm_record(arm: _Arm, spec: InferenceSpec) -> RunRecord:
         phases=phases,
         ended_at=utc_now(),
         expert_utilisation=arm.utilisation,
+        generation=arm.generation,
         **{**arm.common, "tags": tags},
     )
 
