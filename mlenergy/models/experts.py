@@ -90,7 +90,7 @@ def set_experts_backend(model: torch.nn.Module, backend: str) -> None:
     if not supports_experts_backend(model):
         raise UserError(
             f"{type(model).__name__} has no MoE layers with a switchable experts backend",
-            "Leave --experts-backend at auto for dense models",
+            "Only MoE models (Mixtral, Qwen-MoE, DeepSeek-V3...) have an experts backend",
         )
     if model.config._experts_implementation != backend:
         model.set_experts_implementation(backend)
@@ -128,18 +128,16 @@ def choose_experts_backend(
             step time in seconds at the run's shape (only for ``measure``).
 
     Returns:
-        The choice, or ``None`` for a model without switchable MoE layers (a backend named
-        for a dense model is refused).
+        The choice, or ``None`` for a model without switchable MoE layers (a dense model is
+        left alone whatever the policy, so one policy serves a bench of dense and MoE models).
 
     Raises:
-        UserError: For a bad policy, or a backend named for a model that has no MoE layers.
+        UserError: For a bad policy.
     """
     import torch
 
     policy = parse_experts_policy(policy)
     if not supports_experts_backend(model):
-        if policy in EXPERTS_BACKENDS:
-            set_experts_backend(model, policy)  # raises the one clear line
         return None
     if policy in EXPERTS_BACKENDS:
         set_experts_backend(model, policy)

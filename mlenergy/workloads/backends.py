@@ -96,6 +96,30 @@ def resolve_generation(policy: str, model: Any, device: str) -> str:
     return policy
 
 
+def check_generation(config: Any, policy: str, origin: str) -> None:
+    """Refuse, before anything runs, ``compiled-static-cache`` for a class that cannot compile.
+
+    Args:
+        config: The model's transformers config.
+        policy: The ``--generation`` value.
+        origin: The model's id, for the message.
+
+    Raises:
+        UserError: For a bad policy, or the compiled backend named for such a model.
+    """
+    from transformers import MODEL_FOR_CAUSAL_LM_MAPPING
+
+    if parse_generation_policy(policy) != "compiled-static-cache":
+        return
+    model_class = MODEL_FOR_CAUSAL_LM_MAPPING.get(type(config), None)
+    if model_class is not None and not can_compile(model_class):
+        raise UserError(
+            f"{origin!r} ({model_class.__name__}) cannot decode compiled with a static cache "
+            "(its transformers class does not compile a full graph)",
+            "Use --generation eager",
+        )
+
+
 @dataclass
 class PreparedPoint:
     """A generator ready for one batch, and what the record says about it.
