@@ -45,9 +45,10 @@ Signature = tuple[tuple[str, int, int], ...]
 
 
 def store_runs_frame(store) -> pd.DataFrame:
-    """The store's flat run frame plus ``method`` and ``unverified_reasons``.
+    """The store's flat run frame plus ``method``, ``generation_backend``, ``unverified_reasons``.
 
-    ``method`` is ``Workload.method`` read from each record; ``unverified_reasons`` the
+    ``method`` is ``Workload.method`` read from each record, ``generation_backend`` its
+    ``GenerationInfo.backend`` (static-batch runs of the runner); ``unverified_reasons`` the
     record's ``SubmissionInfo.unverified`` as JSON text (unverified runs only).
 
     Args:
@@ -58,6 +59,7 @@ def store_runs_frame(store) -> pd.DataFrame:
     cols = ", ".join(f'"{c}"' for c in RUN_COLUMNS)
     return store.query(
         f"SELECT {cols}, json_extract_string(record_json, '$.workload.method') AS method, "
+        "json_extract_string(record_json, '$.generation.backend') AS generation_backend, "
         "CASE WHEN unverified THEN json_extract(record_json, '$.submission.unverified')::VARCHAR "
         "END AS unverified_reasons FROM _runs_all ORDER BY created_at, run_id"
     )
