@@ -100,7 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     try:
         size = get_size(args.size)
-        batches = parse_batch_sizes(args.batch_sizes) if args.batch_sizes else size.infer_batch_sizes
+        batches = (
+            parse_batch_sizes(args.batch_sizes) if args.batch_sizes else size.infer_batch_sizes
+        )
         models = _models(args.size, args.presets)
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)
@@ -116,9 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     for label, config in models:
         loaded = load_model(config, args.dtype, args.device, seed=0, model_id=label)
         for batch in batches:
-            t = time_backends(
-                loaded, batch, input_tokens, args.steps, args.rounds, args.generation
-            )
+            t = time_backends(loaded, batch, input_tokens, args.steps, args.rounds, args.generation)
             best = min(t, key=t.get)
             ratios = {b: v / t[best] for b, v in t.items()}
             print(

@@ -308,8 +308,10 @@ class StaticCacheGenerator(EagerGenerator):
         return decode(self.model, state, steps, self.cache_arg, self.device, self.forward)
 
     def warm(self, input_ids: torch.Tensor, output_tokens: int) -> None:
-        """Compile and capture: run decode until the forward has been called ``WARM_CALLS``
-        times (CUDA graph trees record on a later call than the first), rewinding as needed.
+        """Compile and capture before any window: at least ``WARM_CALLS`` decode calls.
+
+        CUDA graph trees record on a later call than the first; decode is rewound and run
+        again until the forward has been called that often.
         """
         state = self.prefill(input_ids)
         steps = max(1, output_tokens - 1)
@@ -329,8 +331,11 @@ RECOMPILE_LIMIT = 64
 
 
 def compile_mode(device: str) -> str:
-    """``reduce-overhead`` (CUDA graphs) on a GPU, as transformers' ``generate``; ``default``
-    elsewhere, where CUDA graphs do not exist."""
+    """The ``torch.compile`` mode of the decode forward on ``device``.
+
+    ``reduce-overhead`` (CUDA graphs) on a GPU, as transformers' ``generate``; ``default``
+    elsewhere, where CUDA graphs do not exist.
+    """
     return "reduce-overhead" if torch.device(device).type == "cuda" else "default"
 
 

@@ -40,8 +40,6 @@ from mlenergy.workloads.phases import RepeatWindows, summarise_phases
 from mlenergy.workloads.point import measure_point
 
 if TYPE_CHECKING:
-    import torch
-
     from mlenergy.measure import EnergyMeter
     from mlenergy.models import LoadedModel
     from mlenergy.workloads.prompts import PromptSet

@@ -81,7 +81,7 @@ def test_preflight_refuses_the_compiled_backend_for_a_class_that_cannot(dense, m
     check_generation(dense.config, "compiled-static-cache", "m")  # Llama compiles
     check_generation(dense.config, "auto", "m")
     monkeypatch.setattr(LlamaForCausalLM, "_can_compile_fullgraph", False)
-    with pytest.raises(UserError, match="'m' .*LlamaForCausalLM.* cannot decode compiled"):
+    with pytest.raises(UserError, match=r"'m' .*LlamaForCausalLM.* cannot decode compiled"):
         check_generation(dense.config, "compiled-static-cache", "m")
     check_generation(dense.config, "eager", "m")
 
