@@ -7,7 +7,8 @@ experts hit), ``grouped_mm`` (one grouped GEMM over tokens sorted by expert) or 
 sizes, this prefills the study's prompt length once per backend and times decode steps with the
 project's generator, backends interleaved round by round (A B C A B C ...) so a drift of a
 shared machine falls on all of them alike. It prints the median step time per backend and which
-is fastest: the evidence behind ``mlenergy.models.experts.DEVICE_DEFAULTS``.
+is fastest (each cell: milliseconds, then the ratio to the fastest of its row): the evidence
+behind ``mlenergy.models.experts.DEVICE_DEFAULTS``.
 
 Run::
 
@@ -113,19 +114,15 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.steps} steps; prompt {input_tokens} tokens; {args.device}, {args.dtype}, "
         f"generation {args.generation}, torch threads {torch.get_num_threads()})"
     )
-    print(f"{'model':44} {'batch':>5} {'eager':>9} {'grouped_mm':>11} {'batched_mm':>11}  fastest")
+    print(f"{'model':36} {'batch':>5} {'eager':>15} {'grouped_mm':>15} {'batched_mm':>15}  fastest")
     rows = []
     for label, config in models:
         loaded = load_model(config, args.dtype, args.device, seed=0, model_id=label)
         for batch in batches:
             t = time_backends(loaded, batch, input_tokens, args.steps, args.rounds, args.generation)
             best = min(t, key=t.get)
-            ratios = {b: v / t[best] for b, v in t.items()}
-            print(
-                f"{label:44} {batch:>5} {t['eager'] * 1e3:>9.2f} {t['grouped_mm'] * 1e3:>11.2f} "
-                f"{t['batched_mm'] * 1e3:>11.2f}  {best} "
-                f"(others x{', x'.join(f'{r:.2f}' for b, r in ratios.items() if b != best)})"
-            )
+            cells = " ".join(f"{f'{t[b] * 1e3:.2f} x{t[b] / t[best]:.2f}':>15}" for b in t)
+            print(f"{label:36} {batch:>5} {cells}  {best}")
             rows.append({"model": label, "batch": batch, "step_s": t, "fastest": best})
         del loaded
     if args.json:

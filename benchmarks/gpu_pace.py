@@ -1,7 +1,8 @@
 """GPU pace: is decode paced by the GPU or by Python? Eager against compiled, dense against MoE.
 
-Run as ``benchmarks/gpu_check.py --pace`` (or this file directly). On one NVIDIA GPU it benches,
-each in ``--processes`` fresh processes (the spread between processes is part of the answer):
+Run as ``benchmarks/gpu_check.py --pace`` (or this file directly). On one NVIDIA GPU, in each
+of ``--processes`` fresh processes (the spread between processes is part of the answer; every
+process runs every configuration below, building each model once, on the GPU), it benches:
 
 * the gpu_check's random-weight ~1.1 B Llama (bfloat16) with ``--generation eager`` and with
   ``compiled-static-cache``, at batch 1 and 32;
@@ -17,7 +18,8 @@ energy per token with its spread; then the MoE/dense energy-per-token ratio per 
 Goals: the compiled batch-1 dense step within 3x of the memory bound; the spread under 5%.
 
 It only reads the GPU: it never changes clocks or power limits. ``--budget-s`` (default 450 s)
-stops launching processes that would not finish in time and says which were skipped.
+stops launching processes that would not finish in time and says which were skipped; the
+whole run is meant to fit 8 minutes with the defaults (2 repeats of each point).
 
 ``--dry-run`` runs the same plumbing on the CPU with tiny shapes and the CPU power model
 (``modelled:cpu-tdp``, not a GPU figure): to test the script without a GPU. Compiling on a CPU
@@ -136,61 +138,84 @@ def measure_bandwidth(device: str, mib: int = 1024, repeats: int = 10) -> float:
     return 2 * n / statistics.median(timer.times_s())
 
 
-def child(spec: dict) -> dict:
-    """One fresh process: bandwidth, then the bench of one arm; the figures as a dict."""
+def _bench_arm(loaded, spec: dict, arm: dict, meter) -> list[dict]:
+    """One arm's sweep in this process: per batch size, the figures the report reads."""
     import torch
-    from transformers import AutoConfig
 
-    from mlenergy.measure import EnergyMeter
-    from mlenergy.models import load_model
     from mlenergy.workloads.inference import InferenceSpec, run_inference_sweep
 
-    device, dtype = spec["device"], spec["dtype"]
-    raw = dict(spec["config"])
-    config = AutoConfig.for_model(raw.pop("model_type"), **raw)
-    loaded = load_model(config, dtype, device, seed=0, model_id=f"pace:{spec['model']}")
-    bandwidth = measure_bandwidth(device, mib=spec["bandwidth_mib"])
-    if spec["dry_run"]:
-        meter = EnergyMeter(cpu_tdp_w=65.0)
-    else:
-        meter = EnergyMeter(gpu_indices=[torch.device(device).index or 0], cpu_indices=[])
     run = InferenceSpec(
         batch_sizes=tuple(spec["batch_sizes"]),
         input_tokens=spec["input_tokens"],
         output_tokens=spec["output_tokens"],
         repeats=spec["repeats"],
         warmup=1,
-        dtype=dtype,
-        device=device,
+        dtype=spec["dtype"],
+        device=spec["device"],
         idle_s=spec["idle_s"],
-        generation=spec["generation"],
-        experts_backend=spec["experts_backend"],
+        generation=arm["generation"],
+        experts_backend=arm["experts_backend"],
     )
-    try:
-        records = run_inference_sweep(loaded, run, meter, progress=False)
-    finally:
-        meter.close()
+    records = run_inference_sweep(loaded, run, meter, progress=False, reuse_idle=True)
     info = loaded.info.model_dump()
-    bytes_per = torch.empty((), dtype=getattr(torch, dtype)).element_size()
+    bytes_per = torch.empty((), dtype=getattr(torch, spec["dtype"])).element_size()
     context = spec["input_tokens"] + spec["output_tokens"] / 2
-    out = {"bandwidth_bps": bandwidth, "energy_source": meter.energy_source, "points": []}
+    points = []
     for r in records:
         dec = r.phase("decode")
-        out["points"].append(
+        batch = r.workload.batch_size
+        config = spec["configs"][arm["model"]]
+        points.append(
             {
-                "batch": r.workload.batch_size,
+                "batch": batch,
                 "status": r.status,
                 "step_s": dec.itl_p50_s if dec else None,
                 "decode_j_per_token": dec.energy_per_token_j if dec else None,
-                "bytes_read": bytes_read(
-                    info, spec["config"], r.workload.batch_size, context, bytes_per
-                ),
+                "bytes_read": bytes_read(info, config, batch, context, bytes_per),
                 "generation": r.generation.label() if r.generation else None,
                 "warmup_s": r.generation.warmup_s if r.generation else None,
                 "idle_w": r.idle.avg_power_w if r.idle else None,
                 "power_w": dec.avg_power_w if dec else None,
             }
         )
+    return points
+
+
+def child(spec: dict) -> dict:
+    """One fresh process: the bandwidth, then every arm (each model built once, on the device).
+
+    Returns:
+        ``bandwidth_bps``, ``energy_source`` and, per arm label, its points or its error.
+    """
+    import torch
+    from transformers import AutoConfig
+
+    from mlenergy.measure import EnergyMeter
+    from mlenergy.models import load_model
+
+    device, dtype = spec["device"], spec["dtype"]
+    bandwidth = measure_bandwidth(device, mib=spec["bandwidth_mib"])
+    if spec["dry_run"]:
+        meter = EnergyMeter(cpu_tdp_w=65.0)
+    else:
+        meter = EnergyMeter(gpu_indices=[torch.device(device).index or 0], cpu_indices=[])
+    out: dict = {"bandwidth_bps": bandwidth, "energy_source": meter.energy_source, "arms": {}}
+    loaded, name = None, None
+    try:
+        for arm in spec["arms"]:
+            if arm["model"] != name:
+                loaded = None  # free the previous model first
+                raw = dict(spec["configs"][arm["model"]])
+                config = AutoConfig.for_model(raw.pop("model_type"), **raw)
+                with torch.device(device):  # random weights made where they run
+                    loaded = load_model(config, dtype, device, seed=0, model_id=arm["model"])
+                name = arm["model"]
+            try:
+                out["arms"][arm["label"]] = {"points": _bench_arm(loaded, spec, arm, meter)}
+            except Exception as exc:  # one arm failing (e.g. a backend that cannot compile)
+                out["arms"][arm["label"]] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+    finally:
+        meter.close()
     return out
 
 
@@ -210,6 +235,10 @@ def _run_child(spec: dict, timeout_s: float) -> dict:
 
 def _fmt(v: float | None, scale: float = 1.0, digits: int = 4) -> str:
     return "-" if v is None else f"{v * scale:.{digits}g}"
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1%}"
 
 
 def report(results: dict[str, list[dict]], goals: bool) -> list[str]:
@@ -243,9 +272,9 @@ def report(results: dict[str, list[dict]], goals: bool) -> list[str]:
             table[(label, b)] = row
             each = " ".join(f"{s * 1e3:.3g}" for s in steps)
             lines.append(
-                f"{label:38} {b:>5} {each:>26} {_fmt(row['step_spread'], 100, 3):>6}% "
+                f"{label:38} {b:>5} {each:>26} {_pct(row['step_spread']):>7} "
                 f"{bound * 1e3:>9.3g} {row['step_s'] / bound:>8.2f} "
-                f"{_fmt(row['j_per_token'], 1e3):>9} {_fmt(row['energy_spread'], 100, 3):>6}%"
+                f"{_fmt(row['j_per_token'], 1e3):>9} {_pct(row['energy_spread']):>7}"
             )
     dense = next((k[0] for k in table if k[0].startswith("dense compiled")), None)
     dense = dense or next((k[0] for k in table if k[0].startswith("dense")), None)
@@ -288,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-sizes", default="1,32")
     parser.add_argument("--input-tokens", type=int, default=128)
     parser.add_argument("--output-tokens", type=int, default=64)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--generations", default="eager,compiled-static-cache")
     parser.add_argument("--moe-generation", default="compiled-static-cache")
     parser.add_argument("--moe-backends", default="eager,grouped_mm,batched_mm")
@@ -322,28 +351,27 @@ def main(argv: list[str] | None = None) -> int:
         "bandwidth_mib": 64 if args.dry_run else 1024,
     }
     plan = arms(args.generations.split(","), args.moe_generation, args.moe_backends.split(","))
+    base["configs"] = configs
+    base["arms"] = [a._asdict() for a in plan]
     started = time.perf_counter()
-    results: dict[str, list[dict]] = {}
+    results: dict[str, list[dict]] = {a.label: [] for a in plan}
+    processes: list[dict] = []
     longest = 0.0
-    for arm in plan:
-        for i in range(args.processes):
-            left = args.budget_s - (time.perf_counter() - started)
-            if left < longest:
-                print(f"skipped {arm.label} process {i + 1}: {left:.0f} s of budget left, "
-                      f"a process took up to {longest:.0f} s")  # fmt: skip
-                continue
-            spec = {
-                **base,
-                "model": arm.model,
-                "config": configs[arm.model],
-                "generation": arm.generation,
-                "experts_backend": arm.experts_backend,
-            }
-            t0 = time.perf_counter()
-            results.setdefault(arm.label, []).append(_run_child(spec, max(left, 1.0)))
-            longest = max(longest, time.perf_counter() - t0)
-            print(f"  {arm.label} process {i + 1}: {time.perf_counter() - t0:.0f} s", flush=True)
-    first = next((p for procs in results.values() for p in procs if "error" not in p), None)
+    for i in range(args.processes):
+        left = args.budget_s - (time.perf_counter() - started)
+        if left < longest:
+            print(f"skipped process {i + 1}: {left:.0f} s of budget left, "
+                  f"a process took {longest:.0f} s")  # fmt: skip
+            continue
+        t0 = time.perf_counter()
+        done = _run_child(base, max(left, 1.0))
+        longest = max(longest, time.perf_counter() - t0)
+        print(f"  process {i + 1}: {time.perf_counter() - t0:.0f} s", flush=True)
+        processes.append(done)
+        for label in results:
+            arm = done.get("arms", {}).get(label, {"error": done.get("error", "not run")})
+            results[label].append({**arm, "bandwidth_bps": done.get("bandwidth_bps")})
+    first = next((p for p in processes if "error" not in p), None)
     if first is not None:
         print(f"\nenergy source: {first['energy_source']}"
               + (" (dry run on the CPU: not a GPU figure)" if args.dry_run else ""))  # fmt: skip
@@ -351,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(report(results, goals=not args.dry_run)))
     print(f"\ntook {time.perf_counter() - started:.0f} s")
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2))
+        Path(args.json).write_text(json.dumps(processes, indent=2))
     return 0
 
 

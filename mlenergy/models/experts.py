@@ -5,8 +5,9 @@ DeepSeek-V3 ...) through one of several implementations, switched at run time wi
 ``model.set_experts_implementation``: ``eager`` loops over the experts hit in Python,
 ``grouped_mm`` sorts the tokens by expert and runs one grouped GEMM, ``batched_mm`` gathers each
 token's expert weights and runs one batched GEMM. Which is fastest depends on the device, the
-dtype and the tokens per step, and the difference is large (on this project's CPU a
-Mixtral-shaped toy decoded 20x slower with ``batched_mm`` than with ``grouped_mm``).
+dtype and the tokens per step, and the difference is large (on this project's CPU
+``batched_mm`` decoded the study's MoE models 2-5x slower than ``grouped_mm`` at batch 8 and 32,
+``benchmarks/experts_backend.py``).
 
 The policy (``--experts-backend``):
 
@@ -36,8 +37,10 @@ EXPERTS_POLICIES: tuple[str, ...] = ("auto", "measure", *EXPERTS_BACKENDS)
 DEVICE_DEFAULTS: dict[str, str] = {"cpu": "grouped_mm"}
 """The experts backend ``auto`` uses without measuring, by torch device type.
 
-CPU: ``grouped_mm``, the fastest decode step of the study's MoE presets at every batch size
-``benchmarks/experts_backend.py`` timed on this project's CPU (docs/measure.md has the table).
+CPU: ``grouped_mm``, the fastest decode step in 15 of 18 rows of ``benchmarks/experts_backend.py
+--presets`` on this project's CPU (the study's and the presets' MoE models at batch 1, 8 and 32);
+in the other three, all at batch 1, within 1.18x of ``batched_mm``, which was 1.4-5x slower at
+batch 8 and 32 (docs/measure.md).
 Other devices (CUDA) have no default: the fastest there depends on the GPU, the dtype and the
 batch, so ``auto`` measures."""
 

@@ -45,8 +45,9 @@ DEVICE_DEFAULTS: dict[str, str] = {"cuda": "compiled-static-cache"}
 
 CUDA: ``compiled-static-cache``; an eager decode step of a 1.1B model at batch 1 on an H200
 spent 35-50x the time its weights take to read (docs/gpu-check.md). CPU: ``eager``; on this
-project's CPU the compiled step of ``preset:tiny-dense`` was no faster than the eager one
-(0.96x) after 86 s of compilation (``benchmarks/generation_backend.py``, docs/measure.md)."""
+project's CPU compiling one decode shape of ``preset:tiny-dense`` took 86-238 s, far more than
+the compiled step (0.37-0.96x of eager's) saves in a default CPU bench of about 760 steps
+(``benchmarks/generation_backend.py``, docs/measure.md)."""
 
 PROBE_STEPS = 8
 """Decode steps timed per experts backend when it is measured (fewer if the run has fewer)."""

@@ -1,6 +1,10 @@
 """The inference runner: a batch-size sweep of fixed-length greedy generation, measured.
 
-For each batch size the runner warms up, then repeats one request batch ``repeats`` times.
+For each batch size the runner prepares how it generates (the decode backend, ``eager`` or
+``compiled-static-cache``, and an MoE model's experts backend: :mod:`mlenergy.workloads.backends`;
+compilation and graph capture happen here), warms up, then repeats one request batch
+``repeats`` times (:mod:`mlenergy.workloads.point`); the record keeps how it generated and the
+time all of that took outside the windows (``RunRecord.generation``).
 Each repeat measures two windows of the meter: *prefill* (one forward pass over the prompts,
 ending with the first token: the time to first token) and *decode* (the remaining
 ``output_tokens - 1`` steps, one forward pass each, whose step times are the inter-token
