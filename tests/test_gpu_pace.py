@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -87,18 +86,28 @@ def test_without_a_gpu_it_refuses_in_one_line(capsys):
     assert len(err) == 1 and err[0].startswith("error: --pace needs an NVIDIA GPU (or --dry-run)")
 
 
-@pytest.mark.slow
-def test_a_dry_run_goes_through_fresh_processes(capsys, monkeypatch):
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
-    code = pace.main(
-        ["--dry-run", "--processes", "2", "--generations", "eager", "--moe-generation", "eager",
-         "--moe-backends", "grouped_mm", "--batch-sizes", "1,2", "--input-tokens", "8",
-         "--output-tokens", "4", "--repeats", "1"]
-    )  # fmt: skip
-    out = capsys.readouterr().out
-    assert code == 0, out
-    assert "modelled:cpu-tdp (dry run on the CPU: not a GPU figure)" in out
-    assert "dense eager" in out and "moe eager grouped_mm" in out
-    assert "process failed" not in out
-    assert "moe eager grouped_mm / dense eager, batch 2:" in out
-    assert sys.executable  # children ran with this interpreter
+def test_a_dry_run_process_benches_every_arm():
+    """What one fresh process does (run in this one: no subprocess start-up), dry run."""
+    dense = pace.dense_config(dry_run=True)
+    plan = pace.arms(["eager"], "eager", ["grouped_mm", "batched_mm"])
+    spec = {
+        "device": "cpu", "dtype": "float32", "dry_run": True, "batch_sizes": [1, 2],
+        "input_tokens": 4, "output_tokens": 3, "repeats": 1, "idle_s": 0.0, "bandwidth_mib": 4,
+        "configs": {"dense": dense, "moe": pace.moe_config(dense)},
+        "arms": [a._asdict() for a in plan],
+    }  # fmt: skip
+    out = pace.child(spec)
+    assert out["energy_source"] == "modelled:cpu-tdp" and out["bandwidth_bps"] > 0
+    assert set(out["arms"]) == {"dense eager", "moe eager grouped_mm", "moe eager batched_mm"}
+    for label, arm in out["arms"].items():
+        assert [p["batch"] for p in arm["points"]] == [1, 2], label
+        for p in arm["points"]:
+            assert p["status"] == "ok" and p["step_s"] > 0 and p["decode_j_per_token"] > 0
+    moe = out["arms"]["moe eager batched_mm"]["points"][0]
+    assert moe["generation"] == "eager, experts batched_mm"
+    # batch 1 reads the active weights: the dense model's of the same active size, plus routers
+    dense_bytes = out["arms"]["dense eager"]["points"][0]["bytes_read"]
+    assert moe["bytes_read"] == pytest.approx(dense_bytes, rel=0.01)
+    results = {label: [{**arm, "bandwidth_bps": out["bandwidth_bps"]}] for label, arm in
+               out["arms"].items()}  # fmt: skip
+    assert "moe eager grouped_mm / dense eager, batch 2:" in "\n".join(pace.report(results, False))

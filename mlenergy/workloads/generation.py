@@ -262,14 +262,16 @@ class StaticCacheGenerator(EagerGenerator):
     prompt and every generated token (reset before each prefill, so its tensors keep their
     addresses); each decode step calls ``model.get_compiled_call`` (``torch.compile`` of the
     model's forward; mode ``reduce-overhead``, CUDA graphs, on a GPU). Greedy decode is the
-    same computation as the eager backend's, so the tokens match.
+    same computation as the eager backend's: on the CPU in float32 the tokens match exactly
+    (tests); fused kernels may round differently in bfloat16.
 
     Args:
         model: A causal LM in eval mode whose class can compile a full graph.
         device: The model's torch device.
         max_tokens: Prompt plus generated tokens per sequence (the cache's length).
-        compile: ``False`` runs the same static-cache loop uncompiled (tests only: no record
-            is made that way).
+        compile: ``False`` runs the same static-cache loop uncompiled (tests and
+            ``benchmarks/generation_backend.py``; a record of it is refused, as
+            ``GenerationInfo`` needs a compile mode for this backend).
     """
 
     backend = "compiled-static-cache"
