@@ -2,8 +2,8 @@
 
 A dense-versus-MoE ratio of energy per token compares the MoE layers' experts backend as much
 as the architecture (on this project's CPU one experts backend decoded the study's MoE models
-up to 5x slower than another), so the report says, from the records themselves, which decode backend every model
-ran with and which experts backend the MoE variants used, and why.
+up to 5x slower than another), so the report says, from the records themselves, which decode
+backend every model ran with and which experts backend the MoE variants used, and why.
 """
 
 from __future__ import annotations
