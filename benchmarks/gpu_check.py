@@ -15,6 +15,7 @@ It only reads the GPU: it never changes clocks, power limits or persistence mode
 visible NVIDIA GPU it prints one ``error:`` line and exits 2. Run::
 
     .venv/bin/python benchmarks/gpu_check.py            # add --json out.json to keep figures
+    .venv/bin/python benchmarks/gpu_check.py --pace     # decode pace: benchmarks/gpu_pace.py
 """
 
 from __future__ import annotations
@@ -59,6 +60,12 @@ def no_gpu_reason() -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if "--pace" in argv:  # eager against compiled decode, dense against MoE: gpu_pace.py
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from gpu_pace import main as pace
+
+        return pace([a for a in argv if a != "--pace"])
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gpu", type=int, default=0, help="CUDA index of the GPU to check")
     parser.add_argument("--batch-sizes", default="1,16,64")
@@ -66,6 +73,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output-tokens", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", help="also write the figures to this JSON file")
+    parser.add_argument(
+        "--pace",
+        action="store_true",
+        help="instead: eager against compiled decode, dense against MoE, in fresh processes "
+        "(benchmarks/gpu_pace.py; --pace --help for its options)",
+    )
     parser.add_argument(
         "--device", help="torch device to bench on (default: cuda:<--gpu>; for dry runs only)"
     )

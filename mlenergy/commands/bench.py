@@ -79,6 +79,20 @@ def bench(
             "each point's interval then comes from the spread between them (docs/measure.md)."
         ),
     ] = 1,
+    generation: Annotated[
+        str,
+        typer.Option(
+            help="Decode backend: auto (compiled-static-cache on CUDA, eager elsewhere), "
+            "eager, or compiled-static-cache (static KV cache, torch.compile, CUDA graphs)."
+        ),
+    ] = "auto",
+    experts_backend: Annotated[
+        str,
+        typer.Option(
+            help="MoE experts backend: auto (CPU: grouped_mm; CUDA: measured), measure, "
+            "eager, grouped_mm or batched_mm."
+        ),
+    ] = "auto",
     seed: Annotated[int, typer.Option(help="Seed of random weights and prompts.")] = 0,
     idle_s: Annotated[
         float,
@@ -223,6 +237,8 @@ def bench(
         device=device,
         idle_s=idle_s,
         task=task,
+        generation=generation,
+        experts_backend=experts_backend,
     )
     from mlenergy.measure.scope import parse_gpu_indices
 
@@ -248,6 +264,7 @@ def bench(
     if not console.is_terminal:
         console = Console(stderr=json_out, width=160)
     console.print(summary_table(records))
+    _print_generation(console, records)
     if footprint is not None:
         _print_footprint(console, records, footprint)
     if store_dir is not None:
@@ -273,6 +290,23 @@ def _check_repeat_options(serving: bool, processes: int, runs: int) -> None:
         from mlenergy.workloads.bench_processes import check_processes
 
         check_processes(processes)
+
+
+def _print_generation(console: Any, records: list) -> None:
+    """How each run generated, and its warm-up and compilation time (outside every window)."""
+    for r in records:
+        g = r.generation
+        if g is None:
+            continue
+        why = f" ({g.experts_backend_source})" if g.experts_backend_source else ""
+        what = "warm-up and compilation" if g.compile_mode else "warm-up"
+        warm = f"; {what} {g.warmup_s:.3g} s" if g.warmup_s is not None else ""
+        console.print(
+            f"{r.model.model_id} batch {r.workload.batch_size}: {g.label()}{why}{warm}, "
+            "outside every window",
+            markup=False,
+            highlight=False,
+        )
 
 
 def _print_footprint(console: object, records: list, footprint: object) -> None:

@@ -31,7 +31,7 @@ TABLE_FRAME_COLUMNS = (
     *(c.name for c in lb.COLUMNS),
     *plots.PLOT_COLUMNS,
     *("_group", "_search", "quality_link", "arch_kind", "source_kind", "dtype", "task"),
-    *("source_class", "apart", "method", "layer"),
+    *("source_class", "apart", "method", "method_kind", "layer"),
     *("marks_why", "host_bound", "unverified", "unverified_reasons"),
 )
 """The columns table pages, CSV files and plots read: a page copies only these."""

@@ -100,7 +100,9 @@ COLUMNS: tuple[Column, ...] = (
         "method",
         "Method",
         "How the run was measured: serving-steady-state (an engine serving requests, its "
-        "steady-state window) or static-batch (fixed batches)",
+        "steady-state window) or static-batch (fixed batches), then how static batches "
+        "decoded: eager (a Python call per token) or compiled-static-cache (compiled, CUDA "
+        "graphs); the two do not compare",
     ),
     Column("energy_source", "Energy source", "Exact label of where the energy figure came from"),
     Column("submitter", "Submitter", "Who submitted the run (empty for local runs)"),

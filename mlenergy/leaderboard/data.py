@@ -45,9 +45,10 @@ Signature = tuple[tuple[str, int, int], ...]
 
 
 def store_runs_frame(store) -> pd.DataFrame:
-    """The store's flat run frame plus ``method``, ``unverified_reasons`` and the extras.
+    """The store's flat run frame plus ``method``, ``generation_backend`` and the extras.
 
-    ``method`` is ``Workload.method`` read from each record; ``unverified_reasons`` the
+    ``method`` is ``Workload.method`` read from each record, ``generation_backend`` its
+    ``GenerationInfo.backend`` (static-batch runs of the runner); ``unverified_reasons`` the
     record's ``SubmissionInfo.unverified`` as JSON text (unverified runs only); the interval
     basis and host-bound verdict are :data:`mlenergy.store.record_extras.EXTRA_COLUMNS`.
 
@@ -61,6 +62,7 @@ def store_runs_frame(store) -> pd.DataFrame:
     return store.query(
         f"SELECT {cols}, {EXTRA_SQL}, "
         "json_extract_string(record_json, '$.workload.method') AS method, "
+        "json_extract_string(record_json, '$.generation.backend') AS generation_backend, "
         "CASE WHEN unverified THEN json_extract(record_json, '$.submission.unverified')::VARCHAR "
         "END AS unverified_reasons FROM _runs_all ORDER BY created_at, run_id"
     )

@@ -72,8 +72,9 @@ def prepare_runs(runs: pd.DataFrame) -> pd.DataFrame:
     :func:`mlenergy.leaderboard.arch.architecture_kind`), ``source_kind`` (prefix of
     ``energy_source`` when missing), ``source_class`` (see :data:`SOURCE_CLASSES`: measured
     splits into GPU and CPU rows), ``apart`` (``True`` for every row that is not measured on
-    GPUs: such rows are shown below the measured ones), ``method`` (``Workload.method``, ``""``
-    when not recorded),
+    GPUs: such rows are shown below the measured ones), ``method_kind`` (``Workload.method``,
+    ``""`` when not recorded; what the Method filter matches), ``method`` (shown: the kind and,
+    where recorded, the generation backend, ``static-batch · compiled-static-cache``),
     ``host_bound``, ``unverified``, ``unverified_reasons``, ``marks`` and ``marks_why`` (see
     :mod:`mlenergy.leaderboard.marks`), ``interval`` (what the run's 95% intervals come from,
     :func:`mlenergy.store.record_extras.interval_labels`), ``active_params_b`` /
@@ -123,7 +124,9 @@ def prepare_runs(runs: pd.DataFrame) -> pd.DataFrame:
     klass[(kind == "measured").to_numpy() & ~gpu] = "measured-cpu"
     df["source_class"] = klass
     df["apart"] = (klass != MEASURED_GPU).to_numpy()
-    df["method"] = _text(df, "method")
+    df["method_kind"] = _text(df, "method")
+    backend = _text(df, "generation_backend")
+    df["method"] = df["method_kind"].where(backend == "", df["method_kind"] + " · " + backend)
     df["active_params_b"] = _col(df, "active_params") / 1e9
     df["total_params_b"] = _col(df, "total_params") / 1e9
     df["batch_size"] = _first(_col(df, "max_num_seqs"), _col(df, "batch_size"))

@@ -148,7 +148,7 @@ def filter_mask(df: pd.DataFrame, q: TableQuery) -> np.ndarray:
     if q.source_kinds:
         mask &= source_mask(df, q.source_kinds)
     if q.methods:
-        mask &= df["method"].isin(q.methods).to_numpy()
+        mask &= df["method_kind"].isin(q.methods).to_numpy()
     term = q.search.strip().lower()
     if term:
         mask &= df["_search"].str.contains(term, regex=False).to_numpy(dtype=bool)
@@ -331,7 +331,7 @@ def filter_choices(df: pd.DataFrame) -> dict[str, list]:
         else [],
         "source_kind": sorted(df["source_kind"].unique().tolist()) if len(df) else [],
         "source_class": [c for c in SOURCE_CLASSES if c in set(_values("source_class"))],
-        "method": _values("method"),
+        "method": _values("method_kind"),
         "model_id": sorted(df["model_id"].unique().tolist()) if len(df) else [],
         "max_itl_ms": _max("itl_ms"),
         "max_energy_per_token_j": _max("energy_per_token_j"),

@@ -50,10 +50,12 @@ def flat_frame(records: list[RunRecord]) -> pd.DataFrame:
     for record in records:
         row = flatten_run(record)
         row["method"] = record.workload.method
+        row["generation_backend"] = record.generation.backend if record.generation else None
         sub = record.submission
         row["unverified_reasons"] = list(sub.unverified) if sub is not None else None
         rows.append(row)
-    return pd.DataFrame(rows, columns=[*RUN_COLUMNS, "method", "unverified_reasons"])
+    extra = ["method", "generation_backend", "unverified_reasons"]
+    return pd.DataFrame(rows, columns=[*RUN_COLUMNS, *extra])
 
 
 def reference_layer(root: str | Path | None = None) -> ReferenceLayer:

@@ -4,6 +4,7 @@
 
     %load_ext mlenergy.notebook
     %%energy [--var NAME] [--name WINDOW] [--quiet] [--model VAR] [--gpu-indices 0,1]
+             [--generation auto|eager|compiled-static-cache] [--warmup N]
              [--save --model VAR --tokens N [--batch-size B] [--data-dir DIR]]
 
 (``--data-dir`` defaults to ``$MLENERGY_DATA_DIR``, else ``./data``, as the commands do.)
@@ -23,6 +24,15 @@ energy per device, average power and source; the window is kept in ``--var`` (de
 generated (``--tokens``), so that the record describes what ran rather than inventing it.
 When the cell raises, its window is cancelled and ``--var`` holds that failed window, so that
 an earlier cell's figures are never read as this cell's (reading it raises ``WindowFailed``).
+
+How ``model.generate`` decodes in the cell: with ``--model`` naming a ``LoadedModel``,
+``--generation`` (default ``auto``: ``compiled-static-cache`` on CUDA, ``eager`` elsewhere, as
+bench) sets its ``generation_config.cache_implementation`` (``"static"``: transformers then
+compiles the decode forward, CUDA graphs, on a GPU). ``--warmup N`` runs the cell N times
+before the window opens (default: once under ``compiled-static-cache``, so that compilation
+never falls in the window; else 0) and prints that time apart. A saved record keeps the
+backend, the versions, the warm-up time and, for MoE models, the experts backend as set on
+the model.
 """
 
 from __future__ import annotations
@@ -53,6 +63,7 @@ def window_record(
     tokens: int,
     batch_size: int = 1,
     cell: str = "",
+    generation: Any = None,
 ) -> Any:
     """A run record of a finished window: one request phase over the cell's tokens.
 
@@ -63,6 +74,8 @@ def window_record(
         tokens: Tokens the cell generated in total (>= 1).
         batch_size: Sequences generated together.
         cell: The cell's source (its hash is kept in the tags).
+        generation: How ``model.generate`` decoded (a
+            :class:`~mlenergy.records.GenerationInfo`), or ``None`` when not known.
     """
     from mlenergy.measure.provenance import collect_hardware, collect_software
     from mlenergy.records import Phase, PhaseResult, RunRecord, Workload
@@ -99,6 +112,7 @@ def window_record(
         energy_source=r.energy_source,
         scope=meter.scope,
         phases=(phase,),
+        generation=generation,
         tags={
             "origin": "notebook %%energy",
             "input_tokens": "unknown",
@@ -126,6 +140,65 @@ def _model_info(shell: Any, name: str) -> Any:
     if not isinstance(info, ModelInfo):
         raise UsageError(f"--model {name}: not a LoadedModel or ModelInfo ({type(obj).__name__})")
     return info
+
+
+def apply_generation(obj: Any, policy: str) -> str:
+    """Set how ``obj.model.generate`` decodes; return the backend (``eager`` or compiled).
+
+    Args:
+        obj: A ``LoadedModel`` (its ``model`` and ``device`` are read).
+        policy: ``auto``, ``eager`` or ``compiled-static-cache``.
+
+    Raises:
+        UsageError: For a bad policy or a model class that cannot compile.
+    """
+    from mlenergy.errors import UserError
+    from mlenergy.workloads.backends import resolve_generation
+
+    try:
+        backend = resolve_generation(policy, obj.model, str(obj.device))
+    except UserError as err:
+        raise UsageError(str(err)) from None
+    from transformers.generation.configuration_utils import CompileConfig
+
+    from mlenergy.workloads.generation import compile_mode
+
+    config = obj.model.generation_config
+    if backend == "compiled-static-cache":
+        config.cache_implementation = "static"
+        config.compile_config = CompileConfig(mode=compile_mode(str(obj.device)))
+        # generate compiles on CUDA by itself; elsewhere only when told to
+        config.compile_config._compile_all_devices = True
+        config.disable_compile = False
+    else:
+        config.cache_implementation = None
+        config.disable_compile = True
+    return backend
+
+
+def generation_info(obj: Any, backend: str, warmup_s: float) -> Any:
+    """The record's :class:`~mlenergy.records.GenerationInfo` of a cell's ``model.generate``.
+
+    The experts backend is the one set on the model (``as-set``); transformers' ``generate``
+    decodes a ``grouped_mm`` model with ``batched_mm`` on a GPU (docs/measure.md).
+    """
+    from mlenergy.measure.provenance import collect_software
+    from mlenergy.models.experts import current_experts_backend
+    from mlenergy.records import GenerationInfo
+    from mlenergy.workloads.generation import compile_mode
+
+    software = collect_software()
+    experts = current_experts_backend(obj.model)
+    compiled = backend == "compiled-static-cache"
+    return GenerationInfo(
+        backend=backend,  # type: ignore[arg-type]
+        torch=software.torch or "unknown",
+        transformers=software.transformers or "unknown",
+        compile_mode=compile_mode(str(obj.device)) if compiled else None,
+        warmup_s=warmup_s,
+        experts_backend=experts,  # type: ignore[arg-type]
+        experts_backend_source="as-set" if experts else None,
+    )
 
 
 @magics_class
@@ -171,6 +244,18 @@ class EnergyMagics(Magics):
         help="Variable of the model that ran (its GPUs are measured; needed by --save).",
     )
     @argument("--gpu-indices", default=None, help="GPUs to measure, e.g. 0,1 (none: no GPU).")
+    @argument(
+        "--generation",
+        default=None,
+        help="How --model's generate decodes: auto (default; compiled-static-cache on CUDA, "
+        "eager elsewhere), eager, compiled-static-cache.",
+    )
+    @argument(
+        "--warmup",
+        type=int,
+        default=None,
+        help="Unmeasured runs of the cell first (default: 1 when compiled, else 0).",
+    )
     @argument("--tokens", type=int, default=None, help="With --save: tokens the cell generated.")
     @argument("--batch-size", type=int, default=1, help="With --save: sequences generated.")
     @argument(
@@ -188,8 +273,16 @@ class EnergyMagics(Magics):
             raise UsageError("--save needs --model VAR (the model that ran) and --tokens N >= 1")
         if args.batch_size < 1:
             raise UsageError("--batch-size must be at least 1")
+        if args.warmup is not None and args.warmup < 0:
+            raise UsageError("--warmup must be at least 0")
         info = _model_info(self.shell, args.model) if args.save else None
-        meter = self.meter_for(*self._scope(args))
+        where, gpus = self._scope(args)
+        backend = self._generation(args, where)
+        warmup = args.warmup if args.warmup is not None else int(backend == "compiled-static-cache")
+        warmup_s = self._warm_up(cell, warmup)
+        if warmup_s is None:
+            return
+        meter = self.meter_for(where, gpus)
         window = MeasuredWindow(args.name, meter)
         try:
             with window:
@@ -206,7 +299,33 @@ class EnergyMagics(Magics):
 
             display(HTML(window_html(window.result)))
         if args.save:
-            self._save(window, info, args, cell)
+            generation = generation_info(where, backend, warmup_s) if backend else None
+            self._save(window, info, args, cell, generation)
+
+    def _generation(self, args: Any, where: Any) -> str | None:
+        """Apply ``--generation`` to the ``--model`` LoadedModel; ``None`` without one."""
+        from mlenergy.models import LoadedModel
+
+        if not isinstance(where, LoadedModel):
+            if args.generation is not None:
+                raise UsageError("--generation needs --model VAR naming a LoadedModel")
+            return None
+        return apply_generation(where, args.generation or "auto")
+
+    def _warm_up(self, cell: str, runs: int) -> float | None:
+        """Run the cell ``runs`` times unmeasured; its seconds, or ``None`` if it raised."""
+        import time
+
+        if runs == 0:
+            return 0.0
+        t0 = time.perf_counter()
+        for _ in range(runs):
+            if not self.shell.run_cell(cell).success:
+                print("%%energy: the warm-up run raised; nothing was measured")
+                return None
+        seconds = time.perf_counter() - t0
+        print(f"%%energy: warm-up and compilation {seconds:.3g} s ({runs} run(s), not measured)")
+        return seconds
 
     def _scope(self, args: Any) -> tuple[Any, list[int] | None]:
         """What the cell runs (the ``--model`` variable) and the ``--gpu-indices`` override."""
@@ -224,10 +343,14 @@ class EnergyMagics(Magics):
         except UserError as err:
             raise UsageError(str(err)) from None
 
-    def _save(self, window: MeasuredWindow, info: Any, args: Any, cell: str) -> None:
+    def _save(
+        self, window: MeasuredWindow, info: Any, args: Any, cell: str, generation: Any = None
+    ) -> None:
         from mlenergy.store import RunStore
 
-        record = window_record(window, self.meter, info, args.tokens, args.batch_size, cell)
+        record = window_record(
+            window, self.meter, info, args.tokens, args.batch_size, cell, generation
+        )
         store = RunStore(store_dir(args.data_dir))
         result = store.append([record])
         print(f"saved run {record.run_id} to {store.data_dir} (added {result.added})")

@@ -16,6 +16,7 @@ from mlenergy.records.base import (
     canonical_json,
     sha256_hex,
 )
+from mlenergy.records.generation import GenerationInfo
 from mlenergy.records.host_bound import HOST_BOUND_MARK, HostBound
 from mlenergy.records.interval import IntervalBasis, interval_basis, interval_label
 from mlenergy.records.provenance import Hardware, ModelInfo, Software
@@ -44,6 +45,7 @@ __all__ = [
     "EnergySource",
     "EngineMetrics",
     "FrozenModel",
+    "GenerationInfo",
     "Hardware",
     "HostBound",
     "IdleBaseline",

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 def _models() -> list[type[BaseModel]]:
     from mlenergy.records.base import Interval, RepeatStats
+    from mlenergy.records.generation import GenerationInfo
     from mlenergy.records.host_bound import HostBound
     from mlenergy.records.interval import IntervalBasis
     from mlenergy.records.provenance import Hardware, ModelInfo, Software
@@ -49,6 +50,7 @@ def _models() -> list[type[BaseModel]]:
         HostBound,
         PowerTimeline,
         TrainingCheckpoint,
+        GenerationInfo,
         ServingStats,
         Percentiles,
         EngineMetrics,

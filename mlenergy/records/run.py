@@ -21,6 +21,7 @@ from mlenergy.records.base import (
     canonical_json,
     sha256_hex,
 )
+from mlenergy.records.generation import GenerationInfo
 from mlenergy.records.host_bound import HostBound
 from mlenergy.records.interval import IntervalBasis
 from mlenergy.records.provenance import Hardware, ModelInfo, Software
@@ -333,6 +334,10 @@ class RunRecord(FrozenModel):
         host_bound: The host-bound rule's verdict on a measured GPU run
             (:mod:`mlenergy.measure.host_bound`); ``None`` where it does not apply (no GPU in
             scope, e.g. CPU-modelled runs; no idle baseline) or for records made before it.
+        generation: How a static-batch run generated: the decode loop (``eager`` or
+            ``compiled-static-cache``), the torch and transformers versions, the warm-up time
+            kept out of every window and, for MoE models, the experts backend; ``None`` for
+            serving runs, estimates, imports and older records.
     """
 
     schema_version: Literal["1.0"] = SCHEMA_VERSION
@@ -367,6 +372,7 @@ class RunRecord(FrozenModel):
     )
     interval: IntervalBasis | None = None
     host_bound: HostBound | None = None
+    generation: GenerationInfo | None = None
 
     @model_validator(mode="after")
     def _status_consistent(self) -> RunRecord:
@@ -395,7 +401,8 @@ class RunRecord(FrozenModel):
         Two appends of the same record (a retry, a resubmission) share a hash; the store and
         the submission intake use it to reject duplicates.
         """
-        optional = ("serving", "interval", "host_bound")  # absent: hashes of older records stay
+        optional = ("serving", "interval", "host_bound", "generation")
+        # absent: hashes of older records stay
         excluded = {"submission", *(name for name in optional if getattr(self, name) is None)}
         data = self.model_dump(mode="json", exclude=excluded)
         return sha256_hex(canonical_json(data))

@@ -29,6 +29,7 @@ from mlenergy.studies.conclusion import (
     verdict_table,
 )
 from mlenergy.studies.figures import write_figures
+from mlenergy.studies.generation_note import generation_note
 from mlenergy.studies.report_page import Section, StudyReport, markdown_table
 from mlenergy.studies.verdicts import load_shift_for
 
@@ -302,9 +303,13 @@ def build_report(
         )
         result.conclusion = "\n\n".join(paragraphs)
 
+    notes = [("energy-source", energy_note(source))]
+    generated = generation_note(result.runs)
+    if generated is not None:
+        notes.append(("generation", generated))
     report = StudyReport(
         title="Dense versus Mixture-of-Experts: energy per unit of quality",
-        notes=[("energy-source", energy_note(source))],
+        notes=notes,
         meta=meta,
         link=measured_link(result.report_dir),
         missing_link=MEASURED_MISSING,

@@ -134,6 +134,7 @@ def preflight(
         resolve_source,
     )
     from mlenergy.store.preflight import open_store_for_append
+    from mlenergy.workloads.backends import check_generation
     from mlenergy.workloads.prompts import PromptSource, load_texts
 
     if not models:
@@ -146,6 +147,7 @@ def preflight(
     resolved = [resolve_source(m) for m in dict.fromkeys(models)]
     for source in resolved:
         check_context_length(source.config, spec, source.model_id)
+        check_generation(source.config, spec.generation, source.model_id)
         if not source.pretrained:
             check_buildable(source.config, spec.dtype, source.model_id)
     if prompt_source.kind != "synthetic":

@@ -9,12 +9,21 @@ Step times: on the CPU each step is timed with the wall clock (CPU kernels run s
 On a GPU the loop never waits for the device between steps (a host synchronisation per token
 adds bubbles that serving does not have, and lowers power): each step is bracketed by CUDA
 events, and the host synchronises once, after the last step, to read them.
+
+Two generators run that loop (:func:`make_generator`): :class:`EagerGenerator` calls the model
+with the dynamic KV cache transformers creates (one Python call per token, the ``eager``
+backend); :class:`StaticCacheGenerator` prefills eagerly into a preallocated
+:class:`transformers.StaticCache` and decodes through ``model.get_compiled_call`` (the
+``compiled-static-cache`` backend: ``torch.compile`` with CUDA graphs on a GPU), as
+transformers' own ``generate`` does with ``cache_implementation="static"``. Compilation and
+graph capture happen in :meth:`StaticCacheGenerator.warm`, before any window opens.
 """
 
 from __future__ import annotations
 
 import inspect
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,15 +125,17 @@ def step_timer(device: torch.device | str) -> _WallTimer | _CudaEventTimer:
     return _CudaEventTimer(dev) if dev.type == "cuda" else _WallTimer(dev)
 
 
-def rewind(state: GenerationState, prompt_tokens: int, first: torch.Tensor) -> None:
+def rewind(state: GenerationState, first: torch.Tensor) -> None:
     """Return ``state`` to just after prefill so the same decode can run again.
+
+    The cache holds the prompt plus one token per decode step since prefill; those steps are
+    counted on the host (``len(state.generated) - 1``), so rewinding never waits for the device.
 
     Args:
         state: A state after some decode steps (changed in place).
-        prompt_tokens: Prompt length in tokens (the cache is cropped back to it).
         first: The first generated token ``(batch, 1)``, fed again as the next token.
     """
-    extra = int(state.cache.get_seq_length()) - prompt_tokens
+    extra = len(state.generated) - 1
     if extra > 0:
         state.cache.crop(-extra)  # a negative count removes tokens (transformers 4.x and 5.x)
     state.next_tokens = first
@@ -163,6 +174,7 @@ def decode(
     steps: int,
     cache_arg: str | None = None,
     device: torch.device | str = "cpu",
+    forward: Callable[..., Any] | None = None,
 ) -> list[float]:
     """Generate ``steps`` more tokens greedily, one forward pass each.
 
@@ -173,16 +185,19 @@ def decode(
         cache_arg: Forward argument name of the cache (see :func:`cache_argument`).
         device: Device the model runs on: a CUDA device is timed with events and synchronised
             once, after the last step; other devices by the wall clock per step.
+        forward: What runs each step (default: ``model`` itself; a compiled call of it for
+            the ``compiled-static-cache`` backend).
 
     Returns:
         The time of every step in seconds (the inter-token latencies).
     """
     cache_arg = cache_arg or cache_argument(model)
     extra = _logits_kwargs(model)
+    run = forward if forward is not None else model
     timer = step_timer(device)
     for _ in range(steps):
         timer.start()
-        out = model(
+        out = run(
             input_ids=state.next_tokens,
             use_cache=True,
             **extra,
@@ -196,7 +211,7 @@ def decode(
 
 
 def generate(model: torch.nn.Module, input_ids: torch.Tensor, output_tokens: int) -> torch.Tensor:
-    """Greedy generation of exactly ``output_tokens`` tokens (unmeasured; warm-up and tests).
+    """Greedy generation of exactly ``output_tokens`` tokens, eager (unmeasured; tests).
 
     Returns:
         ``(batch, output_tokens)`` generated ids.
@@ -206,47 +221,176 @@ def generate(model: torch.nn.Module, input_ids: torch.Tensor, output_tokens: int
     return state.output_ids()
 
 
+class EagerGenerator:
+    """The ``eager`` backend: transformers' forward with its dynamic KV cache, per token.
+
+    Args:
+        model: A causal LM in eval mode.
+        device: The model's torch device.
+    """
+
+    backend = "eager"
+    compile_mode: str | None = None
+
+    def __init__(self, model: Any, device: str) -> None:
+        self.model, self.device = model, device
+        self.cache_arg = cache_argument(model)
+
+    def prefill(self, input_ids: torch.Tensor) -> GenerationState:
+        """One forward pass over the prompts; the state holds the first token."""
+        return prefill(self.model, input_ids)
+
+    def decode(self, state: GenerationState, steps: int) -> list[float]:
+        """``steps`` greedy decode steps from ``state``; each step's time in seconds."""
+        return decode(self.model, state, steps, self.cache_arg, self.device)
+
+    def generate(self, input_ids: torch.Tensor, output_tokens: int) -> torch.Tensor:
+        """Exactly ``output_tokens`` tokens per sequence, ``(batch, output_tokens)`` ids."""
+        state = self.prefill(input_ids)
+        self.decode(state, output_tokens - 1)
+        synchronize(self.device)
+        return state.output_ids()
+
+    def warm(self, input_ids: torch.Tensor, output_tokens: int) -> None:
+        """Nothing to compile: the warm-up generations are the caller's."""
+
+
+class StaticCacheGenerator(EagerGenerator):
+    """The ``compiled-static-cache`` backend: a static KV cache and a compiled decode forward.
+
+    The prompts are prefilled eagerly into a :class:`transformers.StaticCache` sized for the
+    prompt and every generated token (reset before each prefill, so its tensors keep their
+    addresses); each decode step calls ``model.get_compiled_call`` (``torch.compile`` of the
+    model's forward; mode ``reduce-overhead``, CUDA graphs, on a GPU). Greedy decode is the
+    same computation as the eager backend's: on the CPU in float32 the tokens match exactly
+    (tests); fused kernels may round differently in bfloat16.
+
+    Args:
+        model: A causal LM in eval mode whose class can compile a full graph.
+        device: The model's torch device.
+        max_tokens: Prompt plus generated tokens per sequence (the cache's length).
+        compile: ``False`` runs the same static-cache loop uncompiled (tests and
+            ``benchmarks/generation_backend.py``; a record of it is refused, as
+            ``GenerationInfo`` needs a compile mode for this backend).
+    """
+
+    backend = "compiled-static-cache"
+
+    def __init__(self, model: Any, device: str, max_tokens: int, compile: bool = True) -> None:
+        import torch._dynamo
+        from transformers import StaticCache
+        from transformers.generation.configuration_utils import CompileConfig
+
+        super().__init__(model, device)
+        self.cache = StaticCache(config=model.config, max_cache_len=max_tokens)
+        self.compile_mode = compile_mode(device) if compile else None
+        self.forward: Any = model
+        if compile:
+            # Every batch size and experts backend is a graph of its own: keep them compiled
+            # rather than let dynamo fall back to eager after its default of 8.
+            limit = torch._dynamo.config.recompile_limit
+            torch._dynamo.config.recompile_limit = max(limit, RECOMPILE_LIMIT)
+            self.forward = model.get_compiled_call(CompileConfig(mode=self.compile_mode))
+
+    @torch.inference_mode()
+    def prefill(self, input_ids: torch.Tensor) -> GenerationState:
+        """Reset the static cache, then one eager forward pass over the prompts."""
+        self.cache.reset()
+        out = self.model(
+            input_ids=input_ids,
+            use_cache=True,
+            **_logits_kwargs(self.model),
+            **{self.cache_arg: self.cache},
+        )
+        first = out.logits[:, -1, :].argmax(dim=-1, keepdim=True)
+        return GenerationState(next_tokens=first, cache=self.cache, generated=[first])
+
+    def decode(self, state: GenerationState, steps: int) -> list[float]:
+        """``steps`` greedy decode steps through the compiled forward."""
+        return decode(self.model, state, steps, self.cache_arg, self.device, self.forward)
+
+    def warm(self, input_ids: torch.Tensor, output_tokens: int) -> None:
+        """Compile and capture before any window: at least ``WARM_CALLS`` decode calls.
+
+        CUDA graph trees record on a later call than the first; decode is rewound and run
+        again until the forward has been called that often.
+        """
+        state = self.prefill(input_ids)
+        steps = max(1, output_tokens - 1)
+        calls = 0
+        while calls < WARM_CALLS:
+            if len(state.generated) > 1:
+                rewind(state, state.generated[0])
+            calls += len(self.decode(state, steps))
+        synchronize(self.device)
+
+
+WARM_CALLS = 3
+"""Decode calls :meth:`StaticCacheGenerator.warm` makes at least: compile, record, replay."""
+
+RECOMPILE_LIMIT = 64
+"""Graphs dynamo keeps per compiled forward before falling back to eager (torch: 8)."""
+
+
+def compile_mode(device: str) -> str:
+    """The ``torch.compile`` mode of the decode forward on ``device``.
+
+    ``reduce-overhead`` (CUDA graphs) on a GPU, as transformers' ``generate``; ``default``
+    elsewhere, where CUDA graphs do not exist.
+    """
+    return "reduce-overhead" if torch.device(device).type == "cuda" else "default"
+
+
+def make_generator(backend: str, model: Any, device: str, max_tokens: int) -> EagerGenerator:
+    """The generator of ``backend`` (``eager`` or ``compiled-static-cache``) for one shape.
+
+    Args:
+        backend: ``eager`` or ``compiled-static-cache``.
+        model: The model.
+        device: Its torch device.
+        max_tokens: Prompt plus generated tokens per sequence.
+    """
+    if backend == "compiled-static-cache":
+        return StaticCacheGenerator(model, device, max_tokens)
+    if backend != "eager":
+        raise ValueError(f"unknown generation backend {backend!r}")
+    return EagerGenerator(model, device)
+
+
 class PassRunner:
     """Prefill and decode passes of one batch, repeated back to back inside one window.
 
     Args:
-        model: A causal LM in eval mode.
+        generator: The generator (eager or compiled static cache) of this batch's shape.
         input_ids: ``(batch, input_tokens)`` prompt ids on the model's device.
         steps: Decode steps per pass.
-        cache_arg: Forward argument name of the cache.
-        device: The model's device.
     """
 
-    def __init__(
-        self, model: Any, input_ids: torch.Tensor, steps: int, cache_arg: str, device: str
-    ) -> None:
-        self.model, self.input_ids, self.steps = model, input_ids, steps
-        self.cache_arg, self.device = cache_arg, device
+    def __init__(self, generator: EagerGenerator, input_ids: torch.Tensor, steps: int) -> None:
+        self.generator, self.input_ids, self.steps = generator, input_ids, steps
+        self.device = generator.device
         self.state: Any = None
 
     def prefill(self, passes: int) -> None:
         """``passes`` prefills of the prompts; keeps the last state for decode."""
         for _ in range(passes):
-            self.state = prefill(self.model, self.input_ids)
+            self.state = self.generator.prefill(self.input_ids)
         synchronize(self.device)
 
     def decode(self, passes: int) -> list[float]:
         """``passes`` decodes from the prefill state (cache cropped back between them)."""
         if self.state is None:
-            self.state = prefill(self.model, self.input_ids)
+            self.state = self.generator.prefill(self.input_ids)
         first = self.state.generated[0]
-        prompt = int(self.input_ids.shape[1])
         steps: list[float] = []
         for _ in range(passes):
             if len(self.state.generated) > 1:
-                rewind(self.state, prompt, first)
-            steps += decode(self.model, self.state, self.steps, self.cache_arg, self.device)
+                rewind(self.state, first)
+            steps += self.generator.decode(self.state, self.steps)
         return steps
 
     def passes_for(self, target_s: float) -> tuple[int, int]:
         """Passes of prefill and decode that fill ``target_s`` (1 and 1 without a target)."""
-        import time
-
         from mlenergy.measure.counter_period import windows_needed
 
         if target_s <= 0:

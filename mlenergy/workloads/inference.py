@@ -1,6 +1,10 @@
 """The inference runner: a batch-size sweep of fixed-length greedy generation, measured.
 
-For each batch size the runner warms up, then repeats one request batch ``repeats`` times.
+For each batch size the runner prepares how it generates (the decode backend, ``eager`` or
+``compiled-static-cache``, and an MoE model's experts backend: :mod:`mlenergy.workloads.backends`;
+compilation and graph capture happen here), warms up, then repeats one request batch
+``repeats`` times (:mod:`mlenergy.workloads.point`); the record keeps how it generated and the
+time all of that took outside the windows (``RunRecord.generation``).
 Each repeat measures two windows of the meter: *prefill* (one forward pass over the prompts,
 ending with the first token: the time to first token) and *decode* (the remaining
 ``output_tokens - 1`` steps, one forward pass each, whose step times are the inter-token
@@ -25,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mlenergy.errors import UserError
+from mlenergy.models.experts import parse_experts_policy
 from mlenergy.progress import progress_bar
 from mlenergy.records import (
     Hardware,
@@ -34,12 +39,12 @@ from mlenergy.records import (
     Workload,
     utc_now,
 )
-from mlenergy.workloads.phases import PointMeasurement, RepeatWindows, summarise_phases
+from mlenergy.workloads.backends import parse_generation_policy
+from mlenergy.workloads.phases import RepeatWindows, summarise_phases
+from mlenergy.workloads.point import measure_point
 from mlenergy.workloads.run_spread import mark_one_run
 
 if TYPE_CHECKING:
-    import torch
-
     from mlenergy.measure import EnergyMeter
     from mlenergy.models import LoadedModel
     from mlenergy.workloads.prompts import PromptSet
@@ -62,6 +67,10 @@ class InferenceSpec:
         idle_s: Seconds of idle power measured once per sweep (0: skip).
         task: Optional workload label recorded on every run.
         tags: Extra tags recorded on every run.
+        generation: Decode backend: ``auto`` (compiled on CUDA, eager elsewhere), ``eager``
+            or ``compiled-static-cache`` (:mod:`mlenergy.workloads.backends`).
+        experts_backend: MoE experts backend: ``auto``, ``measure``, ``eager``,
+            ``grouped_mm`` or ``batched_mm`` (:mod:`mlenergy.models.experts`).
     """
 
     batch_sizes: tuple[int, ...] = (1,)
@@ -76,6 +85,8 @@ class InferenceSpec:
     idle_s: float = 0.5
     task: str | None = None
     tags: dict[str, str] = field(default_factory=dict)
+    generation: str = "auto"
+    experts_backend: str = "auto"
 
     def validate(self) -> InferenceSpec:
         """Check every value; return ``self``.
@@ -97,6 +108,8 @@ class InferenceSpec:
         _check_int("warm-up runs", self.warmup, 0, "--warmup 1")
         if not (0 <= self.idle_s <= 600):
             raise UserError(f"idle duration {self.idle_s!r} s is out of range", "Use 0 to 600 s")
+        parse_generation_policy(self.generation)
+        parse_experts_policy(self.experts_backend)
         return self
 
 
@@ -158,62 +171,6 @@ def is_out_of_memory(exc: BaseException) -> bool:
     if isinstance(exc, torch.OutOfMemoryError | MemoryError):
         return True
     return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
-
-
-def measure_point(
-    loaded: LoadedModel,
-    meter: EnergyMeter,
-    input_ids: torch.Tensor,
-    output_tokens: int,
-    repeats: int,
-    warmup: int,
-    on_step: Callable[[], None] | None = None,
-) -> PointMeasurement:
-    """Warm up, then measure ``repeats`` generations of one batch (prefill and decode windows).
-
-    For MoE models the warm-up (unmeasured) also counts the tokens routed to each expert.
-
-    Args:
-        loaded: The model.
-        meter: The energy meter.
-        input_ids: ``(batch, input_tokens)`` prompt ids on the model's device.
-        output_tokens: Tokens per sequence to generate.
-        repeats: Measured repeats.
-        warmup: Unmeasured generations first.
-        on_step: Called after every warm-up and measured generation (progress).
-
-    Returns:
-        The window results of each repeat and the expert utilisation (``None`` for dense
-        models or without warm-up).
-    """
-    from mlenergy.measure.resolve import measure_resolved
-    from mlenergy.workloads.generation import PassRunner, cache_argument, generate
-    from mlenergy.workloads.routing import ExpertCounter
-
-    model, device = loaded.model, loaded.device
-    cache_arg = cache_argument(model)
-    counter = ExpertCounter(model, loaded.info.num_experts)
-    for i in range(warmup):
-        if i == 0:
-            with counter:
-                generate(model, input_ids, output_tokens)
-        else:
-            generate(model, input_ids, output_tokens)
-        if on_step:
-            on_step()
-    work = PassRunner(model, input_ids, output_tokens - 1, cache_arg, device)
-    n_pre, n_dec = work.passes_for(getattr(meter, "target_window_s", 0.0))
-    results = []
-    for _ in range(repeats):
-        pre, n_pre, _ = measure_resolved(meter, "prefill", work.prefill, n_pre)
-        dec, steps = None, []
-        if output_tokens > 1:
-            dec, n_dec, steps = measure_resolved(meter, "decode", work.decode, n_dec)
-        work.state = None
-        results.append(RepeatWindows(pre, dec, steps, n_pre, n_dec if dec else 0))
-        if on_step:
-            on_step()
-    return PointMeasurement(results, counter.utilisation())
 
 
 def _free_memory(device: str) -> None:
@@ -303,8 +260,9 @@ def run_point(
     try:
         ids = ctx.prompts.batch(batch_size, spec.input_tokens).to(ctx.loaded.device)
         point = measure_point(
-            ctx.loaded, ctx.meter, ids, spec.output_tokens, spec.repeats, spec.warmup, on_step
-        )
+            ctx.loaded, ctx.meter, ids, spec.output_tokens, spec.repeats, spec.warmup, on_step,
+            generation=spec.generation, experts_backend=spec.experts_backend,
+        )  # fmt: skip
         phases = summarise_phases(point.repeats, batch_size, spec.input_tokens, spec.output_tokens)
     except Exception as exc:
         if not is_out_of_memory(exc):
@@ -317,6 +275,7 @@ def run_point(
         ended_at=utc_now(),
         expert_utilisation=point.expert_utilisation,
         power_timeline=ctx.meter.timeline(start_s),
+        generation=point.generation,
         **common,
     )
     return mark_one_run(record)
@@ -395,6 +354,8 @@ class _Arm:
     repeats: list[RepeatWindows] = field(default_factory=list)
     utilisation: tuple[float, ...] | None = None
     failed: RunRecord | None = None
+    prepared: Any = None
+    generation: Any = None
 
 
 def run_interleaved(
@@ -463,14 +424,18 @@ def _arm_step(arm: _Arm, spec: InferenceSpec, repeats: int, warmup: int) -> None
         return
     try:
         point = measure_point(
-            arm.ctx.loaded, arm.ctx.meter, arm.ids, spec.output_tokens, repeats, warmup
-        )
+            arm.ctx.loaded, arm.ctx.meter, arm.ids, spec.output_tokens, repeats, warmup,
+            generation=spec.generation, experts_backend=spec.experts_backend,
+            prepared=arm.prepared,
+        )  # fmt: skip
     except Exception as exc:
         if not is_out_of_memory(exc):
             raise
         arm.failed = _failed(exc, arm.ctx, arm.batch_size, arm.common)
         return
     arm.repeats += point.repeats
+    if arm.prepared is None:  # the first call prepared it: its warm-up time is the record's
+        arm.prepared, arm.generation = point.prepared, point.generation
     if warmup and point.expert_utilisation is not None:
         arm.utilisation = point.expert_utilisation
 
@@ -485,6 +450,7 @@ def _arm_record(arm: _Arm, spec: InferenceSpec) -> RunRecord:
         phases=phases,
         ended_at=utc_now(),
         expert_utilisation=arm.utilisation,
+        generation=arm.generation,
         **{**arm.common, "tags": tags},
     )
     return mark_one_run(record)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mlenergy.records import Interval, Phase, PhaseResult, RepeatStats
+from mlenergy.records import GenerationInfo, Interval, Phase, PhaseResult, RepeatStats
 
 
 @dataclass
@@ -41,10 +41,15 @@ class PointMeasurement:
     Attributes:
         repeats: Per repeat: prefill and decode window results and decode step times (s).
         expert_utilisation: Fraction of routed tokens per expert (MoE), else ``None``.
+        generation: How it generated (backends, versions, warm-up seconds), for the record.
+        prepared: The prepared generator (a
+            :class:`~mlenergy.workloads.backends.PreparedPoint`), reused by later repeats.
     """
 
     repeats: list[RepeatWindows]
     expert_utilisation: tuple[float, ...] | None = None
+    generation: GenerationInfo | None = None
+    prepared: Any = None
 
 
 def _percentile(values: list[float], q: float) -> float | None:

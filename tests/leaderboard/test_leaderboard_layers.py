@@ -247,3 +247,22 @@ def test_rows_apart_are_hollow_markers_in_the_plots(ctx):
     measured = [t for t in fig.data if t.name and "measured" in t.name and t not in apart]
     assert apart and all(t.marker.symbol.endswith("-open") for t in apart)
     assert all(not str(t.marker.symbol).endswith("-open") for t in measured if t.mode == "markers")
+
+
+def test_the_method_column_shows_how_a_static_batch_decoded(tmp_path):
+    from mlenergy.leaderboard.html import render_table
+    from mlenergy.records import GenerationInfo
+
+    run = synthetic_run(TOY, energy_source="measured:zeus-nvml", index=8)
+    work = run.workload.model_copy(update={"method": "static-batch"})
+    gen = GenerationInfo(
+        backend="compiled-static-cache", torch="2.9", transformers="5.2",
+        compile_mode="reduce-overhead",
+    )  # fmt: skip
+    RunStore(tmp_path).append([run.model_copy(update={"workload": work, "generation": gen})])
+    data = LeaderboardData.load(tmp_path, reference=False)
+    q = lb.TableQuery(methods=("static-batch",), source_kinds=lb.DEFAULT_SOURCES)
+    rows = lb.query_table(data.frame(None), q).rows
+    assert rows["method"].tolist() == ["static-batch · compiled-static-cache"]
+    assert "static-batch · compiled-static-cache" in render_table(rows)
+    assert lb.filter_choices(data.frame(None))["method"] == ["static-batch"]

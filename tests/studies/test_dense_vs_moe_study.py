@@ -50,6 +50,9 @@ def test_report_has_one_row_per_model_with_energy_quality_and_energy_per_quality
         assert (study.report_dir / png).stat().st_size > 1000
     assert "Verdict" in study.conclusion
     assert "## Routing of the MoE models" in md and 'id="experts"' in html
+    # how the inference generated, from the records: eager on the CPU, the MoE's experts backend
+    assert "Generation: inference decoded with eager (torch " in md and "id='generation'" in html
+    assert "MoE variants ran their experts with grouped_mm (the device's documented" in md
 
 
 def test_report_writes_every_verdict_the_conclusion_calls(study):

@@ -64,7 +64,7 @@ def test_rewind_lets_the_same_decode_run_again(dense):
     first = state.generated[0]
     decode(dense.model, state, 5)
     once = state.output_ids().clone()
-    rewind(state, ids.shape[1], first)
+    rewind(state, first)
     assert state.cache.get_seq_length() == ids.shape[1]
     decode(dense.model, state, 5)
     assert torch.equal(state.output_ids(), once)

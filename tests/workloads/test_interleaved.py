@@ -17,9 +17,9 @@ def test_repeats_alternate_between_models_and_batch_sizes(monkeypatch):
     calls = []
     real = inference.measure_point
 
-    def spy(loaded, meter, ids, output_tokens, repeats, warmup, on_step=None):
+    def spy(loaded, meter, ids, output_tokens, repeats, warmup, on_step=None, **kw):
         calls.append((loaded.model_id, ids.shape[0], repeats, warmup))
-        return real(loaded, meter, ids, output_tokens, repeats, warmup, on_step)
+        return real(loaded, meter, ids, output_tokens, repeats, warmup, on_step, **kw)
 
     monkeypatch.setattr(inference, "measure_point", spy)
     dense, moe = load_model("preset:tiny-dense"), load_model("preset:tiny-moe")
@@ -47,10 +47,10 @@ def test_repeats_alternate_between_models_and_batch_sizes(monkeypatch):
 def test_an_arm_that_runs_out_of_memory_fails_alone(monkeypatch):
     real = inference.measure_point
 
-    def oom_at_batch_2(loaded, meter, ids, output_tokens, repeats, warmup, on_step=None):
+    def oom_at_batch_2(loaded, meter, ids, output_tokens, repeats, warmup, on_step=None, **kw):
         if ids.shape[0] == 2:
             raise RuntimeError("CUDA out of memory")
-        return real(loaded, meter, ids, output_tokens, repeats, warmup, on_step)
+        return real(loaded, meter, ids, output_tokens, repeats, warmup, on_step, **kw)
 
     monkeypatch.setattr(inference, "measure_point", oom_at_batch_2)
     spec = InferenceSpec(batch_sizes=(1, 2), input_tokens=4, output_tokens=2, repeats=1, idle_s=0)
