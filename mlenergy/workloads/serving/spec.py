@@ -68,6 +68,8 @@ class ServingSpec:
         startup_timeout_s: Seconds a launched server may take to answer.
         request_timeout_s: Seconds a request may wait for its next chunk.
         power_period_s: Sampling period of the power timeline, seconds.
+        client_procs: Processes the client streams from (1: one; ``None``: chosen from the
+            CPU the client uses as it runs, see :mod:`~.loadgen`).
     """
 
     model: str
@@ -93,6 +95,7 @@ class ServingSpec:
     startup_timeout_s: float = 600.0
     request_timeout_s: float = 600.0
     power_period_s: float = 0.1
+    client_procs: int | None = 1
 
     def validate(self) -> ServingSpec:
         """Check every value; return ``self``.
