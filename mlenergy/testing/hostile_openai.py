@@ -55,6 +55,7 @@ MODES: dict[str, str] = {
     "metrics-negative": "a good stream; /metrics says kv_cache_usage_perc -5",
     "version-long": "a good stream; a 200,000-character /version ending in an ANSI escape",
     "version-dict": "a good stream; /version is an object, not a string",
+    "alias": "a good stream; /v1/models names the folder behind the alias (root)",
 }
 """Every mode and what it sends."""
 
@@ -165,8 +166,13 @@ def _version(mode: str) -> Any:
     return None
 
 
-def build_app(default_mode: str = "ok") -> web.Application:
-    """The server: every mode under ``/<mode>/``, ``default_mode`` at the root."""
+def build_app(default_mode: str = "ok", alias_root: str = "/models/m") -> web.Application:
+    """The server: every mode under ``/<mode>/``, ``default_mode`` at the root.
+
+    Args:
+        default_mode: The mode served at the root.
+        alias_root: What mode ``alias`` says it loaded for model ``m`` (``root``).
+    """
 
     def mode_of(request: web.Request) -> str:
         mode = request.match_info.get("mode", default_mode)
@@ -175,8 +181,8 @@ def build_app(default_mode: str = "ok") -> web.Application:
         return mode
 
     async def models(request: web.Request) -> web.Response:
-        mode_of(request)
-        entry = {"id": "m", "object": "model", "owned_by": "hostile", "root": "m"}
+        root = alias_root if mode_of(request) == "alias" else "m"
+        entry = {"id": "m", "object": "model", "owned_by": "hostile", "root": root}
         return web.json_response({"object": "list", "data": [entry]})
 
     async def chat(request: web.Request) -> web.StreamResponse:
@@ -208,7 +214,7 @@ def build_app(default_mode: str = "ok") -> web.Application:
 
 
 @contextmanager
-def running_server(default_mode: str = "ok") -> Iterator[str]:
+def running_server(default_mode: str = "ok", alias_root: str = "/models/m") -> Iterator[str]:
     """Run the server in a thread on a free port of 127.0.0.1; yield ``http://127.0.0.1:PORT``.
 
     The thread's event loop is stopped on exit, with every open stream.
@@ -218,7 +224,7 @@ def running_server(default_mode: str = "ok") -> Iterator[str]:
     ready = threading.Event()
 
     async def start() -> None:
-        runner = web.AppRunner(build_app(default_mode), handle_signals=False)
+        runner = web.AppRunner(build_app(default_mode, alias_root), handle_signals=False)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0, shutdown_timeout=0.5)
         await site.start()

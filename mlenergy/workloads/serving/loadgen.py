@@ -174,7 +174,7 @@ class _Lanes:
             return
         self.active.append(warm)
         last[id(warm)] = warm.cpu_s()
-        self.used = len(self.active)
+        self.used = 1 + len(self.active)
         if len(self.active) < max_workers():
             self.warm = self._spawn()
 

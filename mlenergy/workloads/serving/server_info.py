@@ -36,7 +36,7 @@ _KV_CACHE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:to
 _KEYS = (("running", _RUNNING), ("waiting", _WAITING), ("kv_cache", _KV_CACHE))
 _METRIC_RANGES = {"running": (0.0, 1e6), "waiting": (0.0, 1e6), "kv_cache": (0.0, 1.0)}
 """Values a scraped metric may take (requests; a fraction): anything else is dropped."""
-INFO_BYTES = 64 * 1024
+INFO_BYTES = 1 << 20
 """Most bytes read from ``/version``, ``/info``, ``/get_server_info``, ``/props``."""
 ROOT_CHARS = 512
 """Longest model ``root`` (a folder or hub id) kept from ``/v1/models``."""

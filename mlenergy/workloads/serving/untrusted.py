@@ -36,7 +36,11 @@ def clean_text(value: object, limit: int = NAME_CHARS) -> str | None:
     if isinstance(value, float) and not math.isfinite(value):
         return None
     text = _ANSI.sub("", str(value)[: 8 * limit])  # never scan more than a short prefix
-    text = "".join(ch for ch in text if unicodedata.category(ch)[0] != "C")
+    text = "".join(  # controls (newline, tab) part words; format marks (bidi) just go
+        " " if ch.isspace() else ch
+        for ch in text
+        if unicodedata.category(ch)[0] != "C" or ch.isspace()
+    )
     text = " ".join(text.split())
     if len(text) > limit:
         text = text[: limit - 3].rstrip() + "..."
