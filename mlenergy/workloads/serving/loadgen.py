@@ -26,7 +26,7 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from contextlib import suppress
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mlenergy.workloads.serving.client import RequestOptions, http_session, stream_request
@@ -65,8 +65,8 @@ class LoadResult:
         client_busy: Highest share of one core a streaming process used in a monitor period.
     """
 
-    timings: list[RequestTiming]
-    arrivals_s: list[float]
+    timings: list[RequestTiming] = field(repr=False)  # asyncio.run formats its result's repr
+    arrivals_s: list[float] = field(repr=False)
     start_s: float
     end_s: float
     client_procs: int = 1

@@ -18,11 +18,14 @@ from mlenergy.models import preset_config
 from mlenergy.store import RunStore
 from mlenergy.testing.hostile_openai import running_server
 from mlenergy.workloads.serving import client as client_module
+from mlenergy.workloads.serving import loadgen
 from mlenergy.workloads.serving.chunks import ChunkError, parse_chunk
 from mlenergy.workloads.serving.client import RequestOptions, http_session, stream_request
+from mlenergy.workloads.serving.loadgen import LoadFailed, generate_load
 from mlenergy.workloads.serving.served_model import describe_served_model
 from mlenergy.workloads.serving.server_info import detect_engine, scrape_metrics, served_models
 from mlenergy.workloads.serving.spec import ServingSpec
+from mlenergy.workloads.serving.steady_state import SteadyStateTracker
 from mlenergy.workloads.serving.timing import RequestTiming
 from mlenergy.workloads.serving.untrusted import clean_text
 
@@ -229,3 +232,30 @@ def test_a_stream_past_its_whole_deadline_fails(hostile, monkeypatch):
     assert timing.error is not None and "whole deadline of 0.82 s" in timing.error
     assert 0 < len(timing.chunk_times_s) < 64
     assert json.dumps(timing.error)  # one plain line
+
+
+def _load(base, mode, level, n, procs, tokens=16):
+    options = RequestOptions(f"{base}/{mode}/v1", "m", "chat", tokens, request_timeout_s=5.0)
+    tracker = SteadyStateTracker(level)
+    result = asyncio.run(
+        generate_load(options, ["hi there"] * n, [0.0] * n, level, tracker, client_procs=procs)
+    )
+    return result, tracker
+
+
+def test_worker_processes_stream_the_same_requests(hostile):
+    result, tracker = _load(hostile, "ok", 4, 12, procs=2)
+    assert result.client_procs == 2
+    assert all(t.ok and t.output_tokens == 16 for t in result.timings)
+    assert [t.index for t in result.timings] == list(range(12))
+    assert tracker.window is not None  # first tokens reached the tracker from the workers
+    with pytest.raises(LoadFailed, match="is a list, not an object"):
+        _load(hostile, "shape-list", 2, 4, procs=2)
+
+
+def test_auto_hands_requests_to_a_worker_when_the_client_is_busy(hostile, monkeypatch):
+    monkeypatch.setattr(loadgen, "AUTO_BUSY", -1.0)  # always "busy": hand on at the first look
+    monkeypatch.setattr(loadgen, "MONITOR_S", 0.05)
+    result, _ = _load(hostile, "slow", 2, 16, procs=None, tokens=8)
+    assert result.client_procs >= 2
+    assert all(t.ok and t.output_tokens == 8 for t in result.timings)
