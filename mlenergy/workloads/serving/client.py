@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from typing import Any, Literal
 import aiohttp
 from aiohttp.http_exceptions import LineTooLong
 
+from mlenergy.errors import UserError
 from mlenergy.workloads.serving.chunks import ChunkError, name_chunk, parse_chunk
 from mlenergy.workloads.serving.prompts import estimate_tokens
 from mlenergy.workloads.serving.timing import RequestTiming
@@ -77,6 +79,9 @@ class RequestOptions:
         max_output_tokens: ``max_tokens`` of each request.
         extra_body: More fields (the ignore-EOS field, sampling settings).
         request_timeout_s: Seconds to the first token, and at most between text chunks.
+
+    Raises:
+        UserError: A time limit that is not a positive finite number, or no output token.
     """
 
     endpoint: str
@@ -85,6 +90,18 @@ class RequestOptions:
     max_output_tokens: int = 64
     extra_body: dict[str, Any] = field(default_factory=dict)
     request_timeout_s: float = 600.0
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.request_timeout_s) and self.request_timeout_s > 0):
+            raise UserError(
+                f"--request-timeout {self.request_timeout_s} is not a positive number of seconds",
+                "Pass e.g. --request-timeout 600",
+            )
+        if self.max_output_tokens < 1:
+            raise UserError(
+                f"--max-output-tokens {self.max_output_tokens} must be at least 1",
+                "Pass e.g. --max-output-tokens 128",
+            )
 
     @property
     def url(self) -> str:

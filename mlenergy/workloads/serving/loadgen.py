@@ -139,15 +139,19 @@ class _Lanes:
             self.local_inflight -= 1
 
     async def _watch(self) -> None:
-        """Every MONITOR_S: each streaming process's CPU share; hand on when one is busy."""
+        """Every MONITOR_S: each streaming process's CPU share; hand on when one is busy.
+
+        This process counts the CPU of the thread that runs the event loop only (other threads,
+        such as a power monitor's, are not the client's).
+        """
         last_wall = time.monotonic()
-        last_own = time.process_time()
+        last_own = time.thread_time()
         last = {id(w): w.cpu_s() for w in self.active}
         while True:
             await asyncio.sleep(MONITOR_S)
             wall = time.monotonic()
             span = max(wall - last_wall, 1e-6)
-            own = time.process_time()
+            own = time.thread_time()
             shares = [(own - last_own) / span] if self.local and not self.active else []
             for w in self.active:
                 cpu = w.cpu_s()
