@@ -171,7 +171,10 @@ def bench(
         float, typer.Option(help="Serving: seconds a launched server may take to start.")
     ] = 600.0,
     request_timeout: Annotated[
-        float, typer.Option(help="Serving: seconds a request may wait for its next chunk.")
+        float,
+        typer.Option(
+            help="Serving: seconds to a request's first token, and at most between its tokens."
+        ),
     ] = 600.0,
     runs: Annotated[
         int,
@@ -180,6 +183,13 @@ def bench(
             "attach), interleaved across levels; the interval comes from their spread."
         ),
     ] = 1,
+    client_procs: Annotated[
+        str,
+        typer.Option(
+            help="Serving: processes the client streams from; 'auto' adds them when one core "
+            "would limit it."
+        ),
+    ] = "auto",
 ) -> None:
     """Measure prefill, decode and whole-request energy of models over batch sizes.
 
@@ -216,6 +226,7 @@ def bench(
             startup_timeout_s=startup_timeout,
             request_timeout_s=request_timeout,
             runs=runs,
+            client_procs=client_procs,
             json_out=json_out,
             store_dir=None if no_store else resolve_data_dir(data_dir),
         )

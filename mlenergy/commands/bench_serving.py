@@ -7,12 +7,95 @@ prints one row per level.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from mlenergy.errors import UserError
+
+MAX_TIMEOUT_S = 86_400.0
+"""Longest ``--request-timeout`` / ``--startup-timeout`` taken (a day), in seconds."""
+MAX_CLIENT_PROCS = 64
+"""Most client processes ``--client-procs`` takes."""
+
+
+def _seconds(name: str, value: float, *, low: float, high: float, zero_ok: bool = False) -> None:
+    ok = math.isfinite(value) and (low <= value if zero_ok else low < value) and value <= high
+    if not ok:
+        bound = f"from {low:g}" if zero_ok else f"above {low:g}"
+        raise UserError(
+            f"{name} {value} is not a number of seconds {bound} to {high:g}",
+            f"Pass e.g. {name} 600" if "timeout" in name else f"Pass e.g. {name} 1",
+        )
+
+
+def parse_client_procs(text: str) -> int | None:
+    """Parse ``--client-procs``: ``auto`` (``None``) or a number of processes.
+
+    Raises:
+        UserError: Neither ``auto`` nor an integer from 1 to :data:`MAX_CLIENT_PROCS`.
+    """
+    raw = str(text).strip().lower()
+    if raw == "auto":
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= MAX_CLIENT_PROCS:
+        raise UserError(
+            f"--client-procs {text!r} is not 'auto' or a number of processes from 1 to "
+            f"{MAX_CLIENT_PROCS}",
+            "Pass --client-procs auto (the default) or e.g. --client-procs 4",
+        )
+    return value
+
+
+def check_serving_numbers(
+    *,
+    num_requests: int,
+    input_tokens: int,
+    max_output_tokens: int,
+    burstiness: float,
+    idle_s: float,
+    seed: int,
+    startup_timeout_s: float,
+    request_timeout_s: float,
+    cpu_tdp_w: float | None,
+    server_pid: int | None,
+) -> None:
+    """Check every numeric option of a serving benchmark before anything runs.
+
+    Raises:
+        UserError: The first bad option, named with its value (NaN, infinite, zero or
+            negative where a positive number is needed, out of range).
+    """
+    for name, value in (
+        ("--num-requests", num_requests),
+        ("--input-tokens", input_tokens),
+        ("--max-output-tokens", max_output_tokens),
+    ):
+        if value < 1:
+            raise UserError(f"{name} {value} must be at least 1", f"Pass e.g. {name} 128")
+    if seed < 0:
+        raise UserError(f"--seed {seed} must be 0 or more", "Pass e.g. --seed 0")
+    if server_pid is not None and server_pid < 1:
+        raise UserError(f"--server-pid {server_pid} is not a process id", "Pass the server's pid")
+    if not (math.isfinite(burstiness) and burstiness > 0):
+        raise UserError(
+            f"--burstiness {burstiness} must be a positive number",
+            "Pass 1.0 for Poisson arrivals, below 1 for bursts, above 1 for regular gaps",
+        )
+    _seconds("--idle-s", idle_s, low=0.0, high=600.0, zero_ok=True)
+    _seconds("--request-timeout", request_timeout_s, low=0.0, high=MAX_TIMEOUT_S)
+    _seconds("--startup-timeout", startup_timeout_s, low=0.0, high=MAX_TIMEOUT_S)
+    if cpu_tdp_w is not None and not (math.isfinite(cpu_tdp_w) and 0 < cpu_tdp_w < 1e5):
+        raise UserError(
+            f"--cpu-tdp-w {cpu_tdp_w} is not a power in watts (above 0, below 100000)",
+            "Pass the CPU's full-load watts, e.g. --cpu-tdp-w 250",
+        )
 
 
 def bench_serving(
@@ -42,6 +125,7 @@ def bench_serving(
     runs: int = 1,
     json_out: bool,
     store_dir: Path | None,
+    client_procs: str = "auto",
 ) -> None:
     """Run the serving benchmark from ``bench``'s options (see ``mlenergy bench --help``)."""
     from rich.console import Console
@@ -57,6 +141,19 @@ def bench_serving(
             "Pass --model once, exactly as the server names it",
         )
     check_runs(runs)
+    check_serving_numbers(
+        num_requests=num_requests,
+        input_tokens=input_tokens,
+        max_output_tokens=max_output_tokens,
+        burstiness=burstiness,
+        idle_s=idle_s,
+        seed=seed,
+        startup_timeout_s=startup_timeout_s,
+        request_timeout_s=request_timeout_s,
+        cpu_tdp_w=cpu_tdp_w,
+        server_pid=server_pid,
+    )
+    procs = parse_client_procs(client_procs)
     spec = ServingSpec(
         model=models[0],
         levels=parse_levels(concurrency),
@@ -80,6 +177,7 @@ def bench_serving(
         idle_s=idle_s,
         startup_timeout_s=startup_timeout_s,
         request_timeout_s=request_timeout_s,
+        client_procs=procs,
     )
     console = Console(stderr=True, width=160)
     shown: list[Any] = []

@@ -7,9 +7,15 @@ Modules, each with one job:
     energy_split: each request's energy from the power timeline (pure).
     stats: percentiles.
     prompts: synthetic, file or dataset prompts as text.
-    client: one streamed chat or completion request over HTTP (httpx).
+    chunks: the schema of a streamed chunk, checked before the client reads it.
+    untrusted: a server's names and versions made safe to store and show.
+    client: one streamed chat or completion request over HTTP (aiohttp), bounded in size and time.
+    client_procs: worker processes that stream when one core would limit the client.
     loadgen: the asynchronous load generator.
-    engine: what engine a server is; launching and stopping a server process group.
+    server_info: what a server says about itself (models, engine, metrics), read with size caps.
+    served_model: the model behind the served name (an alias's root) for the record.
+    engine: launching and stopping a server process group (and its watchdog).
+    signals: SIGTERM and SIGHUP handled as Ctrl-C.
     power: the energy scope of a serving run (Zeus devices or the server's modelled CPU).
     runner: one concurrency level to a :class:`~mlenergy.records.RunRecord`; the bench loop.
 """

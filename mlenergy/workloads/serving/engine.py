@@ -1,50 +1,65 @@
-"""The serving engine as a component: what it is, whether it is up, starting and stopping it.
+"""The serving engine as a component: where it is, starting and stopping it.
 
-Attach mode (``--endpoint``) asks the server what it is: vLLM's ``/version``, TGI's ``/info``,
-SGLang's ``/get_server_info``, llama-server's ``/props``, the ``owned_by`` of ``/v1/models`` and
-the metric prefixes of a Prometheus ``/metrics``; ``--engine NAME`` names it otherwise.
-Launch mode (``--launch "CMD"``) substitutes ``{model}``, ``{port}`` and ``{max_num_seqs}``,
-starts the command in a process group of its own with its output in a log file, waits until
-``/v1/models`` answers, and stops exactly that process group afterwards (also on Ctrl-C or
-failure): SIGTERM, then SIGKILL after a grace period.
+What a server says about itself (its models, engine and metrics) is read by
+:mod:`~.server_info`, whose functions this module also offers. Launch mode (``--launch "CMD"``)
+substitutes ``{model}``, ``{port}`` and ``{max_num_seqs}``, starts the command in a process group
+of its own with its output in a log file, waits until ``/v1/models`` answers, and stops exactly
+that process group afterwards (also on Ctrl-C, SIGTERM, SIGHUP or failure): SIGTERM, then SIGKILL
+after a grace period. A :class:`Watchdog` process stops the group too if mlenergy itself is
+killed (SIGKILL) before it could.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shlex
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any
-
-import httpx
 
 from mlenergy.errors import UserError
-
-_METRIC_ENGINES = (
-    ("vllm:", "vllm"),
-    ("sglang:", "sglang"),
-    ("tgi_", "tgi"),
-    ("llamacpp:", "llama.cpp"),
+from mlenergy.workloads.serving.server_info import (
+    LIST_BYTES,
+    EngineInfo,
+    check_model_served,
+    detect_engine,
+    http_client,
+    model_root,
+    read_capped,
+    read_metrics,
+    scrape_metrics,
+    served_models,
+    server_root,
 )
-_OWNERS = {"vllm": "vllm", "sglang": "sglang", "llamacpp": "llama.cpp", "tgi": "tgi"}
-_RUNNING = ("vllm:num_requests_running", "sglang:num_running_reqs", "tgi_batch_current_size")
-_WAITING = ("vllm:num_requests_waiting", "sglang:num_queue_reqs", "tgi_queue_size")
-_KV_CACHE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage")
 
-
-def server_root(endpoint: str) -> str:
-    """The server's root URL from its OpenAI base URL (``.../v1`` dropped)."""
-    root = endpoint.rstrip("/")
-    return root[: -len("/v1")] if root.endswith("/v1") else root
+__all__ = [
+    "EngineInfo",
+    "LaunchedServer",
+    "Watchdog",
+    "check_endpoint",
+    "check_model_served",
+    "check_startup_timeout",
+    "detect_engine",
+    "engine_of_command",
+    "free_port",
+    "launch_argv",
+    "launched_server",
+    "model_root",
+    "read_metrics",
+    "scrape_metrics",
+    "served_models",
+    "server_root",
+    "stop_process_group",
+]
 
 
 def check_endpoint(endpoint: str) -> str:
@@ -59,152 +74,6 @@ def check_endpoint(endpoint: str) -> str:
             "Pass the OpenAI base URL, e.g. --endpoint http://127.0.0.1:8000/v1",
         )
     return endpoint.rstrip("/")
-
-
-def _get(client: httpx.Client, url: str) -> httpx.Response | None:
-    try:
-        response = client.get(url)
-    except httpx.HTTPError:
-        return None
-    return response if response.status_code == 200 else None
-
-
-def served_models(endpoint: str, timeout_s: float = 10.0) -> list[dict[str, Any]]:
-    """The models a server lists at ``/v1/models``.
-
-    Raises:
-        UserError: The server cannot be reached or does not answer like an OpenAI server.
-    """
-    url = f"{endpoint}/models"
-    try:
-        with httpx.Client(timeout=timeout_s, trust_env=False) as client:
-            response = client.get(url)
-    except httpx.HTTPError as err:
-        raise UserError(
-            f"cannot reach the server at {endpoint} ({type(err).__name__}: {err})",
-            "Start the server first, check --endpoint (host, port, /v1), or use --launch",
-        ) from err
-    if response.status_code != 200:
-        raise UserError(
-            f"{url} answered HTTP {response.status_code}, not a list of models",
-            "Point --endpoint at an OpenAI-compatible server's /v1 base URL",
-        )
-    try:
-        data = response.json().get("data")
-    except ValueError:
-        data = None
-    if not isinstance(data, list):
-        raise UserError(
-            f"{url} did not answer an OpenAI model list",
-            "Point --endpoint at an OpenAI-compatible server's /v1 base URL",
-        )
-    return [m for m in data if isinstance(m, dict)]
-
-
-def check_model_served(endpoint: str, model: str) -> list[dict[str, Any]]:
-    """Check that ``model`` is among the served models; return the list.
-
-    Raises:
-        UserError: The server is unreachable or serves other models only.
-    """
-    models = served_models(endpoint)
-    ids = [str(m.get("id")) for m in models]
-    if ids and model not in ids:
-        raise UserError(
-            f"the server at {endpoint} does not serve model {model!r} (it serves: "
-            f"{', '.join(ids[:5])})",
-            "Pass --model exactly as the server lists it",
-        )
-    return models
-
-
-@dataclass(frozen=True)
-class EngineInfo:
-    """What engine answered, and how we know.
-
-    Attributes:
-        name: ``"vllm 0.11.1"``, ``"tgi 3.0.1"``, ``"transformers 5.25.0"``..., or ``None``.
-        source: Where it came from (``/version``, ``/info``, ``--engine``, ``--launch``...).
-        has_metrics: Whether ``/metrics`` answers with an engine's Prometheus metrics.
-    """
-
-    name: str | None
-    source: str | None
-    has_metrics: bool = False
-
-
-def detect_engine(
-    endpoint: str, models: list[dict[str, Any]], given: str | None = None
-) -> EngineInfo:
-    """Ask the server what engine it is; fall back to ``given`` (``--engine``).
-
-    A name given with ``--engine`` wins over what the server says only when the server says
-    nothing.
-    """
-    root = server_root(endpoint)
-    name: str | None = None
-    source: str | None = None
-    with httpx.Client(timeout=5.0, trust_env=False) as client:
-        metrics = _get(client, f"{root}/metrics")
-        kind = None
-        if metrics is not None:
-            for prefix, engine in _METRIC_ENGINES:
-                if prefix in metrics.text:
-                    kind = engine
-                    break
-        owner = next((str(m.get("owned_by")) for m in models if m.get("owned_by")), "")
-        kind = kind or _OWNERS.get(owner.lower())
-        for path, key in (
-            ("/version", "version"),
-            ("/info", "version"),
-            ("/get_server_info", "version"),
-            ("/props", "build_info"),
-        ):
-            response = _get(client, f"{root}{path}")
-            if response is None:
-                continue
-            try:
-                version = response.json().get(key)
-            except (ValueError, AttributeError):
-                continue
-            if version:
-                guessed = kind or {"/version": "vllm", "/info": "tgi", "/props": "llama.cpp"}.get(
-                    path, "sglang"
-                )
-                name, source = f"{guessed} {version}", path
-                break
-        if name is None and kind is not None:
-            name, source = kind, "/metrics" if metrics is not None else "/v1/models"
-    if name is None and given:
-        name, source = given, "--engine"
-    return EngineInfo(
-        name=name, source=source, has_metrics=metrics is not None and kind is not None
-    )
-
-
-def scrape_metrics(text: str) -> dict[str, float]:
-    """Running and waiting requests and KV-cache use from a Prometheus text page.
-
-    Returns:
-        Keys ``running``, ``waiting``, ``kv_cache`` (fraction) for the metrics found; a metric
-        with several label sets is summed (cache use: averaged).
-    """
-    found: dict[str, list[float]] = {}
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        name = line.split("{", 1)[0].split(" ", 1)[0]
-        try:
-            value = float(line.rsplit(" ", 1)[-1])
-        except ValueError:
-            continue
-        for key, names in (("running", _RUNNING), ("waiting", _WAITING), ("kv_cache", _KV_CACHE)):
-            if name in names:
-                found.setdefault(key, []).append(value)
-    out = {k: sum(v) for k, v in found.items()}
-    if "kv_cache" in found:
-        out["kv_cache"] = sum(found["kv_cache"]) / len(found["kv_cache"])
-    return out
 
 
 # ----------------------------------------------------------------------- launch
@@ -312,6 +181,69 @@ def stop_process_group(process: subprocess.Popen[bytes], grace_s: float = 15.0) 
     process.wait()
 
 
+_WATCHDOG = """
+import os, signal, sys, time
+pgid, grace = int(sys.argv[1]), float(sys.argv[2])
+for s in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+    signal.signal(s, signal.SIG_IGN)
+if sys.stdin.buffer.read(1) != b"x":  # mlenergy is gone without stopping the group
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+        end = time.monotonic() + grace
+        while time.monotonic() < end:
+            time.sleep(0.2)
+            os.killpg(pgid, 0)
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+"""
+"""The watchdog's program: stop the server's process group unless told all is well."""
+
+
+class Watchdog:
+    """A tiny process that stops a server's process group if mlenergy dies without doing so.
+
+    It waits on a pipe from this process. :meth:`release` (the group is stopped) writes one
+    byte and it exits; if this process dies first, even by SIGKILL, the pipe closes unwritten
+    and it sends the group SIGTERM, then SIGKILL after ``grace_s``. It runs in a session of its
+    own and ignores SIGINT, SIGHUP and SIGTERM, so what ends mlenergy does not end it.
+    """
+
+    def __init__(self, pgid: int, grace_s: float = 15.0) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", _WATCHDOG, str(pgid), str(grace_s)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
+    def release(self, stopped: bool) -> None:
+        """Let the watchdog go: ``stopped`` says the group is gone (else it stops it now)."""
+        stdin = self.process.stdin
+        if stdin is not None:
+            with suppress(OSError):
+                if stopped:
+                    stdin.write(b"x")
+                stdin.close()
+        with suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=1.0 if stopped else 0.0)
+
+
+def check_startup_timeout(seconds: float) -> float:
+    """Validate ``--startup-timeout``: a positive, finite number of seconds.
+
+    Raises:
+        UserError: NaN, infinite, zero or negative.
+    """
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise UserError(
+            f"--startup-timeout {seconds} is not a positive number of seconds",
+            "Pass e.g. --startup-timeout 600",
+        )
+    return seconds
+
+
 @contextmanager
 def launched_server(
     template: str,
@@ -339,6 +271,7 @@ def launched_server(
         UserError: The command cannot start, exits, or does not answer in time (the message
             ends with the last lines of its log).
     """
+    check_startup_timeout(startup_timeout_s)
     port = free_port()
     argv = launch_argv(template, model, port, max_num_seqs)
     log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -357,6 +290,7 @@ def launched_server(
                 f"--launch could not start {argv[0]!r}: {err}",
                 "Check the command (is the engine installed and on PATH?)",
             ) from err
+    watchdog = Watchdog(process.pid)
     server = LaunchedServer(
         endpoint=f"http://127.0.0.1:{port}/v1",
         pid=process.pid,
@@ -366,8 +300,8 @@ def launched_server(
     )
     try:
         deadline = time.monotonic() + startup_timeout_s
-        with httpx.Client(timeout=2.0, trust_env=False) as client:
-            while _get(client, f"{server.endpoint}/models") is None:
+        with http_client(2.0) as client:
+            while read_capped(client, f"{server.endpoint}/models", LIST_BYTES) is None:
                 if process.poll() is not None:
                     raise UserError(
                         f"the launched server exited with status {process.returncode} before "
@@ -383,4 +317,9 @@ def launched_server(
                 time.sleep(poll_s)
         yield server
     finally:
-        stop_process_group(process)
+        stopped = False
+        try:
+            stop_process_group(process)
+            stopped = True
+        finally:
+            watchdog.release(stopped)

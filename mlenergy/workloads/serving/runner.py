@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+import warnings
 from collections.abc import Callable, Coroutine
 from dataclasses import replace
 from pathlib import Path
@@ -22,22 +23,26 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from mlenergy.errors import Interrupted, UserError
+from mlenergy.errors import UserError
 from mlenergy.measure.counter_period import MIN_PERIODS
 from mlenergy.measure.host_bound import with_host_bound
 from mlenergy.records import IdleBaseline, new_run_id
 from mlenergy.workloads.serving.arrivals import arrival_offsets_s
-from mlenergy.workloads.serving.client import IGNORE_EOS_BODIES, RequestOptions, stream_request
+from mlenergy.workloads.serving.client import (
+    IGNORE_EOS_BODIES,
+    RequestOptions,
+    http_session,
+    stream_request,
+)
 from mlenergy.workloads.serving.engine import (
     EngineInfo,
     check_model_served,
     detect_engine,
     engine_of_command,
     launched_server,
-    scrape_metrics,
     server_root,
 )
-from mlenergy.workloads.serving.loadgen import LoadFailed, generate_load, http_client
+from mlenergy.workloads.serving.loadgen import LoadFailed, generate_load
 from mlenergy.workloads.serving.power import ServingPower, WindowEnergy
 from mlenergy.workloads.serving.prompts import build_prompts
 from mlenergy.workloads.serving.record import (
@@ -46,8 +51,11 @@ from mlenergy.workloads.serving.record import (
     build_record,
     failed_record,
 )
+from mlenergy.workloads.serving.served_model import describe_served_model
 from mlenergy.workloads.serving.server_gpus import listening_pid, server_gpus, visible_devices_for
-from mlenergy.workloads.serving.spec import ServingSpec, describe_model
+from mlenergy.workloads.serving.server_info import read_metrics_async
+from mlenergy.workloads.serving.signals import interrupted, signals_as_interrupt
+from mlenergy.workloads.serving.spec import ServingSpec
 from mlenergy.workloads.serving.steady_state import SteadyStateTracker, Window
 from mlenergy.workloads.serving.timing import RequestTiming
 
@@ -101,9 +109,9 @@ def run_async(factory: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
 
 
 async def _probe(options: RequestOptions) -> RequestTiming:
-    async with http_client(1, 120.0) as client:
+    async with http_session(2) as session:
         return await stream_request(
-            client, options, "energy is power over time", RequestTiming(0, 0.0)
+            session, options, "energy is power over time", RequestTiming(0, 0.0)
         )
 
 
@@ -146,18 +154,23 @@ async def _scrape_loop(
     endpoint: str, out: list[tuple[float, dict[str, float]]], stop: asyncio.Event
 ) -> None:
     url = f"{server_root(endpoint)}/metrics"
+    dropped: list[str] = []
     async with httpx.AsyncClient(timeout=2.0, trust_env=False) as client:
         while not stop.is_set():
-            try:
-                response = await client.get(url)
-                if response.status_code == 200:
-                    out.append((time.time(), scrape_metrics(response.text)))
-            except httpx.HTTPError:
-                pass
+            values = await read_metrics_async(client, url, dropped)
+            if values is not None:
+                out.append((time.time(), values))
             try:
                 await asyncio.wait_for(stop.wait(), timeout=1.0)
             except TimeoutError:
                 continue
+    if dropped:
+        warnings.warn(
+            f"{url} sent {len(dropped)} value(s) that are not finite or out of range "
+            f"(first: {dropped[0]}); they were left out of the engine's metrics",
+            RuntimeWarning,
+            stacklevel=1,
+        )
 
 
 def _measure_load(
@@ -184,7 +197,7 @@ def _measure_load(
         )
         try:
             return await generate_load(
-                options, prompts, offsets, level, tracker, request_timeout_s=spec.request_timeout_s
+                options, prompts, offsets, level, tracker, client_procs=spec.client_procs
             )
         finally:
             stop.set()
@@ -302,7 +315,13 @@ def measure_level(
     engine = detect_engine(endpoint, models, spec.engine)
     if engine.name is None and engine_hint:
         engine = EngineInfo(engine_hint, "--launch", engine.has_metrics)
-    options = RequestOptions(endpoint, spec.model, spec.api, spec.max_output_tokens)
+    options = RequestOptions(
+        endpoint,
+        spec.model,
+        spec.api,
+        spec.max_output_tokens,
+        request_timeout_s=spec.request_timeout_s,
+    )
     extra, via = negotiate_ignore_eos(options, spec.ignore_eos, engine.name)
     options = replace(options, extra_body=extra)
     label = "launched server" if launched else "--server-pid"
@@ -356,29 +375,31 @@ def run_serving_bench(
     from mlenergy.store.preflight import open_store_for_append
 
     spec.validate()
-    if spec.endpoint is not None:
-        check_model_served(spec.endpoint, spec.model)  # unreachable or wrong model: fail first
-    model = describe_model(spec)
+    served = None
+    if spec.endpoint is not None:  # unreachable or wrong model: fail first
+        served = check_model_served(spec.endpoint, spec.model)
+    model = describe_served_model(spec, served)
     build_prompts(spec.prompts, 1, spec.input_tokens, spec.seed)  # unreadable prompts fail here
     store: RunStore | None = open_store_for_append(data_dir) if data_dir is not None else None
     if spec.launch is not None and log_dir is None:
         log_dir = server_log_dir(data_dir)
     records: list[RunRecord] = []
     stored: list[str] = []
-    try:
-        for level in spec.levels:
-            record = _one_level(spec, level, model, log_dir)
-            if record.status == "failed" and not keep_going:
-                raise ServingLevelFailed(record.error or "level failed", record, stored)
-            if store is not None:
-                store.append([record])
-                stored.append(record.run_id)
-            records.append(record)
-            if on_record is not None:
-                on_record(record)
-    except KeyboardInterrupt as exc:
-        kept = f"{len(stored)} finished level(s) stored" if stored else "no level had finished"
-        raise Interrupted(f"{kept}; any launched server was stopped") from exc
+    with signals_as_interrupt() as caught:  # SIGTERM, SIGHUP: as Ctrl-C
+        try:
+            for level in spec.levels:
+                record = _one_level(spec, level, model, log_dir)
+                if record.status == "failed" and not keep_going:
+                    raise ServingLevelFailed(record.error or "level failed", record, stored)
+                if store is not None:
+                    store.append([record])
+                    stored.append(record.run_id)
+                records.append(record)
+                if on_record is not None:
+                    on_record(record)
+        except KeyboardInterrupt as exc:
+            kept = f"{len(stored)} finished level(s) stored" if stored else "no level had finished"
+            raise interrupted(f"{kept}; any launched server was stopped", caught) from exc
     return records
 
 

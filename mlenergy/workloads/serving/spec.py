@@ -69,6 +69,8 @@ class ServingSpec:
         request_timeout_s: Seconds a request may wait for its next chunk.
         power_period_s: Sampling period of the power samples, seconds (Zeus polls no faster
             than 0.05 s).
+        client_procs: Processes the client streams from (1: one; ``None``: chosen from the
+            CPU the client uses as it runs, see :mod:`~.loadgen`).
     """
 
     model: str
@@ -94,6 +96,7 @@ class ServingSpec:
     startup_timeout_s: float = 600.0
     request_timeout_s: float = 600.0
     power_period_s: float = 0.05
+    client_procs: int | None = 1
 
     def validate(self) -> ServingSpec:
         """Check every value; return ``self``.

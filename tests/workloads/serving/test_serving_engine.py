@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 
@@ -10,12 +11,14 @@ import pytest
 
 from mlenergy.errors import UserError
 from mlenergy.workloads.serving.engine import (
+    Watchdog,
     engine_of_command,
     launch_argv,
     launched_server,
     scrape_metrics,
     server_root,
 )
+from mlenergy.workloads.serving.signals import Caught, interrupted, signals_as_interrupt
 
 # a tiny OpenAI-looking server: /v1/models answers, with a child process in its group
 FAKE = (
@@ -99,3 +102,36 @@ def test_a_server_that_exits_or_never_answers_is_one_user_error(tmp_path):
     missing = launched_server("/no/such/engine {port}", "m", 2, tmp_path / "e.log")
     with pytest.raises(UserError, match="could not start"), missing:
         pass
+
+
+def test_sighup_and_sigterm_interrupt_as_ctrl_c_and_ignored_signals_stay_ignored():
+    for signum, status in ((signal.SIGHUP, 129), (signal.SIGTERM, 143)):
+        with pytest.raises(KeyboardInterrupt), signals_as_interrupt() as caught:
+            signal.raise_signal(signum)
+            time.sleep(5)  # not reached: the handler interrupts at once
+        assert caught.signum == signum
+        error = interrupted("1 finished level(s) stored", caught)
+        assert error.exit_code == status and error.summary.startswith(signal.Signals(signum).name)
+    assert interrupted("kept", Caught()).exit_code == 130
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as under nohup
+    try:
+        with signals_as_interrupt() as caught:
+            signal.raise_signal(signal.SIGHUP)  # ignored: nothing happens
+        assert caught.signum is None
+        assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # restored
+
+
+def test_the_watchdog_stops_the_group_when_its_owner_goes_without_a_word(tmp_path):
+    with launched_server(FAKE, "m", 2, tmp_path / "w.log", startup_timeout_s=60) as server:
+        pid = server.pid
+        watchdog = Watchdog(pid, grace_s=2.0)
+        assert len(_group_alive(pid)) >= 2
+        watchdog.release(stopped=False)  # as if mlenergy had died: the pipe closes unwritten
+        deadline = time.monotonic() + 20
+        while _group_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _group_alive(pid) == []
+        assert not server.alive()
