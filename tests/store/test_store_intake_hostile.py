@@ -185,6 +185,7 @@ def _serving(factory, seed: int, **changes):
         "request_energies_j": (energy * 0.25,) * 4,
         "request_output_tokens": (req.tokens // 4,) * 4,
         "split_energy_j": energy,
+        "split_window_energy_j": energy,
     }
     stats.update(changes)
     workload = run.workload.model_copy(update={"method": "serving-steady-state"})
