@@ -10,9 +10,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from mlenergy.analysis.headline import energy_per_response_j, headline_column
 from mlenergy.leaderboard.arch import architecture_kinds
 from mlenergy.leaderboard.marks import attach_marks
+from mlenergy.records.metrics import (
+    energy_per_response_j,
+    headline_column,
+    mean_output_tokens_column,
+)
 
 SOURCE_KINDS = ("measured", "modelled", "estimated", "emulated", "reference")
 """The ``source_kind`` values, i.e. the prefix of ``energy_source``."""
@@ -95,8 +99,7 @@ def prepare_runs(runs: pd.DataFrame) -> pd.DataFrame:
     thr = headline_column(df, "throughput_tokens_per_s")
     power = headline_column(df, "avg_power_w")
     df["energy_per_token_j"] = ept
-    out_tokens = _first(_col(df, "avg_output_tokens"), _col(df, "output_tokens"))
-    df["energy_per_response_j"] = energy_per_response_j(ept, out_tokens)
+    df["energy_per_response_j"] = energy_per_response_j(ept, mean_output_tokens_column(df))
     df["throughput_tokens_per_s"] = thr
     df["avg_power_w"] = power
     df["itl_ms"] = _col(df, "itl_p50_s") * 1000.0

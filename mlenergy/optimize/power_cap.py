@@ -26,7 +26,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mlenergy.analysis.headline import meets_deadline
 from mlenergy.errors import UserError
 from mlenergy.optimize.candidates import (
     CANDIDATE_COLUMNS,
@@ -35,6 +34,7 @@ from mlenergy.optimize.candidates import (
     reference_candidates,
     store_candidates,
 )
+from mlenergy.records.metrics import meets_deadline
 
 SOURCES = ("measured", "estimated", "all")
 OBJECTIVES = ("throughput", "energy-per-token")
@@ -422,7 +422,7 @@ def best_per_model(
         no candidate within the deadline and budget is left out.
     """
     if models is None:
-        from mlenergy.calibrate.measurements import load_reference
+        from mlenergy.reference.measurements import load_reference
 
         ref = load_reference(reference, include_v2=True)
         models = sorted(ref.loc[ref["task"] == task, "model_id"].unique())

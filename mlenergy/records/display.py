@@ -10,6 +10,8 @@ import html
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from mlenergy.records.metrics import headline_phase
+
 if TYPE_CHECKING:
     from mlenergy.records.run import RunRecord
 
@@ -78,7 +80,7 @@ def runs_html(runs: Sequence[RunRecord]) -> str:
     ]
     rows = []
     for r in runs:
-        p = r.phase("request") or (r.phases[0] if r.phases else None)
+        p = headline_phase(r) or (r.phases[0] if r.phases else None)
         rows.append(
             [
                 r.run_id[:12],

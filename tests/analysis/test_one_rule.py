@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from mlenergy.calibrate.reference import read_reference
 from mlenergy.leaderboard.arch import architecture_kind
 from mlenergy.records.model_kind import model_kind
+from mlenergy.reference.runs import read_reference
 from mlenergy.studies.measured import measured_frame
 
 
@@ -77,9 +77,9 @@ def _two_phase_runs():
 
 
 def test_every_view_takes_the_request_phase_and_the_same_best_configuration(tmp_path):
-    from mlenergy.analysis.headline import headline_phase
     from mlenergy.leaderboard.query import best_configs, prepare_runs, within_limits
     from mlenergy.optimize.candidates import store_candidates
+    from mlenergy.records.metrics import headline_phase
     from mlenergy.store import RunStore
     from mlenergy.studies.measured import best_configurations
 
