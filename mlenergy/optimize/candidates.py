@@ -51,7 +51,7 @@ CONFIG_KEY = (
 
 
 def _tdp_w(gpu: str) -> float | None:
-    from mlenergy.estimate import resolve_gpu
+    from mlenergy.reference.gpus import resolve_gpu
 
     try:
         return float(resolve_gpu(gpu).tdp_w)

@@ -225,9 +225,8 @@ def _catalog_with(folder, name: str, tdp_w: float) -> None:
      "A100", "NVIDIA A100-SXM4-40GB", "GeForce RTX 4090"],
 )  # fmt: skip
 def test_every_reader_matches_gpu_names_with_the_one_matcher(spelling):
-    from mlenergy.estimate import resolve_gpu
     from mlenergy.importers.common import resolve_accelerator
-    from mlenergy.reference.gpus import find_gpu
+    from mlenergy.reference.gpus import find_gpu, resolve_gpu
     from mlenergy.reference.runs import gpu_name
     from mlenergy.store.gpus import gpu_lookup
 
@@ -241,10 +240,9 @@ def test_every_reader_matches_gpu_names_with_the_one_matcher(spelling):
 
 
 def test_one_catalog_override_for_every_reader(tmp_path, monkeypatch):
-    from mlenergy.estimate import resolve_gpu
     from mlenergy.importers.common import resolve_accelerator
     from mlenergy.reference import CATALOG_DIR_ENV
-    from mlenergy.reference.gpus import find_gpu
+    from mlenergy.reference.gpus import find_gpu, resolve_gpu
     from mlenergy.store.gpus import gpu_lookup
 
     _catalog_with(tmp_path, "Test-GPU-96GB", 300.0)
