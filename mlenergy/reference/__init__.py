@@ -37,11 +37,15 @@ SOURCES_FILE = "SOURCES.md"
 CONFIGS_FOLDER = "model-configs"
 CATALOG_DIR_ENV = "MLENERGY_CATALOG_DIR"
 """Environment variable naming a folder whose catalog files replace the shipped ones."""
+PACKAGE_ONLY = ("gpu_catalog.json", "precisions.json")
+"""Files always read from this package, whatever ``$MLENERGY_REFERENCE_DIR`` says (the GPU
+catalog is replaced by ``$MLENERGY_CATALOG_DIR/gpu_catalog.json`` instead)."""
 
 __all__ = [
     "CATALOG_DIR_ENV",
     "CONFIGS_FOLDER",
     "PACKAGE_DIR",
+    "PACKAGE_ONLY",
     "REFERENCE_ENV",
     "Source",
     "catalog_file",
