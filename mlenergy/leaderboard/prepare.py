@@ -17,6 +17,7 @@ from mlenergy.records.metrics import (
     headline_column,
     mean_output_tokens_column,
 )
+from mlenergy.reference.gpus import catalog_name
 
 SOURCE_KINDS = ("measured", "modelled", "estimated", "emulated", "reference")
 """The ``source_kind`` values, i.e. the prefix of ``energy_source``."""
@@ -70,7 +71,8 @@ def prepare_runs(runs: pd.DataFrame) -> pd.DataFrame:
     ``energy_per_response_j`` (J: energy per token x output tokens per request),
     ``throughput_tokens_per_s`` and ``avg_power_w`` (same phase choice), ``itl_ms``
     (median inter-token latency, ms), ``tokens_per_j`` (tokens per joule, i.e. tokens per
-    second per watt), ``hardware`` (accelerator model, else CPU model), ``arch_kind``
+    second per watt), ``hardware`` (accelerator model by the GPU catalog's name where it
+    matches one, so every spelling of a GPU is one hardware; else CPU model), ``arch_kind``
     (``dense``/``MoE``/``hybrid``, see
     :func:`mlenergy.leaderboard.arch.architecture_kind`), ``source_kind`` (prefix of
     ``energy_source`` when missing), ``source_class`` (see :data:`SOURCE_CLASSES`: measured
@@ -107,7 +109,8 @@ def prepare_runs(runs: pd.DataFrame) -> pd.DataFrame:
         tpj = np.where(ept > 0, 1.0 / ept, np.nan)
     df["tokens_per_j"] = tpj
     accel = _text(df, "accelerator_model")
-    df["hardware"] = accel.where(accel != "", _text(df, "cpu_model").replace("", "CPU"))
+    names = {n: catalog_name(n) for n in accel.unique() if n}  # the one GPU name matcher
+    df["hardware"] = accel.map(names).where(accel != "", _text(df, "cpu_model").replace("", "CPU"))
     count = _col(df, "accelerator_count").fillna(0)
     df["accelerator_count"] = count.astype(int)
     df["arch_kind"] = architecture_kinds(df)

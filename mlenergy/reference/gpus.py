@@ -362,6 +362,15 @@ def find_gpu(name: str | None) -> GpuSpec | None:
     return by_name[key] if key else None
 
 
+def catalog_name(name: str) -> str:
+    """The catalog's name of a GPU name (``H100`` -> ``H100-SXM5-80GB``), else the name given.
+
+    The name is the given one when it matches no catalog GPU (:func:`find_gpu`).
+    """
+    spec = find_gpu(name)
+    return spec.name if spec is not None else name
+
+
 def resolve_gpu(name_or_path: str | GpuSpec) -> GpuSpec:
     """Return the spec for a catalog name, an alias or a YAML/JSON spec file path.
 

@@ -8,7 +8,7 @@ energy counters while vLLM served the model, so every record says
 carries ``SubmissionInfo(submitter="ML.ENERGY Leaderboard v3")`` (``v2`` for the older files).
 
 One vocabulary: GPUs by the GPU catalog's names (its one matcher,
-:func:`~mlenergy.reference.gpus.find_gpu`), tasks by the estimator's labels
+:func:`~mlenergy.reference.gpus.catalog_name`), tasks by the estimator's labels
 (``lm-arena-chat``... for v3; ``sharegpt-chat`` and ``code`` for v2, see
 :mod:`~mlenergy.estimate.engines`), engines as ``vllm <version>``. The model of each row is
 described by :func:`mlenergy.models.info.model_info_from_config` from the config the
@@ -50,7 +50,7 @@ from mlenergy.records import (
     sha256_hex,
 )
 from mlenergy.reference import REFERENCE_ENV, reference_dir
-from mlenergy.reference.gpus import find_gpu
+from mlenergy.reference.gpus import catalog_name
 
 __all__ = ["read_reference"]
 
@@ -64,12 +64,6 @@ V3_ENGINE = "vllm 0.11.1"
 V2_ENGINE = "vllm 0.5.4"
 V3_SUBMITTER = "ML.ENERGY Leaderboard v3"
 V2_SUBMITTER = "ML.ENERGY Leaderboard v2"
-
-
-def gpu_name(text: str) -> str:
-    """A table's GPU name as the catalog's (``H100`` -> ``H100-SXM5-80GB``); kept if unknown."""
-    spec = find_gpu(text)
-    return spec.name if spec is not None else text
 
 
 @dataclass(frozen=True)
@@ -257,7 +251,7 @@ def read_v3(path: Path, config_dir: Path) -> list[RunRecord]:
             parsed = _Row(
                 key=f"{path.name}:{i}:{canonical_json(row)}",
                 task=row["task"],
-                gpu=gpu_name(row["gpu_model"]),
+                gpu=catalog_name(row["gpu_model"]),
                 num_gpus=int(row["num_gpus"]),
                 tp=int(row["tensor_parallel"]),
                 ep=int(row["expert_parallel"]),
@@ -293,7 +287,7 @@ def read_v2(path: Path, task: str, config_dir: Path) -> list[RunRecord]:
             parsed = _Row(
                 key=f"{path.name}:{i}:{canonical_json(row)}",
                 task=task,
-                gpu=gpu_name(row["GPU"]),
+                gpu=catalog_name(row["GPU"]),
                 num_gpus=int(row["TP"]) * int(row["PP"]),
                 tp=int(row["TP"]),
                 ep=1,

@@ -47,6 +47,7 @@ from mlenergy.records.metrics import (
     meets_deadline,
     task_answers_benchmark,
 )
+from mlenergy.reference.gpus import catalog_name
 
 __all__ = [
     "QualityFigure",
@@ -115,7 +116,7 @@ def _config_row(run: RunRecord) -> dict[str, Any] | None:
         "run_id": run.run_id,
         "model_id": run.model.model_id,
         "arch": run.model.kind,
-        "gpu": run.hardware.accelerator_model,
+        "gpu": catalog_name(run.hardware.accelerator_model),  # every spelling of a GPU is one
         "task": run.workload.task or "unlabelled",
         "num_gpus": run.hardware.accelerator_count,
         "configuration": _config_text(run),
@@ -148,7 +149,8 @@ def measured_frame(
         include_legacy: Keep the runs of :data:`LEGACY_SOURCES` too.
 
     Returns:
-        Columns: ``run_id``, ``model_id``, ``arch``, ``gpu``, ``task``, ``num_gpus``,
+        Columns: ``run_id``, ``model_id``, ``arch``, ``gpu`` (the GPU catalog's name where the
+        record's matches one), ``task``, ``num_gpus``,
         ``configuration``, ``total_params``, ``active_params``, ``mean_output_tokens`` (exact
         mean), ``energy_per_token_j`` (J per output token), ``energy_per_response_j`` (J),
         ``median_itl_ms`` (ms; for v2 rows the mean time per output token, see

@@ -225,9 +225,11 @@ def _catalog_with(folder, name: str, tdp_w: float) -> None:
      "A100", "NVIDIA A100-SXM4-40GB", "GeForce RTX 4090"],
 )  # fmt: skip
 def test_every_reader_matches_gpu_names_with_the_one_matcher(spelling):
+    import pandas as pd
+
     from mlenergy.importers.common import resolve_accelerator
-    from mlenergy.reference.gpus import find_gpu, resolve_gpu
-    from mlenergy.reference.runs import gpu_name
+    from mlenergy.leaderboard.prepare import prepare_runs
+    from mlenergy.reference.gpus import catalog_name, find_gpu, resolve_gpu
     from mlenergy.store.gpus import gpu_lookup
 
     spec = find_gpu(spelling)
@@ -236,7 +238,9 @@ def test_every_reader_matches_gpu_names_with_the_one_matcher(spelling):
     assert gpu_lookup()(spelling).name == spec.name
     assert gpu_lookup()(spelling).tdp_w == spec.tdp_w
     assert resolve_accelerator(spelling, "x.json", "gpu").name == spec.name
-    assert gpu_name(spelling) == spec.name
+    assert catalog_name(spelling) == spec.name
+    board = prepare_runs(pd.DataFrame({"accelerator_model": [spelling], "accelerator_count": [1]}))
+    assert board.loc[0, "hardware"] == spec.name
 
 
 def test_one_catalog_override_for_every_reader(tmp_path, monkeypatch):
