@@ -26,9 +26,9 @@ LAYER = {
     "models": 2,
     "store": 2,
     "estimate": 2,
-    # Fitting and validating the estimator (reading the measurements, the fit, cross-validation,
-    # the accuracy report) is a job apart from estimating: it uses the estimator, so it sits
-    # above it, and analysis and optimize (same tier) read its measurement table.
+    # Fitting and validating the estimator (the fit, cross-validation, the accuracy report) is
+    # a job apart from estimating: it uses the estimator, so it sits above it. The measurements
+    # it fits are read in reference (MODULE_LAYER below), as the planners read them.
     "calibrate": 3,
     "workloads": 3,
     "quality": 3,
