@@ -110,7 +110,8 @@ def prepare_runs(runs: pd.DataFrame) -> pd.DataFrame:
     df["tokens_per_j"] = tpj
     accel = _text(df, "accelerator_model")
     names = {n: catalog_name(n) for n in accel.unique() if n}  # the one GPU name matcher
-    df["hardware"] = accel.map(names).where(accel != "", _text(df, "cpu_model").replace("", "CPU"))
+    gpus = accel.replace({n: c for n, c in names.items() if n != c})
+    df["hardware"] = gpus.where(accel != "", _text(df, "cpu_model").replace("", "CPU"))
     count = _col(df, "accelerator_count").fillna(0)
     df["accelerator_count"] = count.astype(int)
     df["arch_kind"] = architecture_kinds(df)
