@@ -52,8 +52,18 @@ BOUNDS: dict[str, tuple[float, float, bool, str]] = {
 }
 """Input -> (lowest, highest, lowest allowed itself, why): the physical range of each input."""
 
+PER_1K_TOKENS = 1_000
+"""Tokens that carbon per token figures are given per (``carbon_g_per_1k_tokens``)."""
+PER_1M_TOKENS = 1_000_000
+"""Tokens that cost per token figures are given per (``cost_per_m_tokens``)."""
+PER_TOKEN_COLUMNS = ("carbon_g_per_1k_tokens", "cost_per_m_tokens")
+"""The per-token figures of every view, named with their units (:func:`per_token_figures`)."""
+
 __all__ = [
     "BOUNDS",
+    "PER_1K_TOKENS",
+    "PER_1M_TOKENS",
+    "PER_TOKEN_COLUMNS",
     "Footprint",
     "GridIntensity",
     "carbon_g",
@@ -61,6 +71,7 @@ __all__ = [
     "cost",
     "intensity_for",
     "intensity_from_provider",
+    "per_token_figures",
     "price_from_provider",
     "regions",
 ]
@@ -223,6 +234,35 @@ def cost(energy_j: float, price_per_kwh: float, pue: float = 1.0) -> float:
         pue: Power usage effectiveness of the facility (total over IT energy, >= 1).
     """
     return energy_j * pue * price_per_kwh / JOULES_PER_KWH
+
+
+def per_token_figures(
+    energy_per_token_j: Any,
+    g_per_kwh: float | None,
+    price_per_kwh: float | None,
+    pue: float = 1.0,
+) -> dict[str, Any]:
+    """Carbon per 1k tokens and cost per 1M tokens of an energy per token.
+
+    The one place the per-token units are attached (:data:`PER_TOKEN_COLUMNS`): every view
+    (``estimate``, ``bench``, ``optimize power-cap``, the leaderboard) reads its figures here.
+
+    Args:
+        energy_per_token_j: Energy per token, joules (a float or a numpy array).
+        g_per_kwh: Grid carbon intensity, g CO2e per kWh (``None``: no carbon figure).
+        price_per_kwh: Electricity price per kWh (``None``: no cost figure).
+        pue: Power usage effectiveness applied (1.0 when the energy already includes it).
+
+    Returns:
+        ``carbon_g_per_1k_tokens`` (g CO2e) and ``cost_per_m_tokens`` (the price's currency),
+        only those whose setting is given.
+    """
+    out: dict[str, Any] = {}
+    if g_per_kwh is not None:
+        out[PER_TOKEN_COLUMNS[0]] = carbon_g(energy_per_token_j * PER_1K_TOKENS, g_per_kwh, pue)
+    if price_per_kwh is not None:
+        out[PER_TOKEN_COLUMNS[1]] = cost(energy_per_token_j * PER_1M_TOKENS, price_per_kwh, pue)
+    return out
 
 
 def intensity_from_provider(provider: Any, label: str) -> GridIntensity:
@@ -403,16 +443,10 @@ class Footprint:
     def per_token(self, energy_per_token_j: float) -> dict[str, float]:
         """``carbon_g_per_1k_tokens`` and ``cost_per_m_tokens`` for an energy per token.
 
-        Only the figures whose setting is given appear.
+        Only the figures whose setting is given appear (:func:`per_token_figures`).
         """
-        out: dict[str, float] = {}
-        grams = self.carbon_g(energy_per_token_j * 1_000)
-        if grams is not None:
-            out["carbon_g_per_1k_tokens"] = grams
-        money = self.cost(energy_per_token_j * 1_000_000)
-        if money is not None:
-            out["cost_per_m_tokens"] = money
-        return out
+        g_per_kwh = self.intensity.g_per_kwh if self.intensity is not None else None
+        return per_token_figures(energy_per_token_j, g_per_kwh, self.price_per_kwh, self.pue)
 
     def per_token_lines(self, energy_per_token_j: float, tokens: str = "tokens") -> list[str]:
         """Text lines for carbon per 1k and cost per 1M ``tokens``, each labelled.
@@ -421,8 +455,8 @@ class Footprint:
             energy_per_token_j: Energy per token, joules.
             tokens: What the tokens are (e.g. ``output tokens``).
         """
-        carbon = self.lines(energy_per_token_j * 1_000, f"per 1k {tokens}")
-        money = self.lines(energy_per_token_j * 1_000_000, f"per 1M {tokens}")
+        carbon = self.lines(energy_per_token_j * PER_1K_TOKENS, f"per 1k {tokens}")
+        money = self.lines(energy_per_token_j * PER_1M_TOKENS, f"per 1M {tokens}")
         return [line for line in carbon if line.startswith("carbon")] + [
             line for line in money if line.startswith("cost")
         ]

@@ -1,7 +1,7 @@
 """Import the ML.ENERGY Leaderboard's published measurements into a store.
 
 The records come from the one reader of the reference tables,
-:func:`mlenergy.calibrate.reference.read_reference` (see there what each record says and what
+:func:`mlenergy.reference.runs.read_reference` (see there what each record says and what
 it labels as unknown); this module only appends them to a :class:`~mlenergy.store.RunStore`.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mlenergy.calibrate.reference import read_reference
 from mlenergy.reference import reference_dir as default_reference_dir
+from mlenergy.reference.runs import read_reference
 from mlenergy.store import RunStore
 
 __all__ = ["default_reference_dir", "import_reference", "read_reference"]

@@ -16,10 +16,10 @@ import pandas as pd
 
 from mlenergy.calibrate.calibration import row_errors
 from mlenergy.calibrate.crossval import in_sample
-from mlenergy.calibrate.measurements import measurements_from_records
 from mlenergy.errors import UserError
 from mlenergy.estimate.coefficients import Coefficients
 from mlenergy.records import RunRecord
+from mlenergy.reference.measurements import measurements_from_records
 
 COLUMNS = (
     "run_id",
@@ -82,7 +82,7 @@ def compare_runs(
 
     Args:
         records: Run records (e.g. ``RunStore(dir).runs()``); only measured GPU serving runs
-            are compared (see :func:`~mlenergy.calibrate.measurements.measurement_row`).
+            are compared (see :func:`~mlenergy.reference.measurements.measurement_row`).
         configs_dir: Folder of model configs.
         coefficients: Coefficients (default: shipped).
 

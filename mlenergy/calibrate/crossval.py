@@ -16,7 +16,6 @@ import numpy as np
 import pandas as pd
 
 from mlenergy.calibrate.calibration import featurise, fit, fit_weights, host_bound, itl_targets
-from mlenergy.calibrate.measurements import model_group
 from mlenergy.errors import UserError
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients, interval_class
 from mlenergy.estimate.configs import resolve_model
@@ -25,6 +24,7 @@ from mlenergy.estimate.physics import lockstep_replicas, predict
 from mlenergy.estimate.prediction import Prediction
 from mlenergy.estimate.task_defaults import has_value
 from mlenergy.progress import progress_bar
+from mlenergy.reference.measurements import model_group
 
 TARGETS = {
     "energy_median": 8.0,
@@ -356,7 +356,7 @@ def cross_validate(
     """Leave-group-out cross-validation (groups: architectures).
 
     Args:
-        df: Measurement frame (see :func:`~mlenergy.calibrate.measurements.load_reference`).
+        df: Measurement frame (see :func:`~mlenergy.reference.measurements.load_reference`).
         folds: Number of folds (default: one per group, i.e. leave-one-architecture-out).
         configs_dir: Folder of model configs.
         start: Starting coefficients of each fit (default: the code defaults,

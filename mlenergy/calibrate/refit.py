@@ -14,9 +14,9 @@ import pandas as pd
 
 from mlenergy.calibrate.calibration import calibrate, interval_quantiles
 from mlenergy.calibrate.crossval import cross_validate
-from mlenergy.calibrate.measurements import load_reference, own_measurements
 from mlenergy.estimate.coefficients import COEFFICIENTS_FILE, Coefficients, default_coefficients
 from mlenergy.records import RunRecord
+from mlenergy.reference.measurements import load_reference, own_measurements
 
 
 def calibrate_all(

@@ -1,7 +1,7 @@
 """``mlenergy bench``: measure the inference energy of models over a batch-size sweep.
 
 The workflow lives in :mod:`mlenergy.workloads.bench`; this module parses the options and
-prints the table, whose headline is the whole request (:mod:`mlenergy.analysis.headline`).
+prints the table, whose headline is the whole request (:mod:`mlenergy.records.metrics`).
 """
 
 from __future__ import annotations
@@ -322,7 +322,7 @@ def _print_generation(console: Any, records: list) -> None:
 
 def _print_footprint(console: object, records: list, footprint: object) -> None:
     """Carbon per 1k and cost per 1M tokens of each run's headline phase (derived, not stored)."""
-    from mlenergy.analysis.headline import headline_phase
+    from mlenergy.records.metrics import headline_phase
 
     for r in records:
         head = headline_phase(r)
@@ -348,7 +348,7 @@ def _fmt(value: float | None, scale: float = 1.0, digits: int = 4) -> str:
 HEADLINE_COLUMN = "headline mJ/tok"
 """The table's headline: energy per output token of the headline phase (whole request, as the
 reference reports it; else decode, named in the cell), by
-:func:`mlenergy.analysis.headline.headline_phase`."""
+:func:`mlenergy.records.metrics.headline_phase`."""
 
 _SUMMARY_COLUMNS = (
     ("model", "left"),
@@ -387,8 +387,8 @@ def summary_table(records: list[RunRecord]) -> Any:
     """
     from rich.table import Table
 
-    from mlenergy.analysis.headline import headline_phase
     from mlenergy.records import interval_basis
+    from mlenergy.records.metrics import headline_phase
     from mlenergy.workloads.bench import interval_text, status_text
 
     table = Table(

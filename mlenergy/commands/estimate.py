@@ -262,7 +262,9 @@ def _estimate_serving(
 
 def _footprint_note(footprint: Any) -> str:
     """One line saying how the carbon and cost columns were derived."""
-    return f"carbon_g_per_1k_tokens, cost_per_m_tokens derived with {footprint.basis()}"
+    from mlenergy.footprint import PER_TOKEN_COLUMNS
+
+    return f"{', '.join(PER_TOKEN_COLUMNS)} derived with {footprint.basis()}"
 
 
 def _estimate_batch(

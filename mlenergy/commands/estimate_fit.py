@@ -113,17 +113,17 @@ def validate_cmd(
     import pandas as pd
 
     from mlenergy.calibrate.crossval import HOLD_OUT, TARGETS, cross_validate, validation_tables
-    from mlenergy.calibrate.measurements import load_reference
     from mlenergy.estimate.coefficients import default_coefficients
     from mlenergy.estimate.host_bound import host_bound_label
     from mlenergy.reference import configs_next_to
+    from mlenergy.reference.measurements import load_reference
 
     if hold_out not in HOLD_OUT:
         raise UserError(f"unknown --hold-out '{hold_out}'", f"Use one of {', '.join(HOLD_OUT)}")
     df = load_reference(reference, include_v2=not no_v2)
     configs = configs_next_to(reference, configs_dir)
     if store is not None:
-        from mlenergy.calibrate.measurements import own_measurements
+        from mlenergy.reference.measurements import own_measurements
         from mlenergy.store import RunStore
 
         own = own_measurements(RunStore(store).runs(), configs)

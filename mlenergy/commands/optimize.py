@@ -19,6 +19,7 @@ from mlenergy.commands.options import (
     resolve_data_dir,
 )
 from mlenergy.errors import UserError
+from mlenergy.optimize.site import SITE_HOST_W_PER_GPU, SITE_PUE
 
 optimize_app = typer.Typer(
     name="optimize",
@@ -242,8 +243,10 @@ def power_cap(
     objective: Annotated[
         str, typer.Option(help="throughput (site tokens/s) or energy-per-token.")
     ] = "throughput",
-    pue: Annotated[float, typer.Option(help="Power usage effectiveness of the site.")] = 1.2,
-    host_w_per_gpu: Annotated[float, typer.Option(help="Host power per GPU (W).")] = 150.0,
+    pue: Annotated[float, typer.Option(help="Power usage effectiveness of the site.")] = SITE_PUE,
+    host_w_per_gpu: Annotated[
+        float, typer.Option(help="Host power per GPU (W).")
+    ] = SITE_HOST_W_PER_GPU,
     peak_factor: Annotated[
         float,
         typer.Option(

@@ -23,11 +23,13 @@ def reference(
         _print_regions(as_json)
         return
 
-    from mlenergy.reference import reference_dir, shipped_files, sources
+    from mlenergy.reference import PACKAGE_DIR, PACKAGE_ONLY, reference_dir, shipped_files, sources
+    from mlenergy.reference.gpus import CATALOG_FILE
 
     root = reference_dir()
     rows = sources()
-    files = [str(p) for p in shipped_files(root)]
+    files = [str(p) for p in shipped_files(root) if str(p) not in PACKAGE_ONLY]
+    files += [name for name in PACKAGE_ONLY if (PACKAGE_DIR / name).is_file()]
     counts = {
         s.path: sum(f.startswith(s.path) if s.path.endswith("/") else f == s.path for f in files)
         for s in rows
@@ -45,6 +47,9 @@ def reference(
         where = f"{s.path} ({n} files)" if s.path.endswith("/") else s.path
         if n == 0:
             where += " (missing here)"
+        elif s.path in PACKAGE_ONLY and root != PACKAGE_DIR:
+            override = " or $MLENERGY_CATALOG_DIR" if s.path == CATALOG_FILE else ""
+            where += f" (read from the package{override})"
         typer.echo(f"\n{where}\n  {s.what}\n  source: {s.source}\n  licence: {s.licence}")
         typer.echo(f"  date: {s.date}; changes: {s.changes}")
     typer.echo(f"\nsources and notes: {root / 'SOURCES.md'}")

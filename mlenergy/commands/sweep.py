@@ -110,6 +110,7 @@ def sweep(
 
 def _estimate_lines(runs: list, store: object) -> list[str]:
     """The plan's stored estimates (this sweep's and earlier ones), one aligned line each."""
+    from mlenergy.records.metrics import headline_phase
     from mlenergy.sweep.spec import KEY_TAG
 
     keys = {run.key for run in runs}
@@ -121,7 +122,7 @@ def _estimate_lines(runs: list, store: object) -> list[str]:
     header = ("model", "gpu", "batch", "in", "out", "J/token", "tokens/s", "W", "source")
     rows = []
     for r in records:
-        phase = r.phase("request") or (r.phases[0] if r.phases else None)
+        phase = headline_phase(r) or (r.phases[0] if r.phases else None)
         rows.append(
             (
                 r.model.model_id,

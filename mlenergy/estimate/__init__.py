@@ -33,8 +33,8 @@ from __future__ import annotations
 
 from mlenergy.estimate.api import Estimate, energy_source, estimate, sweep
 from mlenergy.estimate.batch import estimate_frame
-from mlenergy.estimate.catalog import GpuSpec, catalog_names, resolve_gpu
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients
+from mlenergy.reference.gpus import GpuSpec, catalog_names, resolve_gpu
 
 __all__ = [
     "Coefficients",

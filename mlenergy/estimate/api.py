@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from mlenergy.errors import UserError
-from mlenergy.estimate.catalog import GpuSpec
 from mlenergy.estimate.coefficients import Coefficients
 from mlenergy.estimate.requests import EstimateRequests
 from mlenergy.estimate.table import estimate_table
 from mlenergy.estimate.table_rows import Estimate, energy_source, estimator_version
+from mlenergy.reference.gpus import GpuSpec
 
 __all__ = [
     "Estimate",
@@ -56,7 +56,7 @@ def estimate(
         model: ``config.json`` path or model id (see
             :func:`~mlenergy.estimate.configs.resolve_model`).
         gpu: Catalog name/alias, a YAML/JSON spec file of a hypothetical GPU, or a
-            :class:`~mlenergy.estimate.catalog.GpuSpec`.
+            :class:`~mlenergy.reference.gpus.GpuSpec`.
         batch_size: Average number of sequences decoding together (all replicas).
         output_tokens: Mean output length (tokens).
         input_tokens: Mean prompt length (tokens); default: the task's.

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from mlenergy.estimate.catalog import GpuSpec
+    from mlenergy.reference.gpus import GpuSpec
 
 BATCH_CAP_TOLERANCE = 1.001
 """``batch_size`` may exceed ``max_num_seqs`` by this factor (rounding of measured averages)."""

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mlenergy.estimate.catalog import GpuSpec
 from mlenergy.estimate.engines import engine_code
 from mlenergy.estimate.power_model import lowest_clock_mhz
 from mlenergy.estimate.profile import QUANTISED, ModelProfile
 from mlenergy.estimate.serving import ServingSetup
+from mlenergy.reference.gpus import GpuSpec
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from mlenergy.estimate.catalog import GpuSpec
+from mlenergy.reference.gpus import GpuSpec
 
 LARGE_GPU_GIB = 70.0
 """Device memory (GiB) from which vLLM takes its larger offline defaults (A100s excepted)."""

@@ -17,31 +17,15 @@ from mlenergy.models.architecture import (
     mixer_params,
     mlp_params,
 )
+from mlenergy.reference.precisions import precision_name, precisions
 
-PRECISION_BYTES: dict[str, float] = {
-    "float32": 4.0,
-    "bfloat16": 2.0,
-    "float16": 2.0,
-    "fp8": 1.0,
-    "mxfp4": 4.25 / 8,  # 4-bit values + one 8-bit scale per 32
-    "nvfp4": 4.5 / 8,  # 4-bit values + one 8-bit scale per 16
-}
-"""Bytes per weight for each supported precision (block scales included)."""
+PRECISION_BYTES: dict[str, float] = {p.name: p.bytes_per_weight for p in precisions().values()}
+"""Bytes per weight for each supported precision (block scales included; the precision
+vocabulary's, :mod:`mlenergy.reference.precisions`)."""
 
-QUANTISED = frozenset({"fp8", "mxfp4", "nvfp4"})
+QUANTISED = frozenset(p.name for p in precisions().values() if p.block_scaled)
 """Precisions stored with block scales that kernels must apply when reading weights."""
 
-PRECISION_ALIASES = {
-    "bf16": "bfloat16",
-    "fp16": "float16",
-    "half": "float16",
-    "fp32": "float32",
-    "float8": "fp8",
-    "fp8_e4m3": "fp8",
-    "float8_e4m3fn": "fp8",
-    "e4m3": "fp8",
-}
-"""Other spellings of the supported precisions (lower case)."""
 KV_BYTES = 2.0
 """Bytes per KV-cache element: vLLM's default cache dtype follows the activations (BF16)."""
 SSM_STATE_BYTES = 2.0
@@ -51,10 +35,13 @@ decode steps of the Nemotron-H hybrids match the BF16 state (see the estimator R
 
 
 def normalise_precision(precision: str | None) -> str:
-    """Return the canonical precision name; raise :class:`UserError` for unknown ones."""
-    p = (precision or "bfloat16").strip().lower()
-    p = PRECISION_ALIASES.get(p, p)
-    if p not in PRECISION_BYTES:
+    """Return the canonical precision name; raise :class:`UserError` for unknown ones.
+
+    Spellings are the precision vocabulary's (:mod:`mlenergy.reference.precisions`); ``None``
+    or empty is ``bfloat16``.
+    """
+    p = precision_name(precision or "bfloat16")
+    if p is None:
         raise UserError(
             f"unknown precision '{precision}'",
             f"Use one of {', '.join(k for k in PRECISION_BYTES if k != 'float32')}",

@@ -1,9 +1,7 @@
 """The estimator's catalogs: one reader of the data files that describe what it knows.
 
-Four catalogs ship as JSON next to this module, each read here and nowhere else:
+Three catalogs ship as JSON next to this module, each read here and nowhere else:
 
-* ``gpu_catalog.json``: GPUs (datasheet figures; :mod:`~mlenergy.estimate.catalog` builds
-  :class:`~mlenergy.estimate.catalog.GpuSpec` from it).
 * ``engines.json``: serving-engine profiles, each with its own overhead terms
   (:mod:`~mlenergy.estimate.engines`).
 * ``task_defaults.json``: task labels, their spellings and default prompt lengths
@@ -11,32 +9,33 @@ Four catalogs ship as JSON next to this module, each read here and nowhere else:
 * ``model_families.json``: rules of checkpoint families a config does not state, such as the
   fp8 format of an organisation's ``-FP8`` checkpoints (:mod:`~mlenergy.estimate.configs`).
 
-The fitted numbers are not catalogs: they live in ``coefficients.json`` and the calibration
-facts in ``coefficients.report.json`` (:mod:`~mlenergy.estimate.coefficients`).
+The GPU catalog is reference data (:mod:`mlenergy.reference.gpus`, shared with the store, the
+importers and the leaderboard), and so is the precision vocabulary
+(:mod:`mlenergy.reference.precisions`). The fitted numbers are not catalogs: they live in
+``coefficients.json`` and the calibration facts in ``coefficients.report.json``
+(:mod:`~mlenergy.estimate.coefficients`).
 
-Another folder can stand in for any of the files: set :data:`CATALOG_DIR_ENV` to a folder,
-and each catalog file found there replaces the shipped one (the others stay). The GPU catalog
-is looked up on every read; the engine, task and family catalogs when
-:mod:`mlenergy.estimate` is imported.
+Another folder can stand in for any catalog file, the GPU catalog included: set
+``$MLENERGY_CATALOG_DIR`` (:data:`mlenergy.reference.CATALOG_DIR_ENV`) to a folder, and each
+catalog file found there replaces the shipped one (the others stay;
+:func:`mlenergy.reference.catalog_file`, the one override). The GPU catalog is looked up on
+every read; the engine, task and family catalogs when :mod:`mlenergy.estimate` is imported.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from mlenergy.errors import UserError
+from mlenergy.reference import catalog_file
 
 SHIPPED_DIR = Path(__file__).parent
 """Folder of the shipped catalog files (package data)."""
-CATALOG_DIR_ENV = "MLENERGY_CATALOG_DIR"
-"""Environment variable naming a folder whose catalog files replace the shipped ones."""
 
 CATALOG_FILES: dict[str, str] = {
-    "gpus": "gpu_catalog.json",
     "engines": "engines.json",
     "tasks": "task_defaults.json",
     "families": "model_families.json",
@@ -44,7 +43,6 @@ CATALOG_FILES: dict[str, str] = {
 """Catalog kind -> file name."""
 
 REQUIRED_KEYS: dict[str, tuple[str, ...]] = {
-    "gpus": ("gpus",),
     "engines": ("profiles",),
     "tasks": ("input_tokens", "default_input_tokens", "aliases", "multimodal"),
     "families": ("fp8",),
@@ -58,13 +56,7 @@ def catalog_path(kind: str) -> Path:
     Args:
         kind: One of :data:`CATALOG_FILES`.
     """
-    name = CATALOG_FILES[kind]
-    folder = os.environ.get(CATALOG_DIR_ENV, "")
-    if folder:
-        candidate = Path(folder) / name
-        if candidate.is_file():
-            return candidate
-    return SHIPPED_DIR / name
+    return catalog_file(CATALOG_FILES[kind], SHIPPED_DIR)
 
 
 def read_catalog(kind: str) -> dict[str, Any]:

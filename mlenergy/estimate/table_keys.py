@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 
 from mlenergy.errors import UserError
-from mlenergy.estimate.catalog import GpuSpec, resolve_gpu
 from mlenergy.estimate.checks import RowErrors
 from mlenergy.estimate.configs import resolve_model_config
 from mlenergy.estimate.features import FEATURES, feature_row
@@ -24,6 +23,7 @@ from mlenergy.estimate.profile import ModelProfile, build_profile, weight_precis
 from mlenergy.estimate.requests import EstimateRequests
 from mlenergy.estimate.serving import ServingSetup
 from mlenergy.models.architecture import ArchitectureSpec
+from mlenergy.reference.gpus import GpuSpec, resolve_gpu
 
 _UNIT_SETUP = ServingSetup(batch_size=1.0, input_tokens=1.0, output_tokens=1.0)
 """A placeholder workload: the per-model features do not depend on it."""

@@ -14,7 +14,6 @@ import platform
 from pathlib import Path
 
 from mlenergy.estimate.api import Estimate, estimator_version
-from mlenergy.estimate.catalog import resolve_gpu
 from mlenergy.estimate.configs import resolve_model_config
 from mlenergy.estimate.engines import engine_software
 from mlenergy.models.info import model_info_from_config
@@ -28,6 +27,7 @@ from mlenergy.records import (
     Software,
     Workload,
 )
+from mlenergy.reference.gpus import resolve_gpu
 
 
 def estimate_model_info(est: Estimate, configs_dir: str | Path | None = None) -> ModelInfo:

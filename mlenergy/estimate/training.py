@@ -23,7 +23,6 @@ import numpy as np
 
 from mlenergy.errors import UserError
 from mlenergy.estimate.api import energy_source
-from mlenergy.estimate.catalog import GpuSpec, resolve_gpu
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients
 from mlenergy.estimate.configs import resolve_model
 from mlenergy.estimate.power_model import lowest_clock_mhz
@@ -44,6 +43,7 @@ from mlenergy.estimate.training_pipeline import (
     split_layers,
     stage_work,
 )
+from mlenergy.reference.gpus import GpuSpec, resolve_gpu
 
 ACTIVATION_BYTES_PER_TOKEN_LAYER_HIDDEN = 34.0
 """Stored activations per token, layer and hidden unit without recomputation (bytes)."""

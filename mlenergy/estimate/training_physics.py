@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mlenergy.estimate.catalog import GpuSpec
 from mlenergy.estimate.coefficients import Coefficients
 from mlenergy.estimate.power_model import (
     gpu_power,
@@ -26,6 +25,7 @@ from mlenergy.estimate.power_model import (
     settled_clock,
 )
 from mlenergy.estimate.roofline import effective_bandwidth, soft_max
+from mlenergy.reference.gpus import GpuSpec
 
 TRAIN_MFU_PRIOR = 0.40
 """Achieved fraction of dense tensor peak in training matmuls (typical well-tuned MFU)."""

@@ -40,12 +40,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mlenergy.errors import UserError
-from mlenergy.estimate.catalog import GpuSpec
 from mlenergy.estimate.coefficients import Coefficients
 from mlenergy.estimate.power_model import gpu_power, idle_power_w
 from mlenergy.estimate.roofline import effective_bandwidth
 from mlenergy.estimate.training_memory import OPTIMIZER_BYTES_PER_PARAM, state_bytes, usable_gb
 from mlenergy.estimate.training_physics import instruction_work, work_at_locked_clock
+from mlenergy.reference.gpus import GpuSpec
 
 if TYPE_CHECKING:
     from mlenergy.estimate.training import TrainingEstimate

@@ -20,6 +20,8 @@ from typing import Any
 from mlenergy.errors import UserError
 from mlenergy.records import ModelInfo, Software, canonical_json, sha256_hex
 from mlenergy.records.quality import ModelRef, model_ref
+from mlenergy.reference.gpus import catalog_names, find_gpu
+from mlenergy.reference.precisions import precision_name, spelling
 
 IMPORTED_MLENERGY = "not used (imported)"
 """``Software.mlenergy`` of an imported record: the figures were not measured by this project.
@@ -191,41 +193,21 @@ def normalise_model_id(raw: str) -> str:
     return value.rstrip("/\\") or raw.strip()
 
 
-_DTYPES = {
-    "bf16": "bfloat16",
-    "bfloat16": "bfloat16",
-    "fp16": "float16",
-    "float16": "float16",
-    "half": "float16",
-    "fp32": "float32",
-    "float32": "float32",
-    "float": "float32",
-    "fp8": "fp8",
-    "float8": "fp8",
-    "mxfp4": "mxfp4",
-    "nvfp4": "nvfp4",
-    "int8": "int8",
-    "int4": "int4",
-}
-
-
 def normalise_dtype(raw: object) -> str | None:
     """A weight dtype in the records' spelling (``bfloat16``, ``float16``, ``fp8``...).
 
+    Read through the precision vocabulary (:func:`mlenergy.reference.precisions.precision_name`):
     ``torch.bfloat16`` and ``bf16`` both give ``bfloat16``; ``auto``, empty or ``None`` give
-    ``None`` (the dtype must come from elsewhere); an unknown spelling is kept lower-cased.
+    ``None`` (the dtype must come from elsewhere); an unknown spelling (``int8``) is kept
+    lower-cased.
     """
-    if not isinstance(raw, str):
-        return None
-    value = raw.strip().lower().removeprefix("torch.")
-    if not value or value == "auto":
-        return None
-    return _DTYPES.get(value, value)
+    key = spelling(raw)
+    return None if key is None else precision_name(key) or key
 
 
 @dataclass(frozen=True)
 class AcceleratorSpec:
-    """A GPU resolved through the estimator's catalog."""
+    """A GPU resolved through the GPU catalog (:mod:`mlenergy.reference.gpus`)."""
 
     name: str
     memory_gb: float
@@ -240,21 +222,7 @@ def resolve_accelerator(name: str, path: Path | str, key: str) -> AcceleratorSpe
     Raises:
         UserError: The name matches no catalog GPU; the message lists the names that resolve.
     """
-    from mlenergy.estimate.catalog import catalog_names, resolve_gpu
-
-    cleaned = name.strip()
-    looks_like_file = (
-        cleaned.lower().endswith((".yaml", ".yml", ".json"))
-        or "/" in cleaned
-        or "\\" in cleaned
-        or Path(cleaned).is_file()
-    )
-    spec = None
-    if cleaned and not looks_like_file:
-        try:
-            spec = resolve_gpu(cleaned)
-        except UserError:
-            spec = None
+    spec = find_gpu(name)
     if spec is None:
         raise fail(
             path,
@@ -303,10 +271,10 @@ def model_info(
     Raises:
         UserError: No config and no parameter count (says where to put the config).
     """
-    from mlenergy.calibrate.reference import published_model_info
     from mlenergy.estimate.configs import resolve_model_config
     from mlenergy.models.info import model_info_from_config
     from mlenergy.reference import default_configs_dir
+    from mlenergy.reference.runs import published_model_info
 
     folder = configs_dir if configs_dir is not None else default_configs_dir()
     if folder.is_dir():

@@ -189,7 +189,7 @@ def _append(records: list[Record], data_dir: Path, echo: Callable[[str], None]) 
     skipped_n = len(skipped) + (result.duplicates if result is not None else 0)
     echo(f"added {added} record(s) to {store.results_dir}; {skipped_n} already stored")
     _say_joins(store, records, echo)
-    _say_submission_problems(records, echo)
+    _say_submission_problems(records, data_dir, echo)
     return DeliveryResult(added=added, skipped=skipped_n, skipped_ids=skipped)
 
 
@@ -249,17 +249,22 @@ def write_bundle(
     return DeliveryResult(skipped=skipped)
 
 
-def _say_submission_problems(records: list[Record], echo: Callable[[str], None]) -> None:
+def _say_submission_problems(
+    records: list[Record], data_dir: Path, echo: Callable[[str], None]
+) -> None:
     """Say what the submission rules would object to, so a later ``--submit`` is no surprise.
 
-    The records are stored all the same: the rules judge community submissions.
+    The records are stored all the same: the rules judge community submissions. The GPUs are
+    looked up as ``mlenergy submit`` does (the catalog, then the store's admitted GPUs).
     """
-    from mlenergy.estimate.catalog import catalog_tdp_w
+    from mlenergy.store.gpus import gpu_lookup
     from mlenergy.store.rules import check_run
+    from mlenergy.store.submissions import SubmissionQueue
 
+    lookup = gpu_lookup(SubmissionQueue(data_dir).root)
     for record in records:
         if isinstance(record, RunRecord):
-            for problem in check_run(record, f"run {record.run_id[:12]}", catalog_tdp_w):
+            for problem in check_run(record, f"run {record.run_id[:12]}", lookup):
                 echo(f"  submission rules: {problem}")
 
 
@@ -300,11 +305,10 @@ def _submit(
 ) -> DeliveryResult:
     """Queue the new records through the same validation and queue as ``mlenergy submit``."""
     from mlenergy.errors import ValidationFailed
-    from mlenergy.estimate.catalog import catalog_tdp_w
     from mlenergy.store.submissions import SubmissionQueue
     from mlenergy.store.validation import terminal_text
 
-    queue = SubmissionQueue(data_dir, tdp_lookup=catalog_tdp_w)
+    queue = SubmissionQueue(data_dir)  # the GPU lookup of `mlenergy submit`
     known = _stored_keys(data_dir) | queue.pending_hashes()
     for entry in queue.list("pending"):
         known |= {r.run_id for r in entry.submission.runs}

@@ -49,6 +49,7 @@ from mlenergy.leaderboard.estimate_tab import (
     estimator_available,
     estimator_choices,
 )
+from mlenergy.optimize.site import SITE_HOST_W_PER_GPU, SITE_PUE
 
 ALL = "all"
 """The ``task`` (or ``quality``: ``"none"``) value meaning "no task filter"."""
@@ -347,8 +348,8 @@ def _power_functions(ctx: AppContext) -> dict[str, Callable[..., dict]]:
         budget_w: float = pb.DEFAULT_BUDGET_W,
         itl_limit_ms: float = pb.DEFAULT_ITL_MS,
         task: str | None = None,
-        pue: float = 1.2,
-        host_w_per_gpu: float = 150.0,
+        pue: float = SITE_PUE,
+        host_w_per_gpu: float = SITE_HOST_W_PER_GPU,
         objective: str = "throughput",
     ) -> dict:
         """The best measured configuration per model under a site budget (W) and ITL deadline (ms).

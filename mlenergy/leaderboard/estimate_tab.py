@@ -35,7 +35,7 @@ def estimator_available() -> bool:
 
 def estimator_choices() -> dict[str, list[str]]:
     """Reference models, catalog GPUs and precisions for the playground's pickers."""
-    from mlenergy.estimate.catalog import catalog_names
+    from mlenergy.reference.gpus import catalog_names
 
     models: list[str] = []
     try:

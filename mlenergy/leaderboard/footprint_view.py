@@ -26,8 +26,8 @@ from mlenergy.errors import UserError
 CUSTOM = "custom"
 """Region label of an intensity the reader typed in."""
 
-FOOTPRINT_COLUMNS = ("carbon_g_per_1k_tokens", "cost_per_m_tokens")
-"""The derived columns (see the module docstring)."""
+FOOTPRINT_COLUMNS = fp.PER_TOKEN_COLUMNS
+"""The derived columns (see the module docstring; :func:`mlenergy.footprint.per_token_figures`)."""
 
 
 @dataclass(frozen=True)
@@ -58,16 +58,10 @@ class ViewFootprint:
     def attach(self, rows: pd.DataFrame) -> pd.DataFrame:
         """``rows`` with :data:`FOOTPRINT_COLUMNS` (NaN where a setting or energy is missing)."""
         ept = pd.to_numeric(rows["energy_per_token_j"], errors="coerce").to_numpy(dtype=float)
+        g_per_kwh = self.intensity.g_per_kwh if self.intensity is not None else None
+        figures = fp.per_token_figures(ept, g_per_kwh, self.price_per_kwh, self.pue)
         nan = np.full(len(rows), np.nan)
-        carbon = (
-            nan
-            if self.intensity is None
-            else fp.carbon_g(ept * 1_000, self.intensity.g_per_kwh, self.pue)
-        )
-        money = (
-            nan if self.price_per_kwh is None else fp.cost(ept * 1e6, self.price_per_kwh, self.pue)
-        )
-        return rows.assign(carbon_g_per_1k_tokens=carbon, cost_per_m_tokens=money)
+        return rows.assign(**{c: figures.get(c, nan) for c in FOOTPRINT_COLUMNS})
 
     def label(self) -> str:
         """One line: the intensity (region, source, year), the PUE and the price."""

@@ -2,11 +2,12 @@
 
 Given a site budget (W), a deadline on the median inter-token latency (ms), the site's PUE
 and host power per GPU, each model's measured configurations of one task in the store (the
-figures the leaderboard's table shows) are handed to the power-cap planner
-(:func:`mlenergy.optimize.power_cap.plan_power_cap`), which counts the replicas that fit the
-budget and their site throughput; this module only gathers the candidates, calls the planner
-once per model and lays the answers out. Models with no configuration within the deadline and
-the budget are listed with the planner's reason.
+figures the leaderboard's table shows) are handed to the planner's best configuration per
+model (:func:`mlenergy.optimize.power_cap.best_per_model`, the library's one rule), which
+counts the replicas that fit the budget and their site throughput; this module only gathers
+the candidates and lays the answer out. Models with no configuration within the deadline and
+the budget are listed with the planner's reason. The site defaults (PUE, host power per GPU)
+are the planner's (:mod:`mlenergy.optimize.site`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ import pandas as pd
 from mlenergy.errors import UserError
 from mlenergy.leaderboard.context import AppContext
 from mlenergy.optimize.candidates import CANDIDATE_COLUMNS
-from mlenergy.optimize.power_cap import OBJECTIVES, plan_power_cap
+from mlenergy.optimize.power_cap import OBJECTIVES
+from mlenergy.optimize.power_cap import best_per_model as plan_best_per_model
+from mlenergy.optimize.site import SITE_HOST_W_PER_GPU, SITE_PUE
 
 DEFAULT_BUDGET_W = 100_000.0
 """Site power budget the view opens on (W)."""
@@ -81,8 +84,8 @@ class BudgetQuery:
     budget_w: float = DEFAULT_BUDGET_W
     itl_limit_ms: float = DEFAULT_ITL_MS
     task: str = "lm-arena-chat"
-    pue: float = 1.2
-    host_w_per_gpu: float = 150.0
+    pue: float = SITE_PUE
+    host_w_per_gpu: float = SITE_HOST_W_PER_GPU
     objective: str = "throughput"
 
 
@@ -177,36 +180,24 @@ def _check(q: BudgetQuery) -> None:
             raise UserError(f"{name} is {value:g}; it must be positive", f"give {name} > 0")
     if not q.host_w_per_gpu >= 0:
         raise UserError(
-            f"host_w_per_gpu is {q.host_w_per_gpu:g}; it must be 0 or more", "give e.g. 150"
+            f"host_w_per_gpu is {q.host_w_per_gpu:g}; it must be 0 or more",
+            f"give e.g. {SITE_HOST_W_PER_GPU:g}",
         )
     if not q.pue >= 1.0:
-        raise UserError(f"pue is {q.pue:g}; it must be at least 1", "give e.g. 1.2")
+        raise UserError(f"pue is {q.pue:g}; it must be at least 1", f"give e.g. {SITE_PUE:g}")
 
 
 def _compute(ctx: AppContext, q: BudgetQuery) -> BudgetAnswer:
-    rows, left_out = [], []
-    for model, cands in task_candidates(ctx, q.task).items():
-        try:
-            result = plan_power_cap(
-                q.budget_w,
-                model,
-                q.task,
-                q.itl_limit_ms,
-                candidates=cands,
-                objective=q.objective,
-                pue=q.pue,
-                host_w_per_gpu=q.host_w_per_gpu,
-            )
-        except UserError as exc:
-            left_out.append((model, exc.problem))
-            continue
-        rows.append({"model_id": model, **result.best})
-    table = pd.DataFrame(rows, columns=list(COLUMNS))
-    if not table.empty:
-        table = table[list(COLUMNS)].sort_values(
-            "site_tokens_per_s", ascending=False, kind="stable"
-        )
-    return BudgetAnswer(table.reset_index(drop=True), tuple(left_out))
+    best = plan_best_per_model(
+        q.budget_w,
+        q.task,
+        q.itl_limit_ms,
+        candidates=task_candidates(ctx, q.task),
+        objective=q.objective,
+        pue=q.pue,
+        host_w_per_gpu=q.host_w_per_gpu,
+    )
+    return BudgetAnswer(best.table[list(COLUMNS)].reset_index(drop=True), best.left_out)
 
 
 def labelled(table: pd.DataFrame) -> pd.DataFrame:

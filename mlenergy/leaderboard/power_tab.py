@@ -16,6 +16,7 @@ from mlenergy.leaderboard.context import AppContext
 from mlenergy.leaderboard.filters import FilterBar
 from mlenergy.leaderboard.html import render_frame
 from mlenergy.leaderboard.table_tab import PRIVATE
+from mlenergy.optimize.site import SITE_HOST_W_PER_GPU, SITE_PUE
 
 INTRO = (
     "The configuration of each model that serves the most output tokens per second inside a "
@@ -60,8 +61,8 @@ def build_power_tab(ctx: AppContext, bar: FilterBar) -> None:
         with gr.Row():
             budget = gr.Number(pb.DEFAULT_BUDGET_W, label="Site budget (W)", elem_id="pw-budget")
             itl = gr.Number(pb.DEFAULT_ITL_MS, label="ITL deadline (ms, median)", elem_id="pw-itl")
-            pue = gr.Number(1.2, label="PUE", elem_id="pw-pue")
-            host = gr.Number(150.0, label="Host power per GPU (W)", elem_id="pw-host")
+            pue = gr.Number(SITE_PUE, label="PUE", elem_id="pw-pue")
+            host = gr.Number(SITE_HOST_W_PER_GPU, label="Host power per GPU (W)", elem_id="pw-host")
         note = gr.HTML(elem_id="pw-note")
         table = gr.HTML(elem_id="pw-table")
 

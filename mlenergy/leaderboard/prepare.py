@@ -10,9 +10,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from mlenergy.analysis.headline import energy_per_response_j, headline_column
 from mlenergy.leaderboard.arch import architecture_kinds
 from mlenergy.leaderboard.marks import attach_marks
+from mlenergy.records.metrics import (
+    energy_per_response_j,
+    headline_column,
+    mean_output_tokens_column,
+)
+from mlenergy.reference.gpus import catalog_name
 from mlenergy.store.record_extras import interval_labels
 
 SOURCE_KINDS = ("measured", "modelled", "estimated", "emulated", "reference")
@@ -67,7 +72,8 @@ def prepare_runs(runs: pd.DataFrame) -> pd.DataFrame:
     ``energy_per_response_j`` (J: energy per token x output tokens per request),
     ``throughput_tokens_per_s`` and ``avg_power_w`` (same phase choice), ``itl_ms``
     (median inter-token latency, ms), ``tokens_per_j`` (tokens per joule, i.e. tokens per
-    second per watt), ``hardware`` (accelerator model, else CPU model), ``arch_kind``
+    second per watt), ``hardware`` (accelerator model by the GPU catalog's name where it
+    matches one, so every spelling of a GPU is one hardware; else CPU model), ``arch_kind``
     (``dense``/``MoE``/``hybrid``, see
     :func:`mlenergy.leaderboard.arch.architecture_kind`), ``source_kind`` (prefix of
     ``energy_source`` when missing), ``source_class`` (see :data:`SOURCE_CLASSES`: measured
@@ -98,8 +104,7 @@ def prepare_runs(runs: pd.DataFrame) -> pd.DataFrame:
     thr = headline_column(df, "throughput_tokens_per_s")
     power = headline_column(df, "avg_power_w")
     df["energy_per_token_j"] = ept
-    out_tokens = _first(_col(df, "avg_output_tokens"), _col(df, "output_tokens"))
-    df["energy_per_response_j"] = energy_per_response_j(ept, out_tokens)
+    df["energy_per_response_j"] = energy_per_response_j(ept, mean_output_tokens_column(df))
     df["throughput_tokens_per_s"] = thr
     df["avg_power_w"] = power
     df["itl_ms"] = _col(df, "itl_p50_s") * 1000.0
@@ -107,7 +112,9 @@ def prepare_runs(runs: pd.DataFrame) -> pd.DataFrame:
         tpj = np.where(ept > 0, 1.0 / ept, np.nan)
     df["tokens_per_j"] = tpj
     accel = _text(df, "accelerator_model")
-    df["hardware"] = accel.where(accel != "", _text(df, "cpu_model").replace("", "CPU"))
+    names = {n: catalog_name(n) for n in accel.unique() if n}  # the one GPU name matcher
+    gpus = accel.replace({n: c for n, c in names.items() if n != c})
+    df["hardware"] = gpus.where(accel != "", _text(df, "cpu_model").replace("", "CPU"))
     count = _col(df, "accelerator_count").fillna(0)
     df["accelerator_count"] = count.astype(int)
     df["arch_kind"] = architecture_kinds(df)

@@ -13,9 +13,10 @@ on that benchmark gets that record instead (``quality_source`` ``measured:<task>
 :func:`mlenergy.analysis.quality_attach.pick_quality`.
 
 Where the score is an accuracy in % and the run answered that benchmark's questions (its task
-is the benchmark's, see :data:`TASK_BENCHMARKS`: ML.ENERGY's ``gpqa`` runs measured whole GPQA
-responses), the run also gets ``energy_per_correct_j = energy_per_response_j / (quality / 100)``
-with ``energy_per_response_j = energy_per_token_j x mean output length`` (J; the exact mean,
+is the benchmark's, see :func:`mlenergy.records.metrics.task_answers_benchmark`: ML.ENERGY's
+``gpqa`` runs measured whole GPQA responses), the run also gets
+``energy_per_correct_j = energy_per_response_j / (quality / 100)`` with
+``energy_per_response_j = energy_per_token_j x mean output length`` (J; the exact mean,
 ``avg_output_tokens``, where the record has one, else ``output_tokens``). A chat response's
 energy divided by a GPQA accuracy is no energy per correct answer, so chat runs get none.
 """
@@ -29,7 +30,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mlenergy.analysis.headline import energy_per_correct_j, energy_per_response_j
 from mlenergy.analysis.quality_attach import pick_quality
 from mlenergy.quality.published import (
     THINKING_MIN_OUTPUT_TOKENS,
@@ -40,23 +40,19 @@ from mlenergy.quality.published import (
     scores_for,
 )
 from mlenergy.records import QualityResult
+from mlenergy.records.metrics import (
+    TASK_BENCHMARK,
+    energy_per_correct_j,
+    energy_per_response_j,
+    mean_output_tokens_column,
+    task_answers_benchmark,
+)
 
 PREFIX = "published:"
 """Prefix of the Quality figure menu's published entries (the score's source label)."""
 
 PREFERRED = ("GPQA-Diamond", "MMLU-Pro", "LMArena text score")
 """Benchmarks listed first in the menu (the measured study's choices), when present."""
-
-TASK_BENCHMARKS: dict[str, tuple[str, ...]] = {"gpqa": ("gpqa",)}
-"""Task label -> the benchmark name prefixes (lower case) whose questions that task asks."""
-
-TASK_QUALITY: dict[str, str] = {
-    "lm-arena-chat": "LMArena text score",
-    "sharegpt-chat": "LMArena text score",
-    "gpqa": "GPQA-Diamond",
-}
-"""Task label -> the published benchmark the view attaches first: LMArena's text score for the
-text chat tasks, GPQA-Diamond for ``gpqa`` (other tasks: none until the reader picks one)."""
 
 QUALITY_EXTRA_COLUMNS = ("quality_source", "energy_per_response_j", "energy_per_correct_j")
 """Columns :func:`attach_published` adds beside ``quality`` and ``quality_link``."""
@@ -120,15 +116,14 @@ def published_keys(scores: Sequence[PublishedScore], model_ids: Iterable[str]) -
 
 
 def task_quality_key(task: str | None) -> str | None:
-    """The quality figure a view of ``task`` opens with (see :data:`TASK_QUALITY`), or ``None``."""
-    bench = TASK_QUALITY.get((task or "").strip().lower())
+    """The quality figure a view of ``task`` opens with, or ``None``.
+
+    The task's benchmark (:data:`mlenergy.records.metrics.TASK_BENCHMARK`: LMArena's text score
+    for the text chat tasks, GPQA-Diamond for ``gpqa``; other tasks: none until the reader
+    picks one).
+    """
+    bench = TASK_BENCHMARK.get((task or "").strip().lower())
     return published_key(bench) if bench else None
-
-
-def task_answers_benchmark(task: str, benchmark: str) -> bool:
-    """Whether runs of ``task`` answer the questions of ``benchmark`` (:data:`TASK_BENCHMARKS`)."""
-    prefixes = TASK_BENCHMARKS.get(task.strip().lower(), ())
-    return benchmark.strip().lower().startswith(prefixes) if prefixes else False
 
 
 def _link_text(score: PublishedScore, how: str) -> str:
@@ -165,20 +160,6 @@ def _matches(
     return out
 
 
-def mean_output_tokens(runs: pd.DataFrame) -> np.ndarray:
-    """Each run's exact mean output length (tokens).
-
-    ``avg_output_tokens``, else ``output_tokens``; NaN where neither is positive (0: length not
-    published).
-    """
-    tokens = np.full(len(runs), np.nan)
-    for name in ("output_tokens", "avg_output_tokens"):  # the exact mean wins
-        if name in runs.columns:
-            values = pd.to_numeric(runs[name], errors="coerce").to_numpy(dtype=float)
-            tokens = np.where(np.isfinite(values), values, tokens)
-    return np.where(tokens > 0, tokens, np.nan)
-
-
 def attach_published(
     runs: pd.DataFrame,
     scores: Sequence[PublishedScore],
@@ -206,7 +187,7 @@ def attach_published(
     """
     benchmark = key[len(PREFIX) :] if is_published_key(key) else key
     out = runs.copy()
-    tokens = mean_output_tokens(out)
+    tokens = mean_output_tokens_column(out)
     modes = [run_mode(t) for t in tokens]
     pairs = dict.fromkeys(zip(out["model_id"], modes, strict=True))
     found = _matches(records, scores, benchmark, pairs)

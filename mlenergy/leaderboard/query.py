@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from mlenergy.analysis.headline import lowest_energy_positions, meets_deadline
 from mlenergy.leaderboard.arch import ARCH_KINDS
 from mlenergy.leaderboard.columns import COLUMNS, DEFAULT_SORT, SORTABLE, with_footprint
 from mlenergy.leaderboard.prepare import (
@@ -28,6 +27,7 @@ from mlenergy.leaderboard.prepare import (
     SOURCE_KINDS,
     prepare_runs,
 )
+from mlenergy.records.metrics import lowest_energy_positions, meets_deadline
 
 __all__ = [
     "COLUMNS",
@@ -201,7 +201,7 @@ def within_limits(
 
 
 _best_positions = lowest_energy_positions
-"""Each group's lowest-energy row: the shared rule of :mod:`mlenergy.analysis.headline`."""
+"""Each group's lowest-energy row: the shared rule of :mod:`mlenergy.records.metrics`."""
 
 
 def best_configs(

@@ -2,7 +2,7 @@
 
 The ML.ENERGY measurements that ship with mlenergy (see :mod:`mlenergy.reference`) are shown on
 every leaderboard without an import step: :func:`reference_layer` reads them once per process
-(through the one reader, :func:`mlenergy.calibrate.reference.read_reference`) and keeps their
+(through the one reader, :func:`mlenergy.reference.runs.read_reference`) and keeps their
 flat rows and records. :func:`merge_layers` puts them beside the store's rows; a store into
 which the reference was imported earlier shows each reference run once.
 """
@@ -69,8 +69,8 @@ def reference_layer(root: str | Path | None = None) -> ReferenceLayer:
         UserError: ``$MLENERGY_REFERENCE_DIR`` names no folder, or the folder holds no
             leaderboard table.
     """
-    from mlenergy.calibrate.reference import read_reference
     from mlenergy.reference import reference_dir
+    from mlenergy.reference.runs import read_reference
 
     folder = Path(root) if root is not None else reference_dir()
     key = folder.resolve()

@@ -25,24 +25,13 @@ from mlenergy.models.config_file import (
 from mlenergy.models.info import model_info_from_config, parameter_counts
 from mlenergy.models.presets import PRESET_PREFIX, PRESETS, preset_config
 from mlenergy.records import ModelInfo
+from mlenergy.reference.precisions import precision
 
 if TYPE_CHECKING:
     import torch
     from transformers import PretrainedConfig
 
 SourceKind = Literal["preset", "hub", "local_dir", "config_file", "config"]
-
-DTYPES = {
-    "float32": "float32",
-    "fp32": "float32",
-    "float": "float32",
-    "float16": "float16",
-    "fp16": "float16",
-    "half": "float16",
-    "bfloat16": "bfloat16",
-    "bf16": "bfloat16",
-}
-"""Accepted ``--dtype`` spellings and the canonical name each maps to."""
 
 _WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.pt", "*.pth")
 _SOURCE_FIX = "Use preset:<name> (" + ", ".join(PRESETS) + "), a local path, or a config.json"
@@ -125,15 +114,18 @@ class LoadedModel:
 
 
 def canonical_dtype(dtype: str) -> str:
-    """Return the canonical dtype name for a user spelling.
+    """Return the canonical dtype name for a user spelling that torch loads a model in.
+
+    Spellings are the precision vocabulary's (:mod:`mlenergy.reference.precisions`):
+    ``bf16``, ``torch.float16``, ``half``, ``fp32``...
 
     Raises:
         UserError: If the dtype is not supported.
     """
-    key = str(dtype).strip().lower().removeprefix("torch.")
-    if key not in DTYPES:
+    found = precision(str(dtype))  # the precision vocabulary reads the spelling
+    if found is None or not found.torch:
         raise UserError(f"unsupported dtype {dtype!r}", "Use one of float32, float16, bfloat16")
-    return DTYPES[key]
+    return found.name
 
 
 def check_device(device: str) -> str:

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mlenergy.records import HOST_BOUND_MARK, RunRecord, interval_basis
+from mlenergy.records.metrics import headline_phase
 
 
 def _axes(ax: Any) -> tuple[Any, Any]:
@@ -58,7 +59,7 @@ def _plot_runs(runs: Sequence[RunRecord], x: str, ax: Any) -> Any:
     common = set(bases.values())
     by_model: dict[str, list[tuple[float, float, float, float, bool]]] = {}
     for r in runs:
-        p = r.phase("request") or (r.phases[0] if r.phases else None)
+        p = headline_phase(r)
         if p is None or p.energy_per_token_j is None:
             continue
         xv = float(getattr(r.workload, x))

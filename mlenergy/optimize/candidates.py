@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mlenergy.analysis.headline import headline_sql
 from mlenergy.errors import UserError
+from mlenergy.records.metrics import headline_sql
 
 CANDIDATE_COLUMNS = (
     "model_id",
@@ -51,7 +51,7 @@ CONFIG_KEY = (
 
 
 def _tdp_w(gpu: str) -> float | None:
-    from mlenergy.estimate import resolve_gpu
+    from mlenergy.reference.gpus import resolve_gpu
 
     try:
         return float(resolve_gpu(gpu).tdp_w)
@@ -64,7 +64,7 @@ def reference_candidates(model: str, task: str, reference: str | Path | None) ->
 
     Power limit: the GPU's default (its TDP), as the runs were measured.
     """
-    from mlenergy.calibrate.measurements import load_reference
+    from mlenergy.reference.measurements import load_reference
 
     ref = load_reference(reference, include_v2=True)
     rows = ref[(ref["model_id"] == model) & (ref["task"] == task)]
@@ -109,7 +109,7 @@ where model_id = ? and task = ? and status = 'ok' and energy_source like 'measur
 def store_candidates(model: str, task: str, data_dir: str | Path | None) -> pd.DataFrame:
     """Measured GPU runs of ``model`` on ``task`` in the store (none if the store is empty).
 
-    A run's figures come from its headline phase (:mod:`mlenergy.analysis.headline`: the whole
+    A run's figures come from its headline phase (:mod:`mlenergy.records.metrics`: the whole
     request, as ML.ENERGY reports it, else the decode phase), the same as every other view.
     """
     if data_dir is None or not (Path(data_dir) / "results").is_dir():
@@ -155,7 +155,7 @@ def parse_power_limits(text: str | None) -> list[float | None]:
 def _output_tokens(measured: pd.DataFrame, task: str, reference: str | Path | None) -> float | None:
     if not measured.empty:
         return float(measured["output_tokens"].median())
-    from mlenergy.calibrate.measurements import load_reference
+    from mlenergy.reference.measurements import load_reference
 
     try:
         ref = load_reference(reference, include_v2=False)

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import numpy as np
 
-from mlenergy.estimate import resolve_gpu
 from mlenergy.estimate.coefficients import default_coefficients
 from mlenergy.estimate.power_model import idle_power_w
 from mlenergy.estimate.training import estimate_pipeline_stages
 from mlenergy.optimize.profile import ClockOption, PipelineProfile
 from mlenergy.optimize.reference_profiles import load_perseus_profile
+from mlenergy.reference.gpus import resolve_gpu
 
 _GPT_STYLE = {"model_type": "gpt2", "tie_word_embeddings": True}
 PERSEUS_ARCHITECTURES: dict[str, dict] = {

@@ -19,6 +19,7 @@ per token (average site power / site tokens per second, PUE and host power inclu
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,8 +27,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mlenergy.analysis.headline import meets_deadline
 from mlenergy.errors import UserError
+from mlenergy.footprint import per_token_figures
 from mlenergy.optimize.candidates import (
     CANDIDATE_COLUMNS,
     CONFIG_KEY,
@@ -35,6 +36,9 @@ from mlenergy.optimize.candidates import (
     reference_candidates,
     store_candidates,
 )
+from mlenergy.optimize.site import SITE_HOST_W_PER_GPU, SITE_PUE, SiteParams
+from mlenergy.records.metrics import meets_deadline
+from mlenergy.reference.measurements import load_reference
 
 SOURCES = ("measured", "estimated", "all")
 OBJECTIVES = ("throughput", "energy-per-token")
@@ -60,49 +64,6 @@ BEST_KEYS = (
     "avg_power_w",
     "source",
 )
-
-
-@dataclass(frozen=True)
-class SiteParams:
-    """The site: power budget (W), PUE, host power per GPU (W), price (per kWh), peak factor.
-
-    ``price_kwh`` is ``None`` unless the user gave a price: no cost is shown then.
-
-    ``peak_factor`` multiplies the measured average GPU power to give the power the budget must
-    hold at peaks (1.0: the average).
-    """
-
-    budget_w: float
-    pue: float = 1.2
-    host_w_per_gpu: float = 150.0
-    price_kwh: float | None = None
-    peak_factor: float = 1.0
-
-    def replica_site_w(self, gpu_w: Any, num_gpus: Any, peak: bool = False) -> Any:
-        """Site power of one replica (W): (GPU power [x peak factor] + host share) x PUE.
-
-        Args:
-            gpu_w: Average power of the replica's GPUs, all of them together (W); a float or an
-                array.
-            num_gpus: GPUs in the replica.
-            peak: Apply :attr:`peak_factor` to the GPU power (the figure the budget holds).
-        """
-        factor = self.peak_factor if peak else 1.0
-        return (gpu_w * factor + self.host_w_per_gpu * num_gpus) * self.pue
-
-    def check(self) -> None:
-        """Raises UserError on a non-positive budget, a PUE below 1 or a negative host power."""
-        for name, value, ok in (
-            ("--budget-w", self.budget_w, self.budget_w > 0),
-            ("--pue", self.pue, self.pue >= 1.0),
-            ("--host-w-per-gpu", self.host_w_per_gpu, self.host_w_per_gpu >= 0),
-            ("--peak-factor", self.peak_factor, self.peak_factor >= 1.0),
-        ):
-            if not (ok and math.isfinite(value)):
-                raise UserError(f"{name} is {value}; it is out of range", "Pass a sensible value")
-        price = self.price_kwh
-        if price is not None and not (price >= 0 and math.isfinite(price)):
-            raise UserError(f"--price-kwh is {price}; it is out of range", "Pass a sensible value")
 
 
 @dataclass(frozen=True)
@@ -136,7 +97,8 @@ class PowerCapResult:
         """
         if self.site.price_kwh is None:
             return None
-        return self.best["energy_per_token_j"] * 1e6 / 3.6e6 * self.site.price_kwh
+        site_j = self.best["energy_per_token_j"]  # PUE and host power included already
+        return per_token_figures(site_j, None, self.site.price_kwh)["cost_per_m_tokens"]
 
     def to_json(self, runners_up: int = 5) -> dict[str, Any]:
         """``best``, ``runners_up``, ``energy_cost_per_million_tokens`` and the inputs."""
@@ -285,8 +247,8 @@ def plan_power_cap(
     candidates: pd.DataFrame | None = None,
     sources: str = "measured",
     objective: str = "throughput",
-    pue: float = 1.2,
-    host_w_per_gpu: float = 150.0,
+    pue: float = SITE_PUE,
+    host_w_per_gpu: float = SITE_HOST_W_PER_GPU,
     price_kwh: float | None = None,
     reference: str | Path | None = None,
     data_dir: str | Path | None = None,
@@ -395,6 +357,21 @@ def summary_lines(result: PowerCapResult, runners_up: int = 5) -> list[str]:
     return lines
 
 
+@dataclass(frozen=True)
+class BestPerModel:
+    """The best configuration of each model, and the models that fit nothing.
+
+    Attributes:
+        table: ``model_id`` plus the :data:`BEST_KEYS` columns, one row per model, most site
+            tokens per second first (ties keep the models' order).
+        left_out: ``(model_id, reason)`` for each model with no configuration within the
+            deadline and the budget (the planner's reason, e.g. the fastest median ITL).
+    """
+
+    table: pd.DataFrame
+    left_out: tuple[tuple[str, str], ...]
+
+
 def best_per_model(
     budget_w: float,
     task: str,
@@ -403,44 +380,56 @@ def best_per_model(
     sources: str = "measured",
     reference: str | Path | None = None,
     data_dir: str | Path | None = None,
+    candidates: Mapping[str, pd.DataFrame] | None = None,
     **site: Any,
-) -> pd.DataFrame:
+) -> BestPerModel:
     """The best configuration of every model for one budget and deadline (one row per model).
+
+    The one rule of the best configuration per model, shared by the library and the
+    leaderboard's Power budget view: :func:`plan_power_cap` once per model.
 
     Args:
         budget_w: Site power budget (W).
         task: Workload.
         itl_limit_ms: Median-ITL deadline (ms).
-        models: Model ids (default: every model the reference runs measured on ``task``).
+        models: Model ids (default: the models of ``candidates``, else every model the
+            reference runs measured on ``task``).
         sources: As :func:`plan_power_cap`.
         reference: Reference folder.
         data_dir: Store folder.
+        candidates: Each model's candidate table (columns of :data:`CANDIDATE_COLUMNS`),
+            instead of gathering them from the store and the reference.
         **site: ``pue``, ``host_w_per_gpu``, ``price_kwh``, ``objective``, ``gpus``...
 
     Returns:
-        ``model_id`` plus the :data:`BEST_KEYS` columns, best site tokens/s first; a model with
-        no candidate within the deadline and budget is left out.
+        The table and the models left out, each with the planner's reason.
     """
-    if models is None:
-        from mlenergy.calibrate.measurements import load_reference
-
+    if models is None and candidates is not None:
+        models = list(candidates)
+    elif models is None:
         ref = load_reference(reference, include_v2=True)
         models = sorted(ref.loc[ref["task"] == task, "model_id"].unique())
-    rows = []
+    rows, left_out = [], []
     for model in models:
+        given = None if candidates is None else candidates.get(model)
         try:
+            if candidates is not None and given is None:
+                raise UserError(f"no candidate configuration of {model!r}")
             result = plan_power_cap(
                 budget_w,
                 model,
                 task,
                 itl_limit_ms,
+                candidates=given,
                 sources=sources,
                 reference=reference,
                 data_dir=data_dir,
                 **site,
             )
-        except UserError:
+        except UserError as exc:
+            left_out.append((model, exc.problem))
             continue
         rows.append({"model_id": model, **result.best})
     table = pd.DataFrame(rows, columns=["model_id", *BEST_KEYS])
-    return table.sort_values("site_tokens_per_s", ascending=False).reset_index(drop=True)
+    table = table.sort_values("site_tokens_per_s", ascending=False, kind="stable")
+    return BestPerModel(table.reset_index(drop=True), tuple(left_out))

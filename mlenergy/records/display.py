@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from mlenergy.records.host_bound import HOST_BOUND_MARK
 from mlenergy.records.interval import interval_basis
+from mlenergy.records.metrics import headline_phase
 
 if TYPE_CHECKING:
     from mlenergy.records.run import RunRecord
@@ -86,7 +87,7 @@ def runs_html(runs: Sequence[RunRecord]) -> str:
     ]
     rows = []
     for r in runs:
-        p = r.phase("request") or (r.phases[0] if r.phases else None)
+        p = headline_phase(r) or (r.phases[0] if r.phases else None)
         rows.append(
             [
                 r.run_id[:12],

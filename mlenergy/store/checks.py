@@ -53,7 +53,7 @@ CHECKS: tuple[Check, ...] = (
     Check(
         "gpu-in-catalog",
         "physics",
-        "The accelerator is in the GPU catalog (mlenergy/estimate/gpu_catalog.json) or admitted "
+        "The accelerator is in the GPU catalog (mlenergy/reference/gpu_catalog.json) or admitted "
         "by a maintainer in data/submissions/gpus.json; every limit below comes from there.",
     ),
     Check(

@@ -1,16 +1,16 @@
 """The accelerators a submission may name: the GPU catalog, plus entries a maintainer adds.
 
 The submission rules take every physical limit from here, never from the record: a record's
-own ``accelerator_tdp_w`` is a claim, the catalog is the reference. The catalog is the
-estimator's datasheet file (``mlenergy/estimate/gpu_catalog.json``, read as data: the store
-does not import the estimator); a maintainer admits a GPU that is not in it by adding an entry
-of the same shape to ``<data_dir>/submissions/gpus.json``::
+own ``accelerator_tdp_w`` is a claim, the catalog is the reference. The catalog is the one GPU
+catalog of :mod:`mlenergy.reference.gpus` (its override ``$MLENERGY_CATALOG_DIR`` included),
+whose one matcher resolves a record's name; a maintainer admits a GPU that is not in it by
+adding an entry of the same shape to ``<data_dir>/submissions/gpus.json``::
 
     {"gpus": [{"name": "MI325X", "tdp_w": 1000, "bf16_tflops": 1307.4,
                "fp8_tflops": 2614.9, "aliases": ["AMD Instinct MI325X"]}]}
 
-Names match case- and punctuation-blind, on the name and its aliases, and are never read as
-paths.
+Maintainer entries match case- and punctuation-blind, on the name and its aliases. Names are
+never read as paths.
 """
 
 from __future__ import annotations
@@ -20,14 +20,13 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 from mlenergy.errors import StoreError
+from mlenergy.reference.gpus import GpuSpec, find_gpu
+from mlenergy.reference.precisions import TENSOR_CORES, tensor_cores
 
-CATALOG_PATH = Path(__file__).resolve().parents[1] / "estimate" / "gpu_catalog.json"
-"""The estimator's GPU datasheet catalog (read as data)."""
 MAINTAINER_FILE = "gpus.json"
 """File name, under ``<data_dir>/submissions/``, of the GPUs a maintainer admits."""
 
@@ -52,18 +51,13 @@ class GpuFacts:
     def peak_for(self, dtype: str | None) -> float | None:
         """Highest dense TFLOP/s a model in weight ``dtype`` could reach (``None``: unknown).
 
-        FP8 weights may use FP8 tensor cores, FP4 formats FP4 ones; any other or unknown
-        dtype is granted the device's highest peak, so the floor built on it stays a floor.
+        A precision may use its own format's tensor cores and any wider one (FP8 weights FP8
+        or BF16 ones; :data:`~mlenergy.reference.precisions.TENSOR_CORES`); an unknown dtype
+        is granted the device's highest peak, so the floor built on it stays a floor.
         """
-        low = (dtype or "").lower()
-        peaks = self.peak_tflops
-        if low in ("bfloat16", "bf16", "float16", "fp16", "half", "float32", "fp32"):
-            order = ("bf16",)
-        elif "fp8" in low or "float8" in low:
-            order = ("fp8", "bf16")
-        else:
-            order = ("fp4", "fp8", "bf16")
-        found = [peaks[k] for k in order if k in peaks]
+        cores = tensor_cores(dtype)  # the precision vocabulary's reading of the spelling
+        order = TENSOR_CORES[: TENSOR_CORES.index(cores) + 1] if cores else TENSOR_CORES
+        found = [self.peak_tflops[k] for k in order if k in self.peak_tflops]
         return max(found) if found else None
 
 
@@ -99,10 +93,11 @@ def _entries(data: Any, source: str) -> Iterable[tuple[GpuFacts, tuple[str, ...]
         yield GpuFacts(entry["name"], tdp, peaks, source), aliases
 
 
-@cache
-def _catalog_index() -> dict[str, GpuFacts]:
-    data = json.loads(CATALOG_PATH.read_text(encoding="utf-8"))
-    return _index(_entries(data, "catalog"))
+def catalog_facts(spec: GpuSpec) -> GpuFacts:
+    """The rules' figures of a catalog GPU."""
+    figures = {"bf16": spec.bf16_tflops, "fp8": spec.fp8_tflops, "fp4": spec.fp4_tflops}
+    peaks = {key: value for key, value in figures.items() if _positive(value) is not None}
+    return GpuFacts(spec.name, spec.tdp_w, peaks, "catalog")
 
 
 def _index(entries: Iterable[tuple[GpuFacts, tuple[str, ...]]]) -> dict[str, GpuFacts]:
@@ -127,18 +122,20 @@ def _maintainer_index(path: Path) -> dict[str, GpuFacts]:
 
 
 def gpu_lookup(submissions_dir: Path | None = None) -> Callable[[str], GpuFacts | None]:
-    """The lookup the rules use: the catalog, then the maintainer's additions.
+    """The lookup the rules use: the catalog (its one matcher), then the maintainer's additions.
 
     Args:
         submissions_dir: The queue folder whose ``gpus.json`` lists admitted GPUs (``None``:
             the catalog alone).
     """
     extra = _maintainer_index(submissions_dir / MAINTAINER_FILE) if submissions_dir else {}
-    catalog = _catalog_index()
 
     def lookup(name: str) -> GpuFacts | None:
+        spec = find_gpu(name)
+        if spec is not None:
+            return catalog_facts(spec)
         key = _norm(name or "")
-        return catalog.get(key) or extra.get(key) if key else None
+        return extra.get(key) if key else None
 
     return lookup
 

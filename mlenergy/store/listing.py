@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mlenergy.errors import UserError
+from mlenergy.records.metrics import HEADLINE_PHASES, headline_column
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -30,11 +31,11 @@ LIST_COLUMNS = (
 are derived, see below)."""
 HEADERS = {"energy_per_token_j": "J/token"}
 PER_TOKEN_NOTE = (
-    "J/token: decode-phase energy per generated token; values marked (request) come from "
-    "runs with only a whole-request phase (prefill + decode energy per generated token). "
-    "interval: what the run's 95% intervals come from (the repeats of one run, or fresh "
-    "processes or server launches). marks: host-bound where the GPUs sat near idle most of "
-    "the measured time (docs/measure.md)."
+    "J/token: energy per generated token of the whole-request phase (prefill + decode), as "
+    "bench, the leaderboard and the studies show it; values marked (decode) come from runs "
+    "that measured only the decode phase. interval: what the run's 95% intervals come from "
+    "(the repeats of one run, or fresh processes or server launches). marks: host-bound where "
+    "the GPUs sat near idle most of the measured time (docs/measure.md)."
 )
 _SHOWN_MATCHES = 10
 """Ids an ambiguous prefix lists before counting the rest."""
@@ -71,17 +72,22 @@ def cell_text(value: object) -> str:
 
 
 def per_token_cells(frame: pd.DataFrame) -> list[str]:
-    """Decode energy per token (J) where present, else the request phase's, marked."""
+    """The headline energy per token (J) of each run; marked when it is not the first phase's.
+
+    The rule of every view (:func:`~mlenergy.records.metrics.headline_column`): the whole
+    request, else decode (then marked ``(decode)``).
+    """
+    values = headline_column(frame, "energy_per_token_j")
+    first, fallback = (p.value for p in HEADLINE_PHASES)
+    primary = frame.get(f"{first}_energy_per_token_j")
     cells = []
-    for dec, req in zip(
-        frame["decode_energy_per_token_j"], frame["request_energy_per_token_j"], strict=True
-    ):
-        if _present(dec):
-            cells.append(cell_text(float(dec)))
-        elif _present(req):
-            cells.append(f"{cell_text(float(req))} (request)")
-        else:
+    for i, value in enumerate(values):
+        if not _present(value):
             cells.append("-")
+        elif primary is not None and _present(primary.iloc[i]):
+            cells.append(cell_text(float(value)))
+        else:
+            cells.append(f"{cell_text(float(value))} ({fallback})")
     return cells
 
 

@@ -11,8 +11,9 @@ inter-token latency meets the deadline; energy per response is energy per output
 the exact mean output length. Configurations the estimator's host-bound rule flags
 (:mod:`mlenergy.estimate.host_bound`: runs of that kind stalled on the host) carry
 ``host_bound=True``; the study gives its headlines with and without them. Where the quality
-is an accuracy in %, energy per correct answer is
-``energy_per_response_j / (quality_score / 100)``. The comparisons are in
+is an accuracy in % on a benchmark whose questions the task's runs answer (``gpqa`` runs and a
+GPQA benchmark, :func:`~mlenergy.records.metrics.task_answers_benchmark`), energy per correct
+answer is ``energy_per_response_j / (quality_score / 100)``. The comparisons are in
 :mod:`mlenergy.studies.measured_analysis`, the report in :mod:`mlenergy.studies.measured_report`.
 """
 
@@ -26,13 +27,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mlenergy.analysis.headline import (
-    energy_per_correct_j,
-    energy_per_response_j,
-    headline_phase,
-    lowest_energy_positions,
-    meets_deadline,
-)
 from mlenergy.analysis.quality_attach import (
     QualityFigure,
     matches_benchmark,
@@ -43,6 +37,17 @@ from mlenergy.analysis.quality_attach import (
 )
 from mlenergy.quality.published import PublishedScore, run_mode
 from mlenergy.records import Phase, QualityResult, RunRecord
+from mlenergy.records.metrics import (
+    REASONING_BENCHMARK,
+    energy_per_correct_j,
+    energy_per_response_j,
+    headline_phase,
+    lowest_energy_positions,
+    mean_output_tokens,
+    meets_deadline,
+    task_answers_benchmark,
+)
+from mlenergy.reference.gpus import catalog_name
 
 __all__ = [
     "QualityFigure",
@@ -54,10 +59,7 @@ __all__ = [
     "store_quality",
 ]
 
-CHAT_BENCHMARK = "LMArena text score"
-"""Quality figure of the chat task: one LMArena snapshot (2025-11-09), on one Elo scale."""
-
-DEFAULT_BENCHMARK = "GPQA-Diamond"
+DEFAULT_BENCHMARK = REASONING_BENCHMARK
 """Quality figure of the reasoning task (``gpqa``) unless ``--benchmark`` says otherwise."""
 
 SUMMARY_COLUMNS: tuple[str, ...] = (
@@ -75,11 +77,6 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "quality_source",
 )
 """Columns of ``summary.csv``, in order (kept exactly)."""
-
-
-def task_benchmarks(benchmark: str = DEFAULT_BENCHMARK) -> dict[str, str]:
-    """The quality benchmark of each task: ``gpqa`` -> ``benchmark``, chat -> LMArena."""
-    return {"gpqa": benchmark, "lm-arena-chat": CHAT_BENCHMARK}
 
 
 def _measured_by(run: RunRecord) -> str:
@@ -113,13 +110,13 @@ def _config_row(run: RunRecord) -> dict[str, Any] | None:
     itl = req.itl_p50_s
     if itl is None and (dec := run.phase(Phase.DECODE)) is not None:
         itl = dec.itl_p50_s
-    out = float(run.workload.avg_output_tokens or run.workload.output_tokens)
+    out = mean_output_tokens(run)
     itl_is_mean_tpot = "mean time per output token" in run.tags.get("itl", "")
     return {
         "run_id": run.run_id,
         "model_id": run.model.model_id,
         "arch": run.model.kind,
-        "gpu": run.hardware.accelerator_model,
+        "gpu": catalog_name(run.hardware.accelerator_model),  # every spelling of a GPU is one
         "task": run.workload.task or "unlabelled",
         "num_gpus": run.hardware.accelerator_count,
         "configuration": _config_text(run),
@@ -152,7 +149,8 @@ def measured_frame(
         include_legacy: Keep the runs of :data:`LEGACY_SOURCES` too.
 
     Returns:
-        Columns: ``run_id``, ``model_id``, ``arch``, ``gpu``, ``task``, ``num_gpus``,
+        Columns: ``run_id``, ``model_id``, ``arch``, ``gpu`` (the GPU catalog's name where the
+        record's matches one), ``task``, ``num_gpus``,
         ``configuration``, ``total_params``, ``active_params``, ``mean_output_tokens`` (exact
         mean), ``energy_per_token_j`` (J per output token), ``energy_per_response_j`` (J),
         ``median_itl_ms`` (ms; for v2 rows the mean time per output token, see
@@ -176,7 +174,7 @@ def measured_frame(
 def best_configurations(configs: pd.DataFrame, itl_limit_ms: float) -> pd.DataFrame:
     """The lowest-energy configuration within the deadline, per model x GPU x task.
 
-    The rules are :mod:`mlenergy.analysis.headline`'s (the leaderboard's and the planner's):
+    The rules are :mod:`mlenergy.records.metrics`'s (the leaderboard's and the planner's):
     a configuration meets the deadline when its median ITL is recorded and at most the limit;
     the best has the lowest energy per output token. A model with no configuration within the
     deadline keeps a row with no energy and a ``note`` naming its fastest median ITL.
@@ -262,7 +260,8 @@ def attach_quality(
     Adds ``quality_benchmark``, ``quality_score``, ``quality_is_accuracy``,
     ``quality_source``, ``quality_reference``, ``quality_how``, ``quality_alternatives``,
     ``quality_reason`` (why a row has no quality), ``run_mode`` and ``energy_per_correct_j``
-    (J; only for accuracies in %).
+    (J; only for accuracies in % of a benchmark whose questions the task answers,
+    :func:`~mlenergy.records.metrics.task_answers_benchmark`).
     """
     rows = []
     for _, row in best.iterrows():
@@ -288,7 +287,9 @@ def attach_quality(
         row["quality_alternatives"] = ", ".join(f"{a:g}" for a in fig.alternatives) if fig else ""
         row["quality_reason"] = reason
         row["energy_per_correct_j"] = energy_per_correct(
-            row["energy_per_response_j"], row["quality_score"], row["quality_is_accuracy"]
+            row["energy_per_response_j"],
+            row["quality_score"],
+            row["quality_is_accuracy"] and task_answers_benchmark(row["task"], bench),
         )
         rows.append(row)
     return pd.DataFrame(rows).reset_index(drop=True)
@@ -359,7 +360,7 @@ def load_measured_runs(
     Raises:
         UserError: The reference folder is missing or holds no table.
     """
-    from mlenergy.calibrate.reference import read_reference
+    from mlenergy.reference.runs import read_reference
     from mlenergy.store import RunStore
 
     store = RunStore(data_dir)

@@ -23,6 +23,7 @@ from mlenergy.quality.published import (
     read_published_quality,
     unmatched_model_ids,
 )
+from mlenergy.records.metrics import task_benchmarks
 from mlenergy.studies import measured as m
 from mlenergy.studies import measured_analysis as ma
 from mlenergy.studies.measured_conclusion import measured_conclusion
@@ -231,7 +232,7 @@ def run_measured_study(
     qpath = Path(quality_file) if quality_file is not None else published_quality_path(ref)
     scores = read_published_quality(qpath)
     _check_inputs(itl_limit_ms, qpath, benchmark, scores)
-    task_bench = m.task_benchmarks(benchmark)
+    task_bench = task_benchmarks(benchmark)
     report_dir = Path(report_dir)
     result = MeasuredStudyResult(
         report_dir=report_dir,

@@ -10,12 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from mlenergy.errors import UserError
-from mlenergy.estimate.catalog import GpuSpec
 from mlenergy.estimate.profile import ModelProfile
 from mlenergy.estimate.requests import EstimateRequests
 from mlenergy.estimate.serving import ServingSetup
 from mlenergy.estimate.table import prepare_table
 from mlenergy.models.architecture import ArchitectureSpec
+from mlenergy.reference.gpus import GpuSpec
 
 
 def prepare(

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from mlenergy.estimate.catalog import catalog_names
 from mlenergy.reference import default_configs_dir
+from mlenergy.reference.gpus import catalog_names
 
 PRECISIONS = ("", "bfloat16", "float16", "fp8", "mxfp4", "nvfp4")
 TASKS = ("", "lm-arena-chat", "gpqa", "image-chat", "video-chat", "sourcegraph-fim", "code")

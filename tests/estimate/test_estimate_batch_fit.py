@@ -212,7 +212,7 @@ def test_single_path_applies_the_same_rule(configs_dir):
 
 def test_every_reference_row_estimates_in_batch(configs_dir):
     """The measured configurations ran, so none may be refused (raw ids, default prompts)."""
-    from mlenergy.calibrate.measurements import load_reference
+    from mlenergy.reference.measurements import load_reference
 
     ref = load_reference()
     cols = [c for c in INPUT_COLUMNS if c not in ("model", "input_tokens")]

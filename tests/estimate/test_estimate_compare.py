@@ -8,8 +8,8 @@ import pytest
 
 from mlenergy.calibrate.compare import compare_runs
 from mlenergy.calibrate.crossval import in_sample
-from mlenergy.calibrate.measurements import measurements_from_records
 from mlenergy.cli import main
+from mlenergy.reference.measurements import measurements_from_records
 from mlenergy.store import RunStore
 
 
@@ -54,8 +54,8 @@ def test_compare_on_an_empty_store_says_so(tmp_path, capsys):
 
 
 def test_validate_and_calibrate_count_a_stores_own_runs_once(configs_dir, measured_run):
-    from mlenergy.calibrate.measurements import own_measurements
-    from mlenergy.calibrate.reference import read_reference
+    from mlenergy.reference.measurements import own_measurements
+    from mlenergy.reference.runs import read_reference
 
     reference = read_reference()[:3]
     own = own_measurements([*reference, measured_run()], configs_dir)

@@ -7,12 +7,12 @@ import pandas as pd
 import pytest
 
 from mlenergy.calibrate.calibration import HOST_BOUND_WEIGHT, fit, fit_weights, host_bound
-from mlenergy.calibrate.measurements import load_reference
 from mlenergy.estimate import estimate
 from mlenergy.estimate.coefficients import default_coefficients
 from mlenergy.estimate.features import stack
 from mlenergy.estimate.physics import predict
 from mlenergy.estimate.serving import ServingSetup
+from mlenergy.reference.measurements import load_reference
 from mlenergy.testing.estimate_features import prepare
 
 LLAMA8 = "meta-llama/Llama-3.1-8B-Instruct"

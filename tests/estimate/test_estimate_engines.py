@@ -103,9 +103,9 @@ def test_version_alias_warns_that_an_offline_job_can_run_faster(tiny_config):
 def test_batch_v2_rows_match_calibration_features(configs_dir):
     """v2 rows given as batch rows with their raw task labels are predicted as in the fit."""
     from mlenergy.calibrate.calibration import featurise
-    from mlenergy.calibrate.measurements import load_reference
     from mlenergy.estimate.coefficients import default_coefficients
     from mlenergy.estimate.physics import predict
+    from mlenergy.reference.measurements import load_reference
 
     ref = load_reference()
     v2 = ref[ref["legacy"].astype(bool)].head(40).reset_index(drop=True)

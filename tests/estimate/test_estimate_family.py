@@ -50,7 +50,7 @@ def test_an_unknown_hold_out_is_named():
 
 @pytest.mark.slow
 def test_a_held_out_family_is_predicted_by_a_fit_on_the_others():
-    from mlenergy.calibrate.measurements import load_reference
+    from mlenergy.reference.measurements import load_reference
 
     df = load_reference(include_v2=False)
     df = df[df["model_id"].str.contains("Qwen3-8B|Llama-3.1-8B|gemma-3")]

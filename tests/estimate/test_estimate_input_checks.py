@@ -13,9 +13,9 @@ from mlenergy.commands.estimate_sweep import parse_sweep_axis
 from mlenergy.errors import UserError
 from mlenergy.estimate.api import estimate
 from mlenergy.estimate.batch import estimate_frame
-from mlenergy.estimate.catalog import load_gpu_spec_file, resolve_gpu
 from mlenergy.estimate.coefficients import default_coefficients
 from mlenergy.estimate.physics import predict
+from mlenergy.reference.gpus import load_gpu_spec_file, resolve_gpu
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 BASE = [
@@ -296,7 +296,7 @@ def test_descending_sweep_range(capsys, configs_dir):
 
 
 def test_config_id_for_uses_the_one_resolution_rule(tmp_path, configs_dir):
-    from mlenergy.calibrate.measurements import config_id_for
+    from mlenergy.reference.measurements import config_id_for
 
     thinking = "Qwen/Qwen3-30B-A3B-Thinking-2507"
     assert config_id_for(thinking, configs_dir) == "Qwen/Qwen3-30B-A3B-Instruct-2507"

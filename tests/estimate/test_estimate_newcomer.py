@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-import mlenergy.calibrate.measurements as measurements
 import mlenergy.estimate.coefficients as shipped_coefficients
+import mlenergy.reference.measurements as measurements
 from mlenergy.cli import main
 from mlenergy.errors import UserError
 from mlenergy.estimate.coefficients import COEFFICIENTS_FILE

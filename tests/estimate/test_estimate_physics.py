@@ -9,9 +9,9 @@ import pytest
 
 from mlenergy.errors import UserError
 from mlenergy.estimate import estimate
-from mlenergy.estimate.catalog import catalog_names, resolve_gpu
 from mlenergy.estimate.coefficients import default_coefficients
 from mlenergy.models.architecture import ArchitectureSpec
+from mlenergy.reference.gpus import catalog_names, resolve_gpu
 
 LLAMA8 = "meta-llama/Llama-3.1-8B-Instruct"
 V2 = "leaderboard-v2-server"

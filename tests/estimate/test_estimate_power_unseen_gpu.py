@@ -7,8 +7,8 @@ import json
 import pytest
 
 from mlenergy.estimate import estimate
-from mlenergy.estimate.catalog import resolve_gpu
 from mlenergy.estimate.coefficients import default_coefficients
+from mlenergy.reference.gpus import resolve_gpu
 
 ONE_B = {  # a Llama-3.2-1B-like model: 1.2B parameters, tied embeddings
     "model_type": "llama",

@@ -1,4 +1,8 @@
-"""The estimator's catalogs are data read by one registry; a new GPU is one catalog entry."""
+"""The estimator's catalogs are data read by one registry; a new GPU is one catalog entry.
+
+The GPU catalog is reference data (:mod:`mlenergy.reference.gpus`); one override folder
+(``$MLENERGY_CATALOG_DIR``) replaces it and the estimator's own catalogs alike.
+"""
 
 from __future__ import annotations
 
@@ -13,18 +17,14 @@ import pytest
 
 from mlenergy.errors import UserError
 from mlenergy.estimate import estimate
-from mlenergy.estimate.catalog import catalog_names, resolve_gpu
-from mlenergy.estimate.registry import (
-    CATALOG_DIR_ENV,
-    CATALOG_FILES,
-    SHIPPED_DIR,
-    read_catalog,
-    read_catalog_file,
-)
+from mlenergy.estimate.registry import CATALOG_FILES, SHIPPED_DIR, read_catalog, read_catalog_file
+from mlenergy.reference import CATALOG_DIR_ENV, PACKAGE_DIR
+from mlenergy.reference.gpus import CATALOG_FILE, catalog_names, resolve_gpu
+from mlenergy.reference.gpus import read_catalog_file as read_gpu_catalog
 
 ROOT = Path(__file__).resolve().parents[2]
 LLAMA8 = "meta-llama/Llama-3.1-8B-Instruct"
-SHIPPED_GPUS = [g["name"] for g in read_catalog("gpus")["gpus"]]
+SHIPPED_GPUS = [g["name"] for g in read_gpu_catalog(PACKAGE_DIR / CATALOG_FILE)["gpus"]]
 
 
 @pytest.mark.parametrize("name", SHIPPED_GPUS)
@@ -47,12 +47,12 @@ def test_catalog_names_are_the_catalog_file():
 
 
 def _with_new_gpu(folder: Path) -> str:
-    data = json.loads((SHIPPED_DIR / CATALOG_FILES["gpus"]).read_text())
+    data = json.loads((PACKAGE_DIR / CATALOG_FILE).read_text())
     h100 = next(g for g in data["gpus"] if g["name"] == "H100-SXM5-80GB")
     new = {**h100, "name": "Test-GPU-96GB", "aliases": ["testgpu"], "memory_gb": 96.0}
     new["memory_bandwidth_tb_s"] = 4.0
     data["gpus"].append(new)
-    (folder / CATALOG_FILES["gpus"]).write_text(json.dumps(data))
+    (folder / CATALOG_FILE).write_text(json.dumps(data))
     return new["name"]
 
 
@@ -74,23 +74,31 @@ def test_a_new_entry_in_a_catalog_folder_is_picked_up(tmp_path, monkeypatch):
 
 
 def test_a_broken_catalog_file_is_one_clear_error(tmp_path):
-    bad = tmp_path / CATALOG_FILES["gpus"]
+    bad = tmp_path / CATALOG_FILE
     bad.write_text(json.dumps({"devices": []}))
     with pytest.raises(UserError, match="lacks gpus"):
-        read_catalog_file(bad, "gpus")
+        read_gpu_catalog(bad)
+    bad = tmp_path / "broken" / CATALOG_FILE
+    bad.parent.mkdir()
     bad.write_text("{not json")
     with pytest.raises(UserError, match="cannot read the gpus catalog"):
-        read_catalog_file(bad, "gpus")
+        read_gpu_catalog(bad)
+    engines = tmp_path / CATALOG_FILES["engines"]
+    engines.write_text(json.dumps({"devices": []}))
+    with pytest.raises(UserError, match="lacks profiles"):
+        read_catalog_file(engines, "engines")
 
 
 def test_catalog_and_calibration_files_ship_as_package_data():
     """Every data file the estimator reads matches pyproject's package-data patterns."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
     patterns = config["tool"]["setuptools"]["package-data"]
-    globs = patterns.get("*", []) + patterns.get("mlenergy.estimate", [])
     files = [*CATALOG_FILES.values(), "coefficients.json", "coefficients.report.json"]
-    for name in files:
-        assert (SHIPPED_DIR / name).is_file(), name
+    shipped = [(SHIPPED_DIR, "mlenergy.estimate", n) for n in files]
+    shipped += [(PACKAGE_DIR, "mlenergy.reference", n) for n in (CATALOG_FILE, "precisions.json")]
+    for folder, package, name in shipped:
+        globs = patterns.get("*", []) + patterns.get(package, [])
+        assert (folder / name).is_file(), name
         assert any(fnmatch.fnmatch(name, g) for g in globs), name
 
 

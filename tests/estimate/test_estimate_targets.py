@@ -94,8 +94,8 @@ def test_targets_without_the_stalled_rows_drop_exactly_those_rows():
 
 def test_coefficients_no_row_moves_are_left_out_of_the_fit():
     from mlenergy.calibrate.calibration import featurise, unidentified
-    from mlenergy.calibrate.measurements import load_reference
     from mlenergy.estimate.engines import ENGINE_INDEX
+    from mlenergy.reference.measurements import load_reference
 
     df = load_reference()
     feat, keep = featurise(df, None)

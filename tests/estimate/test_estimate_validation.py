@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 
 from mlenergy.calibrate.crossval import architecture_group, cross_validate, in_sample
-from mlenergy.calibrate.measurements import (
+from mlenergy.estimate.coefficients import default_coefficients
+from mlenergy.reference.measurements import (
     config_id_for,
     load_reference,
     measurements_from_records,
     model_group,
 )
-from mlenergy.estimate.coefficients import default_coefficients
 
 
 def test_reference_loads_tidy():

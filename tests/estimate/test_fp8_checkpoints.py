@@ -7,13 +7,13 @@ import json
 import pytest
 
 from mlenergy.estimate import estimate
-from mlenergy.estimate.catalog import resolve_gpu
 from mlenergy.estimate.configs import resolve_model_config
 from mlenergy.estimate.features import feature_row
 from mlenergy.estimate.profile import build_profile, weight_precision
 from mlenergy.estimate.serving import ServingSetup
 from mlenergy.models.architecture import ArchitectureSpec
 from mlenergy.models.parameters import count_parameters
+from mlenergy.reference.gpus import resolve_gpu
 
 SETUP = ServingSetup(batch_size=8.0, input_tokens=512.0, output_tokens=256.0)
 

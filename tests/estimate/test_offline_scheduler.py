@@ -9,12 +9,12 @@ import pytest
 from mlenergy.cli import main
 from mlenergy.estimate import estimate
 from mlenergy.estimate.batch import estimate_frame
-from mlenergy.estimate.catalog import resolve_gpu
 from mlenergy.estimate.coefficients import default_coefficients
 from mlenergy.estimate.features import stack
 from mlenergy.estimate.offline import predict_offline, ride_tokens, stop_rate
 from mlenergy.estimate.offline_scheduler import offline_scheduler
 from mlenergy.estimate.serving import ServingSetup
+from mlenergy.reference.gpus import resolve_gpu
 from mlenergy.testing.estimate_features import prepare
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"

@@ -98,8 +98,8 @@ def test_training_rows_get_the_same_outcome_from_batch_and_single():
 
 
 def test_the_random_rows_cover_the_catalogs():
-    from mlenergy.estimate.catalog import catalog_names
     from mlenergy.estimate.configs import resolve_model_config
+    from mlenergy.reference.gpus import catalog_names
     from mlenergy.testing.estimate_requests import PRECISIONS
 
     df = random_requests(2000, seed=1)

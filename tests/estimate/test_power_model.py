@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from mlenergy.estimate import estimate
-from mlenergy.estimate.catalog import resolve_gpu
 from mlenergy.estimate.coefficients import Coefficients
 from mlenergy.estimate.power_model import (
     VOLTAGE_KNEE_FRACTION,
@@ -21,6 +20,7 @@ from mlenergy.estimate.power_model import (
 from mlenergy.estimate.training import estimate_pipeline_stages, estimate_training
 from mlenergy.estimate.training_pipeline import blocking_power_w, memory_busy_power_w
 from mlenergy.optimize.estimated_profile import estimated_blocking_power_w
+from mlenergy.reference.gpus import resolve_gpu
 
 LOW_CLOCK = 900.0
 """An H100 clock below the voltage knee (0.45 of 1980 MHz)."""

@@ -8,10 +8,10 @@ import pytest
 
 from mlenergy.cli import main
 from mlenergy.errors import UserError
-from mlenergy.estimate.catalog import resolve_gpu
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients
 from mlenergy.estimate.training import estimate_pipeline_stages, estimate_training
 from mlenergy.estimate.training_memory import usable_gb
+from mlenergy.reference.gpus import resolve_gpu
 
 GPT3_175B = {
     "model_type": "gpt2",

@@ -16,7 +16,6 @@ PACKAGE_DATA = (
     "mlenergy/estimate/coefficients.json",
     "mlenergy/estimate/coefficients.report.json",
     "mlenergy/estimate/engines.json",
-    "mlenergy/estimate/gpu_catalog.json",
     "mlenergy/estimate/model_families.json",
     "mlenergy/estimate/task_defaults.json",
 )

@@ -60,7 +60,7 @@ def test_reference_shows_without_import_and_is_read_once(tmp_path, monkeypatch):
     def _refuse(*a, **k):
         raise AssertionError("the reference was read twice in one process")
 
-    monkeypatch.setattr("mlenergy.calibrate.reference.read_reference", _refuse)
+    monkeypatch.setattr("mlenergy.reference.runs.read_reference", _refuse)
     again = LeaderboardData.load(tmp_path / "empty")
     assert again.reference is data.reference
     RunStore(tmp_path / "empty").append(toy_runs()[:1])

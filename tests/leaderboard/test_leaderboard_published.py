@@ -8,7 +8,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mlenergy.analysis.headline import energy_per_correct_j
 from mlenergy.errors import UserError
 from mlenergy.leaderboard import answers
 from mlenergy.leaderboard import plots as plots
@@ -24,6 +23,7 @@ from mlenergy.leaderboard.published import (
     published_keys,
 )
 from mlenergy.quality.published import read_published_quality
+from mlenergy.records.metrics import energy_per_correct_j
 from mlenergy.store import RunStore
 from mlenergy.store.tables import flatten_quality, flatten_run
 from mlenergy.testing.synthetic import synthetic_model, synthetic_quality, synthetic_run

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from mlenergy.estimate.catalog import catalog_tdp_w
 from mlenergy.leaderboard import query as lb
 from mlenergy.leaderboard.data import LeaderboardData
 from mlenergy.leaderboard.submit_tab import submit_bundle
+from mlenergy.reference.gpus import find_gpu
 from mlenergy.testing.synthetic import synthetic_model, synthetic_run
 
 pytest.importorskip("mlenergy.store.submissions", reason="submission intake not installed")
@@ -74,13 +74,14 @@ def test_good_bundle_waits_then_joins_results_when_approved(tmp_path):
     assert not ok
 
 
-def test_catalog_tdp():
-    pytest.importorskip("mlenergy.estimate.catalog")
-    assert catalog_tdp_w("H100-SXM5-80GB") == pytest.approx(700)
-    assert catalog_tdp_w("NVIDIA H100 80GB HBM3") == pytest.approx(700)
-    assert catalog_tdp_w("../etc/passwd.yaml") is None
-    assert catalog_tdp_w("my-chip.yaml") is None
-    assert catalog_tdp_w("") is None
+def test_catalog_names_are_never_paths(tmp_path):
+    spec = tmp_path / "my-chip.yaml"
+    spec.write_text("memory_gb: 1\nmemory_bandwidth_tb_s: 1\ntdp_w: 1\nbf16_tflops: 1\n")
+    assert find_gpu("H100-SXM5-80GB").tdp_w == pytest.approx(700)
+    assert find_gpu("NVIDIA H100 80GB HBM3").tdp_w == pytest.approx(700)
+    assert find_gpu("../etc/passwd.yaml") is None
+    assert find_gpu(str(spec)) is None
+    assert find_gpu("") is None
 
 
 def test_jsonl_records_need_a_submitter(tmp_path):

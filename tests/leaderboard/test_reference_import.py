@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from mlenergy.calibrate.reference import read_reference
 from mlenergy.cli import main
 from mlenergy.reference import reference_dir
+from mlenergy.reference.runs import read_reference
 
 REF = reference_dir()
 
@@ -56,7 +56,7 @@ def test_one_vocabulary_and_the_published_mean_lengths(records):
 
 
 def test_the_calibration_frame_is_read_from_the_records(records):
-    from mlenergy.calibrate.measurements import load_reference, measurements_from_records
+    from mlenergy.reference.measurements import load_reference, measurements_from_records
 
     frame = load_reference(REF)
     again = measurements_from_records(records, REF / "model-configs")

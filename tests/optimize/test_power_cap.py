@@ -270,8 +270,17 @@ def test_power_cap_bad_input(tmp_path, args, needle):
 def test_best_per_model_one_row_each(tmp_path):
     from mlenergy.optimize.power_cap import best_per_model
 
-    table = best_per_model(100_000, "lm-arena-chat", 50, data_dir=tmp_path)
+    best = best_per_model(100_000, "lm-arena-chat", 50, data_dir=tmp_path)
+    table = best.table
     assert len(table) >= 5 and table["model_id"].is_unique
+    # A model that fits nothing is named with the planner's reason, never dropped silently.
+    assert all(why for _, why in best.left_out)
+    assert not set(table["model_id"]) & {m for m, _ in best.left_out}
+    tight = best_per_model(100_000, "lm-arena-chat", 5, data_dir=tmp_path)
+    assert len(tight.table) < len(table)
+    reasons = dict(tight.left_out)
+    assert set(reasons) == set(table["model_id"]) - set(tight.table["model_id"])
+    assert all("--itl-limit-ms 5" in why for why in reasons.values())
     assert (table["median_itl_ms"] <= 50).all() and (table["site_power_w"] <= 100_000).all()
     assert table["source"].str.startswith("measured:").all()
     assert list(table["site_tokens_per_s"]) == sorted(table["site_tokens_per_s"], reverse=True)

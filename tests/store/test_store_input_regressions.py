@@ -127,17 +127,20 @@ def test_runs_list_without_a_store_says_so(tmp_path, capsys):
     assert not missing.exists()
 
 
-def test_runs_list_per_token_falls_back_to_the_request_phase(data_dir, factory, capsys):
-    decode_run = factory.make_run(seed=7)
-    full = factory.make_run(seed=8)
-    request = full.phase("request")
-    request_only = full.model_copy(update={"phases": (request,)})
-    RunStore(data_dir).append([decode_run, request_only])
+def test_runs_list_shows_the_request_phase_else_decode(data_dir, factory, capsys):
+    full = factory.make_run(seed=7)
+    other = factory.make_run(seed=8)
+    decode = other.phase("decode")
+    decode_only = other.model_copy(update={"phases": (decode,)})
+    RunStore(data_dir).append([full, decode_only])
     assert main(["runs", "list", "--data-dir", str(data_dir)]) == 0
     out = capsys.readouterr().out
     assert "J/token" in out and "decode J/token" not in out
-    assert f"{decode_run.phase('decode').energy_per_token_j:.4g}" in out
-    assert f"{request.energy_per_token_j:.4g} (request)" in out
+    request = full.phase("request").energy_per_token_j
+    assert request != full.phase("decode").energy_per_token_j
+    assert f"{request:.4g}" in out and f"{request:.4g} (decode)" not in out
+    assert f"{full.phase('decode').energy_per_token_j:.4g}" not in out
+    assert f"{decode.energy_per_token_j:.4g} (decode)" in out
     assert "whole-request phase" in " ".join(out.split())  # the footnote
 
 

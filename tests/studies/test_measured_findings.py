@@ -71,7 +71,7 @@ def test_energy_per_response_uses_the_exact_mean_output_length(reference_study):
 
 
 def test_v2_latency_is_labelled_mean_time_per_output_token():
-    from mlenergy.calibrate.reference import read_reference
+    from mlenergy.reference.runs import read_reference
 
     frame = measured_frame(read_reference(), include_legacy=True)
     v2 = frame[frame["measured_by"] == "ML.ENERGY Leaderboard v2"]

@@ -263,7 +263,7 @@ def test_empty_store_reads_the_reference_and_creates_nothing(tmp_path):
 
 
 def test_a_store_seeded_with_the_reference_counts_each_run_once(tmp_path):
-    from mlenergy.calibrate.reference import read_reference
+    from mlenergy.reference.runs import read_reference
 
     data = tmp_path / "data"
     RunStore(data).append(read_reference()[:50])

@@ -1,9 +1,14 @@
-"""Measurements as the calibration sees them: one tidy row per measured serving configuration.
+"""Measured serving runs as one tidy frame: one row per measured serving configuration.
 
 Both sources of measurements are run records, the reference tables
-(:func:`~mlenergy.calibrate.reference.read_reference`) and a store's own runs
+(:func:`~mlenergy.reference.runs.read_reference`) and a store's own runs
 (``RunStore.runs()``); :func:`measurements_from_records` turns either into the columns that
-calibration and cross-validation read (units in the names).
+calibration, cross-validation and the planners read (units in the names). A run's figures are
+its headline phase's (:func:`~mlenergy.records.metrics.headline_phase`: the whole request,
+else decode), as in every view.
+
+It describes each model with the estimator's config rule and each GPU with the catalog's one
+matcher, so it sits above the estimator (see ``tests/test_layering.py``).
 """
 
 from __future__ import annotations
@@ -14,19 +19,20 @@ from pathlib import Path
 
 import pandas as pd
 
-from mlenergy.calibrate.reference import (
+from mlenergy.errors import UserError
+from mlenergy.estimate.configs import resolve_model, resolve_model_config
+from mlenergy.estimate.engines import CURRENT_ENGINE, LEGACY_ENGINE
+from mlenergy.estimate.task_defaults import MULTIMODAL_TASKS
+from mlenergy.records import PhaseResult, RunRecord
+from mlenergy.records.metrics import headline_phase, mean_output_tokens
+from mlenergy.reference.gpus import find_gpu
+from mlenergy.reference.runs import (
     V2_ENGINE,
     V2_SUBMITTER,
     V3_SUBMITTER,
     leaderboard_folder,
     read_reference,
 )
-from mlenergy.errors import UserError
-from mlenergy.estimate.catalog import resolve_gpu
-from mlenergy.estimate.configs import resolve_model, resolve_model_config
-from mlenergy.estimate.engines import CURRENT_ENGINE, LEGACY_ENGINE
-from mlenergy.estimate.task_defaults import MULTIMODAL_TASKS
-from mlenergy.records import Phase, PhaseResult, RunRecord
 
 SOURCE_OF_SUBMITTER = {V3_SUBMITTER: "v3", V2_SUBMITTER: "v2"}
 """The ``source`` column: ``v3``/``v2`` for the reference tables, ``store`` for the rest."""
@@ -84,21 +90,20 @@ def architecture_family(config_id: str, is_moe: bool, configs_dir: str | Path | 
 
 
 def _serving_phase(rec: RunRecord) -> PhaseResult | None:
-    """The request phase (else decode) when it has throughput and power above zero."""
-    for name in (Phase.REQUEST, Phase.DECODE):
-        phase = next((p for p in rec.phases if p.phase == name), None)
-        if phase is not None and phase.avg_power_w is not None:
-            thr, power = phase.throughput_tokens_per_s, phase.avg_power_w
-            return phase if thr and power and thr > 0 and power > 0 else None
-    return None
+    """The headline phase when it has throughput and power above zero."""
+    phase = headline_phase(rec)
+    if phase is None:
+        return None
+    thr, power = phase.throughput_tokens_per_s, phase.avg_power_w
+    return phase if thr and power and thr > 0 and power > 0 else None
 
 
 def measurement_row(rec: RunRecord, configs_dir: str | Path | None = None) -> dict | None:
     """One measured GPU serving run in the calibration's columns, or ``None`` if not one.
 
-    Only ``measured:`` inference runs on a catalog GPU with a request (or decode) phase that
-    has throughput and power qualify: serving measurements (``mlenergy bench --endpoint``, the
-    reference, imported harness runs), not static batches of ``generate``
+    Only ``measured:`` inference runs on a catalog GPU whose headline phase (the request,
+    else decode) has throughput and power qualify: serving measurements (``mlenergy bench
+    --endpoint``, the reference, imported harness runs), not static batches of ``generate``
     (``workload.method == "static-batch"``), which the serving model does not describe. A
     prompt length tagged ``unknown`` (the reference tables) is NaN, so the task's default
     applies.
@@ -108,12 +113,12 @@ def measurement_row(rec: RunRecord, configs_dir: str | Path | None = None) -> di
         return None
     if w.method == "static-batch":
         return None
-    try:
-        gpu = resolve_gpu(hw.accelerator_model or "").name
-    except UserError:
+    spec = find_gpu(hw.accelerator_model)
+    if spec is None:
         return None
+    gpu = spec.name
     phase = _serving_phase(rec)
-    if phase is None:
+    if phase is None or phase.energy_per_token_j is None:
         return None
     submitter = rec.submission.submitter if rec.submission else ""
     config_id = config_id_for(rec.model.model_id, configs_dir)
@@ -134,10 +139,8 @@ def measurement_row(rec: RunRecord, configs_dir: str | Path | None = None) -> di
         "batch_size": float(w.avg_batch_size or w.batch_size),
         "max_num_seqs": w.max_num_seqs,
         "input_tokens": float("nan") if unknown_prompt else float(w.input_tokens),
-        "output_tokens": float(w.avg_output_tokens or w.output_tokens),
-        "energy_per_token_j": float(phase.avg_power_w) / float(phase.throughput_tokens_per_s)
-        if phase.energy_per_token_j is None
-        else float(phase.energy_per_token_j),
+        "output_tokens": mean_output_tokens(rec),
+        "energy_per_token_j": float(phase.energy_per_token_j),
         "throughput_tokens_per_s": float(phase.throughput_tokens_per_s),
         "avg_power_w": float(phase.avg_power_w),
         "itl_s": phase.itl_p50_s,

@@ -7,11 +7,13 @@ energy counters while vLLM served the model, so every record says
 ``energy_source="measured:zeus-nvml"``, names vLLM's version in ``Software.engine`` and
 carries ``SubmissionInfo(submitter="ML.ENERGY Leaderboard v3")`` (``v2`` for the older files).
 
-One vocabulary: GPUs by the hardware catalog's names (:data:`GPU_NAMES`), tasks by the
-estimator's labels (``lm-arena-chat``... for v3; ``sharegpt-chat`` and ``code`` for v2, see
+One vocabulary: GPUs by the GPU catalog's names (its one matcher,
+:func:`~mlenergy.reference.gpus.catalog_name`), tasks by the estimator's labels
+(``lm-arena-chat``... for v3; ``sharegpt-chat`` and ``code`` for v2, see
 :mod:`~mlenergy.estimate.engines`), engines as ``vllm <version>``. The model of each row is
 described by :func:`mlenergy.models.info.model_info_from_config` from the config the
-estimator's resolution rule finds (:mod:`~mlenergy.estimate.configs`).
+estimator's resolution rule finds (:mod:`~mlenergy.estimate.configs`), so this reader sits
+above the estimator (see ``tests/test_layering.py``).
 
 What the tables do not contain is labelled rather than invented: prompt lengths are unknown
 (``input_tokens=0`` with tag ``input_tokens=unknown``), and so is the number of requests. The
@@ -48,6 +50,7 @@ from mlenergy.records import (
     sha256_hex,
 )
 from mlenergy.reference import REFERENCE_ENV, reference_dir
+from mlenergy.reference.gpus import catalog_name
 
 __all__ = ["read_reference"]
 
@@ -61,12 +64,6 @@ V3_ENGINE = "vllm 0.11.1"
 V2_ENGINE = "vllm 0.5.4"
 V3_SUBMITTER = "ML.ENERGY Leaderboard v3"
 V2_SUBMITTER = "ML.ENERGY Leaderboard v2"
-GPU_NAMES = {
-    "H100": "H100-SXM5-80GB",
-    "NVIDIA H100 80GB HBM3": "H100-SXM5-80GB",
-    "B200": "B200",
-}
-"""CSV GPU names to the hardware catalog's names."""
 
 
 @dataclass(frozen=True)
@@ -254,7 +251,7 @@ def read_v3(path: Path, config_dir: Path) -> list[RunRecord]:
             parsed = _Row(
                 key=f"{path.name}:{i}:{canonical_json(row)}",
                 task=row["task"],
-                gpu=GPU_NAMES.get(row["gpu_model"], row["gpu_model"]),
+                gpu=catalog_name(row["gpu_model"]),
                 num_gpus=int(row["num_gpus"]),
                 tp=int(row["tensor_parallel"]),
                 ep=int(row["expert_parallel"]),
@@ -290,7 +287,7 @@ def read_v2(path: Path, task: str, config_dir: Path) -> list[RunRecord]:
             parsed = _Row(
                 key=f"{path.name}:{i}:{canonical_json(row)}",
                 task=task,
-                gpu=GPU_NAMES.get(row["GPU"], row["GPU"]),
+                gpu=catalog_name(row["GPU"]),
                 num_gpus=int(row["TP"]) * int(row["PP"]),
                 tp=int(row["TP"]),
                 ep=1,

@@ -1,8 +1,13 @@
-"""Hardware catalog: datasheet figures of accelerators, by name, alias or spec file.
+"""The GPU catalog and the one matcher of GPU names: datasheet figures by name, alias or file.
 
-The shipped catalog (``gpu_catalog.json``) is derived from vendor datasheets (dense tensor
-figures, no sparsity). A hypothetical chip is described by a YAML or JSON file with the same
-keys; only ``memory_gb``, ``memory_bandwidth_tb_s``, ``tdp_w`` and ``bf16_tflops`` are required.
+The shipped catalog (``gpu_catalog.json`` in the reference folder, see its row in
+``SOURCES.md``) holds vendor datasheet figures (dense tensor figures, no sparsity) and every
+name each GPU goes by; ``$MLENERGY_CATALOG_DIR/gpu_catalog.json`` replaces it
+(:func:`mlenergy.reference.catalog_file`). The estimator, the store's submission rules, the
+importers, the reference readers, the planners and the leaderboard all resolve names here
+(:func:`find_gpu`, :func:`resolve_gpu`). A hypothetical chip is described by a YAML or JSON
+file with the same keys; only ``memory_gb``, ``memory_bandwidth_tb_s``, ``tdp_w`` and
+``bf16_tflops`` are required.
 """
 
 from __future__ import annotations
@@ -16,11 +21,17 @@ from pathlib import Path
 from typing import Any
 
 from mlenergy.errors import UserError
-from mlenergy.estimate.registry import catalog_path, read_catalog_file
+from mlenergy.reference import PACKAGE_DIR, catalog_file
+from mlenergy.reference.precisions import tensor_cores
+
+CATALOG_FILE = "gpu_catalog.json"
+"""File name of the GPU catalog (shipped in the reference folder, or the override's)."""
 
 REQUIRED_FIELDS = ("memory_gb", "memory_bandwidth_tb_s", "tdp_w", "bf16_tflops")
 NUMERIC_FIELDS = (
     *REQUIRED_FIELDS,
+    "fp32_tflops",
+    "tf32_tflops",
     "fp8_tflops",
     "fp4_tflops",
     "max_sm_clock_mhz",
@@ -57,6 +68,10 @@ class GpuSpec:
         architecture: Micro-architecture name.
         sm_count: Streaming multiprocessors (compute units).
         aliases: Other names that resolve to this entry.
+        memory_type: Memory technology (``HBM3``, ``GDDR6``...), when known.
+        fp32_tflops: FP32 (non-tensor) peak in TFLOP/s, when known.
+        tf32_tflops: Dense TF32 tensor peak in TFLOP/s, when known.
+        notes: Where a figure came from or what it assumes.
     """
 
     name: str
@@ -75,6 +90,10 @@ class GpuSpec:
     architecture: str = "unknown"
     sm_count: int | None = None
     aliases: tuple[str, ...] = field(default=(), compare=False)
+    memory_type: str | None = None
+    fp32_tflops: float | None = None
+    tf32_tflops: float | None = None
+    notes: str = field(default="", compare=False)
 
     @property
     def clock_at_spec_mhz(self) -> float:
@@ -86,9 +105,10 @@ class GpuSpec:
 
         Weights without native tensor-core support are dequantised and multiplied at BF16 rate.
         """
-        if precision in ("nvfp4", "mxfp4") and self.fp4_tflops:
+        cores = tensor_cores(precision)
+        if cores == "fp4" and self.fp4_tflops:
             return self.fp4_tflops
-        if precision == "fp8" and self.fp8_tflops:
+        if cores == "fp8" and self.fp8_tflops:
             return self.fp8_tflops
         return self.bf16_tflops
 
@@ -98,9 +118,10 @@ class GpuSpec:
         A scaled low-precision format without its own datasheet peak (FP8 on Ampere, MXFP4 /
         NVFP4 before Blackwell) runs weight-only kernels that dequantise to BF16 in registers.
         """
-        if precision in ("nvfp4", "mxfp4"):
+        cores = tensor_cores(precision)
+        if cores == "fp4":
             return bool(self.fp4_tflops)
-        if precision == "fp8":
+        if cores == "fp8":
             return bool(self.fp8_tflops)
         return True
 
@@ -115,14 +136,38 @@ def _norm(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
+def catalog_path() -> Path:
+    """The GPU catalog file read now: the override folder's when it has one, else shipped."""
+    return catalog_file(CATALOG_FILE)
+
+
 def _catalog() -> tuple[dict[str, GpuSpec], dict[str, str]]:
-    """The GPU catalog by name, and every spelling's name (the registry's current file)."""
-    return _catalog_of(catalog_path("gpus"))
+    """The GPU catalog by name, and every spelling's name (the current file)."""
+    return _catalog_of(catalog_path())
+
+
+@cache
+def read_catalog_file(path: Path) -> dict[str, Any]:
+    """A GPU catalog file parsed and checked (cached per path).
+
+    Raises:
+        UserError: The file is not valid JSON or lacks the ``gpus`` list.
+    """
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise UserError(f"cannot read the gpus catalog {path}: {exc}") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("gpus"), list):
+        raise UserError(
+            f"the gpus catalog {path} lacks gpus",
+            f"Start from the shipped {PACKAGE_DIR / CATALOG_FILE}",
+        )
+    return data
 
 
 @cache
 def _catalog_of(path: Path) -> tuple[dict[str, GpuSpec], dict[str, str]]:
-    raw = read_catalog_file(path, "gpus")
+    raw = read_catalog_file(path)
     by_name: dict[str, GpuSpec] = {}
     alias: dict[str, str] = {}
     specs = [_from_mapping(entry, source="catalog") for entry in raw["gpus"]]
@@ -180,9 +225,12 @@ def _from_mapping(data: dict[str, Any], source: str) -> GpuSpec:
         )
     kw = dict(data)
     kw.setdefault("name", Path(source).stem)
-    for key in ("name", "vendor", "architecture"):
-        if key in kw and not isinstance(kw[key], str):
+    for key in ("name", "vendor", "architecture", "memory_type", "notes"):
+        if key in kw and kw[key] is not None and not isinstance(kw[key], str):
             raise UserError(f"GPU spec {source} field '{key}' must be text, got {kw[key]!r}")
+    for key in ("memory_type", "notes"):
+        if kw.get(key) is None:
+            kw.pop(key, None)  # optional: the dataclass default
     for key in NUMERIC_FIELDS:
         if kw.get(key) is None:
             if key not in REQUIRED_FIELDS:
@@ -296,11 +344,38 @@ def _match_spelling(text: str, by_name: dict[str, GpuSpec]) -> str | None:
     return hits.pop() if len(hits) == 1 else None
 
 
+def find_gpu(name: str | None) -> GpuSpec | None:
+    """The catalog GPU a name means, or ``None``: the one matcher of GPU names.
+
+    Names match case- and punctuation-blind on the name and its aliases, then without vendor,
+    brand, memory-type or SXM-generation words (see :func:`_match_spelling`). Never reads a
+    file: names in records and submitted files are not trusted as paths.
+
+    Args:
+        name: Accelerator name as a tool or a record wrote it (``"NVIDIA H100 80GB HBM3"``).
+    """
+    text = (name or "").strip()
+    if not text:
+        return None
+    by_name, alias = _catalog()
+    key = alias.get(_norm(text)) or _match_spelling(text, by_name)
+    return by_name[key] if key else None
+
+
+def catalog_name(name: str) -> str:
+    """The catalog's name of a GPU name (``H100`` -> ``H100-SXM5-80GB``), else the name given.
+
+    The name is the given one when it matches no catalog GPU (:func:`find_gpu`).
+    """
+    spec = find_gpu(name)
+    return spec.name if spec is not None else name
+
+
 def resolve_gpu(name_or_path: str | GpuSpec) -> GpuSpec:
     """Return the spec for a catalog name, an alias or a YAML/JSON spec file path.
 
-    Names match case- and punctuation-blind, and also without vendor, brand, memory-type or
-    SXM-generation words (see :func:`_match_spelling`).
+    Names go through :func:`find_gpu`; a text ending in ``.yaml``, ``.yml`` or ``.json``, or
+    naming an existing file, is read as a spec file (unless it is a catalog name).
 
     Raises:
         UserError: Unknown name (lists the catalog) or a bad spec file.
@@ -311,27 +386,14 @@ def resolve_gpu(name_or_path: str | GpuSpec) -> GpuSpec:
     by_name, alias = _catalog()
     spec_file = text.lower().endswith((".yaml", ".yml", ".json"))
     key = alias.get(_norm(text))
-    if not key and not spec_file:
-        key = _match_spelling(text, by_name)
     if key:
         return by_name[key]
+    found = None if spec_file else find_gpu(text)
+    if found is not None:
+        return found
     if spec_file or Path(text).is_file():
         return load_gpu_spec_file(text)
     raise UserError(
         f"unknown gpu '{text}'",
         f"Use one of {', '.join(by_name)} or a YAML spec file",
     )
-
-
-def catalog_tdp_w(name: str | None) -> float | None:
-    """TDP in watts of a catalog accelerator given by name or alias, else ``None``.
-
-    Never reads a file: names in submitted records are not trusted as paths. Used by the
-    submission validation to bound a record's average power.
-
-    Args:
-        name: Accelerator name as it appears on a record (e.g. ``"NVIDIA H100 80GB HBM3"``).
-    """
-    by_name, alias = _catalog()
-    key = alias.get(_norm(name or ""))
-    return by_name[key].tdp_w if key else None
