@@ -251,7 +251,7 @@ def test_models_and_reference_name_no_server_folder(app):
     reference = client.get("/api/v1/reference")
     body = reference.json()
     assert body["shown"] is False and body["runs"] == 0  # a board of the store alone
-    assert any(f["path"] == "gpu-specs.csv" and f["files"] == 1 for f in body["files"])
+    assert any(f["path"] == "gpu_catalog.json" and f["files"] == 1 for f in body["files"])
     assert str(PACKAGE_DIR) not in reference.text
 
 
