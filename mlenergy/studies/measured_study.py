@@ -246,7 +246,7 @@ def run_measured_study(
         benchmarks_text=", ".join(f"{t}: {b}" for t, b in task_bench.items()),
         footprint=footprint,
     )
-    with progress_bar(6, "measured study", unit="step", enabled=progress) as bar:
+    with progress_bar(5, "measured study", unit="step", enabled=progress) as bar:
         bar.describe("reading measurements")
         runs, result.from_reference = m.load_measured_runs(Path(data_dir), ref, include_reference)
         quality_records = _read_quality_records(

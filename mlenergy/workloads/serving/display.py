@@ -19,7 +19,7 @@ from mlenergy.workloads.bench import interval_text
 TITLE = "mlenergy bench (serving, steady state; energy per token in millijoules)"
 CAPTION = (
     "± 95%: interval of mJ/token between fresh runs (--runs N; one run has none). "
-    "J/request: each request's share of the energy (p50 / p90 / p99). "
+    "J/req: each request's share of the energy (J), p50, p90 and p99. "
     "host-bound: the GPUs sat near idle through the window (docs/measure.md)."
 )
 COLUMNS = (
@@ -30,13 +30,18 @@ COLUMNS = (
     "interval",
     "avg W",
     "tok/s",
-    "TTFT p50 ms",
-    "TPOT p50 ms",
-    "J/request p50 / p90 / p99",
-    "run mJ/token",
+    "TTFT\np50 ms",
+    "TPOT\np50 ms",
+    "J/req\np50",
+    "J/req\np90",
+    "J/req\np99",
+    "run\nmJ/token",
     "engine",
     "source",
 )
+"""Column titles, in order (two lines where the figure is narrower than its name)."""
+_WIDTHS = {"engine": {"max_width": 13}, "source": {"min_width": 16}}
+"""An engine's version may wrap under its name; an energy source is never cut."""
 
 
 def _fmt(value: float | None, scale: float = 1.0) -> str:
@@ -49,15 +54,13 @@ def source_cell(record: RunRecord) -> str:
     return f"{record.energy_source}, {HOST_BOUND_MARK}" if marked else record.energy_source
 
 
-def request_energy_cell(record: RunRecord) -> str:
-    """Energy per request at p50 / p90 / p99 (J); ``withheld`` or ``-`` without them."""
+def request_energy_cells(record: RunRecord) -> tuple[str, str, str]:
+    """Energy per request at p50, p90 and p99 (J); ``withheld`` or ``-`` without them."""
     s = record.serving
-    if s is None:
-        return "-"
-    if s.request_energy_j is None:
-        return "withheld" if s.split_withheld else "-"
+    if s is None or s.request_energy_j is None:
+        return ("withheld" if s is not None and s.split_withheld else "-", "-", "-")
     q = s.request_energy_j
-    return " / ".join(_fmt(v) for v in (q.p50, q.p90, q.p99))
+    return (_fmt(q.p50), _fmt(q.p90), _fmt(q.p99))
 
 
 def serving_rows(records: list[RunRecord]) -> list[tuple[str, ...]]:
@@ -77,7 +80,7 @@ def serving_rows(records: list[RunRecord]) -> list[tuple[str, ...]]:
                 _fmt(p.throughput_tokens_per_s if p else None),
                 _fmt(s.ttft_s.p50 if s and s.ttft_s else None, 1e3),
                 _fmt(s.tpot_s.p50 if s and s.tpot_s else None, 1e3),
-                request_energy_cell(r),
+                *request_energy_cells(r),
                 _fmt(s.run_energy_per_token_j if s else None, 1e3),
                 (s.engine if s else None) or "-",
                 source_cell(r),
@@ -94,7 +97,7 @@ def serving_table(records: list[Any]) -> Table:
     """
     table = Table(title=TITLE, caption=CAPTION)
     for column in COLUMNS:
-        table.add_column(column)
+        table.add_column(column, overflow="fold", **_WIDTHS.get(column, {}))
     for row in serving_rows(records):
         table.add_row(*row)
     return table

@@ -169,9 +169,9 @@ def engine_of_process(pid: int | None) -> str | None:
         argv = psutil.Process(pid).cmdline()
     except psutil.Error:
         return None
-    prefix = Path(sys.prefix).resolve()
+    prefix = Path(sys.prefix).resolve()  # a venv's python links outside it: resolve folders
     here = any(
-        Path(part).is_absolute() and Path(part).resolve().is_relative_to(prefix)
+        Path(part).is_absolute() and Path(part).parent.resolve().is_relative_to(prefix)
         for part in argv[:2]
     )
     return engine_of_command(argv, with_version=here)
