@@ -37,6 +37,7 @@ HELP = (
     "mlenergy study dense-vs-moe --measured",  # about a minute
     "mlenergy leaderboard",  # starts a web server
     "mlenergy sweep",  # trains nothing, but runs four benches
+    "mlenergy models save-tiny",  # run in full by tests/workloads/serving/test_serving_tiny_model
 )
 """Tour commands run as ``--help``, their options checked against the command."""
 SLOW = (
