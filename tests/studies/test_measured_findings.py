@@ -125,11 +125,11 @@ def test_adjusted_r2_and_both_single_fits_with_their_separation():
 def test_collinear_regressors_are_not_separated():
     # GPU count doubles with parameters; energy follows both with noise: neither is ahead.
     rng = np.random.default_rng(2)
-    pts = [(f"org/m{i}", 1e9 * 2.0**i, 2**i, 0.1 * 1.5**i * float(rng.uniform(0.7, 1.4)))
-           for i in range(6)]  # fmt: skip
+    pts = [(f"org/m{i}", 1e9 * 2.0**i * float(rng.uniform(0.7, 1.4)), 2**i,
+            0.1 * 1.5**i * float(rng.uniform(0.7, 1.4))) for i in range(6)]  # fmt: skip
     row = parameter_fits(_rows(pts)).query("predictor == 'total'").iloc[0]
-    assert row["corr_params_gpus"] == pytest.approx(1.0)
-    assert not row["separated"]
+    assert row["corr_params_gpus"] > 0.95
+    assert 0.025 < row["params_ahead_share"] < 0.975 and not row["separated"]
 
 
 def test_the_terminal_gets_the_findings_in_a_few_lines(reference_study):
