@@ -18,7 +18,7 @@ $(BIN)/python:
 $(VENV)/.installed: $(BIN)/python pyproject.toml
 	$(BIN)/pip install -q "$(TORCH)"
 	$(BIN)/pip install -q -e .
-	$(BIN)/pip install -q -e '.[notebook]'
+	$(BIN)/pip install -q -e '.[notebook,serve]'
 	@$(MAKE) --no-print-directory fix-amdsmi
 	@touch $@
 

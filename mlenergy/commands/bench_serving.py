@@ -1,8 +1,8 @@
 """``mlenergy bench --endpoint URL`` / ``--launch CMD``: the serving side of ``bench``.
 
 :func:`bench_serving` turns the options into a :class:`~mlenergy.workloads.serving.ServingSpec`
-and runs :func:`~mlenergy.workloads.serving.runner.run_serving_bench`; :func:`serving_table`
-prints one row per level.
+and runs :func:`~mlenergy.workloads.serving.runner.run_serving_bench`;
+:func:`~mlenergy.workloads.serving.display.serving_table` prints one row per level.
 """
 
 from __future__ import annotations
@@ -132,6 +132,7 @@ def bench_serving(
 
     from mlenergy.measure.scope import parse_gpu_indices
     from mlenergy.workloads.serving.arrivals import parse_request_rate
+    from mlenergy.workloads.serving.display import serving_table
     from mlenergy.workloads.serving.runs import check_runs, run_serving_runs
     from mlenergy.workloads.serving.spec import ServingSpec, parse_levels
 
@@ -221,68 +222,3 @@ def _line(record: Any) -> str:
             else ""
         )
     return line
-
-
-def _source_cell(record: Any) -> str:
-    """The energy source, with the host-bound mark when the rule sets it."""
-    from mlenergy.records import HOST_BOUND_MARK
-
-    marked = record.host_bound is not None and record.host_bound.marked
-    return f"{record.energy_source}, {HOST_BOUND_MARK}" if marked else record.energy_source
-
-
-def _fmt(value: float | None, scale: float = 1.0) -> str:
-    return "-" if value is None else f"{value * scale:.4g}"
-
-
-def serving_table(records: list[Any]) -> Any:
-    """A rich table: one row per level (energy per token in mJ, latencies in ms).
-
-    With ``--runs N`` the ± 95% column is the interval between the runs (``interval`` says
-    so); a level the host-bound rule marks says ``host-bound`` beside its source.
-    """
-    from rich.table import Table
-
-    from mlenergy.records import interval_basis
-    from mlenergy.workloads.bench import interval_text
-
-    table = Table(
-        title="mlenergy bench (serving, steady state; energy per token in millijoules)",
-        caption="± 95%: interval of mJ/token between fresh runs (--runs N; one run has none). "
-        "host-bound: the GPUs sat near idle through the window (docs/measure.md).",
-    )
-    for column in (
-        "level",
-        "achieved",
-        "mJ/token",
-        "± 95%",
-        "interval",
-        "avg W",
-        "tok/s",
-        "TTFT p50 ms",
-        "TPOT p50 ms",
-        "J/request p50",
-        "run mJ/token",
-        "engine",
-        "source",
-    ):
-        table.add_column(column)
-    for r in records:
-        s, p = r.serving, r.phase("request")
-        basis = interval_basis(r)
-        table.add_row(
-            str(r.workload.batch_size),
-            _fmt(s.achieved_concurrency if s else None),
-            _fmt(p.energy_per_token_j if p else None, 1e3),
-            interval_text(p),
-            basis.label() if basis is not None else "-",
-            _fmt(p.avg_power_w if p else None),
-            _fmt(p.throughput_tokens_per_s if p else None),
-            _fmt(s.ttft_s.p50 if s and s.ttft_s else None, 1e3),
-            _fmt(s.tpot_s.p50 if s and s.tpot_s else None, 1e3),
-            _fmt(s.request_energy_j.p50 if s and s.request_energy_j else None),
-            _fmt(s.run_energy_per_token_j if s else None, 1e3),
-            (s.engine if s else None) or "-",
-            _source_cell(r),
-        )
-    return table

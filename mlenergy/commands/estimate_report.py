@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from mlenergy.estimate.api import Estimate
+from mlenergy.estimate.prediction import BREAKDOWNS
 from mlenergy.estimate.training import TrainingEstimate
 
 
@@ -42,8 +43,11 @@ def format_estimate(e: Estimate) -> str:
             if e.mode == "offline"
             else f"{e.request_duration_s:.2f} s per request"
         ),
-        "  breakdown per token     : "
-        + ", ".join(f"{k} {format_joules(v)}" for k, v in e.breakdown_j_per_token.items()),
+        *(
+            f"  per token {name:<14}: "
+            + " + ".join(f"{k} {format_joules(e.breakdown_j_per_token[k])}" for k in keys)
+            for name, keys in BREAKDOWNS.items()
+        ),
         "  memory per GPU          : "
         + ", ".join(f"{k} {v:.1f} GB" for k, v in e.memory_gb_per_gpu.items()),
         f"  source                  : {e.energy_source}",

@@ -20,6 +20,7 @@ from mlenergy.commands.options import (
 )
 from mlenergy.errors import UserError
 from mlenergy.optimize.site import SITE_HOST_W_PER_GPU, SITE_PUE
+from mlenergy.records.metrics import DEFAULT_ITL_LIMIT_MS
 
 optimize_app = typer.Typer(
     name="optimize",
@@ -238,7 +239,7 @@ def power_cap(
     task: Annotated[str, typer.Option(help="Workload, e.g. lm-arena-chat.")],
     itl_limit_ms: Annotated[
         float, typer.Option(help="Deadline on median inter-token latency (ms).")
-    ],
+    ] = DEFAULT_ITL_LIMIT_MS,
     sources: Annotated[str, typer.Option(help="measured, estimated or all.")] = "measured",
     objective: Annotated[
         str, typer.Option(help="throughput (site tokens/s) or energy-per-token.")

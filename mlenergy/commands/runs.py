@@ -29,10 +29,9 @@ def list_runs(
     ] = None,
     limit: Annotated[int, typer.Option(help="Show at most this many (newest); 0 = all.")] = 50,
 ) -> None:
-    """List stored runs (newest last) with their energy per generated token in joules.
+    """List stored runs (newest last): method, batch and energy per generated token in joules.
 
-    The J/token column shows the decode phase's energy per token, or, for runs with only a
-    whole-request phase (e.g. imported reference runs), the request phase's, marked.
+    The table's caption says what each column holds (docs/records.md).
     """
     from rich.console import Console
     from rich.table import Table

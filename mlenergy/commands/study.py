@@ -176,19 +176,9 @@ def _measured(
         progress=progress,
         footprint=footprint,  # type: ignore[arg-type]
     )
-    typer.echo("")
-    if result.footprint is not None:
-        from mlenergy.studies.measured_footprint import headline_text
+    from mlenergy.studies.measured_headline import terminal_lines
 
-        typer.echo(headline_text(result.rows, result.footprint))
-        typer.echo("")
-    for paragraph in result.conclusion:
-        typer.echo(paragraph)
-        typer.echo("")
-    if result.warnings:
-        typer.echo(f"{len(result.warnings)} warning(s):")
-        for w in result.warnings:
-            typer.echo(f"  - {w}")
+    typer.echo("\n" + "\n".join(terminal_lines(result)))
     typer.echo(f"summary: {result.csv_path}  report: {result.report_path}")
 
 

@@ -86,3 +86,10 @@ class Prediction:
 
 PREDICTIONS = tuple(f.name for f in dataclasses.fields(Prediction))
 """The names of :class:`Prediction`'s columns, in order."""
+
+BREAKDOWNS: dict[str, tuple[str, ...]] = {
+    "by phase": ("prefill", "decode"),
+    "by cause": ("compute", "memory", "static_idle", "overhead"),
+}
+"""The two splits of the energy per output token, as keys of ``Estimate.breakdown_j_per_token``:
+each split's parts add up to the whole on their own; the two splits are never added together."""

@@ -169,8 +169,10 @@ def run_estimate(
     body = "".join(
         f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in _rows(e)
     )
+    from mlenergy.estimate.prediction import BREAKDOWNS  # the estimator is optional here
+
     parts = e["breakdown_j_per_token"]
-    causes = {k: parts[k] for k in ("compute", "memory", "static_idle", "overhead") if k in parts}
+    causes = {k: parts[k] for k in BREAKDOWNS["by cause"] if k in parts}
     figure = plots.breakdown_bars(causes, "Energy per output token by cause", "J per token")
     return f'<table class="lb-table" id="est-table"><tbody>{body}</tbody></table>', figure
 

@@ -22,11 +22,12 @@ from mlenergy.optimize.candidates import CANDIDATE_COLUMNS
 from mlenergy.optimize.power_cap import OBJECTIVES
 from mlenergy.optimize.power_cap import best_per_model as plan_best_per_model
 from mlenergy.optimize.site import SITE_HOST_W_PER_GPU, SITE_PUE
+from mlenergy.records.metrics import DEFAULT_ITL_LIMIT_MS
 
 DEFAULT_BUDGET_W = 100_000.0
 """Site power budget the view opens on (W)."""
 
-DEFAULT_ITL_MS = 50.0
+DEFAULT_ITL_MS = DEFAULT_ITL_LIMIT_MS
 """Median inter-token latency deadline the view opens on (ms)."""
 
 COLUMNS = (

@@ -37,7 +37,7 @@ from mlenergy.optimize.candidates import (
     store_candidates,
 )
 from mlenergy.optimize.site import SITE_HOST_W_PER_GPU, SITE_PUE, SiteParams
-from mlenergy.records.metrics import meets_deadline
+from mlenergy.records.metrics import DEFAULT_ITL_LIMIT_MS, meets_deadline
 from mlenergy.reference.measurements import load_reference
 
 SOURCES = ("measured", "estimated", "all")
@@ -243,7 +243,7 @@ def plan_power_cap(
     budget_w: float,
     model: str,
     task: str,
-    itl_limit_ms: float,
+    itl_limit_ms: float = DEFAULT_ITL_LIMIT_MS,
     candidates: pd.DataFrame | None = None,
     sources: str = "measured",
     objective: str = "throughput",
@@ -263,7 +263,8 @@ def plan_power_cap(
         budget_w: Site power budget (W).
         model: Model id.
         task: Workload (``lm-arena-chat``...).
-        itl_limit_ms: Deadline on the median inter-token latency (ms).
+        itl_limit_ms: Deadline on the median inter-token latency (ms; default
+            :data:`~mlenergy.records.metrics.DEFAULT_ITL_LIMIT_MS`).
         candidates: A candidate frame (columns of :data:`CANDIDATE_COLUMNS`); default:
             gathered from the store, the reference runs and, per ``sources``, the estimator.
         sources: ``measured``, ``estimated`` or ``all``.

@@ -19,6 +19,7 @@ calibration all read a run's figures through this module:
 * **Meeting a latency deadline** (:func:`meets_deadline`): the median inter-token latency is at
   most the deadline; a configuration with no latency cannot be judged and does not meet it,
   unless the view asks to keep such rows visible (``unknown_meets=True``, said where used).
+  Where none is given, the deadline is :data:`DEFAULT_ITL_LIMIT_MS`.
 * **The best configuration** (:func:`lowest_energy_positions`): within each group (model x
   hardware x task), the lowest energy per output token; rows with no energy figure only when
   the group has nothing else; ties keep the first row.
@@ -99,6 +100,12 @@ def energy_per_response_j(energy_per_token_j: Any, mean_output_tokens: Any) -> A
     length = np.asarray(mean_output_tokens, dtype=float)
     with np.errstate(invalid="ignore", over="ignore"):  # 1e308 J x tokens is inf, not a warning
         return np.asarray(energy_per_token_j, dtype=float) * np.where(length > 0, length, np.nan)
+
+
+DEFAULT_ITL_LIMIT_MS = 50.0
+"""The median inter-token latency deadline when none is given, milliseconds (20 tokens/s per
+stream, a comfortable reading speed): the power-cap planner, the measured study and the
+leaderboard's Power budget view open on it."""
 
 
 def meets_deadline(itl_ms: Any, limit_ms: float, unknown_meets: bool = False) -> np.ndarray:

@@ -20,23 +20,34 @@ LIST_COLUMNS = (
     "created_at",
     "model_id",
     "accelerator_model",
-    "batch_size",
+    "method",
+    "batch",
     "energy_source",
     "energy_per_token_j",
     "interval",
     "marks",
     "submitter",
 )
-"""Columns of the run listing, in order (``energy_per_token_j``, ``interval`` and ``marks``
-are derived, see below)."""
+"""Columns of the run listing, in order (``method``, ``batch``, ``energy_per_token_j``,
+``interval`` and ``marks`` are derived, see below)."""
 HEADERS = {"energy_per_token_j": "J/token"}
 PER_TOKEN_NOTE = (
-    "J/token: energy per generated token of the whole-request phase (prefill + decode), as "
-    "bench, the leaderboard and the studies show it; values marked (decode) come from runs "
-    "that measured only the decode phase. interval: what the run's 95% intervals come from "
-    "(the repeats of one run, or fresh processes or server launches). marks: host-bound where "
-    "the GPUs sat near idle most of the measured time (docs/measure.md)."
+    "method: how the run was measured (static-batch with its generation backend; "
+    "serving-steady-state with the client's concurrency level). batch: a static batch's size; "
+    "for serving, the server's max_num_seqs, else its mean running requests in the window "
+    "(mean). J/token: energy per generated token of the whole-request phase (prefill + "
+    "decode), as bench, the leaderboard and the studies show it; values marked (decode) come "
+    "from runs that measured only the decode phase. interval: what the run's 95% intervals "
+    "come from (the repeats of one run, or fresh processes or server launches). marks: "
+    "host-bound where the GPUs sat near idle most of the measured time (docs/measure.md)."
 )
+METHOD_SQL = (
+    "json_extract_string(record_json, '$.workload.method') AS method_kind, "
+    "json_extract_string(record_json, '$.generation.backend') AS generation_backend"
+)
+"""Select expressions over ``_runs_all``: each record's ``Workload.method`` and generation
+backend (not flat columns)."""
+SERVING = "serving-steady-state"
 _SHOWN_MATCHES = 10
 """Ids an ambiguous prefix lists before counting the rest."""
 
@@ -91,6 +102,64 @@ def per_token_cells(frame: pd.DataFrame) -> list[str]:
     return cells
 
 
+def _text_or_none(value: object) -> str | None:
+    return str(value) if _present(value) and str(value) else None
+
+
+def method_cells(frame: pd.DataFrame) -> list[str]:
+    """How each run was measured: ``static-batch · eager``, ``serving-steady-state (level 8)``.
+
+    A record without a method (training; inference recorded before the field) shows its
+    workload kind instead (``training``, ``inference · eager``).
+
+    Args:
+        frame: Flat run rows with ``method_kind``, ``generation_backend`` (:data:`METHOD_SQL`),
+            ``workload_kind`` and ``batch_size``.
+    """
+    cells = []
+    for method, workload, backend, level in zip(
+        frame["method_kind"],
+        frame["workload_kind"],
+        frame["generation_backend"],
+        frame["batch_size"],
+        strict=True,
+    ):
+        kind = _text_or_none(method) or _text_or_none(workload)
+        backend = _text_or_none(backend)
+        if kind == SERVING:
+            cells.append(f"{kind} (level {cell_text(level)})" if _present(level) else kind)
+        elif kind is not None:
+            cells.append(f"{kind} · {backend}" if backend else kind)
+        else:
+            cells.append("-")
+    return cells
+
+
+def batch_cells(frame: pd.DataFrame) -> list[str]:
+    """Each run's batch: a static batch's size; for serving, the server's, never the client's.
+
+    A serving run shows the server's cap (``max_num_seqs``) where the run knows it, else the
+    mean requests the server ran over the window (``avg_batch_size``, marked ``mean``).
+    """
+    cells = []
+    for kind, batch, cap, mean in zip(
+        frame["method_kind"],
+        frame["batch_size"],
+        frame["max_num_seqs"],
+        frame["avg_batch_size"],
+        strict=True,
+    ):
+        if kind != SERVING:
+            cells.append(cell_text(batch))
+        elif _present(cap):
+            cells.append(cell_text(cap))
+        elif _present(mean):
+            cells.append(f"{float(mean):.3g} (mean)")
+        else:
+            cells.append("-")
+    return cells
+
+
 def list_runs(store: RunStore, model: str | None = None, limit: int = 50) -> RunListing:
     """The newest ``limit`` runs (0: all) whose model id contains ``model``, as text cells.
 
@@ -102,7 +171,9 @@ def list_runs(store: RunStore, model: str | None = None, limit: int = 50) -> Run
     from mlenergy.store.tables import RUN_COLUMNS
 
     cols = ", ".join(f'"{c}"' for c in RUN_COLUMNS)
-    frame = store.query(f"SELECT {cols}, {EXTRA_SQL} FROM _runs_all ORDER BY created_at, run_id")
+    frame = store.query(
+        f"SELECT {cols}, {EXTRA_SQL}, {METHOD_SQL} FROM _runs_all ORDER BY created_at, run_id"
+    )
     if model:
         frame = frame[frame["model_id"].str.contains(model, regex=False)]
     total = len(frame)
@@ -110,6 +181,8 @@ def list_runs(store: RunStore, model: str | None = None, limit: int = 50) -> Run
         frame = frame.tail(limit)
     marked = frame["host_bound_marked"].fillna(False).astype(bool)
     frame = frame.assign(
+        method=method_cells(frame),
+        batch=batch_cells(frame),
         energy_per_token_j=per_token_cells(frame),
         interval=[text or "-" for text in interval_labels(frame)],
         marks=[HOST_BOUND_MARK if m else "-" for m in marked],

@@ -33,6 +33,7 @@ from mlenergy.studies.verdicts import (
 
 __all__ = [
     "NOISE_BAND",
+    "VERDICT_HEADS",
     "Spread",
     "classify_ratio",
     "conclusion",
@@ -46,6 +47,7 @@ __all__ = [
     "spread_interval",
     "tie_band",
     "training_spread",
+    "verdict_paragraphs",
     "verdict_table",
 ]
 
@@ -241,6 +243,18 @@ def _why(summary: pd.DataFrame, band: float) -> str | None:
     return text.rstrip()
 
 
+VERDICT_HEADS = (
+    "Verdict at this scale",
+    "Against the dense model with the same total parameters",
+)
+"""How the conclusion's verdict paragraphs begin: matched on active, then on total parameters."""
+
+
+def verdict_paragraphs(paragraphs: list[str]) -> list[str]:
+    """The verdicts among the conclusion's paragraphs (what ``mlenergy demo`` ends with)."""
+    return [p for p in paragraphs if p.startswith(VERDICT_HEADS)]
+
+
 def conclusion(
     summary: pd.DataFrame,
     comparisons: pd.DataFrame,
@@ -304,7 +318,7 @@ def conclusion(
     active = verdicts.get("matched-active")
     if active:
         out.append(
-            f"Verdict at this scale ({size}): "
+            f"{VERDICT_HEADS[0]} ({size}): "
             + _verdict(active, "active", per_batch.get("matched-active"))
         )
         why = _why(summary, band)
@@ -313,8 +327,7 @@ def conclusion(
     total = verdicts.get("matched-total")
     if total:
         out.append(
-            "Against the dense model with the same total parameters: "
-            + _verdict(total, "total", per_batch.get("matched-total"))
+            f"{VERDICT_HEADS[1]}: " + _verdict(total, "total", per_batch.get("matched-total"))
         )
     out.append(
         "Training energy to reach a perplexity is the steps to reach it times the run's mean "

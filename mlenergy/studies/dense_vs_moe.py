@@ -96,6 +96,8 @@ class StudyResult:
         verdicts: Every MoE/dense ratio with its interval and verdict
             (:func:`mlenergy.studies.conclusion.verdict_table`; ``verdicts.csv``).
         conclusion: The conclusion text, computed from the data.
+        verdict: Its verdict paragraphs (MoE against dense matched on active, then on total
+            parameters), the study's answer in short.
         energy_source: Energy label of the study's figures.
         elapsed_s: Wall time of the whole study, seconds.
         train_tokens: Tokens in the corpus's training split.
@@ -113,6 +115,7 @@ class StudyResult:
     comparisons: pd.DataFrame | None = None
     verdicts: pd.DataFrame | None = None
     conclusion: str = ""
+    verdict: list[str] = field(default_factory=list)
     energy_source: str = ""
     elapsed_s: float = 0.0
     train_tokens: int = 0
@@ -252,9 +255,9 @@ def run_study(
     threads_before = torch.get_num_threads()
     if cpu_threads is not None and device.startswith("cpu"):
         torch.set_num_threads(cpu_threads)
-    try:
-        total = seeds * len(spec_size.variants) * n_steps
-        with progress_bar(total, "dense-vs-moe", unit="step", enabled=progress) as pbar:
+    total = seeds * len(spec_size.variants) * n_steps
+    with progress_bar(total, "dense-vs-moe", unit="step", enabled=progress) as pbar:
+        try:
             bar = _StepCounter(pbar) if progress else None
             for seed in range(seeds):
                 jobs = [
@@ -265,17 +268,29 @@ def run_study(
                     for variant in spec_size.variants
                 ]  # fmt: skip
                 trained = train_in_turns(jobs)
+                pbar.stage(_inference_stage(spec_size, seed, seeds))
                 _benchmark_and_score(
                     spec_size, trained, seed, device, data, meter, store, software, result
                 )
                 del trained
-    finally:
-        torch.set_num_threads(threads_before)
-        if own_meter:
-            meter.close()
-    build_report(result, store, spec_size, corpus=data.corpus_name, steps=n_steps, seeds=seeds)
+        finally:
+            torch.set_num_threads(threads_before)
+            if own_meter:
+                meter.close()
+        pbar.stage("writing the report (tables, figures, verdicts)")
+        build_report(result, store, spec_size, corpus=data.corpus_name, steps=n_steps, seeds=seeds)
     result.elapsed_s = time.perf_counter() - t_start
     return result
+
+
+def _inference_stage(size: StudySize, seed: int, seeds: int) -> str:
+    """What the study does once a seed's models are trained, in words."""
+    batches = ", ".join(str(b) for b in size.infer_batch_sizes)
+    of_seed = f" (seed {seed + 1} of {seeds})" if seeds > 1 else ""
+    return (
+        f"measuring inference{of_seed}: {len(size.variants)} models x batch {batches}, "
+        f"{size.infer_repeats} repeats each"
+    )
 
 
 def _check_counts(steps: int | None, seeds: int) -> None:

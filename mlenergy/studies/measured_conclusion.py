@@ -9,6 +9,7 @@ import pandas as pd
 
 from mlenergy.analysis.stalls import host_bound_reason
 from mlenergy.studies.measured import energy_per_correct_interval
+from mlenergy.studies.measured_analysis import SEPARATION_SHARE
 
 QUALITY_NOTE = (
     "Quality was not measured in the same runs as the energy: published scores (labelled "
@@ -91,44 +92,97 @@ def _pairs_sentence(pairs: pd.DataFrame) -> str:
     )
 
 
-def _fits_sentence(fits: pd.DataFrame, groups: set | None = None) -> str | None:
-    """The pooled fits of every task x GPU (or only of ``groups``) in one paragraph."""
+def _pooled_fits(fits: pd.DataFrame, groups: set | None = None) -> list[tuple[Any, Any]]:
+    """``(total, active)`` fit rows of all models pooled, per task x GPU (only ``groups``)."""
     pooled = fits[fits["family"] == "all"]
     if groups is not None:
         keep = [(t, g) in groups for t, g in zip(pooled["task"], pooled["gpu"], strict=True)]
         pooled = pooled[keep]
-    if pooled.empty:
-        return None
-    parts = []
-    for (task, gpu), g in pooled.groupby(["task", "gpu"], sort=True):
+    out = []
+    for _, g in pooled.groupby(["task", "gpu"], sort=True):
         by = {r["predictor"]: r for _, r in g.iterrows()}
-        if "total" not in by or "active" not in by:
-            continue
-        t, a = by["total"], by["active"]
-        if not math.isfinite(t["corr_params_gpus"]):
-            parts.append(
-                f"{task}/{gpu} ({int(t['points'])} models, one GPU count): total parameters "
-                f"explain R^2 {t['r2_params_alone']:.2f}, active {a['r2_params_alone']:.2f}"
-            )
-            continue
-        parts.append(
-            f"{task}/{gpu} ({int(t['points'])} models from {int(t['model_ids'])} ids): GPU "
-            f"count alone explains R^2 {t['r2_gpus_alone']:.2f}; total parameters alone "
-            f"{t['r2_params_alone']:.2f}, with GPU count {t['r2_both']:.2f} "
-            f"({t['params_beyond_gpus']:+.2f} beyond GPU count); active parameters alone "
-            f"{a['r2_params_alone']:.2f}, with GPU count {a['r2_both']:.2f} "
-            f"({a['params_beyond_gpus']:+.2f}); log total parameters and log GPU count "
-            f"correlate at {t['corr_params_gpus']:.2f}"
+        if "total" in by and "active" in by:
+            out.append((by["total"], by["active"]))
+    return out
+
+
+def _r2_pair(adjusted: float, plain: float) -> str:
+    return f"{adjusted:.2f} ({plain:.2f})" if math.isfinite(adjusted) else f"n/a ({plain:.2f})"
+
+
+def _fit_part(t: Any, a: Any) -> str:
+    head = f"{t['task']}/{t['gpu']} (n = {int(t['points'])} models"
+    if not math.isfinite(t["corr_params_gpus"]):
+        return (
+            f"{head}, one GPU count): total parameters alone adjusted R^2 "
+            f"{_r2_pair(t['adj_r2_params_alone'], t['r2_params_alone'])}, active "
+            f"{_r2_pair(a['adj_r2_params_alone'], a['r2_params_alone'])}"
         )
-    if not parts:
-        return None
+    share = t["params_ahead_share"]
+    if t["separated"]:
+        ahead = "total parameters" if share >= 0.5 else "GPU count"
+        verdict = f"{ahead} fits better in {max(share, 1 - share):.0%} of bootstrap resamples"
+    elif math.isfinite(share):
+        verdict = (
+            f"total parameters fit better in {share:.0%} of bootstrap resamples of the models, "
+            f"so neither is ahead in the {SEPARATION_SHARE:.1%} that would separate them"
+        )
+    else:
+        verdict = "too few distinct points to resample, so the data cannot separate them"
     return (
-        "Energy per token against parameters, with the deployment's size (GPU count) as its "
-        "own term (log-log least squares; BF16/FP8 copies of a model merged into one point): "
-        + "; ".join(parts)
-        + ". The fit shows how energy per token varies across the deployments ML.ENERGY chose, "
-        "where larger models run on more GPUs; where the parameter count adds little beyond "
-        "the GPU count, the data cannot tell the two apart, and neither is shown to cause it."
+        f"{head} from {int(t['model_ids'])} ids): total parameters alone adjusted R^2 "
+        f"{_r2_pair(t['adj_r2_params_alone'], t['r2_params_alone'])}, GPU count alone "
+        f"{_r2_pair(t['adj_r2_gpus_alone'], t['r2_gpus_alone'])}, active parameters alone "
+        f"{_r2_pair(a['adj_r2_params_alone'], a['r2_params_alone'])}; total parameters and GPU "
+        f"count correlate at {t['corr_params_gpus']:.2f}, and {verdict}"
+    )
+
+
+def _fits_sentence(fits: pd.DataFrame, groups: set | None = None) -> str | None:
+    """The pooled fits of every task x GPU (or only of ``groups``) in one paragraph."""
+    pairs = _pooled_fits(fits, groups)
+    if not pairs:
+        return None
+    both = [t for t, _ in pairs if math.isfinite(t["corr_params_gpus"])]
+    apart = sum(bool(t["separated"]) for t in both)
+    closing = (
+        f" In {len(both) - apart} of {len(both)} groups the data cannot separate the model's "
+        "size from the deployment's (larger models run on more GPUs in the deployments "
+        "ML.ENERGY chose), and neither is shown to cause the energy per token."
+        if both
+        else ""
+    )
+    return (
+        "Energy per token against size, one regressor at a time (log-log least squares; "
+        "BF16/FP8 copies of a model merged into one point; adjusted R^2, plain R^2 in "
+        "brackets): " + "; ".join(_fit_part(t, a) for t, a in pairs) + "." + closing
+    )
+
+
+def fits_headline(fits: pd.DataFrame) -> str | None:
+    """The fits in one line: ranges over the task x GPU groups, and how many separate the two."""
+    both = [t for t, _ in _pooled_fits(fits) if math.isfinite(t["corr_params_gpus"])]
+    if not both:
+        return None
+
+    def span(key: str, digits: int = 2) -> str:
+        values = [float(t[key]) for t in both if math.isfinite(float(t[key]))]
+        if not values:
+            return "n/a"
+        lo, hi = min(values), max(values)
+        return (
+            f"{lo:.{digits}f}"
+            if f"{lo:.{digits}f}" == f"{hi:.{digits}f}"
+            else (f"{lo:.{digits}f}-{hi:.{digits}f}")
+        )
+
+    points = span("points", 0)
+    apart = sum(bool(t["separated"]) for t in both)
+    return (
+        f"energy per token against size ({len(both)} task x GPU groups of {points} models, "
+        f"one regressor at a time): total parameters adjusted R^2 {span('adj_r2_params_alone')}, "
+        f"GPU count {span('adj_r2_gpus_alone')}, correlated at {span('corr_params_gpus')}; "
+        f"the data cannot separate them in {len(both) - apart} of {len(both)} groups"
     )
 
 

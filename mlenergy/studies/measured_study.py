@@ -23,7 +23,7 @@ from mlenergy.quality.published import (
     read_published_quality,
     unmatched_model_ids,
 )
-from mlenergy.records.metrics import task_benchmarks
+from mlenergy.records.metrics import DEFAULT_ITL_LIMIT_MS, task_benchmarks
 from mlenergy.studies import measured as m
 from mlenergy.studies import measured_analysis as ma
 from mlenergy.studies.measured_conclusion import measured_conclusion
@@ -200,7 +200,7 @@ def run_measured_study(
     include_reference: bool = True,
     quality_file: str | Path | None = None,
     gpu: str | None = None,
-    itl_limit_ms: float = 50.0,
+    itl_limit_ms: float = DEFAULT_ITL_LIMIT_MS,
     benchmark: str = m.DEFAULT_BENCHMARK,
     report_dir: str | Path = DEFAULT_REPORT_DIR,
     progress: bool = True,
@@ -246,7 +246,7 @@ def run_measured_study(
         benchmarks_text=", ".join(f"{t}: {b}" for t, b in task_bench.items()),
         footprint=footprint,
     )
-    with progress_bar(6, "measured study", unit="step", enabled=progress) as bar:
+    with progress_bar(5, "measured study", unit="step", enabled=progress) as bar:
         bar.describe("reading measurements")
         runs, result.from_reference = m.load_measured_runs(Path(data_dir), ref, include_reference)
         quality_records = _read_quality_records(

@@ -26,6 +26,7 @@ from mlenergy.studies.conclusion import (
     ratio_text,
     tie_band,
     training_spread,
+    verdict_paragraphs,
     verdict_table,
 )
 from mlenergy.studies.figures import write_figures
@@ -286,6 +287,7 @@ def build_report(
         comps,
         "\n\n".join(paragraphs),
     )
+    result.verdict = verdict_paragraphs(paragraphs)
     header, rows = table_rows(t["summary"], t["batch_size"])
     c_header, c_rows = _comparison_rows(comps) if not comps.empty else ([], [])
     tables: list[_Table] = [

@@ -119,9 +119,10 @@ def test_imported_lm_eval_quality_beats_published(store_with_imported_energy, tm
     # The harness measured the imported run's energy, not this project.
     assert "measured:zeus-nvml (mlenergy.benchmark, imported)" in page
     assert MOE_MODEL in out
+    reasoning = " ".join((report / "summary.md").read_text().split())  # the prose is in the report
     assert (
         "Quality from the store's records instead of published scores for "
-        f"Qwen3-30B-A3B-Thinking-2507 (gpqa: imported:lm-eval:{GPQA_TASK})" in out
+        f"Qwen3-30B-A3B-Thinking-2507 (gpqa: imported:lm-eval:{GPQA_TASK})" in reasoning
     )
     # The import says what the model's description was read from.
     assert f"model {MOE_MODEL}: architecture and parameter counts from config:" in out
@@ -137,7 +138,9 @@ def test_imported_quality_on_no_study_benchmark_is_named(
     quality = write_quality(tmp_path / "quality.csv", QUALITY_ROWS_WITH_MOE)
     summary, out = _study(data, quality, tmp_path / "report", capsys)
     assert "Qwen/Qwen3-8B" not in set(summary["model_id"])
-    warning = next(line for line in out.splitlines() if "Qwen/Qwen3-8B: quality records" in line)
+    assert "warning(s)" in out  # counted on the terminal, listed in the report
+    listed = (tmp_path / "report" / "summary.md").read_text().splitlines()
+    warning = next(line for line in listed if "Qwen/Qwen3-8B: quality records" in line)
     assert "lm-eval:toy_arith_mc" in warning and "no measured run of this model" in warning
     assert _moe_row(summary)["quality_source"] == "published:GPQA-Diamond"
 

@@ -11,7 +11,8 @@ import pytest
 
 from mlenergy.analysis.model_ids import precision_base
 from mlenergy.studies.measured import measured_frame
-from mlenergy.studies.measured_analysis import parameter_fits
+from mlenergy.studies.measured_analysis import adjusted_r2, parameter_fits
+from mlenergy.studies.measured_headline import terminal_lines
 from mlenergy.studies.measured_study import run_measured_study
 
 
@@ -107,6 +108,40 @@ def test_fit_gives_gpu_count_its_own_term():
     assert 0 < row["r2_params_alone"] < 1 and row["corr_params_gpus"] > 0.5
 
 
+def test_adjusted_r2_and_both_single_fits_with_their_separation():
+    rng = np.random.default_rng(1)
+    pts = []
+    for i in range(12):  # energy follows parameters exactly; GPU count is unrelated to both
+        params, gpus = 1e9 * 2.0 ** (i / 2), [1, 8, 2, 4][i % 4]
+        pts.append((f"org/m{i}", params, gpus, 1e-11 * params * float(rng.uniform(0.98, 1.02))))
+    row = parameter_fits(_rows(pts)).query("family == 'all' and predictor == 'total'").iloc[0]
+    n, r2 = row["points"], row["r2_gpus_alone"]
+    assert n == 12 and row["adj_r2_gpus_alone"] == pytest.approx(1 - (1 - r2) * (n - 1) / (n - 2))
+    assert row["adj_r2_params_alone"] > 0.99 > row["adj_r2_gpus_alone"]
+    assert row["params_ahead_share"] == 1.0 and row["separated"]
+    assert adjusted_r2(0.5, 3, 2) != adjusted_r2(0.5, 3, 2)  # n <= k + 1: NaN
+
+
+def test_collinear_regressors_are_not_separated():
+    # GPU count doubles with parameters; energy follows both with noise: neither is ahead.
+    rng = np.random.default_rng(2)
+    pts = [(f"org/m{i}", 1e9 * 2.0**i * float(rng.uniform(0.7, 1.4)), 2**i,
+            0.1 * 1.5**i * float(rng.uniform(0.7, 1.4))) for i in range(6)]  # fmt: skip
+    row = parameter_fits(_rows(pts)).query("predictor == 'total'").iloc[0]
+    assert row["corr_params_gpus"] > 0.95
+    assert 0.025 < row["params_ahead_share"] < 0.975 and not row["separated"]
+
+
+def test_the_terminal_gets_the_findings_in_a_few_lines(reference_study):
+    lines = terminal_lines(reference_study)
+    assert len(lines) <= 12 and all(len(x) < 260 for x in lines)
+    text = "\n".join(lines)
+    assert "gpqa on H100-SXM5-80GB: best MoE / best dense energy per correct answer 0.10" in text
+    assert "the data cannot separate them in 8 of 8 groups" in text
+    assert str(reference_study.report_path) in lines[-1]
+    assert "Quality was not measured" not in text  # the prose is in the report
+
+
 def test_precision_copies_are_one_point():
     pts = [("org/a", 1e9, 1, 0.1), ("org/a-FP8", 1e9, 1, 0.08), ("org/b", 4e9, 2, 0.3),
            ("org/c", 16e9, 4, 0.9), ("org/d", 64e9, 8, 2.0)]  # fmt: skip
@@ -122,9 +157,11 @@ def test_precision_copies_are_one_point():
 
 def test_fit_conclusion_words_what_the_fit_shows(reference_study):
     fit = next(p for p in reference_study.conclusion if p.startswith("Energy per token against"))
-    assert "GPU count alone explains" in fit and "beyond GPU count" in fit
+    assert "one regressor at a time" in fit and "adjusted R^2" in fit
+    assert "lm-arena-chat/H100-SXM5-80GB (n = 11 models" in fit
     assert "BF16/FP8 copies of a model merged" in fit
-    assert "better than" not in fit
+    assert "In 8 of 8 groups the data cannot separate" in fit
+    assert "follows the deployment's GPU count" not in fit
     chat = reference_study.fits[
         (reference_study.fits["task"] == "lm-arena-chat")
         & (reference_study.fits["family"] == "all")

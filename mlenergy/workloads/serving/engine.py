@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+import psutil
+
 from mlenergy.errors import UserError
 from mlenergy.workloads.serving.server_info import (
     LIST_BYTES,
@@ -50,6 +52,7 @@ __all__ = [
     "check_startup_timeout",
     "detect_engine",
     "engine_of_command",
+    "engine_of_process",
     "free_port",
     "launch_argv",
     "launched_server",
@@ -118,20 +121,60 @@ def launch_argv(template: str, model: str, port: int, max_num_seqs: int) -> list
     return argv
 
 
-def engine_of_command(argv: list[str]) -> str | None:
-    """The engine a launch command starts, with its version when that package is installed."""
+def engine_of_command(argv: list[str], with_version: bool = True) -> str | None:
+    """The engine a command starts, with its version when that package is installed here.
+
+    Reads ``vllm serve ...``, ``python -m sglang.launch_server ...``, a console script run by
+    its interpreter (``python .../bin/transformers serve ...``, as a process lists it),
+    ``llama-server`` and ``text-generation-launcher``.
+
+    Args:
+        argv: The command's arguments.
+        with_version: Add the version of the package installed in this environment (for a
+            command this process starts, or a server running from this same environment).
+    """
+    if not argv:
+        return None
     exe = Path(argv[0]).name
     known = {"vllm": "vllm", "transformers": "transformers", "sglang": "sglang"}
     name = known.get(exe)
-    if name is None and exe.startswith("python") and "-m" in argv:
-        module = argv[argv.index("-m") + 1] if argv.index("-m") + 1 < len(argv) else ""
-        name = known.get(module.split(".")[0])
+    if name is None and exe.startswith("python") and len(argv) > 1:
+        if "-m" in argv:
+            module = argv[argv.index("-m") + 1] if argv.index("-m") + 1 < len(argv) else ""
+            name = known.get(module.split(".")[0])
+        elif not argv[1].startswith("-"):
+            return engine_of_command(argv[1:], with_version)
     if name is None:
         return {"llama-server": "llama.cpp", "text-generation-launcher": "tgi"}.get(exe)
+    if not with_version:
+        return name
     try:
         return f"{name} {metadata.version(name)}"
     except metadata.PackageNotFoundError:
         return name
+
+
+def engine_of_process(pid: int | None) -> str | None:
+    """The engine a running server process is, read from its command line (attached mode).
+
+    The version is added only when the process runs from this Python environment (its
+    interpreter or script lies under ``sys.prefix``), where the installed package is its own.
+
+    Returns:
+        ``"transformers 5.25.0"``, ``"vllm"``..., or ``None`` (no process, unreadable, unknown).
+    """
+    if pid is None:
+        return None
+    try:
+        argv = psutil.Process(pid).cmdline()
+    except psutil.Error:
+        return None
+    prefix = Path(sys.prefix).resolve()  # a venv's python links outside it: resolve folders
+    here = any(
+        Path(part).is_absolute() and Path(part).parent.resolve().is_relative_to(prefix)
+        for part in argv[:2]
+    )
+    return engine_of_command(argv, with_version=here)
 
 
 @dataclass

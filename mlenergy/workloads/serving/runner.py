@@ -39,6 +39,7 @@ from mlenergy.workloads.serving.engine import (
     check_model_served,
     detect_engine,
     engine_of_command,
+    engine_of_process,
     launched_server,
     server_root,
 )
@@ -315,6 +316,14 @@ def measure_level(
     engine = detect_engine(endpoint, models, spec.engine)
     if engine.name is None and engine_hint:
         engine = EngineInfo(engine_hint, "--launch", engine.has_metrics)
+    label = "launched server" if launched else "--server-pid"
+    if server_pid is None:
+        server_pid = listening_pid(endpoint)  # attached without --server-pid
+        label = "listening server"
+    if engine.name is None:  # the server said nothing: its process's command line may
+        found = engine_of_process(server_pid)
+        if found is not None:
+            engine = EngineInfo(found, f"{label} command line", engine.has_metrics)
     options = RequestOptions(
         endpoint,
         spec.model,
@@ -324,10 +333,6 @@ def measure_level(
     )
     extra, via = negotiate_ignore_eos(options, spec.ignore_eos, engine.name)
     options = replace(options, extra_body=extra)
-    label = "launched server" if launched else "--server-pid"
-    if server_pid is None:
-        server_pid = listening_pid(endpoint)  # attached without --server-pid
-        label = "listening server"
     gpus = server_gpus(spec.gpu_indices, server_pid, label)
     power = ServingPower(
         gpus.gpu_indices, spec.cpu_tdp_w, server_pid, label, spec.power_period_s, gpus.how

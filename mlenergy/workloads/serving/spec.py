@@ -164,6 +164,7 @@ def describe_model(spec: ServingSpec) -> ModelInfo:
             f"cannot describe model {source!r} for the record: {err.problem}",
             "Pass --model-config with the model's config.json (or a folder, or a hub id)",
         ) from err
-    dtype = str(getattr(resolved.config, "torch_dtype", None) or "unknown").removeprefix("torch.")
+    # ``dtype`` (``torch_dtype`` is its deprecated alias, which warns on every read).
+    dtype = str(getattr(resolved.config, "dtype", None) or "unknown").removeprefix("torch.")
     weights = "pretrained" if resolved.pretrained else "random"
     return model_info_from_config(resolved.config, spec.model, dtype, weights)

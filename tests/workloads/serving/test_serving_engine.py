@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import subprocess
 import sys
 import time
 
@@ -13,6 +14,7 @@ from mlenergy.errors import UserError
 from mlenergy.workloads.serving.engine import (
     Watchdog,
     engine_of_command,
+    engine_of_process,
     launch_argv,
     launched_server,
     scrape_metrics,
@@ -43,6 +45,24 @@ def test_placeholders_are_filled_and_checked():
     assert engine_of_command(["vllm", "serve"]) == "vllm"
     assert engine_of_command(["/x/bin/llama-server"]) == "llama.cpp"
     assert server_root("http://h:1/v1/") == "http://h:1"
+
+
+def test_a_server_process_names_its_engine_by_its_command_line(tmp_path):
+    from importlib.metadata import version
+
+    script = tmp_path / "transformers"  # a console script as a process lists it
+    script.write_text("import time\ntime.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, str(script), "serve", "m", "--port", "9"])
+    try:
+        assert engine_of_process(proc.pid) == f"transformers {version('transformers')}"
+    finally:
+        proc.kill()
+        proc.wait()
+    assert engine_of_process(proc.pid) is None and engine_of_process(None) is None
+    elsewhere = ["/opt/other-env/bin/python3", "/opt/other-env/bin/vllm", "serve", "m"]
+    assert engine_of_command(elsewhere, with_version=False) == "vllm"
+    assert engine_of_command(["python3", "-m", "sglang.launch_server"]) == "sglang"
+    assert engine_of_command(["python3", "app.py"]) is None
 
 
 def test_prometheus_metrics_are_read_for_running_waiting_and_cache():

@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import threading
+from importlib import metadata
 
 import psutil
 import pytest
@@ -239,7 +240,7 @@ def test_attached_without_counters_models_the_server_pid_or_the_listening_server
     small = dict(levels=(2,), num_requests=8, max_output_tokens=16)
     with install_no_devices():
         (own,) = run_serving_bench(_spec(endpoint, model, server_pid=pid, **small))
-        (listening,) = run_serving_bench(_spec(endpoint, model, **small))
+        (listening,) = run_serving_bench(_spec(endpoint, model, engine=None, **small))
         with pytest.raises(UserError, match="not a running process"):
             run_serving_bench(_spec(endpoint, model, server_pid=2**22 + 7, **small))
     for record in (own, listening):
@@ -249,3 +250,6 @@ def test_attached_without_counters_models_the_server_pid_or_the_listening_server
     assert f"--server-pid process tree (pid {pid})" in own.serving.energy_scope_note
     # no --server-pid: the process listening on the endpoint's port, not the whole machine
     assert f"listening server process tree (pid {pid})" in listening.serving.energy_scope_note
+    # no --engine, and transformers serve names no engine: its command line does
+    assert listening.serving.engine == f"transformers {metadata.version('transformers')}"
+    assert listening.serving.engine_version_source == "listening server command line"

@@ -140,3 +140,25 @@ def test_percentiles():
     p = percentiles(list(range(101)))
     assert (p.p50, p.p90, p.p99, p.mean) == (50.0, 90.0, 99.0, 50.0)
     assert percentiles([]) is None
+
+
+def test_describing_the_served_model_reads_dtype_not_its_deprecated_alias(monkeypatch, tmp_path):
+    # transformers warns "`torch_dtype` is deprecated" on every read of the alias
+    import json
+
+    from transformers import PretrainedConfig
+
+    from mlenergy.workloads.serving.spec import ServingSpec, describe_model
+
+    def alias(self):
+        raise AssertionError("torch_dtype read")
+
+    monkeypatch.setattr(PretrainedConfig, "torch_dtype", property(alias))
+    config = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+              "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+              "vocab_size": 512, "dtype": "bfloat16"}  # fmt: skip
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    spec = ServingSpec(
+        model=str(tmp_path), levels=(1,), num_requests=1, endpoint="http://127.0.0.1:9/v1"
+    )
+    assert describe_model(spec).dtype == "bfloat16"

@@ -9,9 +9,12 @@ from __future__ import annotations
 import pytest
 
 from mlenergy.records import Hardware, IdleBaseline, MeasuredScope, ModelInfo, Software
+from mlenergy.store import RunStore
+from mlenergy.store.listing import list_runs
 from mlenergy.store.serving_checks import serving_problems
 from mlenergy.testing.serving_sim import SimPhysics
 from mlenergy.testing.serving_sim_run import SimScenario, lengths, simulate
+from mlenergy.workloads.serving.display import COLUMNS, serving_rows
 from mlenergy.workloads.serving.record import LevelContext, LevelMeasurement, build_record
 from mlenergy.workloads.serving.spec import ServingSpec
 
@@ -132,3 +135,38 @@ def _replace(m: LevelMeasurement, **changes) -> LevelMeasurement:
     from dataclasses import replace
 
     return replace(m, **changes)
+
+
+def test_the_table_shows_each_requests_energy_at_p50_p90_p99_and_the_engine(level):
+    _, measured = level
+    record = build_record(_context(), measured)
+    cells = dict(zip(COLUMNS, serving_rows([record])[0], strict=True))
+    q = record.serving.request_energy_j
+    assert q.p50 < q.p90 <= q.p99
+    assert [cells[f"J/req\n{p}"] for p in ("p50", "p90", "p99")] == [
+        f"{v:.4g}" for v in (q.p50, q.p90, q.p99)
+    ]
+    assert cells["engine"] == "vllm 0.0.0+mlenergy-sim"
+    high = [(t, 1.05 * w) for t, w in measured.samples]
+    withheld = build_record(_context(), _replace(measured, samples=high))
+    cells = dict(zip(COLUMNS, serving_rows([withheld])[0], strict=True))
+    assert cells["J/req\np50"] == "withheld"
+
+
+def test_runs_list_shows_the_method_and_the_servers_batch_not_the_level(level, tmp_path):
+    _, measured = level
+    capped = build_record(_context(), measured)  # the server ran at most 4 of the level's 8
+    uncapped = capped.model_copy(
+        update={
+            "run_id": "sim-level-2",
+            "workload": capped.workload.model_copy(update={"max_num_seqs": None}),
+        }
+    )
+    store = RunStore(tmp_path / "data")
+    store.append([capped, uncapped])
+    listing = list_runs(store)
+    rows = [dict(zip(listing.headers, row, strict=True)) for row in listing.rows]
+    assert [r["method"] for r in rows] == ["serving-steady-state (level 8)"] * 2
+    assert rows[0]["batch"] == "4"
+    mean = capped.workload.avg_batch_size
+    assert mean < LEVEL and rows[1]["batch"] == f"{mean:.3g} (mean)"
