@@ -28,9 +28,17 @@ STEPS_PER_LINE = 10
 """Without a terminal, a line each time another 1/10 of the total is done."""
 
 
+def in_jupyter_kernel() -> bool:
+    """Whether this code runs inside a Jupyter kernel (not merely a process that imported one)."""
+    ipython = sys.modules.get("IPython")
+    get_ipython = getattr(ipython, "get_ipython", None)
+    shell = get_ipython() if get_ipython is not None else None
+    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
+
+
 def interactive(stream: TextIO) -> bool:
     """Whether a live bar can be drawn: ``stream`` is a terminal, or this is a Jupyter kernel."""
-    if "ipykernel" in sys.modules:
+    if in_jupyter_kernel():
         return True
     isatty = getattr(stream, "isatty", None)
     try:

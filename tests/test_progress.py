@@ -69,3 +69,15 @@ def test_a_disabled_bar_writes_nothing():
         bar.stage("x")
         bar.note("y")
     assert out.getvalue() == ""
+
+
+def test_a_process_that_imported_ipykernel_is_not_a_notebook():
+    """Importing ipykernel (as a notebook test does) does not turn piped output into a live bar."""
+    pytest.importorskip("ipykernel")
+    import ipykernel  # noqa: F401
+
+    out = io.StringIO()
+    with progress_bar(3, "bench", unit="run", file=out) as bar:
+        bar.advance(3)
+    assert "\r" not in out.getvalue()
+    assert out.getvalue().splitlines()[0] == "bench: started (3 runs)"
