@@ -246,6 +246,15 @@ class FastPhillipsDessouky(PhillipsDessouky):
             mask = rust
         return mask
 
+    def model_cost(self) -> float:
+        """Summed cost-model value of the operations at their current durations.
+
+        lowtime's ``get_total_cost``: the cost the solver minimises (J for pipeline DAGs).
+        """
+        real = ~self.is_dummy
+        rows = self.cost_row[real]
+        return float(self.costs[rows, self.durations[real] - self.cost_min[rows]].sum())
+
     def steps(self) -> Iterator[int]:
         """Run the solver; yield the quantised iteration time after each step.
 

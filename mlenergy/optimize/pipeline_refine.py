@@ -1,0 +1,92 @@
+"""A finer search just above the shortest iteration time (``real`` accounting).
+
+The solver steps in whole time units and rounds every instruction's time *up*, so a plan it
+sees at ``q`` units runs anywhere between ``q - n`` and ``q`` units of real time, ``n`` being
+the most instructions on one path of the DAG. Just above the shortest schedule that slack is
+everything: options a fraction of a unit apart round to different steps, and the search
+never looks between the all-fastest schedule and the first plan whose rounded time it can
+shorten. On the GPT-3 175B A100 profile (8 x 12, 1 ms) that leaves nothing but the
+all-max-clock schedule (6,448 J) between 2.8365 s and 2.8502 s, where plans of 6,150 J exist.
+
+:func:`refine_near_shortest` searches that stretch again with a unit ``factor`` times finer,
+starting from the best plan found within ``n`` units of real time above the shortest: no
+instruction may run slower than in that plan, so the search starts there and walks down to the
+shortest time instead of over the whole range. Its plans join the coarse search's before the
+frontier is kept (:func:`~mlenergy.optimize.frontier.build_frontier`), so the frontier can
+only gain.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mlenergy.optimize.frontier import (
+    PlanTrace,
+    Solver,
+    _LongestPath,
+    replay_from,
+    shortest_schedule,
+    solve_frontier,
+)
+from mlenergy.optimize.pipeline_dag import PipelineDag, build_pipeline_dag, makespan_s
+from mlenergy.optimize.profile import PipelineProfile
+
+REFINE_FACTOR = 10
+"""How many times finer the unit of the search near the shortest time is."""
+
+
+def ops_per_path(pdag: PipelineDag) -> int:
+    """The most instructions on one path through the DAG."""
+    return round(float(_LongestPath(pdag).longest(np.ones((1, len(pdag.ops))))[0]))
+
+
+def start_plan(trace: PlanTrace, band_s: float) -> np.ndarray:
+    """The least-energy plan of ``trace`` running at most ``band_s`` above the shortest time.
+
+    Only the plans whose rounded time can be that short are evaluated: rounded up, a plan's
+    real time is at most its rounded time and at least that minus one unit per instruction on
+    a path. The shortest schedule the profile allows is always a candidate.
+    """
+    pdag = trace.pdag
+    shortest = shortest_schedule(pdag)
+    limit = makespan_s(pdag, shortest) + band_s
+    unit = pdag.time_unit_s
+    first = next(
+        (i for i, q in enumerate(trace.quant_time) if q * unit <= limit + band_s + 1e-12),
+        len(trace),
+    )
+    plans = [shortest, *replay_from(trace, first)]
+    stacked = np.stack(plans)
+    times = _LongestPath(pdag).makespans_s(stacked)
+    cost = np.array([float(pdag.op_costs(k).sum()) for k in plans])
+    cost[times > limit * (1 + 1e-12)] = np.inf
+    return plans[int(np.argmin(cost))]
+
+
+def refine_near_shortest(
+    profile: PipelineProfile,
+    trace: PlanTrace,
+    solver: Solver = "fast",
+    factor: int = REFINE_FACTOR,
+) -> PlanTrace:
+    """Search again, ``factor`` times finer, from a plan just above the shortest time.
+
+    Args:
+        profile: The profile ``trace``'s DAG was built from.
+        trace: The coarse search (``real`` accounting).
+        solver: ``fast`` or ``lowtime``.
+        factor: How many times finer the unit is.
+
+    Returns:
+        The finer search's plans (their DAG shares the coarse one's ops and option table).
+    """
+    pdag = trace.pdag
+    band = ops_per_path(pdag) * pdag.time_unit_s
+    fine = build_pipeline_dag(
+        profile,
+        pdag.num_microbatches,
+        pdag.p_blocking_w,
+        pdag.time_unit_s / factor,
+        slowest_knobs=start_plan(trace, band),
+    )
+    return solve_frontier(fine, solver)
