@@ -8,7 +8,8 @@ on pipelines of thousands of instructions that takes minutes. :class:`FastPhilli
 the same four operations on arrays (:mod:`mlenergy.optimize.pd_kernels`):
 
 * the flow bounds of an edge depend only on its operation and duration, so they are lowtime's
-  own ``annotate_capacities`` result, tabulated once per operation spec and duration;
+  own ``annotate_capacities`` result (the same float operations, :func:`flow_bounds`), tabulated
+  once per operation spec and duration, with the knob lowtime assigns at that duration;
 * the minimum cut is lowtime's Rust algorithm ported operation for operation (the same two
   Edmonds-Karp maximum flows on the same float capacities, in the same search order), so it
   returns the cut lowtime's code returns; where the port meets a case it does not reproduce
@@ -28,7 +29,6 @@ and ``check_cuts=True`` also asks lowtime's Rust code at every step and counts d
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -40,15 +40,48 @@ from lowtime.solver import FP_ERROR, PhillipsDessouky
 
 from mlenergy.optimize import pd_kernels as kern
 
+LOWTIME_INF = 10000.0
+"""The flow bound lowtime's ``annotate_capacities`` uses for an unbounded side."""
 
-class _OneEdge:
-    """The part of the networkx API ``annotate_capacities`` reads, over one edge."""
 
-    def __init__(self, attrs: dict[str, Any]) -> None:
-        self._attrs = attrs
+def knobs_for(options: list, lo: int, hi: int) -> np.ndarray:
+    """The knob lowtime's ``get_knob_for`` gives at every duration ``lo..hi`` (the slowest fitting).
 
-    def edges(self, data: bool = False) -> list:
-        return [(0, 1, self._attrs)]
+    Args:
+        options: The spec's candidate options (``CandidateExecutionOptions.options``).
+        lo: Shortest duration.
+        hi: Longest duration.
+    """
+    ascending = list(reversed(options))  # lowtime keeps them by descending quantised time
+    quant = np.array([o.quant_time for o in ascending])
+    knob = np.array([o.knob for o in ascending], dtype=np.int64)
+    index = np.searchsorted(quant, np.arange(lo, hi + 1), side="right")
+    return knob[np.maximum(index, 1) - 1]
+
+
+def flow_bounds(costs: list[float], i: int, last: int) -> tuple[float, float]:
+    """The flow bounds lowtime's ``annotate_capacities`` gives one operation at one duration.
+
+    Args:
+        costs: The operation's cost at each duration from its shortest, ``costs[0]``, to its
+            longest, ``costs[last]``.
+        i: The duration, as an index into ``costs``.
+        last: The index of the longest duration.
+
+    Returns:
+        ``(lb, ub)``, with the same float operations as lowtime (checked against it by the
+        tests).
+    """
+    if i == 0 and last == 0:
+        lb, ub = 0.0, LOWTIME_INF
+    elif i - 1 < 0:
+        lb, ub = abs(costs[i] - costs[i + 1]), LOWTIME_INF
+    elif i + 1 > last:
+        lb, ub = 0.0, abs(costs[i - 1] - costs[i])
+    else:
+        lb = abs(costs[i] - costs[i + 1])
+        ub = abs(costs[i - 1] - costs[i]) + FP_ERROR
+    return lb // FP_ERROR * FP_ERROR, ub // FP_ERROR * FP_ERROR
 
 
 class ArcTable:
@@ -166,7 +199,7 @@ class FastPhillipsDessouky(PhillipsDessouky):
         self._tabulate()
 
     def _tabulate(self) -> None:
-        """Costs and lowtime's flow bounds of every (operation spec, duration)."""
+        """Costs, knobs and lowtime's flow bounds of every (operation spec, duration)."""
         rows: dict[int, int] = {}
         specs: list[Operation] = []
         self.cost_row = np.zeros(len(self.ops), dtype=np.int64)
@@ -179,25 +212,35 @@ class FastPhillipsDessouky(PhillipsDessouky):
         width = max(int(self.max_d.max() - self.min_d.min()) + 1, 1)
         self.cost_min = np.zeros(len(specs), dtype=np.int64)
         self.costs = np.zeros((len(specs), width), dtype=np.float64)
+        self.knob_table = np.full((len(specs), width), -1, dtype=np.int64)
         self.lb_table = np.zeros((len(specs), width), dtype=np.float64)
         self.ub_table = np.zeros((len(specs), width), dtype=np.float64)
         for r, op in enumerate(specs):
-            if op.is_dummy:
-                self._annotate(r, 0, op)
+            if op.is_dummy:  # unbounded, as an operation that cannot change
+                self.lb_table[r, 0], self.ub_table[r, 0] = flow_bounds([0.0], 0, 0)
                 continue
-            self.cost_min[r] = op.min_duration
-            saved = op.duration
-            for d in range(op.min_duration, op.max_duration + 1):
-                self.costs[r, d - op.min_duration] = op.get_cost(d)
-                op.duration = d
-                self._annotate(r, d - op.min_duration, op)
-            op.duration = saved
+            lo, hi = op.min_duration, op.max_duration
+            self.cost_min[r] = lo
+            model, options = op.spec.cost_model, op.spec.options
+            costs = [model(d) for d in range(lo, hi + 1)]
+            self.costs[r, : hi - lo + 1] = costs
+            self.knob_table[r, : hi - lo + 1] = knobs_for(options.options, lo, hi)
+            for d in range(lo, hi + 1):
+                lb, ub = flow_bounds(costs, d - lo, hi - lo)
+                self.lb_table[r, d - lo] = lb
+                self.ub_table[r, d - lo] = ub
 
-    def _annotate(self, row: int, col: int, op: Operation) -> None:
-        attrs: dict[str, Any] = {self.attr_name: op}
-        self.annotate_capacities(_OneEdge(attrs))  # type: ignore[arg-type]
-        self.lb_table[row, col] = attrs["lb"]
-        self.ub_table[row, col] = attrs["ub"]
+    def knobs_of(self, ops: list[Operation]) -> np.ndarray:
+        """The knob each of ``ops`` holds at the current plan (call during :meth:`steps`).
+
+        What lowtime's duration setter assigns (``get_knob_for``), read from a table.
+        """
+        if getattr(self, "_edge_of", None) is None or len(self._edge_of) != len(ops):
+            edge = {id(op): e for e, op in enumerate(self.ops)}
+            self._edge_of = np.array([edge[id(op)] for op in ops], dtype=np.int64)
+        e = self._edge_of
+        rows = self.cost_row[e]
+        return self.knob_table[rows, self.durations[e] - self.cost_min[rows]]
 
     def _bounds(self, durations: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         col = np.where(self.is_dummy, 0, durations - self.cost_min[self.cost_row])

@@ -29,6 +29,7 @@ import numpy as np
 from lowtime.solver import PhillipsDessouky
 
 from mlenergy.optimize.pipeline_dag import PipelineDag, current_quant_time
+from mlenergy.optimize.pipeline_paths import LongestPaths, shortest_schedule
 
 FRONTIER_COLUMNS = ("iteration_time_s", "energy_j")
 Solver = Literal["lowtime", "fast"]
@@ -86,14 +87,14 @@ class PlanTrace:
         return len(self.quant_time)
 
 
-def _lowtime_steps(pdag: PipelineDag) -> Iterator[tuple[int, float]]:
+def _lowtime_steps(pdag: PipelineDag) -> Iterator[tuple[int, float, np.ndarray]]:
     for result in PhillipsDessouky(pdag.dag).run():
-        yield result.quant_time, result.cost
+        yield result.quant_time, result.cost, pdag.knobs()
 
 
-def _fast_steps(solver: Any) -> Iterator[tuple[int, float]]:
+def _fast_steps(solver: Any, pdag: PipelineDag) -> Iterator[tuple[int, float, np.ndarray]]:
     for quant_time in solver.steps():
-        yield quant_time, solver.model_cost()
+        yield quant_time, solver.model_cost(), solver.knobs_of(pdag.ops)
 
 
 def solve_frontier(pdag: PipelineDag, solver: Solver = "fast") -> PlanTrace:
@@ -118,9 +119,9 @@ def solve_frontier(pdag: PipelineDag, solver: Solver = "fast") -> PlanTrace:
         steps = _lowtime_steps(pdag)
     else:
         trace.solver = FastPhillipsDessouky(pdag.dag)
-        steps = _fast_steps(trace.solver)
-    for quant_time, cost in steps:
-        trace.record(quant_time, pdag.knobs(), cost)
+        steps = _fast_steps(trace.solver, pdag)
+    for quant_time, cost, knobs in steps:
+        trace.record(quant_time, knobs, cost)
     trace.solve_s = time.perf_counter() - start
     return trace
 
@@ -198,78 +199,6 @@ class Frontier:
         return int(fits[-1])
 
 
-class _LongestPath:
-    """Longest paths through a pipeline DAG for many plans at once (real seconds)."""
-
-    def __init__(self, pdag: PipelineDag) -> None:
-        import networkx as nx
-
-        n = len(pdag.ops)
-        self.pdag = pdag
-        self.order = [v - 1 for v in nx.topological_sort(pdag.dag) if 0 < v <= n]
-        self.preds = [[p - 1 for p in pdag.dag.predecessors(v + 1) if 0 < p <= n] for v in range(n)]
-        self.succs = [[q - 1 for q in pdag.dag.successors(v + 1) if 0 < q <= n] for v in range(n)]
-
-    def makespans_s(self, knobs: np.ndarray) -> np.ndarray:
-        """Iteration time of each plan (one row of knobs per plan, s)."""
-        return self.longest(self.pdag.table.time_s[knobs])
-
-    def longest(self, durations: np.ndarray) -> np.ndarray:
-        """Longest path of each row of op durations (any unit)."""
-        finish = np.zeros_like(durations)
-        for v in self.order:
-            preds = self.preds[v]
-            start = finish[:, preds].max(axis=1) if preds else 0.0
-            finish[:, v] = start + durations[:, v]
-        return finish.max(axis=1)
-
-    def slack_s(self, knobs: np.ndarray) -> tuple[float, np.ndarray]:
-        """(iteration time, total slack of every op) of one plan (s)."""
-        durations = self.pdag.table.time_s[knobs]
-        n = len(durations)
-        finish = np.zeros(n)
-        for v in self.order:
-            finish[v] = max((finish[p] for p in self.preds[v]), default=0.0) + durations[v]
-        span = float(finish.max())
-        latest_finish = np.full(n, span)
-        for v in reversed(self.order):
-            succ = self.succs[v]
-            if succ:
-                latest_finish[v] = min(latest_finish[q] - durations[q] for q in succ)
-        return span, latest_finish - finish
-
-
-def shortest_schedule(pdag: PipelineDag) -> np.ndarray:
-    """The shortest iteration the profile allows, at the least energy this greedy finds.
-
-    Every op starts at its fastest option (the longest path is then the shortest possible);
-    then, op by op, the cheapest option that fits within the op's slack replaces it, so the
-    iteration time never grows.
-
-    Returns:
-        The knob of every op.
-    """
-    knobs = pdag.fastest_knobs.copy()
-    paths = _LongestPath(pdag)
-    span, slack = paths.slack_s(knobs)
-    table = pdag.table
-    saving = [
-        pdag.op_costs(knobs[i : i + 1])[0] - pdag.op_costs(opts[-1:])[0]
-        for i, opts in enumerate(pdag.real_option_knobs)
-    ]
-    for i in np.argsort(saving)[::-1]:
-        if saving[i] <= 0 or slack[i] <= 1e-12 * span:
-            continue
-        room = table.time_s[knobs[i]] + slack[i] * (1 - 1e-12)
-        for k in pdag.real_option_knobs[i][::-1]:  # cheapest first
-            if table.time_s[k] <= room:
-                if k != knobs[i]:
-                    knobs[i] = k
-                    span, slack = paths.slack_s(knobs)
-                break
-    return knobs
-
-
 def _pareto_indices(times: np.ndarray, cost: np.ndarray) -> list[int]:
     """Indices of the points no other beats on both time and cost, by ascending time."""
     keep: list[int] = []
@@ -299,7 +228,7 @@ def build_frontier(trace: PlanTrace, *more: PlanTrace, chunk: int = 256) -> Fron
     for other in more:
         if not np.array_equal(other.pdag.table.time_s, pdag.table.time_s):
             raise ValueError("traces of different profiles cannot share a frontier")
-    paths = _LongestPath(pdag)
+    paths = LongestPaths(pdag)
     extra = [shortest_schedule(pdag), pdag.max_clock_knobs]
     times: list[np.ndarray] = []
     batch: list[np.ndarray] = []

@@ -25,7 +25,7 @@ and time unit, so plans of DAGs built from one profile can be compared knob for 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import networkx as nx
@@ -126,6 +126,8 @@ class PipelineDag:
         real_option_knobs: Knobs of each op's options that no other option beats on both real
             time and cost, fastest first (for evaluating and polishing plans in real time).
         accounting: ``real`` or ``perseus`` (how the specs were built).
+        shortest: The shortest schedule, once computed
+            (:func:`~mlenergy.optimize.pipeline_paths.shortest_schedule`).
     """
 
     dag: nx.DiGraph
@@ -139,6 +141,7 @@ class PipelineDag:
     energy_source: str
     real_option_knobs: list[np.ndarray]
     accounting: str = "real"
+    shortest: np.ndarray | None = field(default=None, init=False, repr=False)
 
     @property
     def fastest_knobs(self) -> np.ndarray:

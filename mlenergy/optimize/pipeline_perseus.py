@@ -24,13 +24,18 @@ longer than ``q * unit`` (on the GPT-3 175B A100 profile, the published 2.818 s 
 
 from __future__ import annotations
 
+import functools
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 from lowtime.cost_model import ExponentialModel
 from lowtime.operation import CandidateExecutionOptions, ExecutionOption, OperationSpec
 
 from mlenergy.errors import UserError
+
+if TYPE_CHECKING:
+    from mlenergy.optimize.pipeline_dag import OptionKey, OptionTable
 
 NOISE_FACTOR = 0.95
 """Perseus's noise factor, applied where the strict filtering leaves three or fewer options."""
@@ -62,11 +67,17 @@ def perseus_candidates(
     return cands
 
 
-def perseus_spec(table, knobs: list[int], unit_s: float, p_blocking_w: float, key) -> OperationSpec:
+def perseus_spec(
+    table: OptionTable, knobs: list[int], unit_s: float, p_blocking_w: float, key: OptionKey
+) -> OperationSpec:
     """The spec of one (stage, instruction) as Perseus builds it.
 
+    The fit depends only on the options, the unit and the blocking power; it is kept for the
+    process (lowtime's grid search runs 54 fits per instruction), so DAGs of several
+    microbatch counts on one profile share it.
+
     Args:
-        table: The :class:`~mlenergy.optimize.pipeline_dag.OptionTable`.
+        table: The option table.
         knobs: The knobs of this instruction's options.
         unit_s: Time unit (s).
         p_blocking_w: Blocking power (W).
@@ -76,12 +87,21 @@ def perseus_spec(table, knobs: list[int], unit_s: float, p_blocking_w: float, ke
         UserError: The exponential model cannot be fitted to the options (fewer than three
             remain, or no starting point of lowtime's grid search converges).
     """
-    cands = perseus_candidates(
-        [float(table.time_s[k]) for k in knobs],
-        [float(table.energy_j[k]) for k in knobs],
-        list(knobs),
-        unit_s,
-    )
+    times = tuple(float(table.time_s[k]) for k in knobs)
+    energies = tuple(float(table.energy_j[k]) for k in knobs)
+    return _fitted_spec(times, energies, tuple(int(k) for k in knobs), unit_s, p_blocking_w, key)
+
+
+@functools.lru_cache(maxsize=256)
+def _fitted_spec(
+    times: tuple[float, ...],
+    energies: tuple[float, ...],
+    knobs: tuple[int, ...],
+    unit_s: float,
+    p_blocking_w: float,
+    key: OptionKey,
+) -> OperationSpec:
+    cands = perseus_candidates(list(times), list(energies), list(knobs), unit_s)
     for o in cands.options:
         o.cost -= p_blocking_w * o.quant_time * o.unit_time
     stage, inst = key

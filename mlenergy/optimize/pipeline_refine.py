@@ -20,24 +20,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from mlenergy.optimize.frontier import (
-    PlanTrace,
-    Solver,
-    _LongestPath,
-    replay_from,
-    shortest_schedule,
-    solve_frontier,
-)
-from mlenergy.optimize.pipeline_dag import PipelineDag, build_pipeline_dag, makespan_s
+from mlenergy.optimize.frontier import PlanTrace, Solver, replay_from, solve_frontier
+from mlenergy.optimize.pipeline_dag import build_pipeline_dag, makespan_s
+from mlenergy.optimize.pipeline_paths import LongestPaths, ops_per_path, shortest_schedule
 from mlenergy.optimize.profile import PipelineProfile
 
 REFINE_FACTOR = 10
 """How many times finer the unit of the search near the shortest time is."""
-
-
-def ops_per_path(pdag: PipelineDag) -> int:
-    """The most instructions on one path through the DAG."""
-    return round(float(_LongestPath(pdag).longest(np.ones((1, len(pdag.ops))))[0]))
 
 
 def start_plan(trace: PlanTrace, band_s: float) -> np.ndarray:
@@ -57,7 +46,7 @@ def start_plan(trace: PlanTrace, band_s: float) -> np.ndarray:
     )
     plans = [shortest, *replay_from(trace, first)]
     stacked = np.stack(plans)
-    times = _LongestPath(pdag).makespans_s(stacked)
+    times = LongestPaths(pdag).makespans_s(stacked)
     cost = np.array([float(pdag.op_costs(k).sum()) for k in plans])
     cost[times > limit * (1 + 1e-12)] = np.inf
     return plans[int(np.argmin(cost))]
