@@ -22,8 +22,8 @@ import itertools
 import time
 import warnings
 from collections import defaultdict
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import networkx as nx
 import numpy as np
@@ -39,8 +39,7 @@ from mlenergy.optimize.reference_profiles import PERSEUS_BLOCKING_W, PERSEUS_PRO
 from mlenergy.reference import reference_dir
 
 
-@dataclass
-class PerseusPlans:
+class PerseusPlans(NamedTuple):
     """Every plan lowtime's solver visited with Perseus's specs, as reported and as run.
 
     Attributes:

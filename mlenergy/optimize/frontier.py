@@ -32,6 +32,8 @@ from mlenergy.optimize.pipeline_dag import PipelineDag, current_quant_time
 from mlenergy.optimize.pipeline_paths import LongestPaths, shortest_schedule
 
 FRONTIER_COLUMNS = ("iteration_time_s", "energy_j")
+MODEL_FRONTIER_COLUMNS = ("model_iteration_time_s", "model_energy_j")
+"""The frontier CSV's columns with ``perseus`` accounting: the solver's model, not the profile."""
 Solver = Literal["lowtime", "fast"]
 
 
@@ -291,13 +293,20 @@ def replay_from(trace: PlanTrace, first: int) -> Iterator[np.ndarray]:
             yield knobs.copy()
 
 
-def write_frontier_csv(frontier: Frontier, path: str | Path) -> Path:
-    """Write the frontier CSV ``iteration_time_s,energy_j`` (temp file, then rename)."""
+def write_frontier_csv(frontier: Frontier, path: str | Path, model: bool = False) -> Path:
+    """Write the frontier CSV ``iteration_time_s,energy_j`` (temp file, then rename).
+
+    Args:
+        frontier: The frontier.
+        path: The CSV to write.
+        model: The figures are the Perseus solver's model (``perseus`` accounting): the columns
+            are then ``model_iteration_time_s,model_energy_j``.
+    """
     p = Path(path)
     tmp = p.with_name(p.name + ".tmp")
     with tmp.open("w", encoding="utf-8", newline="") as fh:
         writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(FRONTIER_COLUMNS)
+        writer.writerow(MODEL_FRONTIER_COLUMNS if model else FRONTIER_COLUMNS)
         for t, e in zip(frontier.iteration_time_s, frontier.energy_j, strict=True):
             writer.writerow([f"{t:.6f}", f"{e:.6f}"])
     tmp.replace(p)

@@ -147,7 +147,8 @@ def write_pipeline_outputs(
     """
     written: list[Path] = []
     if frontier_out is not None:
-        written.append(write_frontier_csv(result.frontier, frontier_out))
+        model = result.accounting == "perseus"
+        written.append(write_frontier_csv(result.frontier, frontier_out, model))
     if plan_out is not None:
         written.append(write_plan_json(plan_out, result.plan_json))
     if zeus_plan is not None:

@@ -103,11 +103,14 @@ def test_no_perseus_plan_beats_the_real_frontier_on_the_profile(perseus_result, 
 
 
 def test_cli_says_the_figures_are_the_models(tmp_path, perseus_result):
-    out = tmp_path / "plan.json"
+    out, csv = tmp_path / "plan.json", tmp_path / "frontier.csv"
     argv = ["optimize", "pipeline", "--profile", "perseus:gpt3-175b-a100", "--microbatches"]
-    res = run_cli([*argv, "2", "--accounting", "perseus", "--out", str(out)])
+    res = run_cli(
+        [*argv, "2", "--accounting", "perseus", "--out", str(out), "--frontier-out", str(csv)]
+    )
     assert res.exit_code == 0, res.output
     assert "Perseus solver's model" in res.output and "not the profile's" in res.output
+    assert csv.read_text().splitlines()[0] == "model_iteration_time_s,model_energy_j"
     plan = json.loads(out.read_text())
     assert plan["accounting"] == "perseus"
     assert plan["p_blocking_w"] == PERSEUS_A100_BLOCKING_W
