@@ -298,11 +298,13 @@ class FastPhillipsDessouky(PhillipsDessouky):
         rows = self.cost_row[real]
         return float(self.costs[rows, self.durations[real] - self.cost_min[rows]].sum())
 
-    def steps(self) -> Iterator[int]:
+    def steps(self, sync_ops: bool = True) -> Iterator[int]:
         """Run the solver; yield the quantised iteration time after each step.
 
-        The operations' ``duration`` and ``assigned_knob`` hold the step's plan at each
-        yield, exactly as with :meth:`PhillipsDessouky.run`.
+        Args:
+            sync_ops: Keep the operations' ``duration`` and ``assigned_knob`` at the step's
+                plan at each yield, exactly as with :meth:`PhillipsDessouky.run`. Without it
+                the plan is read from ``durations`` and :meth:`knobs_of` only (faster).
         """
         self._prepare()
         durations = self.durations = self.max_d.copy()
@@ -314,28 +316,31 @@ class FastPhillipsDessouky(PhillipsDessouky):
             self.topo, self.out_start, self.out_edges, self.head, self.tail, durations,
             self.sink, critical,
         )  # fmt: skip
-        last_key: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        key = np.full((3, len(self.ops)), -1.0)  # no previous cut yet
+        lb = np.zeros(len(self.ops))
+        ub = np.zeros(len(self.ops))
         s_mask = np.zeros(self.num_nodes, dtype=np.bool_)
+        before = durations.copy()
         while True:
-            lb, ub = self._bounds(durations)
-            lb, ub = np.where(critical, lb, 0.0), np.where(critical, ub, 0.0)
-            if last_key is None or not all(
-                np.array_equal(x, y) for x, y in zip(last_key, (critical, lb, ub), strict=True)
-            ):
+            same = kern.critical_bounds(
+                critical, self.is_dummy, durations, self.cost_row, self.cost_min,
+                self.lb_table, self.ub_table, lb, ub, key,
+            )  # fmt: skip
+            if not same:
                 try:
                     s_mask = self._cut(critical, lb, ub)
                 except LowtimeFlowError:
                     return
-                last_key = (critical.copy(), lb, ub)
-            before = durations.copy()
+            before[:] = durations
             change = kern.reduce_durations(
                 self.tail, self.head, critical, s_mask, self.is_dummy, durations,
                 self.min_d, self.max_d, self.cost_row, self.cost_min, self.costs,
             )  # fmt: skip
             if change == float("inf") or abs(change) < FP_ERROR:
                 return
-            for e in np.nonzero(durations != before)[0]:
-                self.ops[e].duration = int(durations[e])
+            if sync_ops:
+                for e in np.nonzero(durations != before)[0]:
+                    self.ops[e].duration = int(durations[e])
             total = kern.critical_edges(
                 self.topo, self.out_start, self.out_edges, self.head, self.tail, durations,
                 self.sink, critical,

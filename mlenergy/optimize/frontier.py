@@ -47,7 +47,8 @@ class PlanTrace:
         energy_j: Summed instruction energy of plan ``i`` (J).
         busy_s: Summed instruction time of plan ``i`` over all stages (s).
         model_cost: The solver's summed cost-model value of plan ``i`` at its rounded
-            durations (J).
+            durations (J); NaN for the fast solver's steps with ``real`` accounting, which
+            never reports it.
         solve_s: Wall time of the solver (s).
         solver: The solver that ran (its counters), for the ``fast`` solver.
     """
@@ -95,8 +96,10 @@ def _lowtime_steps(pdag: PipelineDag) -> Iterator[tuple[int, float, np.ndarray]]
 
 
 def _fast_steps(solver: Any, pdag: PipelineDag) -> Iterator[tuple[int, float, np.ndarray]]:
-    for quant_time in solver.steps():
-        yield quant_time, solver.model_cost(), solver.knobs_of(pdag.ops)
+    model = pdag.accounting == "perseus"  # the only accounting that reports the model's cost
+    for quant_time in solver.steps(sync_ops=False):
+        cost = solver.model_cost() if model else float("nan")
+        yield quant_time, cost, solver.knobs_of(pdag.ops)
 
 
 def solve_frontier(pdag: PipelineDag, solver: Solver = "fast") -> PlanTrace:
