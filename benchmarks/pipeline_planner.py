@@ -1,7 +1,7 @@
 """The pipeline planner against lowtime and against the Perseus paper, in three parts.
 
-``speed``: the planner on the GPT-3 175B A40 profile (8 stages, 60 clocks, 1 ms steps), end to
-end (coarse search, the finer search near the shortest time, the frontier on real times) and
+``speed``: the planner on the GPT-3 175B A40 profile (8 stages, 60 clocks, its default step),
+end to end (coarse search, the finer search near the shortest time, the frontier on real times) and
 the coarse search beside lowtime's solver as shipped on the same DAG, checking that both visit
 the same plans (quantised time and clock of every op at every step). lowtime is skipped above
 ``--lowtime-max`` microbatches (minutes per size); up to ``--check-max`` the project's solver
@@ -35,7 +35,7 @@ import numpy as np
 from mlenergy.optimize.fast_solver import FastPhillipsDessouky
 from mlenergy.optimize.frontier import Frontier, search_frontier, solve_frontier
 from mlenergy.optimize.pipeline import PipelineResult, plan_pipeline
-from mlenergy.optimize.pipeline_dag import build_pipeline_dag
+from mlenergy.optimize.pipeline_dag import DEFAULT_TIME_UNIT_S, build_pipeline_dag
 from mlenergy.optimize.reference_profiles import load_perseus_profile, perseus_blocking_w
 
 PUBLISHED = Path(__file__).parent / "data" / "perseus-frontiers"
@@ -84,6 +84,7 @@ def speed(args) -> None:
     """One line per size: the planner end to end, its searches, lowtime's solver."""
     profile = load_perseus_profile(args.profile)
     p_blocking = perseus_blocking_w(args.profile)
+    args.time_unit = args.time_unit or DEFAULT_TIME_UNIT_S["real"]
     opts = {len(v) for v in profile.options.values()}
     print(
         f"profile {args.profile}: {profile.num_stages} stages, {min(opts)}-{max(opts)} clocks "
@@ -177,7 +178,8 @@ def accountings(args) -> None:
         times, energies = published_frontier("a100", model, mb)
         for accounting in ("perseus", "real"):
             start = time.perf_counter()
-            result = plan_pipeline(profile, mb, p_blocking, UNITS["a100"], accounting=accounting)
+            unit = UNITS["a100"] if accounting == "perseus" else None  # real: the planner's
+            result = plan_pipeline(profile, mb, p_blocking, unit, accounting=accounting)
             took = time.perf_counter() - start
             f = result.frontier
             t0, e0 = float(f.iteration_time_s[0]), float(f.energy_j[0])
@@ -229,7 +231,7 @@ def main() -> None:
     parts = ap.add_subparsers(dest="part", required=True)
     sp = parts.add_parser("speed", help="the planner's time; same plans as lowtime's solver")
     sp.add_argument("--microbatches", default="12,24,48,96")
-    sp.add_argument("--time-unit", type=float, default=0.001)
+    sp.add_argument("--time-unit", type=float, default=None, help="default: the planner's")
     sp.add_argument("--profile", default="gpt3-175b-a40")
     sp.add_argument("--lowtime-max", type=int, default=24)
     sp.add_argument("--check-max", type=int, default=24)

@@ -159,7 +159,7 @@ def run_pipeline_command(
     profile: str | None = None,
     estimate: EstimateOptions | None = None,
     p_blocking_w: float | None = None,
-    time_unit_s: float = 0.001,
+    time_unit_s: float | None = None,
     schedule: str = "1f1b",
     straggler_time_s: float | None = None,
     straggler_slowdown: float | None = None,
@@ -176,7 +176,8 @@ def run_pipeline_command(
         estimate: Build the profile with the estimator instead.
         p_blocking_w: Blocking power (W); default: the paper's figure for a shipped profile,
             the estimator's for an estimated one; required with a profile file.
-        time_unit_s: Time step of the search (s).
+        time_unit_s: Time step of the search (s); default: the accounting's
+            (:data:`~mlenergy.optimize.pipeline_dag.DEFAULT_TIME_UNIT_S`).
         schedule: ``1f1b``.
         straggler_time_s: Finish-by time of a straggler (s).
         straggler_slowdown: Straggler time as a multiple of the shortest time.

@@ -43,6 +43,11 @@ SCHEDULES = ("1f1b",)
 Accounting = Literal["real", "perseus"]
 ACCOUNTINGS = ("real", "perseus")
 """``real``: the profile's own times and energies; ``perseus``: the Perseus paper's model."""
+DEFAULT_TIME_UNIT_S = {"real": 0.0005, "perseus": 0.001}
+"""The search's time step when none is given (s). ``real``: half a millisecond (most steps reuse
+the previous step's minimum cut, so a finer step costs little, and rounding up then hides
+less); ``perseus``: the 1 ms of Perseus's script, with which its A100 frontiers were published
+(its A40 ones used 0.1 ms)."""
 
 
 class ConvexHullCost(CostModel):
@@ -258,7 +263,7 @@ def _check_args(
         )
     if not time_unit_s > 0 or not math.isfinite(time_unit_s):
         raise UserError(
-            f"--time-unit is {time_unit_s}; it must be > 0", "Pass e.g. --time-unit 0.001"
+            f"--time-unit is {time_unit_s}; it must be > 0", "Pass e.g. --time-unit 0.0005"
         )
     if not p_blocking_w >= 0 or not math.isfinite(p_blocking_w):
         raise UserError(
@@ -278,7 +283,7 @@ def build_pipeline_dag(
     profile: PipelineProfile,
     num_microbatches: int,
     p_blocking_w: float,
-    time_unit_s: float = 0.001,
+    time_unit_s: float | None = None,
     schedule: str = "1f1b",
     accounting: Accounting = "real",
     slowest_knobs: np.ndarray | None = None,
@@ -289,7 +294,8 @@ def build_pipeline_dag(
         profile: Per-stage clock options.
         num_microbatches: Microbatches per iteration (>= 1).
         p_blocking_w: Power of a GPU blocked on communication or idle (W, >= 0).
-        time_unit_s: Quantisation step of time (s, > 0).
+        time_unit_s: Quantisation step of time (s, > 0); default
+            :data:`DEFAULT_TIME_UNIT_S` of the accounting.
         schedule: Pipeline schedule; only ``1f1b`` (synchronous 1F1B).
         accounting: ``real`` or ``perseus`` (see the module docstring).
         slowest_knobs: With ``real`` accounting, a plan (knob of every op) no op may run slower
@@ -300,6 +306,8 @@ def build_pipeline_dag(
             an unknown schedule or accounting, or (``perseus``) an instruction whose options
             the exponential cost model cannot fit.
     """
+    if time_unit_s is None:
+        time_unit_s = DEFAULT_TIME_UNIT_S.get(accounting, DEFAULT_TIME_UNIT_S["real"])
     _check_args(num_microbatches, time_unit_s, p_blocking_w, schedule, accounting)
     table, knobs_of = _option_table(profile, time_unit_s, accounting)
     if accounting == "perseus":

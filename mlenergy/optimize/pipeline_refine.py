@@ -4,9 +4,9 @@ The solver steps in whole time units and rounds every instruction's time *up*, s
 sees at ``q`` units runs anywhere between ``q - n`` and ``q`` units of real time, ``n`` being
 the most instructions on one path of the DAG. Just above the shortest schedule that slack is
 everything: options a fraction of a unit apart round to different steps, and the search
-never looks between the all-fastest schedule and the first plan whose rounded time it can
+never looks between the shortest schedule and the first plan whose rounded time it can
 shorten. On the GPT-3 175B A100 profile (8 x 12, 1 ms) that leaves nothing but the
-all-max-clock schedule (6,448 J) between 2.8365 s and 2.8502 s, where plans of 6,150 J exist.
+shortest schedule (6,448 J) between 2.8365 s and 2.8502 s, where plans of 6,150 J exist.
 
 :func:`refine_near_shortest` searches that stretch again with a unit ``factor`` times finer,
 starting from the best plan found within ``n`` units of real time above the shortest: no

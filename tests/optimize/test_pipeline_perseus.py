@@ -37,7 +37,7 @@ def perseus_result(gpt3_a100):
 
 @pytest.fixture(scope="module")
 def real_result(gpt3_a100):
-    return plan_pipeline(gpt3_a100, MICROBATCHES, PERSEUS_A100_BLOCKING_W, UNIT)
+    return plan_pipeline(gpt3_a100, MICROBATCHES, PERSEUS_A100_BLOCKING_W)  # its default step
 
 
 def published() -> tuple[np.ndarray, np.ndarray]:
@@ -97,7 +97,7 @@ def test_no_perseus_plan_beats_the_real_frontier_on_the_profile(perseus_result, 
         worst = min(worst, (theirs - ours) / ours)
     assert worst > -1e-3
     # Just above the shortest time: Perseus's fastest plan runs 2.8397 s at 6,212 J; the
-    # coarse search alone had only the all-max-clock schedule (6,448 J) there.
+    # coarse search alone had only the shortest schedule (6,448 J) there.
     j = f.best_within(2.8397)
     assert f.energy_j[j] + blocking * (2.8397 - f.iteration_time_s[j]) < 6212.0
 
