@@ -95,10 +95,10 @@ def speed(args) -> None:
         result = plan_pipeline(profile, mb, p_blocking, args.time_unit)
         total = time.perf_counter() - start
         fast, fine = result.trace, result.refined
-        assert fine is not None
         line = (
             f"8 x {mb:3d}: planner {total:6.1f} s (search {fast.solve_s:.1f} s, {len(fast)} "
-            f"steps; finer search {fine.solve_s:.1f} s, {len(fine)} steps)"
+            f"steps; finer searches {sum(t.solve_s for t in fine):.1f} s, "
+            f"{' + '.join(str(len(t)) for t in fine)} steps)"
         )
         if args.shares:
             line += " (" + repeated_share(fast) + ")"

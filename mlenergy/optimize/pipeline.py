@@ -50,14 +50,15 @@ class PipelineResult:
             ``perseus``: the solver's model).
         plan: The chosen plan.
         plan_json: The plan JSON as a dict.
-        refined: The finer search near the shortest time (``real`` accounting), or None.
+        refined: The finer searches near the shortest time (``real`` accounting; none with
+            ``perseus``).
     """
 
     trace: PlanTrace
     frontier: Frontier
     plan: PipelinePlan
     plan_json: dict[str, Any]
-    refined: PlanTrace | None = None
+    refined: tuple[PlanTrace, ...] = ()
 
     @property
     def accounting(self) -> str:
@@ -67,12 +68,12 @@ class PipelineResult:
     @property
     def plans_visited(self) -> int:
         """Plans visited by every search."""
-        return len(self.trace) + (len(self.refined) if self.refined is not None else 0)
+        return len(self.trace) + sum(len(t) for t in self.refined)
 
     @property
     def solve_s(self) -> float:
         """Wall time of every search (s)."""
-        return self.trace.solve_s + (self.refined.solve_s if self.refined is not None else 0.0)
+        return self.trace.solve_s + sum(t.solve_s for t in self.refined)
 
 
 def check_outputs(*paths: str | Path | None) -> None:
@@ -124,12 +125,12 @@ def plan_pipeline(
         profile, microbatches, p_blocking_w, time_unit_s, schedule, accounting
     )
     trace = solve_frontier(pdag, solver)
-    refined = None
+    refined: tuple[PlanTrace, ...] = ()
     if accounting == "perseus":
         frontier = model_frontier(trace)
     else:
         refined = refine_near_shortest(profile, trace, solver)
-        frontier = build_frontier(trace, refined)
+        frontier = build_frontier(trace, *refined)
     plan = choose_plan(trace, straggler_time_s, straggler_slowdown, frontier)
     return PipelineResult(trace, frontier, plan, plan_to_dict(trace, plan), refined)
 

@@ -29,7 +29,7 @@ def test_refined_frontier_is_real_and_never_above_the_coarse_one(seed):
     profile = off_grid_profile(3, 4, seed)
     result = plan_pipeline(profile, 4, P_BLOCK, UNIT)
     pdag = result.trace.pdag
-    assert result.refined is not None and len(result.refined) >= 1
+    assert len(result.refined) == 2 and all(len(t) >= 1 for t in result.refined)
     coarse = build_frontier(result.trace)
     f = result.frontier
     for t, e, knobs in zip(f.iteration_time_s, f.energy_j, f.knobs, strict=True):
@@ -37,14 +37,14 @@ def test_refined_frontier_is_real_and_never_above_the_coarse_one(seed):
         assert pdag.iteration_energy_j(knobs, t) == pytest.approx(e, rel=1e-12)
     for t in coarse.iteration_time_s:
         assert _energy_at(f, pdag, t) <= _energy_at(coarse, pdag, t) + 1e-9
-    # The finer search starts from a plan within one unit per instruction of the shortest time
-    # and no instruction there runs slower than in it.
-    band = ops_per_path(pdag) * UNIT
-    start = start_plan(result.trace, band)
-    assert makespan_s(pdag, start) <= f.iteration_time_s[0] + band + 1e-12
-    fine = result.refined
-    for i in (0, len(fine) - 1):
-        assert np.all(pdag.table.time_s[fine.knobs(i)] <= pdag.table.time_s[start] + 1e-15)
+    # Each finer search starts from a plan within one (two) units per instruction on a path
+    # of the shortest time, and no instruction there runs slower than in it.
+    step = ops_per_path(pdag) * UNIT
+    for depth, fine in zip((1, 2), result.refined, strict=True):
+        start = start_plan(result.trace, depth * step)
+        assert makespan_s(pdag, start) <= f.iteration_time_s[0] + depth * step + 1e-12
+        for i in (0, len(fine) - 1):
+            assert np.all(pdag.table.time_s[fine.knobs(i)] <= pdag.table.time_s[start] + 1e-15)
 
 
 def test_ops_per_path_counts_the_longest_chain():
