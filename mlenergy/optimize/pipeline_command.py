@@ -130,19 +130,20 @@ class PipelineRun:
 
 
 def _profile(profile: str | None, estimate: EstimateOptions | None) -> PipelineProfile:
-    if (estimate is not None) == (profile is not None):
-        raise UserError("give exactly one of --profile and --from-estimate", "Pass one of them")
-    if profile is not None:
+    if profile is not None and estimate is None:
         if is_perseus_name(profile):
             return load_perseus_profile(profile)
         return read_profile_csv(Path(profile))
+    if estimate is None or profile is not None:
+        raise UserError("give exactly one of --profile and --from-estimate", "Pass one of them")
     from mlenergy.optimize.estimated_profile import estimated_pipeline_profile
 
-    assert estimate is not None
     return estimated_pipeline_profile(**estimate.arguments())
 
 
-def _blocking_w(p_blocking: float | None, profile: str | None, estimate: EstimateOptions | None):
+def _blocking_w(
+    p_blocking: float | None, profile: str | None, estimate: EstimateOptions | None
+) -> float:
     if p_blocking is not None:
         return p_blocking
     if profile is not None and is_perseus_name(profile):

@@ -28,6 +28,8 @@ PERSEUS_PROFILES = {
     "bloom-176b-a100": "bloom-176b_a100.csv",
 }
 """Shipped profile names and their files."""
+PERSEUS_A40_PROFILES = ("gpt3-175b-a40", "bloom-176b-a40")
+"""The shipped profiles measured on A40 (the estimator's training-clock checks use these)."""
 PERSEUS_BLOCKING_W = {
     "gpt3-175b-a40": PERSEUS_A40_BLOCKING_W,
     "bloom-176b-a40": PERSEUS_A40_BLOCKING_W,
