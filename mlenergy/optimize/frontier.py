@@ -43,7 +43,8 @@ class PlanTrace:
 
     Attributes:
         pdag: The DAG solved.
-        quant_time: Quantised iteration time the solver guarantees for plan ``i``.
+        quant_time: Quantised iteration time the solver sees for plan ``i`` (``real``
+            accounting rounds up: the plan runs no longer).
         energy_j: Summed instruction energy of plan ``i`` (J).
         busy_s: Summed instruction time of plan ``i`` over all stages (s).
         model_cost: The solver's summed cost-model value of plan ``i`` at its rounded

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from mlenergy.errors import UserError
-from mlenergy.optimize.frontier import Frontier, PlanTrace, build_frontier
+from mlenergy.optimize.frontier import Frontier, PlanTrace, build_frontier, model_frontier
 from mlenergy.optimize.pipeline_dag import PipelineDag, instruction_name, makespan_s
 
 
@@ -77,14 +77,17 @@ def choose_plan(
         trace: Plans from :func:`mlenergy.optimize.frontier.solve_frontier`.
         straggler_time_s: Iteration time of the slowest pipeline (s).
         straggler_slowdown: The straggler's time as a multiple of the shortest time (>= 1).
-        frontier: The real-time frontier of ``trace`` (computed when not given).
+        frontier: The frontier of ``trace`` (computed when not given: real times, or the
+            model's with ``perseus`` accounting).
 
     Raises:
         UserError: Both straggler options, a slowdown below 1, or a straggler time shorter
             than the shortest iteration time.
     """
     pdag = trace.pdag
-    frontier = build_frontier(trace) if frontier is None else frontier
+    if frontier is None:
+        perseus = pdag.accounting == "perseus"
+        frontier = model_frontier(trace) if perseus else build_frontier(trace)
     shortest_s = float(frontier.iteration_time_s[0])
     if straggler_time_s is not None and straggler_slowdown is not None:
         raise UserError(
