@@ -23,7 +23,7 @@ import os
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from mlenergy.optimize.estimated_profile import ClockShape, clock_shape_agreement
-from mlenergy.optimize.reference_profiles import PERSEUS_PROFILES
+from mlenergy.optimize.reference_profiles import PERSEUS_A40_PROFILES as PERSEUS_PROFILES
 
 RATIO_TARGET = 0.05
 """Largest relative error of the energy ratio at any clock."""

@@ -29,31 +29,6 @@ optimize_app = typer.Typer(
 )
 
 
-def _pipeline_profile(
-    profile: str | None,
-    from_estimate: bool,
-    estimate_args: dict,
-    profile_out: Path | None,
-):
-    from mlenergy.optimize.profile import read_profile_csv
-    from mlenergy.optimize.reference_profiles import is_perseus_name, load_perseus_profile
-
-    if from_estimate == (profile is not None):
-        raise UserError("give exactly one of --profile and --from-estimate", "Pass one of them")
-    if profile is not None:
-        if is_perseus_name(profile):
-            return load_perseus_profile(profile)
-        return read_profile_csv(Path(profile))
-    from mlenergy.optimize.estimated_profile import estimated_pipeline_profile
-
-    missing = [k for k in ("model", "gpu") if not estimate_args.get(k)]
-    if missing:
-        raise UserError(
-            f"--from-estimate needs --{' and --'.join(missing)}", "Pass the model and GPU"
-        )
-    return estimated_pipeline_profile(**estimate_args)
-
-
 @optimize_app.command("pipeline")
 def pipeline(
     microbatches: Annotated[int, typer.Option(help="Microbatches per iteration.")],
@@ -61,22 +36,25 @@ def pipeline(
         str | None,
         typer.Option(
             help="Profile CSV (stage,instruction,frequency_mhz,time_s,energy_j) or a shipped "
-            "profile: perseus:gpt3-175b-a40, perseus:bloom-176b-a40."
+            "profile: perseus:gpt3-175b-a40, perseus:bloom-176b-a40, perseus:gpt3-175b-a100, "
+            "perseus:bloom-176b-a100."
         ),
     ] = None,
     p_blocking: Annotated[
         float | None,
         typer.Option(
             help="Power of a GPU blocked on communication or idle (W); default for the "
-            "shipped Perseus profiles: the paper's A40 figure, 70.38."
+            "shipped Perseus profiles: the paper's figure for their GPU (A40 70.38, A100 83.64)."
         ),
     ] = None,
     time_unit: Annotated[
-        float,
+        float | None,
         typer.Option(
-            help="Time step of the solver's search (s); reported times are the profile's own."
+            help="Time step of the solver's search (s); default 0.0005 (real accounting: "
+            "reported times are the profile's own) or 0.001 (perseus: the paper's A100 step; its "
+            "A40 frontiers used 0.0001)."
         ),
-    ] = 0.001,
+    ] = None,
     schedule: Annotated[str, typer.Option(help="Pipeline schedule.")] = "1f1b",
     frontier_out: Annotated[
         Path | None, typer.Option(help="Write the frontier CSV iteration_time_s,energy_j.")
@@ -99,6 +77,14 @@ def pipeline(
     solver: Annotated[
         str, typer.Option(help="fast (default) or lowtime (same answer, slower).")
     ] = "fast",
+    accounting: Annotated[
+        str,
+        typer.Option(
+            help="real (default): the profile's own times and energies; perseus: the Perseus "
+            "solver's model figures, as the paper published them (times rounded down, fitted "
+            "costs)."
+        ),
+    ] = "real",
     from_estimate: Annotated[
         bool, typer.Option("--from-estimate", help="Build the profile with the estimator.")
     ] = False,
@@ -121,68 +107,35 @@ def pipeline(
     ] = None,
 ) -> None:
     """Frequency plan of a pipeline-parallel training iteration (Perseus-style, on lowtime)."""
-    from mlenergy.optimize.pipeline import (
-        check_outputs,
-        plan_pipeline,
-        summary_lines,
-        write_pipeline_outputs,
+    from mlenergy.optimize.pipeline import summary_lines
+    from mlenergy.optimize.pipeline_command import (
+        EstimateOptions,
+        PipelineOutputs,
+        run_pipeline_command,
     )
-    from mlenergy.optimize.profile import write_profile_csv
-    from mlenergy.optimize.reference_profiles import PERSEUS_A40_BLOCKING_W, is_perseus_name
 
-    if solver not in ("fast", "lowtime"):
-        raise UserError(f"--solver {solver!r} is not fast or lowtime", "Use fast or lowtime")
-    check_outputs(frontier_out, out, zeus_plan, plot, profile_out)
-    if zeus_plan is not None and zeus_plan.suffix != ".py":
-        raise UserError(
-            f"--zeus-plan {zeus_plan} must end in .py (Zeus's PointSolution refuses other files)",
-            "Name it e.g. plan.py",
-        )
-    split = None
-    if layers_per_stage:
-        try:
-            split = [int(x) for x in layers_per_stage.split(",")]
-        except ValueError:
-            raise UserError(
-                f"--layers-per-stage {layers_per_stage!r} is not a list of integers",
-                "Pass e.g. 12,12,12,12",
-            ) from None
-    estimate_args = {
-        "model": model,
-        "gpu": gpu,
-        "stages": stages,
-        "tensor_parallel": tensor_parallel,
-        "microbatch_size": microbatch_size,
-        "seq_len": seq_len,
-        "layers_per_stage": split,
-        "data_parallel": data_parallel,
-    }
-    prof = _pipeline_profile(profile, from_estimate, estimate_args, profile_out)
-    if p_blocking is None and profile is not None and is_perseus_name(profile):
-        p_blocking = PERSEUS_A40_BLOCKING_W
-    if p_blocking is None:
-        if not from_estimate:
-            raise UserError("--p-blocking is required with --profile", "Pass the power in W")
-        from mlenergy.optimize.estimated_profile import estimated_blocking_power_w
-
-        p_blocking = estimated_blocking_power_w(gpu or "")
-    result = plan_pipeline(
-        prof,
-        microbatches=microbatches,
+    estimate = None
+    if from_estimate:
+        estimate = EstimateOptions(
+            model, gpu, stages, tensor_parallel, microbatch_size, seq_len, layers_per_stage,
+            data_parallel,
+        )  # fmt: skip
+    run = run_pipeline_command(
+        microbatches,
+        profile=profile,
+        estimate=estimate,
         p_blocking_w=p_blocking,
         time_unit_s=time_unit,
         schedule=schedule,
         straggler_time_s=straggler_time,
         straggler_slowdown=straggler_slowdown,
-        solver=solver,  # type: ignore[arg-type]
+        solver=solver,
+        accounting=accounting,
+        outputs=PipelineOutputs(frontier_out, out, zeus_plan, plot, profile_out),
     )
-    written = []
-    if profile_out is not None:
-        written.append(write_profile_csv(prof, profile_out))
-    written += write_pipeline_outputs(result, frontier_out, out, zeus_plan, plot)
-    for line in summary_lines(result):
+    for line in summary_lines(run.result):
         typer.echo(line)
-    for p in written:
+    for p in run.written:
         typer.echo(f"wrote {p}")
     if zeus_plan is not None:
         typer.echo(

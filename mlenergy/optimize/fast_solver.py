@@ -8,7 +8,8 @@ on pipelines of thousands of instructions that takes minutes. :class:`FastPhilli
 the same four operations on arrays (:mod:`mlenergy.optimize.pd_kernels`):
 
 * the flow bounds of an edge depend only on its operation and duration, so they are lowtime's
-  own ``annotate_capacities`` result, tabulated once per operation spec and duration;
+  own ``annotate_capacities`` result (the same float operations, :func:`flow_bounds`), tabulated
+  once per operation spec and duration, with the knob lowtime assigns at that duration;
 * the minimum cut is lowtime's Rust algorithm ported operation for operation (the same two
   Edmonds-Karp maximum flows on the same float capacities, in the same search order), so it
   returns the cut lowtime's code returns; where the port meets a case it does not reproduce
@@ -28,7 +29,6 @@ and ``check_cuts=True`` also asks lowtime's Rust code at every step and counts d
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -40,15 +40,48 @@ from lowtime.solver import FP_ERROR, PhillipsDessouky
 
 from mlenergy.optimize import pd_kernels as kern
 
+LOWTIME_INF = 10000.0
+"""The flow bound lowtime's ``annotate_capacities`` uses for an unbounded side."""
 
-class _OneEdge:
-    """The part of the networkx API ``annotate_capacities`` reads, over one edge."""
 
-    def __init__(self, attrs: dict[str, Any]) -> None:
-        self._attrs = attrs
+def knobs_for(options: list, lo: int, hi: int) -> np.ndarray:
+    """The knob lowtime's ``get_knob_for`` gives at every duration ``lo..hi`` (the slowest fitting).
 
-    def edges(self, data: bool = False) -> list:
-        return [(0, 1, self._attrs)]
+    Args:
+        options: The spec's candidate options (``CandidateExecutionOptions.options``).
+        lo: Shortest duration.
+        hi: Longest duration.
+    """
+    ascending = list(reversed(options))  # lowtime keeps them by descending quantised time
+    quant = np.array([o.quant_time for o in ascending])
+    knob = np.array([o.knob for o in ascending], dtype=np.int64)
+    index = np.searchsorted(quant, np.arange(lo, hi + 1), side="right")
+    return knob[np.maximum(index, 1) - 1]
+
+
+def flow_bounds(costs: list[float], i: int, last: int) -> tuple[float, float]:
+    """The flow bounds lowtime's ``annotate_capacities`` gives one operation at one duration.
+
+    Args:
+        costs: The operation's cost at each duration from its shortest, ``costs[0]``, to its
+            longest, ``costs[last]``.
+        i: The duration, as an index into ``costs``.
+        last: The index of the longest duration.
+
+    Returns:
+        ``(lb, ub)``, with the same float operations as lowtime (checked against it by the
+        tests).
+    """
+    if i == 0 and last == 0:
+        lb, ub = 0.0, LOWTIME_INF
+    elif i - 1 < 0:
+        lb, ub = abs(costs[i] - costs[i + 1]), LOWTIME_INF
+    elif i + 1 > last:
+        lb, ub = 0.0, abs(costs[i - 1] - costs[i])
+    else:
+        lb = abs(costs[i] - costs[i + 1])
+        ub = abs(costs[i - 1] - costs[i]) + FP_ERROR
+    return lb // FP_ERROR * FP_ERROR, ub // FP_ERROR * FP_ERROR
 
 
 class ArcTable:
@@ -166,7 +199,7 @@ class FastPhillipsDessouky(PhillipsDessouky):
         self._tabulate()
 
     def _tabulate(self) -> None:
-        """Costs and lowtime's flow bounds of every (operation spec, duration)."""
+        """Costs, knobs and lowtime's flow bounds of every (operation spec, duration)."""
         rows: dict[int, int] = {}
         specs: list[Operation] = []
         self.cost_row = np.zeros(len(self.ops), dtype=np.int64)
@@ -179,25 +212,35 @@ class FastPhillipsDessouky(PhillipsDessouky):
         width = max(int(self.max_d.max() - self.min_d.min()) + 1, 1)
         self.cost_min = np.zeros(len(specs), dtype=np.int64)
         self.costs = np.zeros((len(specs), width), dtype=np.float64)
+        self.knob_table = np.full((len(specs), width), -1, dtype=np.int64)
         self.lb_table = np.zeros((len(specs), width), dtype=np.float64)
         self.ub_table = np.zeros((len(specs), width), dtype=np.float64)
         for r, op in enumerate(specs):
-            if op.is_dummy:
-                self._annotate(r, 0, op)
+            if op.is_dummy:  # unbounded, as an operation that cannot change
+                self.lb_table[r, 0], self.ub_table[r, 0] = flow_bounds([0.0], 0, 0)
                 continue
-            self.cost_min[r] = op.min_duration
-            saved = op.duration
-            for d in range(op.min_duration, op.max_duration + 1):
-                self.costs[r, d - op.min_duration] = op.get_cost(d)
-                op.duration = d
-                self._annotate(r, d - op.min_duration, op)
-            op.duration = saved
+            lo, hi = op.min_duration, op.max_duration
+            self.cost_min[r] = lo
+            model, options = op.spec.cost_model, op.spec.options
+            costs = [model(d) for d in range(lo, hi + 1)]
+            self.costs[r, : hi - lo + 1] = costs
+            self.knob_table[r, : hi - lo + 1] = knobs_for(options.options, lo, hi)
+            for d in range(lo, hi + 1):
+                lb, ub = flow_bounds(costs, d - lo, hi - lo)
+                self.lb_table[r, d - lo] = lb
+                self.ub_table[r, d - lo] = ub
 
-    def _annotate(self, row: int, col: int, op: Operation) -> None:
-        attrs: dict[str, Any] = {self.attr_name: op}
-        self.annotate_capacities(_OneEdge(attrs))  # type: ignore[arg-type]
-        self.lb_table[row, col] = attrs["lb"]
-        self.ub_table[row, col] = attrs["ub"]
+    def knobs_of(self, ops: list[Operation]) -> np.ndarray:
+        """The knob each of ``ops`` holds at the current plan (call during :meth:`steps`).
+
+        What lowtime's duration setter assigns (``get_knob_for``), read from a table.
+        """
+        if getattr(self, "_edge_of", None) is None or len(self._edge_of) != len(ops):
+            edge = {id(op): e for e, op in enumerate(self.ops)}
+            self._edge_of = np.array([edge[id(op)] for op in ops], dtype=np.int64)
+        e = self._edge_of
+        rows = self.cost_row[e]
+        return self.knob_table[rows, self.durations[e] - self.cost_min[rows]]
 
     def _bounds(self, durations: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         col = np.where(self.is_dummy, 0, durations - self.cost_min[self.cost_row])
@@ -246,11 +289,22 @@ class FastPhillipsDessouky(PhillipsDessouky):
             mask = rust
         return mask
 
-    def steps(self) -> Iterator[int]:
+    def model_cost(self) -> float:
+        """Summed cost-model value of the operations at their current durations.
+
+        lowtime's ``get_total_cost``: the cost the solver minimises (J for pipeline DAGs).
+        """
+        real = ~self.is_dummy
+        rows = self.cost_row[real]
+        return float(self.costs[rows, self.durations[real] - self.cost_min[rows]].sum())
+
+    def steps(self, sync_ops: bool = True) -> Iterator[int]:
         """Run the solver; yield the quantised iteration time after each step.
 
-        The operations' ``duration`` and ``assigned_knob`` hold the step's plan at each
-        yield, exactly as with :meth:`PhillipsDessouky.run`.
+        Args:
+            sync_ops: Keep the operations' ``duration`` and ``assigned_knob`` at the step's
+                plan at each yield, exactly as with :meth:`PhillipsDessouky.run`. Without it
+                the plan is read from ``durations`` and :meth:`knobs_of` only (faster).
         """
         self._prepare()
         durations = self.durations = self.max_d.copy()
@@ -262,28 +316,31 @@ class FastPhillipsDessouky(PhillipsDessouky):
             self.topo, self.out_start, self.out_edges, self.head, self.tail, durations,
             self.sink, critical,
         )  # fmt: skip
-        last_key: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        key = np.full((3, len(self.ops)), -1.0)  # no previous cut yet
+        lb = np.zeros(len(self.ops))
+        ub = np.zeros(len(self.ops))
         s_mask = np.zeros(self.num_nodes, dtype=np.bool_)
+        before = durations.copy()
         while True:
-            lb, ub = self._bounds(durations)
-            lb, ub = np.where(critical, lb, 0.0), np.where(critical, ub, 0.0)
-            if last_key is None or not all(
-                np.array_equal(x, y) for x, y in zip(last_key, (critical, lb, ub), strict=True)
-            ):
+            same = kern.critical_bounds(
+                critical, self.is_dummy, durations, self.cost_row, self.cost_min,
+                self.lb_table, self.ub_table, lb, ub, key,
+            )  # fmt: skip
+            if not same:
                 try:
                     s_mask = self._cut(critical, lb, ub)
                 except LowtimeFlowError:
                     return
-                last_key = (critical.copy(), lb, ub)
-            before = durations.copy()
+            before[:] = durations
             change = kern.reduce_durations(
                 self.tail, self.head, critical, s_mask, self.is_dummy, durations,
                 self.min_d, self.max_d, self.cost_row, self.cost_min, self.costs,
             )  # fmt: skip
             if change == float("inf") or abs(change) < FP_ERROR:
                 return
-            for e in np.nonzero(durations != before)[0]:
-                self.ops[e].duration = int(durations[e])
+            if sync_ops:
+                for e in np.nonzero(durations != before)[0]:
+                    self.ops[e].duration = int(durations[e])
             total = kern.critical_edges(
                 self.topo, self.out_start, self.out_edges, self.head, self.tail, durations,
                 self.sink, critical,

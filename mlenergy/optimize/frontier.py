@@ -1,12 +1,19 @@
 """Run lowtime's Phillips-Dessouky solver on a pipeline DAG and keep every plan it visits.
 
 The solver starts from every instruction at its least-cost (slowest useful) clock and shortens
-the iteration by one time unit per step, on times rounded up to whole units.
-:func:`solve_frontier` snapshots the clocks after each step as a compact diff.
-:func:`build_frontier` then evaluates every plan on the profile's real durations and energies
-(not the rounded times, not the solver's cost model), adds the shortest schedule the profile
-allows, and keeps the plans no other beats on both real time and energy: that is the frontier
-reported, and its first point is the shortest iteration the profile allows.
+the iteration by one time unit per step, on rounded times. :func:`solve_frontier` snapshots the
+clocks after each step as a compact diff, with the solver's own cost of the plan.
+
+Two frontiers are read from the plans, one per accounting:
+
+* :func:`build_frontier` (``real``) evaluates every plan on the profile's real durations and
+  energies (not the rounded times, not the solver's cost model), adds the shortest schedule the
+  profile allows, and keeps the plans no other beats on both real time and energy; its first
+  point is the shortest iteration the profile allows. Plans of other searches on the same
+  profile (a finer search near the shortest time) join the same set.
+* :func:`model_frontier` (``perseus``) reports each plan as the solver models it: its rounded
+  iteration time and its fitted cost plus blocking power over that time, as the Perseus paper
+  published its frontiers.
 """
 
 from __future__ import annotations
@@ -21,9 +28,12 @@ from typing import Any, Literal
 import numpy as np
 from lowtime.solver import PhillipsDessouky
 
-from mlenergy.optimize.pipeline_dag import PipelineDag
+from mlenergy.optimize.pipeline_dag import PipelineDag, current_quant_time
+from mlenergy.optimize.pipeline_paths import LongestPaths, shortest_schedule
 
 FRONTIER_COLUMNS = ("iteration_time_s", "energy_j")
+MODEL_FRONTIER_COLUMNS = ("model_iteration_time_s", "model_energy_j")
+"""The frontier CSV's columns with ``perseus`` accounting: the solver's model, not the profile."""
 Solver = Literal["lowtime", "fast"]
 
 
@@ -33,9 +43,13 @@ class PlanTrace:
 
     Attributes:
         pdag: The DAG solved.
-        quant_time: Quantised iteration time the solver guarantees for plan ``i``.
+        quant_time: Quantised iteration time the solver sees for plan ``i`` (``real``
+            accounting rounds up: the plan runs no longer).
         energy_j: Summed instruction energy of plan ``i`` (J).
         busy_s: Summed instruction time of plan ``i`` over all stages (s).
+        model_cost: The solver's summed cost-model value of plan ``i`` at its rounded
+            durations (J); NaN for the fast solver's steps with ``real`` accounting, which
+            never reports it.
         solve_s: Wall time of the solver (s).
         solver: The solver that ran (its counters), for the ``fast`` solver.
     """
@@ -44,14 +58,15 @@ class PlanTrace:
     quant_time: list[int] = field(default_factory=list)
     energy_j: list[float] = field(default_factory=list)
     busy_s: list[float] = field(default_factory=list)
+    model_cost: list[float] = field(default_factory=list)
     solve_s: float = 0.0
     solver: Any = None
     _first: np.ndarray | None = None
     _diffs: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
     _last: np.ndarray | None = None
 
-    def record(self, quant_time: int, knobs: np.ndarray) -> None:
-        """Append one plan (the knob of every op)."""
+    def record(self, quant_time: int, knobs: np.ndarray, model_cost: float) -> None:
+        """Append one plan (the knob of every op) and the solver's cost of it."""
         table = self.pdag.table
         if self._last is None:
             self._first = knobs.copy()
@@ -62,6 +77,7 @@ class PlanTrace:
         self.quant_time.append(int(quant_time))
         self.energy_j.append(float(table.energy_j[knobs].sum()))
         self.busy_s.append(float(table.time_s[knobs].sum()))
+        self.model_cost.append(float(model_cost))
 
     def knobs(self, index: int) -> np.ndarray:
         """The knob of every op in plan ``index`` (replayed from the diffs)."""
@@ -75,9 +91,16 @@ class PlanTrace:
         return len(self.quant_time)
 
 
-def _lowtime_steps(pdag: PipelineDag) -> Iterator[int]:
+def _lowtime_steps(pdag: PipelineDag) -> Iterator[tuple[int, float, np.ndarray]]:
     for result in PhillipsDessouky(pdag.dag).run():
-        yield result.quant_time
+        yield result.quant_time, result.cost, pdag.knobs()
+
+
+def _fast_steps(solver: Any, pdag: PipelineDag) -> Iterator[tuple[int, float, np.ndarray]]:
+    model = pdag.accounting == "perseus"  # the only accounting that reports the model's cost
+    for quant_time in solver.steps(sync_ops=False):
+        cost = solver.model_cost() if model else float("nan")
+        yield quant_time, cost, solver.knobs_of(pdag.ops)
 
 
 def solve_frontier(pdag: PipelineDag, solver: Solver = "fast") -> PlanTrace:
@@ -92,19 +115,19 @@ def solve_frontier(pdag: PipelineDag, solver: Solver = "fast") -> PlanTrace:
         The plans, from the longest useful iteration time to the shortest.
     """
     from mlenergy.optimize.fast_solver import FastPhillipsDessouky
-    from mlenergy.optimize.pipeline_dag import makespan_s
 
     trace = PlanTrace(pdag)
     start = time.perf_counter()
     first = pdag.knobs()
-    trace.record(round(makespan_s(pdag, first, quantised=True)), first)
+    start_cost = sum(op.get_cost() for op in pdag.ops)
+    trace.record(current_quant_time(pdag), first, start_cost)
     if solver == "lowtime":
         steps = _lowtime_steps(pdag)
     else:
         trace.solver = FastPhillipsDessouky(pdag.dag)
-        steps = trace.solver.steps()
-    for quant_time in steps:
-        trace.record(quant_time, pdag.knobs())
+        steps = _fast_steps(trace.solver, pdag)
+    for quant_time, cost, knobs in steps:
+        trace.record(quant_time, knobs, cost)
     trace.solve_s = time.perf_counter() - start
     return trace
 
@@ -182,88 +205,40 @@ class Frontier:
         return int(fits[-1])
 
 
-class _LongestPath:
-    """Longest paths through a pipeline DAG for many plans at once (real seconds)."""
-
-    def __init__(self, pdag: PipelineDag) -> None:
-        import networkx as nx
-
-        n = len(pdag.ops)
-        self.pdag = pdag
-        self.order = [v - 1 for v in nx.topological_sort(pdag.dag) if 0 < v <= n]
-        self.preds = [[p - 1 for p in pdag.dag.predecessors(v + 1) if 0 < p <= n] for v in range(n)]
-        self.succs = [[q - 1 for q in pdag.dag.successors(v + 1) if 0 < q <= n] for v in range(n)]
-
-    def makespans_s(self, knobs: np.ndarray) -> np.ndarray:
-        """Iteration time of each plan (one row of knobs per plan, s)."""
-        durations = self.pdag.table.time_s[knobs]
-        finish = np.zeros_like(durations)
-        for v in self.order:
-            preds = self.preds[v]
-            start = finish[:, preds].max(axis=1) if preds else 0.0
-            finish[:, v] = start + durations[:, v]
-        return finish.max(axis=1)
-
-    def slack_s(self, knobs: np.ndarray) -> tuple[float, np.ndarray]:
-        """(iteration time, total slack of every op) of one plan (s)."""
-        durations = self.pdag.table.time_s[knobs]
-        n = len(durations)
-        finish = np.zeros(n)
-        for v in self.order:
-            finish[v] = max((finish[p] for p in self.preds[v]), default=0.0) + durations[v]
-        span = float(finish.max())
-        latest_finish = np.full(n, span)
-        for v in reversed(self.order):
-            succ = self.succs[v]
-            if succ:
-                latest_finish[v] = min(latest_finish[q] - durations[q] for q in succ)
-        return span, latest_finish - finish
+def _pareto_indices(times: np.ndarray, cost: np.ndarray) -> list[int]:
+    """Indices of the points no other beats on both time and cost, by ascending time."""
+    keep: list[int] = []
+    for i in np.lexsort((cost, times)):  # by time, ties by cost
+        if not keep or cost[i] < cost[keep[-1]] - 1e-9 * abs(cost[keep[-1]]):
+            keep.append(int(i))
+    return keep
 
 
-def shortest_schedule(pdag: PipelineDag) -> np.ndarray:
-    """The shortest iteration the profile allows, at the least energy this greedy finds.
-
-    Every op starts at its fastest option (the longest path is then the shortest possible);
-    then, op by op, the cheapest option that fits within the op's slack replaces it, so the
-    iteration time never grows.
-
-    Returns:
-        The knob of every op.
-    """
-    knobs = pdag.fastest_knobs.copy()
-    paths = _LongestPath(pdag)
-    span, slack = paths.slack_s(knobs)
-    table = pdag.table
-    saving = [
-        pdag.op_costs(knobs[i : i + 1])[0] - pdag.op_costs(opts[-1:])[0]
-        for i, opts in enumerate(pdag.real_option_knobs)
-    ]
-    for i in np.argsort(saving)[::-1]:
-        if saving[i] <= 0 or slack[i] <= 1e-12 * span:
-            continue
-        room = table.time_s[knobs[i]] + slack[i] * (1 - 1e-12)
-        for k in pdag.real_option_knobs[i][::-1]:  # cheapest first
-            if table.time_s[k] <= room:
-                if k != knobs[i]:
-                    knobs[i] = k
-                    span, slack = paths.slack_s(knobs)
-                break
-    return knobs
+def _plans(traces: tuple[PlanTrace, ...], extra: list[np.ndarray]) -> Iterator[np.ndarray]:
+    for trace in traces:
+        yield from _replay(trace)
+    yield from extra
 
 
-def build_frontier(trace: PlanTrace, chunk: int = 256) -> Frontier:
+def build_frontier(trace: PlanTrace, *more: PlanTrace, chunk: int = 256) -> Frontier:
     """Evaluate every plan on the profile's real times; keep the time-energy frontier.
 
     Args:
         trace: The solver's plans.
+        more: Plans of other searches on DAGs built from the same profile and pipeline (the
+            same ops and option table), evaluated with the same real times.
         chunk: Plans evaluated per vectorised batch.
     """
     pdag = trace.pdag
-    paths = _LongestPath(pdag)
+    traces = (trace, *more)
+    for other in more:
+        if not np.array_equal(other.pdag.table.time_s, pdag.table.time_s):
+            raise ValueError("traces of different profiles cannot share a frontier")
+    paths = LongestPaths(pdag)
     extra = [shortest_schedule(pdag), pdag.max_clock_knobs]
     times: list[np.ndarray] = []
     batch: list[np.ndarray] = []
-    for knobs in (*_replay(trace), *extra):
+    for knobs in _plans(traces, extra):
         batch.append(knobs)
         if len(batch) == chunk:
             times.append(paths.makespans_s(np.stack(batch)))
@@ -271,43 +246,71 @@ def build_frontier(trace: PlanTrace, chunk: int = 256) -> Frontier:
     if batch:
         times.append(paths.makespans_s(np.stack(batch)))
     real = np.concatenate(times)
+    p = pdag.p_blocking_w
     cost = np.concatenate(
-        [
-            np.asarray(trace.energy_j) - pdag.p_blocking_w * np.asarray(trace.busy_s),
-            [float(pdag.op_costs(k).sum()) for k in extra],
-        ]
+        [np.asarray(t.energy_j) - p * np.asarray(t.busy_s) for t in traces]
+        + [[float(pdag.op_costs(k).sum()) for k in extra]]
     )
-    keep: list[int] = []
-    for i in np.lexsort((cost, real)):  # by time, ties by cost
-        if not keep or cost[i] < cost[keep[-1]] - 1e-9 * abs(cost[keep[-1]]):
-            keep.append(int(i))
+    keep = _pareto_indices(real, cost)
     wanted = set(keep)
-    knobs_of: dict[int, np.ndarray] = {
-        i: k for i, k in enumerate((*_replay(trace), *extra)) if i in wanted
-    }
+    knobs_of = {i: k for i, k in enumerate(_plans(traces, extra)) if i in wanted}
     t = real[keep]
+    energy = cost[keep] + p * pdag.num_stages * t
+    return Frontier(t, energy, [knobs_of[i] for i in keep])
+
+
+def model_frontier(trace: PlanTrace) -> Frontier:
+    """Every plan as the solver models it (the ``perseus`` accounting).
+
+    A plan at rounded iteration time ``q`` is reported at ``q * time_unit_s`` with its summed
+    fitted cost plus the blocking power of every stage over that time; plans another beats on
+    both are left out. These are the solver's figures, not the profile's: see
+    :mod:`mlenergy.optimize.pipeline_perseus`.
+    """
+    pdag = trace.pdag
+    q = np.asarray(trace.quant_time)
+    cost = np.asarray(trace.model_cost)
+    seconds = q * pdag.time_unit_s
+    keep = _pareto_indices(seconds, cost)
+    wanted = set(keep)
+    knobs_of = {i: k for i, k in enumerate(_replay(trace)) if i in wanted}
+    t = seconds[keep]
     energy = cost[keep] + pdag.p_blocking_w * pdag.num_stages * t
     return Frontier(t, energy, [knobs_of[i] for i in keep])
 
 
 def _replay(trace: PlanTrace) -> Iterator[np.ndarray]:
     """The knobs of every plan of ``trace`` in order (one pass over the diffs)."""
+    yield from replay_from(trace, 0)
+
+
+def replay_from(trace: PlanTrace, first: int) -> Iterator[np.ndarray]:
+    """The knobs of the plans ``first, first + 1, ...`` of ``trace`` in order."""
     if trace._first is None:
         return
     knobs = trace._first.copy()
-    yield knobs.copy()
-    for changed, values in trace._diffs:
-        knobs[changed] = values
+    if first == 0:
         yield knobs.copy()
+    for i, (changed, values) in enumerate(trace._diffs, start=1):
+        knobs[changed] = values
+        if i >= first:
+            yield knobs.copy()
 
 
-def write_frontier_csv(frontier: Frontier, path: str | Path) -> Path:
-    """Write the frontier CSV ``iteration_time_s,energy_j`` (temp file, then rename)."""
+def write_frontier_csv(frontier: Frontier, path: str | Path, model: bool = False) -> Path:
+    """Write the frontier CSV ``iteration_time_s,energy_j`` (temp file, then rename).
+
+    Args:
+        frontier: The frontier.
+        path: The CSV to write.
+        model: The figures are the Perseus solver's model (``perseus`` accounting): the columns
+            are then ``model_iteration_time_s,model_energy_j``.
+    """
     p = Path(path)
     tmp = p.with_name(p.name + ".tmp")
     with tmp.open("w", encoding="utf-8", newline="") as fh:
         writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(FRONTIER_COLUMNS)
+        writer.writerow(MODEL_FRONTIER_COLUMNS if model else FRONTIER_COLUMNS)
         for t, e in zip(frontier.iteration_time_s, frontier.energy_j, strict=True):
             writer.writerow([f"{t:.6f}", f"{e:.6f}"])
     tmp.replace(p)

@@ -236,6 +236,50 @@ def lowtime_min_cut(
 
 
 @njit(cache=True)
+def critical_bounds(
+    critical, is_dummy, durations, cost_row, cost_min, lb_table, ub_table, lb, ub, key
+):
+    """The flow bounds of the critical edges (0 elsewhere); whether the cut input is unchanged.
+
+    Args:
+        critical: Which edges are in the critical DAG.
+        is_dummy: Dummy edges (their bounds are row ``cost_row``'s column 0).
+        durations: Duration of each edge (time units).
+        cost_row: Row of each edge in the tables.
+        cost_min: Duration of column 0 of each row.
+        lb_table: Lower flow bound of each (row, duration).
+        ub_table: Upper flow bound of each (row, duration).
+        lb: Output, lower bound of each edge.
+        ub: Output, upper bound of each edge.
+        key: The previous cut's input: critical flags, lower and upper bounds (three rows of
+            one float array); updated to this step's where it differs.
+
+    Returns:
+        True where this step's critical edges and bounds equal the previous step's (its cut is
+        then the previous cut).
+    """
+    same = True
+    for e in range(len(critical)):
+        if critical[e]:
+            col = 0 if is_dummy[e] else durations[e] - cost_min[cost_row[e]]
+            lb[e] = lb_table[cost_row[e], col]
+            ub[e] = ub_table[cost_row[e], col]
+            flag = 1.0
+        else:
+            lb[e] = 0.0
+            ub[e] = 0.0
+            flag = 0.0
+        if same and (key[0, e] != flag or key[1, e] != lb[e] or key[2, e] != ub[e]):
+            same = False
+    if not same:
+        for e in range(len(critical)):
+            key[0, e] = 1.0 if critical[e] else 0.0
+            key[1, e] = lb[e]
+            key[2, e] = ub[e]
+    return same
+
+
+@njit(cache=True)
 def reduce_durations(
     tail, head, critical, s_mask, is_dummy, durations, min_d, max_d, cost_row, cost_min, costs
 ):

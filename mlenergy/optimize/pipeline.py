@@ -3,6 +3,12 @@
 >>> from mlenergy.optimize import plan_pipeline, read_profile_csv
 >>> result = plan_pipeline(read_profile_csv("profile.csv"), microbatches=12,
 ...                        p_blocking_w=83.64)  # doctest: +SKIP
+
+Two accountings (:mod:`mlenergy.optimize.pipeline_dag`): ``real`` (default) reports every plan
+on the profile's own times and energies, searching the stretch just above the shortest time
+again on a finer unit (:mod:`mlenergy.optimize.pipeline_refine`); ``perseus`` reports the
+Perseus solver's model figures, as the paper published them
+(:mod:`mlenergy.optimize.pipeline_perseus`).
 """
 
 from __future__ import annotations
@@ -17,10 +23,12 @@ from mlenergy.optimize.frontier import (
     PlanTrace,
     Solver,
     build_frontier,
+    model_frontier,
     solve_frontier,
     write_frontier_csv,
 )
-from mlenergy.optimize.pipeline_dag import build_pipeline_dag
+from mlenergy.optimize.pipeline_dag import Accounting, build_pipeline_dag, makespan_s
+from mlenergy.optimize.pipeline_refine import refine_near_shortest
 from mlenergy.optimize.plan import (
     PipelinePlan,
     choose_plan,
@@ -38,15 +46,34 @@ class PipelineResult:
 
     Attributes:
         trace: Every plan the solver visited.
-        frontier: The iteration time-energy frontier.
+        frontier: The iteration time-energy frontier (``real``: the profile's figures;
+            ``perseus``: the solver's model).
         plan: The chosen plan.
         plan_json: The plan JSON as a dict.
+        refined: The finer searches near the shortest time (``real`` accounting; none with
+            ``perseus``).
     """
 
     trace: PlanTrace
     frontier: Frontier
     plan: PipelinePlan
     plan_json: dict[str, Any]
+    refined: tuple[PlanTrace, ...] = ()
+
+    @property
+    def accounting(self) -> str:
+        """``real`` or ``perseus``."""
+        return self.trace.pdag.accounting
+
+    @property
+    def plans_visited(self) -> int:
+        """Plans visited by every search."""
+        return len(self.trace) + sum(len(t) for t in self.refined)
+
+    @property
+    def solve_s(self) -> float:
+        """Wall time of every search (s)."""
+        return self.trace.solve_s + sum(t.solve_s for t in self.refined)
 
 
 def check_outputs(*paths: str | Path | None) -> None:
@@ -64,11 +91,12 @@ def plan_pipeline(
     profile: PipelineProfile,
     microbatches: int,
     p_blocking_w: float,
-    time_unit_s: float = 0.001,
+    time_unit_s: float | None = None,
     schedule: str = "1f1b",
     straggler_time_s: float | None = None,
     straggler_slowdown: float | None = None,
     solver: Solver = "fast",
+    accounting: Accounting = "real",
 ) -> PipelineResult:
     """Solve the frontier of one pipeline and choose a plan.
 
@@ -76,12 +104,15 @@ def plan_pipeline(
         profile: Per-stage clock options.
         microbatches: Microbatches per iteration.
         p_blocking_w: Power of a blocked or idle GPU (W).
-        time_unit_s: Time step of the solver's search (s); every reported time and energy is
-            the profile's real one.
+        time_unit_s: Time step of the solver's search (s; default 0.0005 for ``real``, 0.001
+            for ``perseus``); with ``real`` accounting every reported time and energy is the
+            profile's real one.
         schedule: ``1f1b``.
         straggler_time_s: Finish-by time of a straggler (s), or None.
         straggler_slowdown: Straggler time as a multiple of the shortest time, or None.
         solver: ``fast`` (default) or ``lowtime`` (same answer, slower).
+        accounting: ``real`` (the profile's figures) or ``perseus`` (the Perseus solver's
+            model, as the paper published it).
 
     Raises:
         UserError: Bad parameters.
@@ -90,11 +121,18 @@ def plan_pipeline(
         raise UserError(
             "--straggler-time and --straggler-slowdown are both given", "Pass one of them"
         )
-    pdag = build_pipeline_dag(profile, microbatches, p_blocking_w, time_unit_s, schedule)
+    pdag = build_pipeline_dag(
+        profile, microbatches, p_blocking_w, time_unit_s, schedule, accounting
+    )
     trace = solve_frontier(pdag, solver)
-    frontier = build_frontier(trace)
+    refined: tuple[PlanTrace, ...] = ()
+    if accounting == "perseus":
+        frontier = model_frontier(trace)
+    else:
+        refined = refine_near_shortest(profile, trace, solver)
+        frontier = build_frontier(trace, *refined)
     plan = choose_plan(trace, straggler_time_s, straggler_slowdown, frontier)
-    return PipelineResult(trace, frontier, plan, plan_to_dict(trace, plan))
+    return PipelineResult(trace, frontier, plan, plan_to_dict(trace, plan), refined)
 
 
 def write_pipeline_outputs(
@@ -111,7 +149,8 @@ def write_pipeline_outputs(
     """
     written: list[Path] = []
     if frontier_out is not None:
-        written.append(write_frontier_csv(result.frontier, frontier_out))
+        model = result.accounting == "perseus"
+        written.append(write_frontier_csv(result.frontier, frontier_out, model))
     if plan_out is not None:
         written.append(write_plan_json(plan_out, result.plan_json))
     if zeus_plan is not None:
@@ -123,7 +162,7 @@ def write_pipeline_outputs(
 
 
 def plot_pipeline_result(result: PipelineResult, path: str | Path | None = None):
-    """The real-time frontier with the max-clock schedule (its own time) and the chosen plan.
+    """The frontier with the max-clock schedule (its own time) and the chosen plan.
 
     Returns:
         The path written, or the figure when ``path`` is None (for notebooks).
@@ -137,6 +176,7 @@ def plot_pipeline_result(result: PipelineResult, path: str | Path | None = None)
         path,
         max_clock=(p.max_clock_iteration_time_s, base),
         chosen=(p.iteration_time_s, p.energy_j),
+        model=result.accounting == "perseus",
     )
 
 
@@ -146,9 +186,28 @@ def summary_lines(result: PipelineResult) -> list[str]:
     src = result.plan_json["energy_source"]
     base_j = pdag.iteration_energy_j(pdag.max_clock_knobs, p.max_clock_iteration_time_s)
     lines = [
-        f"pipeline: {result.trace.pdag.num_stages} stages x "
-        f"{result.trace.pdag.num_microbatches} microbatches, {len(result.trace)} plans visited "
-        f"by the solver ({result.trace.solve_s:.2f} s), energy source {src}",
+        f"pipeline: {pdag.num_stages} stages x {pdag.num_microbatches} microbatches, "
+        f"{result.plans_visited} plans visited by the solver ({result.solve_s:.2f} s), "
+        f"energy source {src}",
+    ]
+    if result.accounting == "perseus":
+        real_t = makespan_s(pdag, p.knobs)
+        lines += [
+            "accounting perseus: times and energies below are the Perseus solver's model "
+            f"(times rounded down to {pdag.time_unit_s:g} s steps, fitted costs), not the "
+            "profile's",
+            f"shortest iteration: {p.shortest_iteration_time_s:.4f} s, "
+            f"{p.shortest_iteration_energy_j:.1f} J (model)",
+            f"all at max clock:   {p.max_clock_iteration_time_s:.4f} s, {base_j:.1f} J "
+            "(the profile's)",
+            f"chosen ({p.target}): finish by {p.iteration_time_s:.4f} s, {p.energy_j:.1f} J vs "
+            f"{p.max_clock_energy_j:.1f} J at max clock with blocking counted to the same time "
+            f"(Perseus's Table 6): saves {p.saving_j:.1f} J ({100 * p.saving_fraction:.2f}%)",
+            f"on the profile the chosen plan runs {real_t:.4f} s and takes "
+            f"{pdag.iteration_energy_j(p.knobs, real_t):.1f} J",
+        ]
+        return lines
+    lines += [
         f"shortest iteration: {p.shortest_iteration_time_s:.4f} s, "
         f"{p.shortest_iteration_energy_j:.1f} J",
         f"all at max clock:   {p.max_clock_iteration_time_s:.4f} s, "

@@ -1,12 +1,19 @@
 """Choose a pipeline frequency plan from the frontier and write it (plan JSON, Zeus plan).
 
-Every time and energy here comes from the profile's real durations and energies (the solver's
-rounding to ``time_unit_s`` only steers its search; see :func:`build_frontier`). Default choice:
-the frontier's shortest plan, the shortest iteration the profile allows at the least energy found
-(removes intrinsic energy bloat). With a straggler (another pipeline finishing at
-``straggler_time_s``), the least-energy plan finishing by the straggler's time, with blocking
-energy counted up to it (extrinsic bloat). Savings are against the same schedule with every
-instruction at the highest SM clock of the profile, counted over the same iteration time.
+With ``real`` accounting every time and energy here comes from the profile's real durations and
+energies (the solver's rounding to ``time_unit_s`` only steers its search; see
+:func:`build_frontier`); with ``perseus`` accounting the plan's time and energy are the Perseus
+solver's model (:func:`~mlenergy.optimize.frontier.model_frontier`). Default choice: the
+frontier's shortest plan, the shortest iteration at the least energy found (removes intrinsic
+energy bloat). With a straggler (another pipeline finishing at ``straggler_time_s``), the
+least-energy plan finishing by the straggler's time, with blocking energy counted up to it
+(extrinsic bloat).
+
+Savings are against the same schedule with every instruction at the highest SM clock of the
+profile (its real energies). ``real``: counted over the same iteration time, the longer of the
+plan's horizon and the max-clock schedule's own time. ``perseus``: as the paper's Table 6 counts
+it, with blocking power over the plan's horizon even where that is shorter than the max-clock
+schedule's real time (the model's shortest time is below any real schedule).
 """
 
 from __future__ import annotations
@@ -19,8 +26,8 @@ from typing import Any
 import numpy as np
 
 from mlenergy.errors import UserError
-from mlenergy.optimize.frontier import Frontier, PlanTrace, build_frontier
-from mlenergy.optimize.pipeline_dag import instruction_name, makespan_s
+from mlenergy.optimize.frontier import Frontier, PlanTrace, build_frontier, model_frontier
+from mlenergy.optimize.pipeline_dag import PipelineDag, instruction_name, makespan_s
 
 
 @dataclass(frozen=True)
@@ -31,7 +38,8 @@ class PipelinePlan:
         target: ``shortest`` or ``straggler``.
         iteration_time_s: Time the plan is asked to finish by (s); its real finish is
             ``plan_makespan_s`` <= this.
-        plan_makespan_s: Real iteration time of the plan from the profile's times (s).
+        plan_makespan_s: Iteration time of the plan (s): real, from the profile's times, or
+            the solver's model time with ``perseus`` accounting.
         energy_j: Plan energy over ``iteration_time_s`` (J), blocking included.
         shortest_iteration_time_s: Shortest iteration time on the frontier (s).
         shortest_iteration_energy_j: Least energy at that time (J).
@@ -69,14 +77,17 @@ def choose_plan(
         trace: Plans from :func:`mlenergy.optimize.frontier.solve_frontier`.
         straggler_time_s: Iteration time of the slowest pipeline (s).
         straggler_slowdown: The straggler's time as a multiple of the shortest time (>= 1).
-        frontier: The real-time frontier of ``trace`` (computed when not given).
+        frontier: The frontier of ``trace`` (computed when not given: real times, or the
+            model's with ``perseus`` accounting).
 
     Raises:
         UserError: Both straggler options, a slowdown below 1, or a straggler time shorter
             than the shortest iteration time.
     """
     pdag = trace.pdag
-    frontier = build_frontier(trace) if frontier is None else frontier
+    if frontier is None:
+        perseus = pdag.accounting == "perseus"
+        frontier = model_frontier(trace) if perseus else build_frontier(trace)
     shortest_s = float(frontier.iteration_time_s[0])
     if straggler_time_s is not None and straggler_slowdown is not None:
         raise UserError(
@@ -97,10 +108,12 @@ def choose_plan(
     base_knobs = pdag.max_clock_knobs
     base_time = makespan_s(pdag, base_knobs)
     horizon = shortest_s if straggler_time_s is None else float(straggler_time_s)
-    knobs = frontier.knobs[frontier.best_within(horizon)]
-    makespan = makespan_s(pdag, knobs)
-    span = max(horizon, base_time)
-    energy = pdag.iteration_energy_j(knobs, span)
+    index = frontier.best_within(horizon)
+    knobs = frontier.knobs[index]
+    makespan = float(frontier.iteration_time_s[index])
+    span = horizon if pdag.accounting == "perseus" else max(horizon, base_time)
+    blocking_w = pdag.p_blocking_w * pdag.num_stages
+    energy = float(frontier.energy_j[index]) + blocking_w * (span - makespan)
     base_energy = pdag.iteration_energy_j(base_knobs, span)
     return PipelinePlan(
         target="shortest" if straggler_time_s is None else "straggler",
@@ -116,6 +129,22 @@ def choose_plan(
         straggler_time_s=straggler_time_s,
         knobs=knobs,
     )
+
+
+ACCOUNTING_NOTES = {
+    "real": "real: the profile's durations and energies (time_unit_s steers the search only)",
+    "perseus": "model: the Perseus solver's figures (times rounded down to time_unit_s, fitted "
+    "costs plus blocking power), not the profile's; savings against the profile's max-clock "
+    "energy with blocking counted to the same time, as Perseus's Table 6",
+}
+"""What the plan's times and energies are, per accounting."""
+
+
+def energy_source(pdag: PipelineDag) -> str:
+    """The label of the plan's energy figures (the profile's, or the Perseus model of it)."""
+    if pdag.accounting == "perseus":
+        return f"modelled:perseus-fit({pdag.energy_source})"
+    return pdag.energy_source
 
 
 def plan_frequencies(trace: PlanTrace, knobs: np.ndarray) -> list[dict[str, Any]]:
@@ -151,9 +180,10 @@ def plan_to_dict(trace: PlanTrace, plan: PipelinePlan) -> dict[str, Any]:
         "num_microbatches": pdag.num_microbatches,
         "p_blocking_w": pdag.p_blocking_w,
         "time_unit_s": pdag.time_unit_s,
-        "times": "real: the profile's durations and energies (time_unit_s steers the search only)",
+        "accounting": pdag.accounting,
+        "times": ACCOUNTING_NOTES[pdag.accounting],
         "schedule": "1f1b",
-        "energy_source": pdag.energy_source,
+        "energy_source": energy_source(pdag),
         "frequencies": plan_frequencies(trace, plan.knobs),
     }
 

@@ -45,6 +45,7 @@ def plot_pipeline_frontier(
     max_clock: tuple[float, float] | None = None,
     chosen: tuple[float, float] | None = None,
     title: str = "Iteration time-energy frontier",
+    model: bool = False,
 ) -> Path | Figure:
     """Plot iteration energy (J) against iteration time (s).
 
@@ -54,6 +55,8 @@ def plot_pipeline_frontier(
         max_clock: (time s, energy J) of the schedule at maximum clock, marked.
         chosen: (time s, energy J) of the chosen plan, marked.
         title: Figure title.
+        model: The frontier holds the Perseus solver's model figures (``perseus``
+            accounting), not the profile's.
     """
     fig = NotebookFigure(figsize=(6, 4))
     ax = fig.add_subplot()
@@ -62,7 +65,7 @@ def plot_pipeline_frontier(
         frontier.energy_j,
         ".-",
         markersize=3,
-        label="frontier (profile's real times)",
+        label="frontier (Perseus solver's model)" if model else "frontier (profile's real times)",
     )
     if max_clock is not None:
         ax.plot(*max_clock, "s", color="tab:red", label="all at max clock (its own time)")
