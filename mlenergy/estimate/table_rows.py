@@ -18,7 +18,7 @@ from mlenergy.estimate.requests import EstimateRequests
 
 if TYPE_CHECKING:
     from mlenergy.estimate.prediction import Prediction
-    from mlenergy.estimate.table import ModelOnGpu
+    from mlenergy.estimate.table_keys import ModelOnGpu
 
 BREAKDOWN_KEYS = {
     "prefill": "energy_prefill_j",

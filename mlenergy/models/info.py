@@ -1,6 +1,6 @@
 """Describe a model for the records: config fingerprint, MoE shape, total and active parameters.
 
-Parameter counts come from :func:`mlenergy.models.architecture.count_parameters` (pure Python,
+Parameter counts come from :func:`mlenergy.models.parameters.count_parameters` (pure Python,
 from the config) when it understands the architecture; otherwise the real tensors are counted
 (of the given model, or of one built on PyTorch's ``meta`` device, which allocates nothing).
 """
@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Literal
 
-from mlenergy.models.architecture import ArchitectureSpec, count_parameters
+from mlenergy.models.architecture import ArchitectureSpec
+from mlenergy.models.parameters import count_parameters
 from mlenergy.records import ModelInfo, canonical_json, sha256_hex
 
 if TYPE_CHECKING:

@@ -17,6 +17,7 @@ from mlenergy.records import RunRecord, Submission
 from mlenergy.store.checks import tag
 from mlenergy.store.names import name_key
 from mlenergy.store.near_duplicates import NearDuplicateIndex
+from mlenergy.store.queue_entry import QueuedSubmission
 from mlenergy.store.rules import KNOWN_TASKS, measurement_key
 from mlenergy.store.tables import flatten_run
 
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from mlenergy.store.store import RunStore
-    from mlenergy.store.submissions import QueuedSubmission
 
 MAX_PENDING_ENV = "MLENERGY_MAX_PENDING_PER_SUBMITTER"
 """Environment variable setting the cap on pending bundles per submitter for a deployment."""

@@ -22,18 +22,16 @@ import uuid
 from collections.abc import Collection, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
 
-from pydantic import Field, ValidationError
+from pydantic import ValidationError
 
 from mlenergy.errors import StoreError, UserError, ValidationFailed, first_line
-from mlenergy.records import FrozenModel, QualityResult, RunRecord, Submission, SubmissionInfo
 from mlenergy.store import segments as seg
 from mlenergy.store.checks import tag
-from mlenergy.store.facts import facts_from_record
 from mlenergy.store.gpus import gpu_lookup
 from mlenergy.store.locking import locked_folders
 from mlenergy.store.names import submitter_problems
+from mlenergy.store.queue_entry import ID_PATTERN, QueuedSubmission, Status
 from mlenergy.store.queue_facts import (
     id_reuse_problems,
     known_measurements,
@@ -43,7 +41,7 @@ from mlenergy.store.queue_facts import (
     pending_problem,
     taken_ids,
 )
-from mlenergy.store.rules import check_run, unverified_reasons
+from mlenergy.store.rules import check_run
 from mlenergy.store.store import AppendResult, RunStore
 from mlenergy.store.validation import (
     MAX_BUNDLE_BYTES,
@@ -52,71 +50,10 @@ from mlenergy.store.validation import (
     validate_bundle,
 )
 
-Status = Literal["pending", "approved", "rejected"]
 _STATES: tuple[Status, ...] = ("pending", "approved", "rejected")
-_ID_PATTERN = r"^[0-9A-Za-z][0-9A-Za-z_\-]{5,63}$"
-_ID_RE = re.compile(_ID_PATTERN)
+_ID_RE = re.compile(ID_PATTERN)
 QUARANTINE = "quarantine"
 """Folder under ``submissions/`` where unreadable queue files are set aside."""
-
-
-class QueuedSubmission(FrozenModel):
-    """A submission in the queue, with how and when it arrived and what was decided.
-
-    Attributes:
-        submission_id: Queue id (``YYYYmmdd-HHMMSS-<hex>``).
-        status: ``pending``, ``approved`` or ``rejected``.
-        submitted_at: When it was queued (UTC).
-        source: File name it came from, if any.
-        content_hashes: Content hashes of its records (runs, then quality).
-        submission: The validated bundle.
-        decided_at: When it was approved or rejected.
-        reason: Why it was rejected.
-    """
-
-    submission_id: str = Field(pattern=_ID_PATTERN)
-    status: Status
-    submitted_at: datetime
-    source: str | None = None
-    content_hashes: tuple[str, ...]
-    submission: Submission
-    decided_at: datetime | None = None
-    reason: str | None = None
-
-    def approved_records(self, approved_at: datetime) -> list[RunRecord | QualityResult]:
-        """The runs and quality results with :class:`SubmissionInfo` filled in, for the store.
-
-        A measured run lacking the provenance a real run records carries the reasons in
-        ``SubmissionInfo.unverified`` (the leaderboard shows it as unverified).
-        """
-        info = SubmissionInfo(
-            submission_id=self.submission_id,
-            submitter=self.submission.submitter,
-            submitted_at=self.submitted_at,
-            approved_at=approved_at,
-        )
-        out: list[RunRecord | QualityResult] = []
-        for rec in [*self.submission.runs, *self.submission.quality]:
-            reasons = (
-                tuple(unverified_reasons(facts_from_record(rec)))
-                if isinstance(rec, RunRecord)
-                else ()
-            )
-            out.append(
-                rec.model_copy(
-                    update={"submission": info.model_copy(update={"unverified": reasons})}
-                )
-            )
-        return out
-
-    def unverified_runs(self) -> dict[str, list[str]]:
-        """``run_id -> reasons`` of the runs that will be shown as unverified."""
-        out = {}
-        for run in self.submission.runs:
-            reasons = unverified_reasons(facts_from_record(run))
-            if reasons:
-                out[run.run_id] = reasons
-        return out
 
 
 def _cause(exc: BaseException) -> str:

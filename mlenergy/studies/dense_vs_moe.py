@@ -29,7 +29,7 @@ from __future__ import annotations
 import time
 import uuid
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,16 +39,16 @@ from mlenergy.progress import ProgressBar, progress_bar
 from mlenergy.quality.corpus import DEFAULT_CORPUS, load_corpus, split_corpus
 from mlenergy.quality.perplexity import encode_text, perplexity_record
 from mlenergy.quality.tokenizer import train_tokenizer
+from mlenergy.studies.dense_vs_moe_result import StudyResult
 from mlenergy.studies.families import StudySize, Variant, get_size
+from mlenergy.studies.report import build_report
 from mlenergy.studies.turns import train_in_turns
 from mlenergy.workloads.training import TrainingSpec, train_model
 
 if TYPE_CHECKING:
-    import pandas as pd
     import torch
 
     from mlenergy.measure import EnergyMeter
-    from mlenergy.records import QualityResult, RunRecord
 
 STUDY = "dense-vs-moe"
 """Value of the ``study`` tag on every record of this study."""
@@ -76,46 +76,6 @@ class StudyData:
     train_ids: torch.Tensor
     val_ids: torch.Tensor
     vocab_size: int
-
-
-@dataclass
-class StudyResult:
-    """What :func:`run_study` returns.
-
-    Attributes:
-        study_id: Tag shared by the study's records.
-        size: Study size name.
-        data_dir: The store folder.
-        report_dir: The report folder.
-        report_path: ``index.html`` of the report.
-        summary_path: ``summary.md`` (the Markdown table and conclusion).
-        runs: Run records made (training and inference).
-        quality: Quality records made.
-        summary: One row per model variant (:func:`mlenergy.analysis.energy_quality.model_summary`).
-        comparisons: MoE versus dense baselines at iso-quality.
-        verdicts: Every MoE/dense ratio with its interval and verdict
-            (:func:`mlenergy.studies.conclusion.verdict_table`; ``verdicts.csv``).
-        conclusion: The conclusion text, computed from the data.
-        energy_source: Energy label of the study's figures.
-        elapsed_s: Wall time of the whole study, seconds.
-        train_tokens: Tokens in the corpus's training split.
-    """
-
-    study_id: str
-    size: str
-    data_dir: Path
-    report_dir: Path
-    report_path: Path
-    summary_path: Path
-    runs: list[RunRecord] = field(default_factory=list)
-    quality: list[QualityResult] = field(default_factory=list)
-    summary: pd.DataFrame | None = None
-    comparisons: pd.DataFrame | None = None
-    verdicts: pd.DataFrame | None = None
-    conclusion: str = ""
-    energy_source: str = ""
-    elapsed_s: float = 0.0
-    train_tokens: int = 0
 
 
 def prepare_data(size: StudySize, corpus: str = DEFAULT_CORPUS) -> StudyData:
@@ -229,7 +189,6 @@ def run_study(
     from mlenergy.measure.provenance import collect_hardware, collect_software
     from mlenergy.models import check_device
     from mlenergy.store.preflight import check_output_folder, open_store_for_append
-    from mlenergy.studies.report import build_report
 
     t_start = time.perf_counter()
     spec_size = get_size(size)

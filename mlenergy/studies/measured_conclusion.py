@@ -227,7 +227,7 @@ def measured_conclusion(
 
     Args:
         everything: The findings on every configuration
-            (:class:`mlenergy.studies.measured_study.Findings`: rows, pairs, fits, claim).
+            (:class:`mlenergy.studies.measured_result.Findings`: rows, pairs, fits, claim).
         unstalled: The same without the configurations the host-bound rule flags (None: no
             configuration is flagged, so there is nothing to repeat).
         stalled: The flagged configurations.

@@ -41,7 +41,8 @@ from mlenergy.records import (
     new_run_id,
     utc_now,
 )
-from mlenergy.records.interval import FreshRun, within_run_basis
+from mlenergy.records.interval import FreshRun
+from mlenergy.records.run import within_run_basis
 from mlenergy.workloads.phases import phase_result
 
 
