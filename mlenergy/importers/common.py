@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from mlenergy.errors import UserError
+from mlenergy.models.info import model_info_from_config
 from mlenergy.records import ModelInfo, Software, canonical_json, sha256_hex
 from mlenergy.records.quality import ModelRef, model_ref
+from mlenergy.reference import default_configs_dir
 from mlenergy.reference.gpus import catalog_names, find_gpu
 from mlenergy.reference.precisions import precision_name, spelling
 
@@ -272,8 +274,6 @@ def model_info(
         UserError: No config and no parameter count (says where to put the config).
     """
     from mlenergy.estimate.configs import resolve_model_config
-    from mlenergy.models.info import model_info_from_config
-    from mlenergy.reference import default_configs_dir
     from mlenergy.reference.runs import published_model_info
 
     folder = configs_dir if configs_dir is not None else default_configs_dir()

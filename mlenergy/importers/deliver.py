@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from mlenergy.errors import UserError
+from mlenergy.errors import UserError, ValidationFailed
 from mlenergy.records import QualityResult, RunRecord
 
 Record = RunRecord | QualityResult
@@ -304,7 +304,6 @@ def _submit(
     echo: Callable[[str], None],
 ) -> DeliveryResult:
     """Queue the new records through the same validation and queue as ``mlenergy submit``."""
-    from mlenergy.errors import ValidationFailed
     from mlenergy.store.submissions import SubmissionQueue
     from mlenergy.store.validation import terminal_text
 

@@ -50,6 +50,7 @@ from mlenergy.leaderboard.estimate_tab import (
     estimator_choices,
 )
 from mlenergy.optimize.site import SITE_HOST_W_PER_GPU, SITE_PUE
+from mlenergy.store.validation import load_json
 
 ALL = "all"
 """The ``task`` (or ``quality``: ``"none"``) value meaning "no task filter"."""
@@ -422,8 +423,6 @@ def _uploaded_config(text: str) -> tuple[str, str]:
     the same config. The client never names a server file, and answers name the upload by
     :data:`UPLOADED_NAME`.
     """
-    from mlenergy.store.validation import load_json
-
     raw = text.encode("utf-8")
     if len(raw) > MAX_CONFIG_BYTES:
         raise refuse(f"config_json is over {MAX_CONFIG_BYTES // 1000} kB")

@@ -15,9 +15,11 @@ from pathlib import Path
 import gradio as gr
 
 from mlenergy.errors import UserError
+from mlenergy.estimate.api import estimate
 from mlenergy.leaderboard import plots as plots
 from mlenergy.leaderboard.client_errors import LOG, log_line, public_message
 from mlenergy.leaderboard.html import render_problems
+from mlenergy.reference.gpus import catalog_names
 
 PRIVATE = "private"
 
@@ -35,8 +37,6 @@ def estimator_available() -> bool:
 
 def estimator_choices() -> dict[str, list[str]]:
     """Reference models, catalog GPUs and precisions for the playground's pickers."""
-    from mlenergy.reference.gpus import catalog_names
-
     models: list[str] = []
     try:
         from mlenergy.reference import default_configs_dir
@@ -86,8 +86,6 @@ def estimate_figures(
     Raises:
         UserError: The estimator refused the inputs (its message says which).
     """
-    from mlenergy.estimate.api import estimate
-
     if not model or not gpu:
         raise UserError("pick a model (or upload a config.json) and a GPU", "name both")
     n = max(1, int(num_gpus or 1))

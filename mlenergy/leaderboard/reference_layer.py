@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from mlenergy.records import RunRecord
+from mlenergy.reference import reference_dir
 
 LAYER_REFERENCE = "reference"
 """``layer`` of the rows read from the shipped reference (read-only)."""
@@ -69,7 +70,6 @@ def reference_layer(root: str | Path | None = None) -> ReferenceLayer:
         UserError: ``$MLENERGY_REFERENCE_DIR`` names no folder, or the folder holds no
             leaderboard table.
     """
-    from mlenergy.reference import reference_dir
     from mlenergy.reference.runs import read_reference
 
     folder = Path(root) if root is not None else reference_dir()

@@ -32,6 +32,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from mlenergy.errors import UserError
+from mlenergy.measure.meter import EnergyMeter
 
 if TYPE_CHECKING:
     from mlenergy.measure.meter import EnergyMeter
@@ -194,8 +195,6 @@ def meter_for(
     Returns:
         The meter; its :attr:`~mlenergy.measure.EnergyMeter.scope` names the devices.
     """
-    from mlenergy.measure.meter import EnergyMeter
-
     return EnergyMeter(gpu_indices=measured_gpus(where, gpu_indices), **meter_options)
 
 

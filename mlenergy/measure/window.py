@@ -17,6 +17,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from mlenergy.errors import UserError
+from mlenergy.measure.scope import meter_for
 
 if TYPE_CHECKING:
     from mlenergy.measure.meter import EnergyMeter
@@ -68,8 +69,6 @@ class MeasuredWindow:
                 "Make a new window for each measurement",
             )
         if self._meter is None:
-            from mlenergy.measure.scope import meter_for
-
             self._meter = meter_for(self._where, self._gpu_indices)
         self._meter.begin(self.name)
         self._state = "open"

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from mlenergy.errors import UserError
+
 if TYPE_CHECKING:
     from transformers import PretrainedConfig
 
@@ -152,8 +154,6 @@ def preset_config(name: str) -> PretrainedConfig:
     Raises:
         UserError: If no preset has that name.
     """
-    from mlenergy.errors import UserError
-
     key = name.removeprefix(PRESET_PREFIX)
     if key not in PRESETS:
         raise UserError(

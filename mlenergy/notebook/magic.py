@@ -47,7 +47,15 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
+from mlenergy.errors import UserError
+from mlenergy.measure import measured_gpus, meter_for
+from mlenergy.measure.provenance import collect_hardware, collect_software
+from mlenergy.measure.scope import parse_gpu_indices
 from mlenergy.measure.window import MeasuredWindow, window_html
+from mlenergy.models import LoadedModel
+from mlenergy.models.experts import current_experts_backend
+from mlenergy.records import GenerationInfo, ModelInfo, Phase, PhaseResult, RunRecord, Workload
+from mlenergy.workloads.backends import resolve_generation
 
 DEFAULT_VAR = "energy_result"
 
@@ -77,9 +85,6 @@ def window_record(
         generation: How ``model.generate`` decoded (a
             :class:`~mlenergy.records.GenerationInfo`), or ``None`` when not known.
     """
-    from mlenergy.measure.provenance import collect_hardware, collect_software
-    from mlenergy.records import Phase, PhaseResult, RunRecord, Workload
-
     r = window.result
     if not r.resolvable:
         raise UsageError(
@@ -131,7 +136,6 @@ def store_dir(value: str | None) -> Path:
 
 
 def _model_info(shell: Any, name: str) -> Any:
-    from mlenergy.records import ModelInfo
 
     if name not in shell.user_ns:
         raise UsageError(f"--model {name}: no such variable in the notebook")
@@ -152,9 +156,6 @@ def apply_generation(obj: Any, policy: str) -> str:
     Raises:
         UsageError: For a bad policy or a model class that cannot compile.
     """
-    from mlenergy.errors import UserError
-    from mlenergy.workloads.backends import resolve_generation
-
     try:
         backend = resolve_generation(policy, obj.model, str(obj.device))
     except UserError as err:
@@ -182,9 +183,6 @@ def generation_info(obj: Any, backend: str, warmup_s: float) -> Any:
     The experts backend is the one set on the model (``as-set``); transformers' ``generate``
     decodes a ``grouped_mm`` model with ``batched_mm`` on a GPU (docs/measure.md).
     """
-    from mlenergy.measure.provenance import collect_software
-    from mlenergy.models.experts import current_experts_backend
-    from mlenergy.records import GenerationInfo
     from mlenergy.workloads.generation import compile_mode
 
     software = collect_software()
@@ -218,8 +216,6 @@ class EnergyMagics(Magics):
 
     def meter_for(self, where: Any, gpu_indices: list[int] | None) -> Any:
         """The meter over the devices the scope rule picks; reused while the scope holds."""
-        from mlenergy.measure import measured_gpus, meter_for
-
         gpus = measured_gpus(where, gpu_indices)
         if self._meter is not None and list(self._meter.gpu_indices) == gpus:
             return self._meter
@@ -304,8 +300,6 @@ class EnergyMagics(Magics):
 
     def _generation(self, args: Any, where: Any) -> str | None:
         """Apply ``--generation`` to the ``--model`` LoadedModel; ``None`` without one."""
-        from mlenergy.models import LoadedModel
-
         if not isinstance(where, LoadedModel):
             if args.generation is not None:
                 raise UsageError("--generation needs --model VAR naming a LoadedModel")
@@ -329,9 +323,6 @@ class EnergyMagics(Magics):
 
     def _scope(self, args: Any) -> tuple[Any, list[int] | None]:
         """What the cell runs (the ``--model`` variable) and the ``--gpu-indices`` override."""
-        from mlenergy.errors import UserError
-        from mlenergy.measure.scope import parse_gpu_indices
-
         where = None
         if args.model is not None:
             if args.model not in self.shell.user_ns:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from mlenergy.errors import UserError
+from mlenergy.reference import reference_dir
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -293,8 +294,6 @@ def default_published_quality_path() -> Path | None:
     Returns:
         The path, or ``None`` when ``$MLENERGY_REFERENCE_DIR`` names a folder without it.
     """
-    from mlenergy.reference import reference_dir
-
     path = published_quality_path(reference_dir())
     return path if path.is_file() else None
 

@@ -27,6 +27,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from mlenergy.errors import StoreError
+
 SEGMENT_SUFFIX = ".parquet"
 TMP_PREFIX = ".tmp-"
 JOURNAL_PREFIX = ".journal-"
@@ -200,8 +202,6 @@ def recover(results_dir: Path) -> int:
             try:
                 payload = json.loads(journal.read_text(encoding="utf-8"))
             except (OSError, ValueError) as exc:  # written atomically, so this is outside damage
-                from mlenergy.errors import StoreError
-
                 raise StoreError(
                     f"store journal {journal} is unreadable ({exc})",
                     "move it out of the results folder and check the newest segments",

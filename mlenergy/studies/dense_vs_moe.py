@@ -35,14 +35,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mlenergy.errors import UserError
+from mlenergy.measure import meter_for
+from mlenergy.measure.provenance import collect_hardware, collect_software
+from mlenergy.models import LoadedModel, ModelSource, check_device, model_info_from_config
 from mlenergy.progress import ProgressBar, progress_bar
 from mlenergy.quality.corpus import DEFAULT_CORPUS, load_corpus, split_corpus
 from mlenergy.quality.perplexity import encode_text, perplexity_record
 from mlenergy.quality.tokenizer import train_tokenizer
+from mlenergy.store.preflight import check_output_folder, open_store_for_append
 from mlenergy.studies.dense_vs_moe_result import StudyResult
 from mlenergy.studies.families import StudySize, Variant, get_size
 from mlenergy.studies.report import build_report
 from mlenergy.studies.turns import train_in_turns
+from mlenergy.workloads import InferenceSpec
+from mlenergy.workloads.inference import run_interleaved
 from mlenergy.workloads.training import TrainingSpec, train_model
 
 if TYPE_CHECKING:
@@ -185,11 +191,6 @@ def run_study(
     """
     import torch
 
-    from mlenergy.measure import meter_for
-    from mlenergy.measure.provenance import collect_hardware, collect_software
-    from mlenergy.models import check_device
-    from mlenergy.store.preflight import check_output_folder, open_store_for_append
-
     t_start = time.perf_counter()
     spec_size = get_size(size)
     _check_counts(steps, seeds)
@@ -301,8 +302,6 @@ def _train_one(
     ``wrap(meter, on_turn)``, when given, returns the meter to train with (the turn-taking one
     of :func:`~mlenergy.studies.turns.train_in_turns`).
     """
-    from mlenergy.models import model_info_from_config
-
     hardware, software = provenance
     tags = {
         "study": STUDY,
@@ -390,9 +389,6 @@ def _benchmark(
     One :func:`run_interleaved` per batch size, so the models compared at a batch size are
     measured next to each other in every round.
     """
-    from mlenergy.models import LoadedModel, ModelSource
-    from mlenergy.workloads.inference import run_interleaved
-
     models = []
     for t in trained:
         model = t.outcome.model
@@ -422,8 +418,6 @@ def _benchmark(
 
 def _inference_spec(size: StudySize, batch: int, seed: int, device: str) -> Any:
     """The study's inference benchmark at one batch size."""
-    from mlenergy.workloads import InferenceSpec
-
     return InferenceSpec(
         batch_sizes=(batch,),
         input_tokens=size.infer_input_tokens,

@@ -23,6 +23,7 @@ from mlenergy.quality.published import (
     unmatched_model_ids,
 )
 from mlenergy.records.metrics import task_benchmarks
+from mlenergy.reference import reference_dir
 from mlenergy.studies import measured as m
 from mlenergy.studies import measured_analysis as ma
 from mlenergy.studies.measured_conclusion import measured_conclusion
@@ -35,7 +36,6 @@ DEFAULT_REPORT_DIR = Path("reports/dense-vs-moe-measured")
 def _reference_dir(reference: str | Path | None) -> Path:
     if reference is not None:
         return Path(reference)
-    from mlenergy.reference import reference_dir
 
     return reference_dir()
 

@@ -10,9 +10,15 @@ from __future__ import annotations
 import os
 
 from mlenergy.errors import UserError
+from mlenergy.measure.provenance import collect_hardware, collect_software
+from mlenergy.models import load_model, model_info_from_config
+from mlenergy.models.loading import canonical_dtype, resolve_source
 from mlenergy.records import Hardware, QualityResult, RunRecord, Workload, utc_now
 from mlenergy.sweep.placement import run_meter, split_layers
+from mlenergy.sweep.quality_step import run_quality
 from mlenergy.sweep.spec import KEY_TAG, PLAN_TAG, RunSpec
+from mlenergy.workloads.inference import InferenceSpec, run_inference_sweep
+from mlenergy.workloads.serving.spec import ServingSpec
 
 Record = RunRecord | QualityResult
 
@@ -46,14 +52,11 @@ def execute_run(spec: RunSpec, idle_s: float = 0.0) -> list[Record]:
         return [_estimate(spec)]
     if spec.kind == "serve":
         return [_serve(spec, idle_s)]
-    from mlenergy.sweep.quality_step import run_quality
 
     return run_quality(spec, sweep_tags(spec))
 
 
 def _bench(spec: RunSpec, idle_s: float) -> RunRecord:
-    from mlenergy.models import load_model
-    from mlenergy.workloads.inference import InferenceSpec, run_inference_sweep
 
     inference = InferenceSpec(
         batch_sizes=(spec.batch_size,),
@@ -85,7 +88,6 @@ def _serve(spec: RunSpec, idle_s: float) -> RunRecord:
     import math
 
     from mlenergy.workloads.serving.runner import run_serving_bench
-    from mlenergy.workloads.serving.spec import ServingSpec
 
     serve = spec.serve
     if serve is None:
@@ -199,9 +201,6 @@ def failed_record(spec: RunSpec, error: str, reason: str, same_host: bool = True
     """
     if spec.kind != "bench":
         raise UserError(f"no failed record for a {spec.kind} run", "Report the error instead")
-    from mlenergy.measure.provenance import collect_hardware, collect_software
-    from mlenergy.models import model_info_from_config
-    from mlenergy.models.loading import canonical_dtype, resolve_source
 
     resolved = resolve_source(spec.model)
     weights = "pretrained" if resolved.pretrained else "random"

@@ -13,6 +13,8 @@ import random
 from pathlib import Path
 from typing import Literal
 
+from mlenergy.quality.tokenizer import as_transformers_tokenizer, train_tokenizer
+
 CHAT_TEMPLATE = (
     "{% for message in messages %}"
     "<|{{ message['role'] }}|>{{ message['content'] }}\n"
@@ -77,8 +79,6 @@ def save_tiny_served_model(
     """
     import torch
     from transformers import AutoModelForCausalLM, LlamaConfig, MixtralConfig
-
-    from mlenergy.quality.tokenizer import as_transformers_tokenizer, train_tokenizer
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)

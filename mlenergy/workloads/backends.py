@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mlenergy.errors import UserError
+from mlenergy.measure.provenance import collect_software
 from mlenergy.models.experts import (
     ExpertsChoice,
     choose_experts_backend,
@@ -142,8 +143,6 @@ class PreparedPoint:
 
     def info(self, warmup_s: float = 0.0) -> GenerationInfo:
         """The record's :class:`GenerationInfo`, ``warmup_s`` (warm-up generations) added."""
-        from mlenergy.measure.provenance import collect_software
-
         software = collect_software()
         return GenerationInfo(
             backend=self.generator.backend,

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from mlenergy.errors import Interrupted, UserError
 from mlenergy.records import RunRecord
+from mlenergy.workloads.bench import preflight
 from mlenergy.workloads.bench_child import RECORD_PREFIX
 from mlenergy.workloads.run_spread import combine_static
 
@@ -154,8 +155,6 @@ def run_bench_processes(
         UserError: Bad input (before any process starts), or a run that failed.
         Interrupted: On Ctrl-C; models whose runs had all ended are stored.
     """
-    from mlenergy.workloads.bench import preflight
-
     check_processes(processes)
     opts = options.validate()
     if opts.interleave:

@@ -29,6 +29,8 @@ from typing import Any
 
 import torch
 
+from mlenergy.measure.counter_period import windows_needed
+
 
 @dataclass
 class GenerationState:
@@ -391,8 +393,6 @@ class PassRunner:
 
     def passes_for(self, target_s: float) -> tuple[int, int]:
         """Passes of prefill and decode that fill ``target_s`` (1 and 1 without a target)."""
-        from mlenergy.measure.counter_period import windows_needed
-
         if target_s <= 0:
             return 1, 1
         t0 = time.perf_counter()

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mlenergy.errors import UserError
+from mlenergy.measure.provenance import collect_hardware, collect_software
+from mlenergy.models import load_model
 from mlenergy.models.experts import parse_experts_policy
 from mlenergy.progress import progress_bar
 from mlenergy.records import (
@@ -42,6 +44,7 @@ from mlenergy.records import (
 from mlenergy.workloads.backends import parse_generation_policy
 from mlenergy.workloads.phases import RepeatWindows, summarise_phases
 from mlenergy.workloads.point import measure_point
+from mlenergy.workloads.prompts import PromptSet
 from mlenergy.workloads.run_spread import mark_one_run
 
 if TYPE_CHECKING:
@@ -310,10 +313,6 @@ def run_inference_sweep(
     Raises:
         UserError: For a bad spec, model source or prompt source (before anything runs).
     """
-    from mlenergy.measure.provenance import collect_hardware, collect_software
-    from mlenergy.models import load_model
-    from mlenergy.workloads.prompts import PromptSet
-
     spec.validate()
     if isinstance(loaded_or_model_id, str):
         loaded = load_model(loaded_or_model_id, spec.dtype, spec.device, spec.seed)
@@ -381,9 +380,6 @@ def run_interleaved(
         Per model, one record per batch size (failed ones for out-of-memory arms).
     """
     from dataclasses import replace
-
-    from mlenergy.measure.provenance import collect_hardware, collect_software
-    from mlenergy.workloads.prompts import PromptSet
 
     spec.validate()
     idle = meter.measure_idle(spec.idle_s) if spec.idle_s > 0 else None

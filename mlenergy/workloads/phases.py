@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from mlenergy.measure.repeats import is_wide
+from mlenergy.measure.resolve import summed
 from mlenergy.records import GenerationInfo, Interval, Phase, PhaseResult, RepeatStats
 
 
@@ -110,8 +112,6 @@ def phase_result(
         energy = None
     noise: dict[str, Any] = {}
     if energy_stats is not None and energy_stats.ci95 is not None and tokens > 0:
-        from mlenergy.measure.repeats import is_wide
-
         ci = energy_stats.ci95
         noise = {
             "energy_per_token_j_ci95": Interval(low=ci.low / tokens, high=ci.high / tokens),
@@ -138,8 +138,6 @@ def summarise_phases(
     repeats: list[RepeatWindows], batch_size: int, input_tokens: int, output_tokens: int
 ) -> tuple[PhaseResult, ...]:
     """Turn measured repeats into prefill, decode and request phase results."""
-    from mlenergy.measure.resolve import summed
-
     pre_d = [r.prefill.duration_s for r in repeats]
     pre_e = [r.prefill.energy_j for r in repeats]
     steps = [t for r in repeats for t in r.step_times_s]

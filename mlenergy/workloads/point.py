@@ -13,6 +13,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from mlenergy.measure.resolve import measure_resolved
+from mlenergy.workloads.backends import prepare_point
 from mlenergy.workloads.phases import PointMeasurement, RepeatWindows
 
 if TYPE_CHECKING:
@@ -57,8 +59,6 @@ def measure_point(
         The window results of each repeat, the expert utilisation (``None`` for dense models
         or without warm-up), how it generated and the prepared point.
     """
-    from mlenergy.measure.resolve import measure_resolved
-    from mlenergy.workloads.backends import prepare_point
     from mlenergy.workloads.generation import PassRunner, generate
     from mlenergy.workloads.routing import ExpertCounter
 

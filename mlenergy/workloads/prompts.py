@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from mlenergy.errors import UserError
+from mlenergy.models.loading import hub_reachable
 
 if TYPE_CHECKING:
     import torch
@@ -173,8 +174,6 @@ def _load_texts(source: PromptSource, limit: int) -> list[str]:
                 ) from exc
             return _texts_of(ds, source.label, limit)
     else:
-        from mlenergy.models.loading import hub_reachable
-
         restore = _hub_offline_patch(not hub_reachable())
         try:
             ds = datasets.load_dataset(source.value, split=source.split)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mlenergy.errors import UserError
+from mlenergy.measure.provenance import collect_hardware, collect_software
 from mlenergy.quality.perplexity import PerplexityResult, perplexity
 from mlenergy.records import (
     Hardware,
@@ -338,8 +339,6 @@ def train_model(
     _check_stream(train_ids, spec.seq_len, "training")
     _check_stream(val_ids, spec.seq_len, "validation")
     if hardware is None or software is None:
-        from mlenergy.measure.provenance import collect_hardware, collect_software
-
         hardware = hardware or collect_hardware(meter)
         software = software or collect_software()
 

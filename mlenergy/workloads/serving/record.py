@@ -31,6 +31,7 @@ from mlenergy.records import (
     utc_now,
 )
 from mlenergy.records.serving import SPLIT_WINDOW_AGREEMENT as SPLIT_AGREEMENT
+from mlenergy.workloads.prompts import PromptSource
 from mlenergy.workloads.serving.energy_split import SplitResult, split_energy, timeline_energy_j
 from mlenergy.workloads.serving.server_queue import ServerCap, infer_cap
 from mlenergy.workloads.serving.spec import ServingSpec
@@ -140,7 +141,6 @@ def _workload(ctx: LevelContext, ok: list[RequestTiming], batch: float, cap: Ser
     spec = ctx.spec
     mean_out = sum(r.output_tokens for r in ok) / len(ok)
     mean_in = sum(r.prompt_tokens for r in ok) / len(ok)
-    from mlenergy.workloads.prompts import PromptSource
 
     return Workload(
         kind="inference",
@@ -294,7 +294,6 @@ def _split(
 def failed_record(ctx: LevelContext, error: str) -> RunRecord:
     """The record of a level that could not be measured (a sweep keeps it as a failed point)."""
     spec = ctx.spec
-    from mlenergy.workloads.prompts import PromptSource
 
     workload = Workload(
         kind="inference",

@@ -26,6 +26,7 @@ import httpx
 from mlenergy.errors import UserError
 from mlenergy.measure.counter_period import MIN_PERIODS
 from mlenergy.measure.host_bound import with_host_bound
+from mlenergy.measure.provenance import collect_hardware, collect_software
 from mlenergy.records import IdleBaseline, new_run_id
 from mlenergy.workloads.serving.arrivals import arrival_offsets_s
 from mlenergy.workloads.serving.client import (
@@ -265,7 +266,6 @@ def _context(
     launched: bool,
     log_path: Path | None,
 ) -> LevelContext:
-    from mlenergy.measure.provenance import collect_hardware, collect_software
 
     hardware = collect_hardware(power.meter)
     if power.meter is None:

@@ -9,6 +9,7 @@ from typing import Literal
 import psutil
 
 from mlenergy.errors import UserError
+from mlenergy.models import model_info_from_config, resolve_source
 from mlenergy.records import ModelInfo
 from mlenergy.workloads.serving.engine import check_endpoint
 
@@ -154,8 +155,6 @@ def describe_model(spec: ServingSpec) -> ModelInfo:
     Raises:
         UserError: Neither can be read as a model config (a remote server's model name).
     """
-    from mlenergy.models import model_info_from_config, resolve_source
-
     source = spec.model_config or spec.model
     try:
         resolved = resolve_source(source)
