@@ -30,6 +30,7 @@ class ProgressBar:
     ) -> None:
         self._bar: Any = None
         if enabled:
+            # lazy: tqdm.auto costs ~0.2 s at start-up; only a bar that is shown needs it
             from tqdm.auto import tqdm
 
             self._bar = tqdm(

@@ -8,6 +8,7 @@ prints as one line with exit status 2.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -18,12 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from mlenergy.errors import UserError
+from mlenergy.estimate.configs import resolve_model_config
 from mlenergy.models.info import model_info_from_config
 from mlenergy.records import ModelInfo, Software, canonical_json, sha256_hex
 from mlenergy.records.quality import ModelRef, model_ref
 from mlenergy.reference import default_configs_dir
 from mlenergy.reference.gpus import catalog_names, find_gpu
 from mlenergy.reference.precisions import precision_name, spelling
+from mlenergy.reference.runs import published_model_info
 
 IMPORTED_MLENERGY = "not used (imported)"
 """``Software.mlenergy`` of an imported record: the figures were not measured by this project.
@@ -159,8 +162,6 @@ def stable_id(prefix: str, *parts: object) -> str:
 
 def file_sha256(*paths: Path) -> str:
     """SHA-256 of the bytes of ``paths`` (in order), hex."""
-    import hashlib
-
     digest = hashlib.sha256()
     for path in paths:
         digest.update(path.read_bytes())
@@ -273,9 +274,6 @@ def model_info(
     Raises:
         UserError: No config and no parameter count (says where to put the config).
     """
-    from mlenergy.estimate.configs import resolve_model_config
-    from mlenergy.reference.runs import published_model_info
-
     folder = configs_dir if configs_dir is not None else default_configs_dir()
     if folder.is_dir():
         try:

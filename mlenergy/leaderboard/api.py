@@ -46,7 +46,6 @@ from mlenergy.leaderboard.context import AppContext, ViewChoices, normal_sources
 from mlenergy.leaderboard.estimate_tab import (
     PRECISIONS,
     estimate_figures,
-    estimator_available,
     estimator_choices,
 )
 from mlenergy.optimize.site import SITE_HOST_W_PER_GPU, SITE_PUE
@@ -184,9 +183,8 @@ def api_functions(ctx: AppContext) -> dict[str, Callable[..., dict]]:
         **_view_functions(ctx),
         **_power_functions(ctx),
         **_catalog_functions(ctx),
+        "estimate": _estimate_endpoint,
     }
-    if estimator_available():
-        functions["estimate"] = _estimate_endpoint
 
     def reload() -> dict:
         """Re-read the store if it changed (e.g. after approvals): ``changed`` and ``runs``."""

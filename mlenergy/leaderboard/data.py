@@ -294,7 +294,6 @@ class LeaderboardData:
         return {r.run_id: r for r in RunStore(self.data_dir).runs()}
 
     def _read_run(self, run_id: str) -> RunRecord | None:
-
         try:
             return RunStore(self.data_dir).get(run_id)
         except UserError:

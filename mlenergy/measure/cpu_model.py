@@ -49,10 +49,13 @@ Constants and sources
 from __future__ import annotations
 
 import os
+import platform
 import re
 import time
 from dataclasses import dataclass
 from functools import lru_cache
+
+import psutil
 
 from mlenergy.errors import UserError
 
@@ -100,7 +103,6 @@ def cpu_model_name() -> str | None:
                     return value.strip()
     except OSError:
         pass
-    import platform
 
     return platform.processor() or None
 
@@ -237,8 +239,6 @@ def running_children_cpu_s() -> float:
     except OSError:
         pass
     try:
-        import psutil
-
         total = 0.0
         for child in psutil.Process().children(recursive=True):
             try:

@@ -28,6 +28,7 @@ Every record names the devices it covers in its :class:`~mlenergy.records.Measur
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -72,8 +73,6 @@ def _current_cuda_index() -> int:
 
 def gpus_in_use() -> list[int]:
     """CUDA indices on which this process holds memory (none if torch has not started CUDA)."""
-    import sys
-
     torch = sys.modules.get("torch")
     if torch is None:
         return []

@@ -13,6 +13,7 @@ until the block has ended, and :class:`WindowFailed` if the block raised.
 
 from __future__ import annotations
 
+import html
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -153,7 +154,6 @@ class MeasuredWindow:
 
 def window_html(result: WindowResult) -> str:
     """A compact HTML table of one window: time, energy per device, average power, source."""
-    import html
 
     def cell(text: str) -> str:
         return f"<td style='text-align:right;padding:2px 8px'>{html.escape(text)}</td>"

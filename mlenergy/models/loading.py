@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlparse
 
+import psutil
+
 from mlenergy.errors import UserError, first_line
 from mlenergy.models.config_file import (
     config_file_model_id,
@@ -160,8 +162,6 @@ def check_device(device: str) -> str:
 
 def _check_fits_in_memory(config: PretrainedConfig, dtype: str, origin: str) -> None:
     """Refuse to build random weights that cannot fit in host memory."""
-    import psutil
-
     try:
         total, _ = parameter_counts(config)
     except Exception:  # not buildable as a causal LM: build_random reports it

@@ -22,6 +22,7 @@ _MAGICS: dict[int, Any] = {}
 
 def load_ipython_extension(ipython: Any) -> None:
     """Register the ``%%energy`` magic and the HTML formatters on ``ipython``."""
+    # lazy: the magic needs IPython, present only inside a kernel
     from mlenergy.notebook.magic import EnergyMagics
 
     magics = EnergyMagics(ipython)

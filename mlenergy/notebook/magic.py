@@ -40,6 +40,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,7 @@ from mlenergy.measure.window import MeasuredWindow, window_html
 from mlenergy.models import LoadedModel
 from mlenergy.models.experts import current_experts_backend
 from mlenergy.records import GenerationInfo, ModelInfo, Phase, PhaseResult, RunRecord, Workload
+from mlenergy.store import RunStore
 from mlenergy.workloads.backends import resolve_generation
 
 DEFAULT_VAR = "energy_result"
@@ -162,6 +164,7 @@ def apply_generation(obj: Any, policy: str) -> str:
         raise UsageError(str(err)) from None
     from transformers.generation.configuration_utils import CompileConfig
 
+    # lazy: torch, only when a cell measures a model
     from mlenergy.workloads.generation import compile_mode
 
     config = obj.model.generation_config
@@ -183,6 +186,7 @@ def generation_info(obj: Any, backend: str, warmup_s: float) -> Any:
     The experts backend is the one set on the model (``as-set``); transformers' ``generate``
     decodes a ``grouped_mm`` model with ``batched_mm`` on a GPU (docs/measure.md).
     """
+    # lazy: torch, only when a cell measures a model
     from mlenergy.workloads.generation import compile_mode
 
     software = collect_software()
@@ -308,8 +312,6 @@ class EnergyMagics(Magics):
 
     def _warm_up(self, cell: str, runs: int) -> float | None:
         """Run the cell ``runs`` times unmeasured; its seconds, or ``None`` if it raised."""
-        import time
-
         if runs == 0:
             return 0.0
         t0 = time.perf_counter()
@@ -337,8 +339,6 @@ class EnergyMagics(Magics):
     def _save(
         self, window: MeasuredWindow, info: Any, args: Any, cell: str, generation: Any = None
     ) -> None:
-        from mlenergy.store import RunStore
-
         record = window_record(
             window, self.meter, info, args.tokens, args.batch_size, cell, generation
         )

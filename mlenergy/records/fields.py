@@ -35,7 +35,6 @@ from mlenergy.records.submission import Submission
 
 
 def _models() -> list[type[BaseModel]]:
-
     return [
         RunRecord,
         ModelInfo,

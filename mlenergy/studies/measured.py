@@ -50,6 +50,7 @@ from mlenergy.records.metrics import (
 )
 from mlenergy.reference.gpus import catalog_name
 from mlenergy.reference.runs import read_reference
+from mlenergy.store import RunStore
 
 __all__ = [
     "QualityFigure",
@@ -360,8 +361,6 @@ def load_measured_runs(
     Raises:
         UserError: The reference folder is missing or holds no table.
     """
-    from mlenergy.store import RunStore
-
     store = RunStore(data_dir)
     runs = store.runs() if store.results_dir.is_dir() else []
     if not include_reference:

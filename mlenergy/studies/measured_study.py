@@ -24,6 +24,7 @@ from mlenergy.quality.published import (
 )
 from mlenergy.records.metrics import task_benchmarks
 from mlenergy.reference import reference_dir
+from mlenergy.store import RunStore
 from mlenergy.studies import measured as m
 from mlenergy.studies import measured_analysis as ma
 from mlenergy.studies.measured_conclusion import measured_conclusion
@@ -167,8 +168,6 @@ def _read_quality_records(
     Returns:
         The store's quality records.
     """
-    from mlenergy.store import RunStore
-
     configs = m.measured_frame(runs, gpu)
     if configs.empty:
         _no_measured_run(result, runs, gpu)

@@ -27,7 +27,6 @@ def _named(origin: str, key: str, value: Any, exc: UserError) -> UserError:
 
 
 def _gpus_here() -> int:
-
     gpus = discover_gpus()
     return len(gpus) if gpus is not None else 0
 

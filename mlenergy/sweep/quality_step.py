@@ -52,7 +52,6 @@ def _perplexity(spec: RunSpec, tags: dict[str, str]) -> QualityResult:
 
 
 def _lm_eval(spec: RunSpec, task: str, tags: dict[str, str]) -> list[QualityResult]:
-
     require_lm_eval()
     dtype = canonical_dtype(spec.precision)
     info = pretrained_info(spec.model, dtype)

@@ -7,6 +7,7 @@ store. Every record carries the run's key in ``tags["sweep_key"]``.
 
 from __future__ import annotations
 
+import math
 import os
 
 from mlenergy.errors import UserError
@@ -57,7 +58,6 @@ def execute_run(spec: RunSpec, idle_s: float = 0.0) -> list[Record]:
 
 
 def _bench(spec: RunSpec, idle_s: float) -> RunRecord:
-
     inference = InferenceSpec(
         batch_sizes=(spec.batch_size,),
         input_tokens=spec.input_tokens,
@@ -85,8 +85,7 @@ def _bench(spec: RunSpec, idle_s: float) -> RunRecord:
 
 def _serve(spec: RunSpec, idle_s: float) -> RunRecord:
     """One concurrency level of a serving engine; a failed level comes back as a failed point."""
-    import math
-
+    # lazy: the serving client (aiohttp, scipy), only for serving points
     from mlenergy.workloads.serving.runner import run_serving_bench
 
     serve = spec.serve
@@ -156,6 +155,7 @@ def estimate_record(spec: RunSpec) -> RunRecord:
     Raises:
         UserError: The estimator refuses the configuration.
     """
+    # lazy: the estimator's pandas stack, only for estimate points (not for a dry run)
     from mlenergy.estimate import estimate
     from mlenergy.estimate.to_record import to_run_record
 

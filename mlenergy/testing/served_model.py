@@ -10,6 +10,8 @@ template that runs such a folder on a CPU with continuous batching.
 from __future__ import annotations
 
 import random
+import shutil
+import sys
 from pathlib import Path
 from typing import Literal
 
@@ -120,9 +122,6 @@ def transformers_serve_command(extra: str = "") -> str:
     cache from all system memory). ``transformers serve`` has no concurrency cap flag, so
     ``{max_num_seqs}`` is not used by it.
     """
-    import shutil
-    import sys
-
     exe = shutil.which("transformers") or str(Path(sys.executable).parent / "transformers")
     return (
         f"{exe} serve {{model}} --host 127.0.0.1 --port {{port}} --continuous-batching "

@@ -156,6 +156,7 @@ class PreparedPoint:
 
 def _probe(generator: EagerGenerator, input_ids: torch.Tensor, output_tokens: int) -> float:
     """Median decode step time (s) of ``generator`` as it is now, after its warm-up."""
+    # lazy: torch, only when a model runs (plans and checks import this module)
     from mlenergy.workloads.generation import synchronize
 
     generator.warm(input_ids, output_tokens)
@@ -202,6 +203,7 @@ def prepare_point(
     Raises:
         UserError: For a bad policy, a backend the model cannot use.
     """
+    # lazy: torch, only when a model runs (plans and checks import this module)
     from mlenergy.workloads.generation import make_generator
 
     t0 = time.perf_counter()

@@ -20,6 +20,7 @@ from mlenergy.measure import measured_gpus, meter_for
 from mlenergy.models import load_model
 from mlenergy.models.loading import canonical_dtype, check_buildable, check_device, resolve_source
 from mlenergy.records import HOST_BOUND_MARK
+from mlenergy.store.preflight import open_store_for_append
 from mlenergy.workloads.backends import check_generation
 from mlenergy.workloads.inference import (
     InferenceSpec,
@@ -136,8 +137,6 @@ def preflight(
     Raises:
         UserError: For the first bad input.
     """
-    from mlenergy.store.preflight import open_store_for_append
-
     if not models:
         raise UserError("no --model given", "Pass e.g. --model preset:tiny-dense")
     spec.validate()

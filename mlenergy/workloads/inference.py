@@ -24,8 +24,9 @@ record and the sweep goes on.
 from __future__ import annotations
 
 import gc
+import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from mlenergy.errors import UserError
@@ -255,8 +256,6 @@ def run_point(
     ctx: _Context, batch_size: int, on_step: Callable[[], None] | None = None
 ) -> RunRecord:
     """Measure one batch size; return an ``ok`` record, or a ``failed`` one on out-of-memory."""
-    import time
-
     spec = ctx.spec
     start_s = time.time()
     common = _common(ctx, batch_size, utc_now())
@@ -379,8 +378,6 @@ def run_interleaved(
     Returns:
         Per model, one record per batch size (failed ones for out-of-memory arms).
     """
-    from dataclasses import replace
-
     spec.validate()
     idle = meter.measure_idle(spec.idle_s) if spec.idle_s > 0 else None
     hardware, software = collect_hardware(meter), collect_software()

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from mlenergy.measure.repeats import is_wide
 from mlenergy.measure.resolve import summed
 from mlenergy.records import GenerationInfo, Interval, Phase, PhaseResult, RepeatStats
@@ -57,7 +59,6 @@ class PointMeasurement:
 def _percentile(values: list[float], q: float) -> float | None:
     if not values:
         return None
-    import numpy as np
 
     return float(np.percentile(np.asarray(values, dtype=float), q))
 

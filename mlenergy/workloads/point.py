@@ -59,6 +59,7 @@ def measure_point(
         The window results of each repeat, the expert utilisation (``None`` for dense models
         or without warm-up), how it generated and the prepared point.
     """
+    # lazy: torch, only when a point runs (plans and checks import this module)
     from mlenergy.workloads.generation import PassRunner, generate
     from mlenergy.workloads.routing import ExpertCounter
 

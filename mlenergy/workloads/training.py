@@ -13,6 +13,7 @@ checkpoint interval, i.e. for the trained router.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -214,8 +215,6 @@ class _Curve:
         off by a whole period: like a window without energy, it leaves the energy unknown
         from there on, with a warning (use fewer checkpoints or more steps between them).
         """
-        import warnings
-
         self.duration_s += window.duration_s
         if not getattr(window, "resolvable", True):
             warnings.warn(

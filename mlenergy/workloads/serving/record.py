@@ -14,6 +14,7 @@ samples and the counter disagree by more than
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from mlenergy.measure.timeline import to_power_timeline
@@ -323,6 +324,4 @@ def failed_record(ctx: LevelContext, error: str) -> RunRecord:
 
 
 def _utc(unix_s: float) -> Any:
-    from datetime import UTC, datetime
-
     return datetime.fromtimestamp(unix_s, UTC)

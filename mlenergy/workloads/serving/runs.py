@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mlenergy.errors import Interrupted, UserError
+from mlenergy.store.preflight import open_store_for_append
 from mlenergy.workloads.run_spread import combine_serving
 from mlenergy.workloads.serving.runner import run_serving_bench, server_log_dir
 
@@ -67,8 +68,6 @@ def run_serving_runs(
         UserError: Bad input before anything runs, or a failure that stops the runner.
         Interrupted: On Ctrl-C; levels whose last run had ended are stored.
     """
-    from mlenergy.store.preflight import open_store_for_append
-
     check_runs(runs)
     if runs == 1:
         return run_serving_bench(spec, data_dir=data_dir, on_record=on_record)
