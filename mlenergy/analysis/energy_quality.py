@@ -217,7 +217,7 @@ def _per_seed_quality(training: pd.DataFrame, quality: pd.DataFrame) -> pd.DataF
     base = training[["variant", "seed", "run_id", "final_val_perplexity"]].copy()
     if not quality.empty and {"variant", "seed", "metric", "value"} <= set(quality.columns):
         q = quality[quality["metric"] == "perplexity"][["variant", "seed", "value"]]
-        q = q.groupby(["variant", "seed"], as_index=False)["value"].mean()
+        q = q.groupby(["variant", "seed"])["value"].mean().reset_index()
         base = base.merge(q, on=["variant", "seed"], how="left")
         base["final_val_perplexity"] = base["value"].fillna(base["final_val_perplexity"])
         base = base.drop(columns=["value"])

@@ -16,12 +16,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeGuard, overload
 
 from mlenergy.errors import UserError
 from mlenergy.estimate.configs import resolve_model_config
 from mlenergy.models.info import model_info_from_config
 from mlenergy.records import ModelInfo, Software, canonical_json, sha256_hex
+from mlenergy.records.provenance import Weights
 from mlenergy.records.quality import ModelRef, model_ref
 from mlenergy.reference import default_configs_dir
 from mlenergy.reference.gpus import catalog_names, find_gpu
@@ -91,11 +92,24 @@ def lookup(obj: Mapping[str, Any], key: str, default: Any = _MISSING) -> Any:
     return value
 
 
-def is_number(value: Any) -> bool:
+def is_number(value: Any) -> TypeGuard[float]:
     """True for a finite int or float (not a bool)."""
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
+@overload
+def number(
+    obj: Mapping[str, Any],
+    key: str,
+    path: Path | str,
+    *,
+    positive: bool = False,
+    required: Literal[True] = True,
+) -> float: ...
+@overload
+def number(
+    obj: Mapping[str, Any], key: str, path: Path | str, *, positive: bool = False, required: bool
+) -> float | None: ...
 def number(
     obj: Mapping[str, Any],
     key: str,
@@ -133,6 +147,12 @@ def number(
     return float(value)
 
 
+@overload
+def text(
+    obj: Mapping[str, Any], key: str, path: Path | str, *, required: Literal[True] = True
+) -> str: ...
+@overload
+def text(obj: Mapping[str, Any], key: str, path: Path | str, *, required: bool) -> str | None: ...
 def text(
     obj: Mapping[str, Any], key: str, path: Path | str, *, required: bool = True
 ) -> str | None:
@@ -246,7 +266,7 @@ def model_info(
     key: str,
     total_b: float | None = None,
     active_b: float | None = None,
-    weights: str = "pretrained",
+    weights: Weights = "pretrained",
     sizes_optional: bool = False,
 ) -> tuple[ModelInfo | ModelRef, str, str | None]:
     """Describe a model from its ``config.json`` (the estimator's one resolution rule).
@@ -279,7 +299,7 @@ def model_info(
         try:
             found = resolve_model_config(model_id, folder).path
             config = json.loads(found.read_text(encoding="utf-8"))
-            info = model_info_from_config(config, model_id, dtype, weights)  # type: ignore[arg-type]
+            info = model_info_from_config(config, model_id, dtype, weights)
             return info, f"config:{found.name}", normalise_dtype(config.get("torch_dtype"))
         except (UserError, ValueError, KeyError, TypeError):
             pass  # fall back to the published counts below
@@ -298,6 +318,7 @@ def model_info(
     return info.model_copy(update={"weights": weights}), source, None
 
 
+@overload
 def describe_model(
     model_id: str,
     dtype: str | None,
@@ -309,7 +330,36 @@ def describe_model(
     why_no_dtype: str = "the file names none",
     total_b: float | None = None,
     active_b: float | None = None,
-    weights: str = "pretrained",
+    weights: Weights = "pretrained",
+    sizes_optional: Literal[False] = False,
+) -> tuple[ModelInfo, str]: ...
+@overload
+def describe_model(
+    model_id: str,
+    dtype: str | None,
+    *,
+    configs_dir: Path | None,
+    path: Path | str,
+    key: str,
+    notes: list[str],
+    why_no_dtype: str = "the file names none",
+    total_b: float | None = None,
+    active_b: float | None = None,
+    weights: Weights = "pretrained",
+    sizes_optional: bool,
+) -> tuple[ModelInfo | ModelRef, str]: ...
+def describe_model(
+    model_id: str,
+    dtype: str | None,
+    *,
+    configs_dir: Path | None,
+    path: Path | str,
+    key: str,
+    notes: list[str],
+    why_no_dtype: str = "the file names none",
+    total_b: float | None = None,
+    active_b: float | None = None,
+    weights: Weights = "pretrained",
     sizes_optional: bool = False,
 ) -> tuple[ModelInfo | ModelRef, str]:
     """:func:`model_info`, with the config's ``torch_dtype`` when ``dtype`` is ``None``.

@@ -16,6 +16,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from mlenergy.errors import UserError
 from mlenergy.importers.common import (
@@ -74,6 +75,18 @@ class ZeusLogOptions:
     configs_dir: Path | None = None
     torch_version: str | None = None
     zeus_version: str | None = None
+
+    def __post_init__(self) -> None:
+        _kind(self.kind)  # a bad --kind is one clear line, before the log is read
+
+
+def _kind(text: str) -> Literal["inference", "training"]:
+    """The workload kind ``text`` names (``inference`` or ``training``)."""
+    if text == "inference":
+        return "inference"
+    if text == "training":
+        return "training"
+    raise UserError(f"--kind {text!r} is not a workload kind", "use inference or training")
 
 
 @dataclass
@@ -188,7 +201,7 @@ def _workload(name: str, win: _Window, opts: ZeusLogOptions, path: Path) -> Work
         )
     prefill = name == "prefill"
     return Workload(
-        kind=opts.kind,  # type: ignore[arg-type]
+        kind=_kind(opts.kind),
         task=opts.task or name,
         batch_size=batch,
         input_tokens=tokens // batch if prefill else 0,

@@ -290,10 +290,13 @@ class LeaderboardData:
         return self.memo(("run", run_id), lambda: self._read_run(run_id))
 
     def _read_all(self) -> dict[str, RunRecord]:
-
+        if self.data_dir is None:
+            return {}
         return {r.run_id: r for r in RunStore(self.data_dir).runs()}
 
     def _read_run(self, run_id: str) -> RunRecord | None:
+        if self.data_dir is None:
+            return None
         try:
             return RunStore(self.data_dir).get(run_id)
         except UserError:

@@ -190,7 +190,17 @@ def build_estimate_tab() -> None:
         button = gr.Button("Estimate", variant="primary", elem_id="est-run")
         text = gr.HTML(elem_id="est-result")
         figure = gr.Plot(elem_id="est-plot")
-    inputs = [model, upload, gpu, gpus, batch, tokens_in, tokens_out, prec, clock]
+    inputs: list[gr.Dropdown | gr.File | gr.Slider] = [
+        model,
+        upload,
+        gpu,
+        gpus,
+        batch,
+        tokens_in,
+        tokens_out,
+        prec,
+        clock,
+    ]
     button.click(run_estimate, inputs, [text, figure], api_visibility=PRIVATE)
     gr.on(
         [w.change for w in inputs],

@@ -56,6 +56,7 @@ from mlenergy.measure.window import MeasuredWindow, window_html
 from mlenergy.models import LoadedModel
 from mlenergy.models.experts import current_experts_backend
 from mlenergy.records import GenerationInfo, ModelInfo, Phase, PhaseResult, RunRecord, Workload
+from mlenergy.records.generation import GenerationBackend
 from mlenergy.store import RunStore
 from mlenergy.workloads.backends import resolve_generation
 
@@ -148,7 +149,7 @@ def _model_info(shell: Any, name: str) -> Any:
     return info
 
 
-def apply_generation(obj: Any, policy: str) -> str:
+def apply_generation(obj: Any, policy: str) -> GenerationBackend:
     """Set how ``obj.model.generate`` decodes; return the backend (``eager`` or compiled).
 
     Args:
@@ -180,7 +181,7 @@ def apply_generation(obj: Any, policy: str) -> str:
     return backend
 
 
-def generation_info(obj: Any, backend: str, warmup_s: float) -> Any:
+def generation_info(obj: Any, backend: GenerationBackend, warmup_s: float) -> Any:
     """The record's :class:`~mlenergy.records.GenerationInfo` of a cell's ``model.generate``.
 
     The experts backend is the one set on the model (``as-set``); transformers' ``generate``
@@ -193,12 +194,12 @@ def generation_info(obj: Any, backend: str, warmup_s: float) -> Any:
     experts = current_experts_backend(obj.model)
     compiled = backend == "compiled-static-cache"
     return GenerationInfo(
-        backend=backend,  # type: ignore[arg-type]
+        backend=backend,
         torch=software.torch or "unknown",
         transformers=software.transformers or "unknown",
         compile_mode=compile_mode(str(obj.device)) if compiled else None,
         warmup_s=warmup_s,
-        experts_backend=experts,  # type: ignore[arg-type]
+        experts_backend=experts,
         experts_backend_source="as-set" if experts else None,
     )
 
@@ -210,6 +211,13 @@ class EnergyMagics(Magics):
     def __init__(self, shell: Any) -> None:
         super().__init__(shell)
         self._meter: Any = None
+
+    @property
+    def _shell(self) -> Any:
+        """The IPython shell the magic runs in (given when the extension registers it)."""
+        if self.shell is None:
+            raise UsageError("%%energy runs inside an IPython shell")
+        return self.shell
 
     @property
     def meter(self) -> Any:
@@ -286,14 +294,14 @@ class EnergyMagics(Magics):
         window = MeasuredWindow(args.name, meter)
         try:
             with window:
-                if not self.shell.run_cell(cell).success:
+                if not self._shell.run_cell(cell).success:
                     raise _CellFailed
         except _CellFailed:
             # The failed window replaces any earlier result: reading it raises WindowFailed.
-            self.shell.user_ns[args.var] = window
+            self._shell.user_ns[args.var] = window
             print(f"%%energy: the cell raised; no energy is kept ({args.var} has no result)")
             return
-        self.shell.user_ns[args.var] = window
+        self._shell.user_ns[args.var] = window
         if not args.quiet:
             from IPython.display import HTML, display
 
@@ -302,7 +310,7 @@ class EnergyMagics(Magics):
             generation = generation_info(where, backend, warmup_s) if backend else None
             self._save(window, info, args, cell, generation)
 
-    def _generation(self, args: Any, where: Any) -> str | None:
+    def _generation(self, args: Any, where: Any) -> GenerationBackend | None:
         """Apply ``--generation`` to the ``--model`` LoadedModel; ``None`` without one."""
         if not isinstance(where, LoadedModel):
             if args.generation is not None:
@@ -316,7 +324,7 @@ class EnergyMagics(Magics):
             return 0.0
         t0 = time.perf_counter()
         for _ in range(runs):
-            if not self.shell.run_cell(cell).success:
+            if not self._shell.run_cell(cell).success:
                 print("%%energy: the warm-up run raised; nothing was measured")
                 return None
         seconds = time.perf_counter() - t0
@@ -327,9 +335,9 @@ class EnergyMagics(Magics):
         """What the cell runs (the ``--model`` variable) and the ``--gpu-indices`` override."""
         where = None
         if args.model is not None:
-            if args.model not in self.shell.user_ns:
+            if args.model not in self._shell.user_ns:
                 raise UsageError(f"--model {args.model}: no such variable in the notebook")
-            obj = self.shell.user_ns[args.model]
+            obj = self._shell.user_ns[args.model]
             where = obj if hasattr(obj, "model") or hasattr(obj, "parameters") else None
         try:
             return where, parse_gpu_indices(args.gpu_indices)

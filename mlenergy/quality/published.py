@@ -343,7 +343,7 @@ def _pick(candidates: Sequence[PublishedScore], mode: Mode | None) -> tuple[list
     unstated = [s for s in candidates if s.mode is None]
     if unstated:
         return unstated, "published setting does not state a mode"
-    other = sorted(modes - {None})[0]
+    other = sorted(m for m in modes if m is not None)[0]
     return list(candidates), f"only {other} scores are published (run looks {mode}); used as is"
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -156,7 +156,7 @@ class PhaseResult(FrozenModel):
         duration_s: float,
         energy_j: float | None,
         tokens: int,
-        **fields: object,
+        **fields: Any,
     ) -> PhaseResult:
         """Build a phase from its totals, deriving power, energy per token and throughput.
 
@@ -170,14 +170,13 @@ class PhaseResult(FrozenModel):
             tokens: Tokens processed in the phase.
             **fields: Any other :class:`PhaseResult` fields (latencies, repeats, devices).
         """
-        has_energy = energy_j is not None
         return cls(
             phase=phase,
             duration_s=duration_s,
             energy_j=energy_j,
-            avg_power_w=energy_j / duration_s if has_energy and duration_s > 0 else None,
+            avg_power_w=energy_j / duration_s if energy_j is not None and duration_s > 0 else None,
             tokens=tokens,
-            energy_per_token_j=energy_j / tokens if has_energy and tokens > 0 else None,
+            energy_per_token_j=energy_j / tokens if energy_j is not None and tokens > 0 else None,
             throughput_tokens_per_s=tokens / duration_s if duration_s > 0 and tokens > 0 else None,
             **fields,
         )

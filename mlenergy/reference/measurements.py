@@ -89,6 +89,11 @@ def architecture_family(config_id: str, is_moe: bool, configs_dir: str | Path | 
     return spec.kind
 
 
+def _or_nan(value: float | None) -> float:
+    """``value``, or NaN where the record has no figure (never a silent zero)."""
+    return float("nan") if value is None else float(value)
+
+
 def _serving_phase(rec: RunRecord) -> PhaseResult | None:
     """The headline phase when it has throughput and power above zero."""
     phase = headline_phase(rec)
@@ -141,8 +146,8 @@ def measurement_row(rec: RunRecord, configs_dir: str | Path | None = None) -> di
         "input_tokens": float("nan") if unknown_prompt else float(w.input_tokens),
         "output_tokens": mean_output_tokens(rec),
         "energy_per_token_j": float(phase.energy_per_token_j),
-        "throughput_tokens_per_s": float(phase.throughput_tokens_per_s),
-        "avg_power_w": float(phase.avg_power_w),
+        "throughput_tokens_per_s": _or_nan(phase.throughput_tokens_per_s),
+        "avg_power_w": _or_nan(phase.avg_power_w),
         "itl_s": phase.itl_p50_s,
         "kind": architecture_family(config_id, rec.model.is_moe, configs_dir),
         "legacy": rec.software.engine == V2_ENGINE,

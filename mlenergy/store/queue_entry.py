@@ -58,7 +58,8 @@ class QueuedSubmission(FrozenModel):
             approved_at=approved_at,
         )
         out: list[RunRecord | QualityResult] = []
-        for rec in [*self.submission.runs, *self.submission.quality]:
+        records: list[RunRecord | QualityResult] = [*self.submission.runs, *self.submission.quality]
+        for rec in records:
             reasons = (
                 tuple(unverified_reasons(facts_from_record(rec)))
                 if isinstance(rec, RunRecord)

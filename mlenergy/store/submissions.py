@@ -15,6 +15,7 @@ between is finished by approving again. A rejected bundle writes nothing at all.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import os
 import re
@@ -146,7 +147,7 @@ class SubmissionQueue:
 
     def list(self, status: Status | None = "pending") -> list[QueuedSubmission]:
         """Return queued submissions (``status=None``: all), oldest first."""
-        out: list[QueuedSubmission] = []
+        out: builtins.list[QueuedSubmission] = []
         decided = self._decided_ids()
         for state in _STATES if status is None else (status,):
             folder = self._dir(state)
@@ -163,7 +164,7 @@ class SubmissionQueue:
     def _decided_ids(self) -> set[str]:
         ids: set[str] = set()
         for state in ("approved", "rejected"):
-            folder = self._dir(state)  # type: ignore[arg-type]
+            folder = self._dir(state)
             if folder.is_dir():
                 ids.update(p.stem for p in folder.glob("*.json"))
         return ids
@@ -177,7 +178,7 @@ class SubmissionQueue:
         if not _ID_RE.match(submission_id or ""):
             raise UserError(f"invalid submission id {submission_id!r}", "copy it from the list")
         for state in ("approved", "rejected", "pending"):
-            path = self._dir(state) / f"{submission_id}.json"  # type: ignore[arg-type]
+            path = self._dir(state) / f"{submission_id}.json"
             if path.is_file():
                 return self._load(path)
         raise UserError(
@@ -185,7 +186,7 @@ class SubmissionQueue:
             "list them with `mlenergy submissions list`",
         )
 
-    def pending_hashes(self, pending: list[QueuedSubmission] | None = None) -> set[str]:
+    def pending_hashes(self, pending: builtins.list[QueuedSubmission] | None = None) -> set[str]:
         """Content hashes of the records waiting in the queue.
 
         Args:
@@ -311,8 +312,8 @@ class SubmissionQueue:
         return entry
 
     def _queued_meanwhile(
-        self, entry: QueuedSubmission, pending: list[QueuedSubmission]
-    ) -> list[str]:
+        self, entry: QueuedSubmission, pending: builtins.list[QueuedSubmission]
+    ) -> builtins.list[str]:
         """Records of ``entry`` that a bundle queued since validation duplicates or clashes with."""
         problems = []
         clash = self.pending_hashes(pending) & set(entry.content_hashes)
@@ -354,7 +355,7 @@ class SubmissionQueue:
             self._decide(entry, "approved", when, None)
         return result
 
-    def _recheck(self, entry: QueuedSubmission) -> list[str]:
+    def _recheck(self, entry: QueuedSubmission) -> builtins.list[str]:
         """Problems of a queued submission under today's rules, and ids the store now holds.
 
         An id stored meanwhile with other content (by an import, another approval) is a

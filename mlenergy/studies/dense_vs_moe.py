@@ -295,6 +295,7 @@ def _train_one(
     study_id: str,
     result: StudyResult,
     bar: Any,
+    *,
     wrap: Any = None,
 ) -> _Trained:
     """Train one model; append its training record at once.

@@ -15,7 +15,7 @@ import pandas as pd
 
 from mlenergy.errors import UserError
 from mlenergy.footprint import Footprint
-from mlenergy.progress import progress_bar
+from mlenergy.progress import ProgressBar, progress_bar
 from mlenergy.quality.published import (
     benchmarks,
     published_quality_path,
@@ -161,7 +161,7 @@ def _read_quality_records(
     itl_limit_ms: float,
     task_bench: dict[str, str],
     scores: list,
-    bar: object,
+    bar: ProgressBar,
 ) -> list:
     """Fill ``configs`` and ``rows`` (best configurations with quality) and the warnings.
 
@@ -171,7 +171,7 @@ def _read_quality_records(
     configs = m.measured_frame(runs, gpu)
     if configs.empty:
         _no_measured_run(result, runs, gpu)
-    bar.advance(2)  # type: ignore[attr-defined]
+    bar.advance(2)
     store = RunStore(result.data_dir)
     quality_records = store.quality() if store.results_dir.is_dir() else []
     best = m.best_configurations(configs, itl_limit_ms)
@@ -185,7 +185,7 @@ def _read_quality_records(
         result.rows, scores, sorted(set(task_bench.values())), quality_records
     )
     result.energy_note = _energy_note(configs)
-    bar.advance()  # type: ignore[attr-defined]
+    bar.advance()
     return quality_records
 
 

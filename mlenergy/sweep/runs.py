@@ -15,6 +15,7 @@ from mlenergy.measure.provenance import collect_hardware, collect_software
 from mlenergy.models import load_model, model_info_from_config
 from mlenergy.models.loading import canonical_dtype, resolve_source
 from mlenergy.records import Hardware, QualityResult, RunRecord, Workload, utc_now
+from mlenergy.records.provenance import Weights
 from mlenergy.sweep.placement import run_meter, split_layers
 from mlenergy.sweep.quality_step import run_quality
 from mlenergy.sweep.spec import KEY_TAG, PLAN_TAG, RunSpec
@@ -54,7 +55,7 @@ def execute_run(spec: RunSpec, idle_s: float = 0.0) -> list[Record]:
     if spec.kind == "serve":
         return [_serve(spec, idle_s)]
 
-    return run_quality(spec, sweep_tags(spec))
+    return [*run_quality(spec, sweep_tags(spec))]
 
 
 def _bench(spec: RunSpec, idle_s: float) -> RunRecord:
@@ -203,7 +204,7 @@ def failed_record(spec: RunSpec, error: str, reason: str, same_host: bool = True
         raise UserError(f"no failed record for a {spec.kind} run", "Report the error instead")
 
     resolved = resolve_source(spec.model)
-    weights = "pretrained" if resolved.pretrained else "random"
+    weights: Weights = "pretrained" if resolved.pretrained else "random"
     info = model_info_from_config(
         resolved.config, resolved.model_id, canonical_dtype(spec.precision), weights
     )

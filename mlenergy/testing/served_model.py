@@ -80,7 +80,7 @@ def save_tiny_served_model(
         ``folder``, the path the server must be given as ``model``.
     """
     import torch
-    from transformers import AutoModelForCausalLM, LlamaConfig, MixtralConfig
+    from transformers import AutoModelForCausalLM, LlamaConfig, MixtralConfig, PretrainedConfig
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -100,6 +100,7 @@ def save_tiny_served_model(
         "pad_token_id": tok.pad_token_id,
         "tie_word_embeddings": False,
     }
+    config: PretrainedConfig
     if kind == "dense":
         config = LlamaConfig(intermediate_size=128, **common)
     elif kind == "moe":

@@ -71,8 +71,8 @@ def _stats(values: list[float | None]) -> RepeatStats | None:
 
 def _mean_host(windows: list[Any]) -> dict[str, Any]:
     """Mean CPU package / DRAM energy measured beside the GPUs (nothing when not measured)."""
-    values = [getattr(w, "host_energy_j", None) for w in windows]
-    if not values or any(v is None for v in values):
+    values = [v for w in windows if (v := getattr(w, "host_energy_j", None)) is not None]
+    if not values or len(values) < len(windows):
         return {}
     devices = [w.host_energy_by_device_j for w in windows]
     keys = set().union(*devices)
@@ -167,10 +167,12 @@ def summarise_phases(
         [r.prefill.energy_by_device_j for r in repeats],
     )
     if output_tokens > 1:
-        dec_d = [r.decode.duration_s for r in repeats]
-        dec_e = [r.decode.energy_j for r in repeats]
-        dec_dev = [r.decode.energy_by_device_j for r in repeats]
-        dec_w = [r.decode for r in repeats]
+        dec_w = [r.decode for r in repeats if r.decode is not None]
+        if len(dec_w) != len(repeats):
+            raise ValueError("a repeat of a point with output tokens has no decode window")
+        dec_d = [w.duration_s for w in dec_w]
+        dec_e = [w.energy_j for w in dec_w]
+        dec_dev = [w.energy_by_device_j for w in dec_w]
         phases.append(
             phase_result(
                 Phase.DECODE,

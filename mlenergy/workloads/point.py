@@ -83,7 +83,8 @@ def measure_point(
     results = []
     for _ in range(repeats):
         pre, n_pre, _ = measure_resolved(meter, "prefill", work.prefill, n_pre)
-        dec, steps = None, []
+        dec = None
+        steps: list[float] = []
         if output_tokens > 1:
             dec, n_dec, steps = measure_resolved(meter, "decode", work.decode, n_dec)
         work.state = None

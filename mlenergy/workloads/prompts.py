@@ -122,7 +122,8 @@ def _hub_offline_patch(offline: bool) -> list[tuple[Any, str, Any]]:
     import datasets.config
     import huggingface_hub.constants
 
-    for module in (datasets.config, huggingface_hub.constants):
+    modules: tuple[Any, ...] = (datasets.config, huggingface_hub.constants)
+    for module in modules:
         if hasattr(module, "HF_HUB_OFFLINE"):
             restore.append((module, "HF_HUB_OFFLINE", module.HF_HUB_OFFLINE))
             module.HF_HUB_OFFLINE = True

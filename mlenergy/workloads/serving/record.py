@@ -174,12 +174,13 @@ def build_record(ctx: LevelContext, m: LevelMeasurement) -> RunRecord:
     ]
     e2e = [r.end_s - r.sent_s for r in ok if r.end_s is not None]
     itl = percentiles(itls)
+    ttft = percentiles(ttfts)
     phase = PhaseResult.from_totals(
         Phase.REQUEST,
         duration_s=m.window.duration_s,
         energy_j=m.window_energy_j,
         tokens=window_tokens,
-        ttft_s=percentiles(ttfts).p50 if ttfts else None,
+        ttft_s=ttft.p50 if ttft else None,
         itl_p50_s=itl.p50 if itl else None,
         itl_p90_s=itl.p90 if itl else None,
         itl_p99_s=itl.p99 if itl else None,

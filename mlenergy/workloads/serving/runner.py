@@ -13,6 +13,7 @@ half-written, and a launched server is stopped whatever happens.
 from __future__ import annotations
 
 import asyncio
+import functools
 import tempfile
 import threading
 import time
@@ -137,7 +138,7 @@ def negotiate_ignore_eos(
             order.reverse()
         for how in order:
             result = run_async(
-                lambda how=how: _probe(replace(probe, extra_body=IGNORE_EOS_BODIES[how]))
+                functools.partial(_probe, replace(probe, extra_body=IGNORE_EOS_BODIES[how]))
             )
             if result.ok:
                 return IGNORE_EOS_BODIES[how], how

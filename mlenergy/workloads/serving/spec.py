@@ -11,6 +11,7 @@ import psutil
 from mlenergy.errors import UserError
 from mlenergy.models import model_info_from_config, resolve_source
 from mlenergy.records import ModelInfo
+from mlenergy.records.provenance import Weights
 from mlenergy.workloads.serving.engine import check_endpoint
 
 
@@ -164,5 +165,5 @@ def describe_model(spec: ServingSpec) -> ModelInfo:
             "Pass --model-config with the model's config.json (or a folder, or a hub id)",
         ) from err
     dtype = str(getattr(resolved.config, "torch_dtype", None) or "unknown").removeprefix("torch.")
-    weights = "pretrained" if resolved.pretrained else "random"
+    weights: Weights = "pretrained" if resolved.pretrained else "random"
     return model_info_from_config(resolved.config, spec.model, dtype, weights)
