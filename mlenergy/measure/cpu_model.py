@@ -55,8 +55,6 @@ import time
 from dataclasses import dataclass
 from functools import lru_cache
 
-import psutil
-
 from mlenergy.errors import UserError
 
 CPU_TDP_ENV = "MLENERGY_CPU_TDP_W"
@@ -239,6 +237,9 @@ def running_children_cpu_s() -> float:
     except OSError:
         pass
     try:
+        # lazy: psutil (~60 ms at start-up) only where /proc cannot say
+        import psutil
+
         total = 0.0
         for child in psutil.Process().children(recursive=True):
             try:

@@ -12,8 +12,6 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import psutil
-
 from mlenergy.measure.cpu_model import cpu_model_name, usable_cpu_count
 from mlenergy.records import Hardware, Software
 
@@ -33,6 +31,9 @@ def _version(dist: str) -> str | None:
 
 def _memory_gb() -> float | None:
     try:
+        # lazy: psutil (~60 ms at start-up) only when a record's provenance is collected
+        import psutil
+
         return round(psutil.virtual_memory().total / 1e9, 2)
     except Exception:  # psutil missing or unreadable /proc: provenance stays partial
         return None

@@ -15,8 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlparse
 
-import psutil
-
 from mlenergy.errors import UserError, first_line
 from mlenergy.models.config_file import (
     config_file_model_id,
@@ -162,6 +160,9 @@ def check_device(device: str) -> str:
 
 def _check_fits_in_memory(config: PretrainedConfig, dtype: str, origin: str) -> None:
     """Refuse to build random weights that cannot fit in host memory."""
+    # lazy: psutil (~60 ms at start-up) only when random weights are built
+    import psutil
+
     try:
         total, _ = parameter_counts(config)
     except Exception:  # not buildable as a causal LM: build_random reports it

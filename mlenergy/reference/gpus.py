@@ -20,8 +20,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from mlenergy.errors import UserError
 from mlenergy.reference import PACKAGE_DIR, catalog_file
 from mlenergy.reference.precisions import tensor_cores
@@ -289,6 +287,9 @@ def load_gpu_spec_file(path: str | Path) -> GpuSpec:
                 "Fix the file's syntax",
             ) from None
     else:
+        # lazy: PyYAML (~25 ms at start-up) only for a maintainer file in YAML
+        import yaml
+
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:

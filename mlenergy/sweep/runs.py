@@ -20,7 +20,6 @@ from mlenergy.sweep.placement import run_meter, split_layers
 from mlenergy.sweep.quality_step import run_quality
 from mlenergy.sweep.spec import KEY_TAG, PLAN_TAG, RunSpec
 from mlenergy.workloads.inference import InferenceSpec, run_inference_sweep
-from mlenergy.workloads.serving.spec import ServingSpec
 
 Record = RunRecord | QualityResult
 
@@ -86,8 +85,9 @@ def _bench(spec: RunSpec, idle_s: float) -> RunRecord:
 
 def _serve(spec: RunSpec, idle_s: float) -> RunRecord:
     """One concurrency level of a serving engine; a failed level comes back as a failed point."""
-    # lazy: the serving client (aiohttp, scipy), only for serving points
+    # lazy: the serving client and engine (aiohttp, httpx, scipy), only for serving points
     from mlenergy.workloads.serving.runner import run_serving_bench
+    from mlenergy.workloads.serving.spec import ServingSpec
 
     serve = spec.serve
     if serve is None:
