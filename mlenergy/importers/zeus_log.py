@@ -76,18 +76,6 @@ class ZeusLogOptions:
     torch_version: str | None = None
     zeus_version: str | None = None
 
-    def __post_init__(self) -> None:
-        _kind(self.kind)  # a bad --kind is one clear line, before the log is read
-
-
-def _kind(text: str) -> Literal["inference", "training"]:
-    """The workload kind ``text`` names (``inference`` or ``training``)."""
-    if text == "inference":
-        return "inference"
-    if text == "training":
-        return "training"
-    raise UserError(f"--kind {text!r} is not a workload kind", "use inference or training")
-
 
 @dataclass
 class _Window:
@@ -200,8 +188,10 @@ def _workload(name: str, win: _Window, opts: ZeusLogOptions, path: Path) -> Work
             "or --kind training",
         )
     prefill = name == "prefill"
+    # read_log has checked --kind (inference or training)
+    kind: Literal["inference", "training"] = "training" if opts.kind == "training" else "inference"
     return Workload(
-        kind=_kind(opts.kind),
+        kind=kind,
         task=opts.task or name,
         batch_size=batch,
         input_tokens=tokens // batch if prefill else 0,
