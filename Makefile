@@ -56,6 +56,7 @@ lab: $(VENV)/.installed
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check mlenergy leaderboard tests benchmarks
 	$(BIN)/ruff format --check mlenergy leaderboard tests benchmarks
+	$(BIN)/mypy mlenergy
 
 format: $(VENV)/.installed-dev
 	$(BIN)/ruff format mlenergy leaderboard tests benchmarks

@@ -119,6 +119,7 @@ class ProgressBar:
             return
         stream = file if file is not None else sys.stderr
         if interactive(stream):
+            # lazy: tqdm.auto costs ~0.2 s at start-up; only a bar that is shown needs it
             from tqdm.auto import tqdm
 
             self._bar = tqdm(

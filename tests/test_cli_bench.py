@@ -254,14 +254,14 @@ def test_unwritable_data_dir_fails_before_any_model(monkeypatch, capsys):
 
 def test_fresh_data_dir_probe_leaves_nothing(tmp_path, monkeypatch, capsys):
     """The write probe runs before the models and leaves no folder behind on a later error."""
-    import mlenergy.models.loading as loading
+    import mlenergy.workloads.bench as bench_module
 
     def refuse(*args, **kwargs):
         from mlenergy.errors import UserError
 
         raise UserError("stop after the store probe")
 
-    monkeypatch.setattr(loading, "resolve_source", refuse)
+    monkeypatch.setattr(bench_module, "resolve_source", refuse)
     data = tmp_path / "new" / "data"
     rc = main(["bench", "-m", "preset:tiny-dense", "-b", "1", *FAST, "--data-dir", str(data)])
     assert rc == 2 and "stop after the store probe" in capsys.readouterr().err

@@ -1,10 +1,16 @@
-"""The import direction of the layout: lower layers never import higher ones.
+"""The import direction of the layout: lower layers never import higher ones, and no circles.
 
 Every package and top-level module of ``mlenergy/`` has a layer, and so do the two folders
 outside it that hold code: ``leaderboard/`` (the Space entry point) and ``benchmarks/``
 (performance scripts). The table lists only what exists, except the packages in ``PLANNED``,
 which are being built now and get their place in advance. A module may sit above its package
 (``MODULE_LAYER``); its package's other modules then never import it.
+
+Within a layer, modules import each other in one direction too: the graph of imports between
+modules of ``mlenergy/`` has no circle. Every import of one of our modules counts, wherever it
+is written: at module level, inside a function (it runs later, but the module still needs the
+other), and under ``if TYPE_CHECKING:`` (the annotation still names the other module's type).
+Two modules that need each other's types share a module below both.
 """
 
 import ast
@@ -90,6 +96,81 @@ def _imports(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.add(node.module)
     return names
+
+
+def _module_name(path: Path) -> str:
+    """The dotted name of a file under ``mlenergy/`` (a package's ``__init__`` is the package)."""
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def own_import_graph() -> dict[str, dict[str, int]]:
+    """Every module of ``mlenergy/`` -> the modules of ours it imports, with a line of each.
+
+    ``from mlenergy.a import b`` names module ``mlenergy.a.b`` when that is a module, else
+    ``mlenergy.a``; imports at module level, in functions and under ``TYPE_CHECKING`` all count.
+    """
+    files = {_module_name(p): p for p in sorted(PKG.rglob("*.py"))}
+
+    def resolve(name: str) -> str | None:
+        parts = name.split(".")
+        for end in range(len(parts), 0, -1):
+            if ".".join(parts[:end]) in files:
+                return ".".join(parts[:end])
+        return None
+
+    graph: dict[str, dict[str, int]] = {}
+    for module, path in files.items():
+        edges: dict[str, int] = {}
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [resolve(a.name) for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = [
+                    resolve(f"{node.module}.{a.name}") or resolve(node.module) for a in node.names
+                ]
+            else:
+                continue
+            for target in targets:
+                if target is not None and target != module:
+                    edges.setdefault(target, node.lineno)
+        graph[module] = edges
+    return graph
+
+
+def circles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
+    """The strongly connected parts of more than one module (Tarjan's algorithm), sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph.get(node, {}):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            part = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                part.append(top)
+                if top == node:
+                    break
+            if len(part) > 1:
+                found.append(sorted(part))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
 
 
 def _area(parts: list[str]) -> str:
@@ -178,3 +259,20 @@ def test_entry_points_and_benchmarks_import_the_package_only(area, path):
             f"{path.relative_to(ROOT)} imports {top}/"
         )
         _check_import(area, OUTSIDE_LAYER, path, name)
+
+
+def test_circles_finds_a_two_module_circle_and_nothing_else():
+    graph = {"a": {"b": 3}, "b": {"a": 7}, "c": {"a": 1}, "d": {}}
+    assert circles(graph) == [["a", "b"]]
+    assert circles({"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 1}}) == [["a", "b", "c"]]
+    assert circles({"a": {"b": 1}, "b": {}}) == []
+
+
+def test_no_import_circles():
+    graph = own_import_graph()
+    assert len(graph) > 200 and graph["mlenergy.records.metrics"], "the graph reads imports"
+    problems = []
+    for part in circles(graph):
+        edges = [f"{a} -> {b} (line {graph[a][b]})" for a in part for b in part if b in graph[a]]
+        problems.append("; ".join(edges))
+    assert not problems, "import circles (move the shared types down):\n" + "\n".join(problems)

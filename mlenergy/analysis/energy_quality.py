@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mlenergy.analysis.bootstrap import bootstrap_ci, bootstrap_ratio_ci
 from mlenergy.analysis.frontier import pareto_mask
 
 
@@ -216,7 +217,7 @@ def _per_seed_quality(training: pd.DataFrame, quality: pd.DataFrame) -> pd.DataF
     base = training[["variant", "seed", "run_id", "final_val_perplexity"]].copy()
     if not quality.empty and {"variant", "seed", "metric", "value"} <= set(quality.columns):
         q = quality[quality["metric"] == "perplexity"][["variant", "seed", "value"]]
-        q = q.groupby(["variant", "seed"], as_index=False)["value"].mean()
+        q = q.groupby(["variant", "seed"])["value"].mean().reset_index()
         base = base.merge(q, on=["variant", "seed"], how="left")
         base["final_val_perplexity"] = base["value"].fillna(base["final_val_perplexity"])
         base = base.drop(columns=["value"])
@@ -309,8 +310,6 @@ def model_summary(
         ``on_pareto_frontier`` (of ``energy_per_token_j`` versus ``final_val_perplexity``),
         ``target_perplexity`` and ``budget_j``.
     """
-    from mlenergy.analysis.bootstrap import bootstrap_ci
-
     desc_cols = [
         c
         for c in (
@@ -359,8 +358,6 @@ def compare_to_baseline(
         energy at the common target (``train_energy_ratio``) and the inference energy per
         token (``energy_per_token_ratio``): the ratio with ``_ci_low``/``_ci_high``.
     """
-    from mlenergy.analysis.bootstrap import bootstrap_ratio_ci
-
     a = per_seed[per_seed["variant"] == variant]
     b = per_seed[per_seed["variant"] == baseline]
     out: dict[str, Any] = {

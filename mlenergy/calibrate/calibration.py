@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -298,9 +299,11 @@ def fit(
     prior_w = np.sqrt([PRIORS[n][1] for n in priored])
     w = np.ones_like(throughput) if weights is None else np.sqrt(weights)
     log_thr, log_pow = np.log(throughput), np.log(power)
-    has_itl = itl is not None and bool(np.isfinite(itl).any())
-    log_itl = np.log(np.where(np.isfinite(itl), itl, 1.0)) if has_itl else None
-    w_itl = np.where(np.isfinite(itl), w, 0.0) * ITL_WEIGHT if has_itl else None
+    log_itl: np.ndarray | None = None
+    w_itl: np.ndarray | None = None
+    if itl is not None and bool(np.isfinite(itl).any()):
+        log_itl = np.log(np.where(np.isfinite(itl), itl, 1.0))
+        w_itl = np.where(np.isfinite(itl), w, 0.0) * ITL_WEIGHT
 
     def with_tasks(x: np.ndarray) -> Features:
         if not task_names:
@@ -315,7 +318,7 @@ def fit(
         r1 = np.log(out.throughput_tokens_per_s) - log_thr
         r2 = np.log(out.avg_power_w) - log_pow
         parts = [w * r1, w * r2, ENERGY_WEIGHT * w * (r2 - r1)]
-        if has_itl:
+        if w_itl is not None and log_itl is not None:
             parts.append(w_itl * (np.log(out.median_step_s) - log_itl))
         if prior_idx.size:
             parts.append(prior_w * (x[prior_idx] - prior_log))
@@ -387,7 +390,7 @@ def coefficient_table(c: Coefficients) -> list[tuple[str, float]]:
     ]
 
 
-def interval_quantiles(rows: pd.DataFrame) -> dict[str, float | None]:
+def interval_quantiles(rows: pd.DataFrame) -> dict[str, Any]:
     """Prediction-interval quantiles from cross-validated rows.
 
     Two classes are kept apart. The common interval (``log_q05``, ``log_q95``) comes from the
@@ -402,7 +405,7 @@ def interval_quantiles(rows: pd.DataFrame) -> dict[str, float | None]:
     logs = rows["log_ratio_energy"].to_numpy(float)
     hb = host_bound(rows)
     common = logs[~hb] if (~hb).any() else logs
-    out: dict[str, float | None] = {
+    out: dict[str, Any] = {
         "log_q05": float(np.quantile(common, 0.05)),
         "log_q95": float(np.quantile(common, 0.95)),
         "log_q05_host": None,

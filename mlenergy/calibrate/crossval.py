@@ -196,7 +196,8 @@ class CrossValidation:
 
         if not keys:
             return agg(df).to_frame("all").T
-        return df.groupby(keys).apply(agg, include_groups=False)
+        # pandas-stubs' apply takes no include_groups (pandas 2.2 needs it to stay quiet)
+        return df.groupby(keys).apply(agg, include_groups=False)  # type: ignore[call-overload]
 
     def meets_targets(self) -> dict[str, bool]:
         """Whether the overall figures meet :data:`TARGETS`."""

@@ -303,8 +303,7 @@ def _estimate_training(
 ) -> None:
     """Estimate and print one optimizer step of ``batch_size`` x ``seq_len`` tokens."""
     from mlenergy.commands.estimate_report import format_training
-    from mlenergy.estimate.training import estimate_training
-    from mlenergy.estimate.training_pipeline import format_pipeline
+    from mlenergy.estimate.training import estimate_training, format_pipeline
 
     est = estimate_training(
         model,

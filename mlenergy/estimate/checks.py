@@ -36,6 +36,11 @@ def expected_num_gpus(
     return np.maximum(tp * pp * dp, ep)
 
 
+def _got(rule: str, values: np.ndarray) -> Callable[[int], str]:
+    """The message of row ``i`` breaking ``rule``: the rule and the row's value."""
+    return lambda i: f"{rule}, got {values[i]:g}"
+
+
 def layout_mismatch(
     num_gpus: np.ndarray | float,
     tp: np.ndarray | float,
@@ -182,9 +187,7 @@ def check_values(
         ("input_tokens", input_tokens),
         ("output_tokens", output_tokens),
     ):
-        errors.flag_each(
-            arr <= 0, lambda i, name=name, arr=arr: f"{name} must be > 0, got {arr[i]:g}"
-        )
+        errors.flag_each(arr <= 0, _got(f"{name} must be > 0", arr))
     cap = max_num_seqs
     errors.flag_each(
         ~np.isnan(cap) & ((cap < 1) | (cap != np.round(cap))),
@@ -219,10 +222,7 @@ def check_parallel(
     fractional = (stacked < 1) | (stacked != np.round(stacked))
     if fractional.any():
         for (name, arr), bad in zip(degrees.items(), fractional, strict=True):
-            errors.flag_each(
-                bad,
-                lambda i, name=name, arr=arr: f"{name} must be a whole number >= 1, got {arr[i]:g}",
-            )
+            errors.flag_each(bad, _got(f"{name} must be a whole number >= 1", arr))
     n, tp, ep, dp, pp = (
         degrees[k]
         for k in (
@@ -239,7 +239,7 @@ def check_parallel(
         lambda i: f"data_parallel ({dp[i]:g}) does not divide num_gpus ({n[i]:g})",
     )
     errors.flag_each(
-        layout_mismatch(n, tp, ep, dp, pp),
+        np.asarray(layout_mismatch(n, tp, ep, dp, pp)),
         lambda i: (
             check_layout(n[i], tp[i], ep[i], dp[i], pp[i])
             + ". Omit --num-gpus to derive it from the parallel degrees"

@@ -224,7 +224,7 @@ class Coefficients:
         """A profile's overhead term: its fixed catalog value, else the fitted one."""
         value = BY_NAME[profile].overheads[term]
         if value != FITTED:
-            return float(value)  # type: ignore[arg-type]
+            return float(value)
         fitted = self.engine_overheads.get(profile, {})
         return float(fitted.get(term, OVERHEAD_START[term]))
 
@@ -247,7 +247,7 @@ class Coefficients:
             return float(lo), float(hi)
         return r.log_q05, r.log_q95
 
-    def replace(self, **kw: object) -> Coefficients:
+    def replace(self, **kw: Any) -> Coefficients:
         """A copy with some entries replaced: fields, report entries or ``<profile>.<term>``."""
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         report = {k: kw.pop(k) for k in list(kw) if k in REPORT_FIELDS}
@@ -262,10 +262,10 @@ class Coefficients:
                 profile, _, term = name.partition(".")
                 if profile not in BY_NAME or term not in OVERHEADS:
                     raise TypeError(f"no engine overhead {name}")
-                overheads.setdefault(profile, {})[term] = float(value)  # type: ignore[arg-type]
+                overheads.setdefault(profile, {})[term] = float(value)
             data["engine_overheads"] = overheads
         data.update(kw)
-        return Coefficients(**data)  # type: ignore[arg-type]
+        return Coefficients(**data)
 
     def to_dict(self) -> dict[str, object]:
         """The coefficients as JSON-ready data (the report is not part of them)."""

@@ -190,7 +190,8 @@ def engine_note(engine: str | None, task: str | None, resolved: str, mode: str =
         resolved: What :func:`resolve_engine` returned for them.
         mode: ``serving`` or ``offline`` (an offline job has no API server in front).
     """
-    key = (engine or "").strip().lower()
+    given = (engine or "").strip()
+    key = given.lower()
     if key in _BLANK:
         if resolved == CURRENT_ENGINE:
             return ""
@@ -208,6 +209,6 @@ def engine_note(engine: str | None, task: str | None, resolved: str, mode: str =
         else ""
     )
     return (
-        f"engine '{engine.strip()}' is read as {resolved}: {profile.setup.split(':')[0]} "
+        f"engine '{given}' is read as {resolved}: {profile.setup.split(':')[0]} "
         f"and its host costs, not any job run with vLLM {release}{offline}"
     )

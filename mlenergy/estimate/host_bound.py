@@ -83,7 +83,8 @@ def host_bound_mask(
         only = next(iter(task))
         codes, labels = np.zeros(1, dtype=np.int64), ["" if only is None else str(only)]
     else:
-        codes, labels = pd.factorize(pd.Series(list(task), dtype=object).fillna("").astype(str))
+        codes, uniques = pd.factorize(pd.Series(list(task), dtype=object).fillna("").astype(str))
+        labels = uniques.tolist()
     matching = np.array([canonical_task(t) in rule.tasks for t in labels], dtype=bool)
     task_match = matching[codes] if len(labels) else np.zeros(len(codes), dtype=bool)
     return (gpus == rule.gpu) & (count == rule.num_gpus) & task_match

@@ -32,6 +32,9 @@ batch.
 
 from __future__ import annotations
 
+import functools
+import operator
+
 import numpy as np
 
 from mlenergy.estimate.coefficients import Coefficients
@@ -174,6 +177,11 @@ def _served(serving: Prediction, tokens: np.ndarray) -> Phase:
     return tokens, t, serving.t_prefill_s * t / serving.step_s, serving
 
 
+def _added(parts: list[np.ndarray]) -> np.ndarray:
+    """The element-wise sum of the phases' arrays (broadcast as ``+`` does)."""
+    return functools.reduce(operator.add, parts)
+
+
 def _combine(base: Prediction, phases: list[Phase]) -> Prediction:
     """One job out of phases run one after the other (``base``: a :func:`_drain`).
 
@@ -185,9 +193,11 @@ def _combine(base: Prediction, phases: list[Phase]) -> Prediction:
     staggered starts are not modelled, so the drain keeps more sequences together than it
     would).
     """
-    tokens = sum(p[0] for p in phases)
-    t_total = sum(p[1] for p in phases)
-    out = {name: sum(getattr(p[3], name) * p[0] for p in phases) / tokens for name in MIXED_KEYS}
+    tokens = _added([p[0] for p in phases])
+    t_total = _added([p[1] for p in phases])
+    out = {
+        name: _added([getattr(p[3], name) * p[0] for p in phases]) / tokens for name in MIXED_KEYS
+    }
     infeasible, min_clock_power = base.power_limit_infeasible, base.min_clock_power_w
     for p_tokens, _, _, pred in (p for p in phases if p[3] is not base):
         infeasible = infeasible | (pred.power_limit_infeasible & (p_tokens > 0))
@@ -197,7 +207,7 @@ def _combine(base: Prediction, phases: list[Phase]) -> Prediction:
         throughput_tokens_per_s=tokens / t_total,
         avg_power_w=out["energy_per_token_j"] * tokens / t_total,
         job_duration_s=t_total,
-        prefill_duration_s=sum(p[2] for p in phases),
+        prefill_duration_s=_added([p[2] for p in phases]),
         power_limit_infeasible=infeasible,
         min_clock_power_w=min_clock_power,
     )

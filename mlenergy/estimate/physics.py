@@ -272,7 +272,8 @@ def _step_power(
     dyn_mem = pw.memory * (1.0 - seq_share) + pw.quant
     dyn_seq = pw.memory * seq_share
     power_gpu = idle + pw.base + pw.compute + dyn_mem + dyn_seq
-    return power_gpu, idle, pw.base, pw.compute, dyn_mem, dyn_seq
+    parts = (power_gpu, idle, pw.base, pw.compute, dyn_mem, dyn_seq)
+    return tuple(np.asarray(part, dtype=float) for part in parts)
 
 
 def predict(f: Features, c: Coefficients, job: JobStep | None = None) -> Prediction:

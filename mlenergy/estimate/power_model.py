@@ -142,8 +142,8 @@ def gpu_power(
 def throttled_clock(
     power_at: Callable[[np.ndarray], np.ndarray],
     clock: np.ndarray,
-    min_clock: np.ndarray,
-    cap_w: np.ndarray,
+    min_clock: np.ndarray | float,
+    cap_w: np.ndarray | float,
     rows: Callable[[np.ndarray], Callable[[np.ndarray], np.ndarray]] | None = None,
 ) -> np.ndarray:
     """The clock the driver settles at: the highest at or below ``clock`` whose draw fits.
@@ -155,8 +155,8 @@ def throttled_clock(
     Args:
         power_at: Power per GPU (W) of every row given a clock per row (MHz).
         clock: Requested clock per row (MHz), 1-D.
-        min_clock: Lowest clock per row (MHz).
-        cap_w: Power limit per GPU (W).
+        min_clock: Lowest clock per row, or one for every row (MHz).
+        cap_w: Power limit per GPU, per row or one for every row (W).
         rows: ``rows(idx)`` is ``power_at`` of the rows ``idx`` only, so the bisection
             evaluates the rows over the cap alone (default: ``power_at`` with the other rows
             at their requested clock, then ``[idx]``).

@@ -11,12 +11,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from mlenergy.errors import UserError
-from mlenergy.models.architecture import (
-    ArchitectureSpec,
-    count_parameters,
-    mixer_params,
-    mlp_params,
-)
+from mlenergy.models.architecture import ArchitectureSpec
+from mlenergy.models.parameters import count_parameters, mixer_params, mlp_params
 from mlenergy.reference.precisions import precision_name, precisions
 
 PRECISION_BYTES: dict[str, float] = {p.name: p.bytes_per_weight for p in precisions().values()}

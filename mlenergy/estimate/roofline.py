@@ -8,11 +8,21 @@ the serving rooflines and the training work combine memory and compute time with
 
 from __future__ import annotations
 
+from typing import overload
+
 import numpy as np
 
 from mlenergy.estimate.coefficients import Coefficients
 
 
+@overload
+def effective_bandwidth(
+    bandwidth_b_s: float, c: Coefficients, ceiling_b_s: float | None = None
+) -> float: ...
+@overload
+def effective_bandwidth(
+    bandwidth_b_s: np.ndarray, c: Coefficients, ceiling_b_s: float | None = None
+) -> np.ndarray: ...
 def effective_bandwidth(
     bandwidth_b_s: float | np.ndarray, c: Coefficients, ceiling_b_s: float | None = None
 ) -> float | np.ndarray:
@@ -32,7 +42,13 @@ def effective_bandwidth(
     return 1.0 / (1.0 / (c.eta_mem * bandwidth_b_s) + 1.0 / ceiling)
 
 
-def soft_max(x: np.ndarray, y: np.ndarray, p: float) -> np.ndarray:
+@overload
+def soft_max(x: float, y: float, p: float) -> float: ...
+@overload
+def soft_max(x: np.ndarray, y: np.ndarray | float, p: float) -> np.ndarray: ...
+@overload
+def soft_max(x: float, y: np.ndarray, p: float) -> np.ndarray: ...
+def soft_max(x: np.ndarray | float, y: np.ndarray | float, p: float) -> np.ndarray | float:
     """Smooth maximum ``(x^p + y^p)^(1/p)`` of two times (roofline with partial overlap)."""
     if p == 3.0:  # the shipped exponent: cube and cube root are much faster than power
         return np.cbrt(x * x * x + y * y * y)

@@ -190,7 +190,7 @@ def _features(
     cols["power_limit"] = req.power_limit_w if every else np.where(good, req.power_limit_w, np.nan)
     cols["engine"] = np.array([engine_code(e) for e in engines], dtype=float)
     seqs = np.where(good & ~np.isnan(req.max_num_seqs), req.max_num_seqs, cols["batch"])
-    memory = MemoryFeatures(*(cols[name] for name in MEMORY_KEYS), seqs=seqs)
+    memory = MemoryFeatures(**{name: cols[name] for name in MEMORY_KEYS}, seqs=seqs)
     return Features.from_columns(cols), memory
 
 
@@ -335,8 +335,15 @@ def estimate_table(
         cap_note = ""
         if defaulted[i]:
             cap_note = default_cap_note(jobs[i], together[i], gpu_names[i], int(replicas[i]))
-        notes = (engine_notes[i], key_notes[i], fit_warn[i], cap_note, queue_notes[i])
-        notes += (host_bound_note(coef.host_bound_rule),) if host[i] else ()  # type: ignore[arg-type]
+        notes: tuple[str, ...] = (
+            engine_notes[i],
+            key_notes[i],
+            fit_warn[i],
+            cap_note,
+            queue_notes[i],
+        )
+        rule = coef.host_bound_rule
+        notes += (host_bound_note(rule),) if host[i] and rule is not None else ()
         warnings[i] = "; ".join(x for x in notes if x)
     return EstimateTable(
         requests=req,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import asdict, dataclass, field
+from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -18,7 +19,7 @@ from mlenergy.estimate.requests import EstimateRequests
 
 if TYPE_CHECKING:
     from mlenergy.estimate.prediction import Prediction
-    from mlenergy.estimate.table import ModelOnGpu
+    from mlenergy.estimate.table_keys import ModelOnGpu
 
 BREAKDOWN_KEYS = {
     "prefill": "energy_prefill_j",
@@ -38,8 +39,6 @@ def estimator_version() -> str:
 
     Read once per process: the package metadata lookup costs more than an estimate.
     """
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version("mlenergy-lab")
     except PackageNotFoundError:

@@ -22,12 +22,13 @@ from typing import Any
 import numpy as np
 
 from mlenergy.errors import UserError
-from mlenergy.estimate.api import energy_source
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients
 from mlenergy.estimate.configs import resolve_model
 from mlenergy.estimate.power_model import lowest_clock_mhz
 from mlenergy.estimate.profile import build_profile, normalise_precision
+from mlenergy.estimate.table_rows import energy_source
 from mlenergy.estimate.training_memory import (
+    ACTIVATION_BYTES_PER_TOKEN_LAYER_HIDDEN,
     OPTIMIZER_BYTES_PER_PARAM,
     state_bytes,
     usable_gb,
@@ -44,9 +45,6 @@ from mlenergy.estimate.training_pipeline import (
     stage_work,
 )
 from mlenergy.reference.gpus import GpuSpec, resolve_gpu
-
-ACTIVATION_BYTES_PER_TOKEN_LAYER_HIDDEN = 34.0
-"""Stored activations per token, layer and hidden unit without recomputation (bytes)."""
 
 
 @dataclass(frozen=True)
@@ -425,3 +423,23 @@ def estimate_pipeline_stages(
                 e = power * t
                 out.append(StageInstructionEstimate(stage, inst, int(clock), t, e, energy_source()))
     return out
+
+
+def format_pipeline(est: TrainingEstimate) -> str:
+    """The stage split, schedule and bubble of a pipelined training estimate as text lines."""
+    layers = ",".join(str(s.layers) for s in est.stages)
+    mem = ", ".join(f"{s.memory_gb_per_gpu:.1f}" for s in est.stages)
+    slow = max(est.stages, key=lambda s: s.forward_s + s.backward_s)
+    waiting = (est.blocking_energy_j or 0.0) / est.energy_per_step_j
+    return (
+        f"  pipeline         : PP{est.pipeline_parallel} 1F1B, {est.microbatches} microbatches"
+        f" of {est.microbatch_size} sequence(s) per replica; layers per stage {layers}\n"
+        f"  bubble           : {est.bubble_fraction:.1%} of the {est.pipeline_duration_s:.3f} s"
+        f" pipeline (slowest stage {slow.stage}: "
+        f"{(slow.forward_s + slow.backward_s) * 1e3:.1f} ms per microbatch)\n"
+        f"  waiting GPUs     : {waiting:.1%} of the energy at {est.blocking_power_w:.0f} W each\n"
+        f"  memory per GPU   : {mem} GB by stage (stage 0 has the embedding, "
+        f"stage {est.pipeline_parallel - 1} the LM head)\n"
+        f"  after the flush  : {est.gradient_sync_s:.3f} s gradient sync, "
+        f"{est.optimizer_update_s:.3f} s Adam update"
+    )

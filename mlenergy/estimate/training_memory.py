@@ -26,6 +26,8 @@ ADAM_STATE_BYTES_PER_PARAM = 12.0
 """fp32 master weight and two fp32 moments per parameter."""
 OPTIMIZER_BYTES_PER_PARAM = WEIGHT_GRAD_BYTES_PER_PARAM + ADAM_STATE_BYTES_PER_PARAM
 """All of mixed-precision Adam's bytes per parameter (16)."""
+ACTIVATION_BYTES_PER_TOKEN_LAYER_HIDDEN = 34.0
+"""Stored activations per token, layer and hidden unit without recomputation (bytes)."""
 
 
 def state_bytes(params_gpu: float, data_parallel: float, fully_sharded: bool) -> float:

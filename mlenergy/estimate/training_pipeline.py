@@ -35,7 +35,7 @@ and serving: one voltage relation, and a GPU over its TDP runs at the lower cloc
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -43,12 +43,14 @@ from mlenergy.errors import UserError
 from mlenergy.estimate.coefficients import Coefficients
 from mlenergy.estimate.power_model import gpu_power, idle_power_w
 from mlenergy.estimate.roofline import effective_bandwidth
-from mlenergy.estimate.training_memory import OPTIMIZER_BYTES_PER_PARAM, state_bytes, usable_gb
+from mlenergy.estimate.training_memory import (
+    ACTIVATION_BYTES_PER_TOKEN_LAYER_HIDDEN,
+    OPTIMIZER_BYTES_PER_PARAM,
+    state_bytes,
+    usable_gb,
+)
 from mlenergy.estimate.training_physics import instruction_work, work_at_locked_clock
 from mlenergy.reference.gpus import GpuSpec
-
-if TYPE_CHECKING:
-    from mlenergy.estimate.training import TrainingEstimate
 
 ADAM_UPDATE_BYTES_PER_PARAM = OPTIMIZER_BYTES_PER_PARAM
 """Bytes streamed per parameter by the Adam update of a shard (states, weight, gradient)."""
@@ -162,8 +164,6 @@ def stage_memory_gb(
     params: float, layers: int, in_flight: int, tokens: int, hidden: int, tp: int, dp: int
 ) -> tuple[float, float]:
     """(weights + gradients + Adam shard, activations) per GPU of a stage, in GB."""
-    from mlenergy.estimate.training import ACTIVATION_BYTES_PER_TOKEN_LAYER_HIDDEN
-
     state = state_bytes(params / tp, dp, fully_sharded=False)
     act = ACTIVATION_BYTES_PER_TOKEN_LAYER_HIDDEN * tokens * hidden * layers * in_flight / tp
     return state / 1e9, act / 1e9
@@ -343,26 +343,6 @@ def _check_fits(stage: int, state_gb: float, act_gb: float, g: GpuSpec) -> None:
             "Use more pipeline stages or tensor parallelism, more data parallelism (Adam "
             "states shard over it), more --microbatches, or a GPU with more memory",
         )
-
-
-def format_pipeline(est: TrainingEstimate) -> str:
-    """The stage split, schedule and bubble of a pipelined training estimate as text lines."""
-    layers = ",".join(str(s.layers) for s in est.stages)
-    mem = ", ".join(f"{s.memory_gb_per_gpu:.1f}" for s in est.stages)
-    slow = max(est.stages, key=lambda s: s.forward_s + s.backward_s)
-    waiting = (est.blocking_energy_j or 0.0) / est.energy_per_step_j
-    return (
-        f"  pipeline         : PP{est.pipeline_parallel} 1F1B, {est.microbatches} microbatches"
-        f" of {est.microbatch_size} sequence(s) per replica; layers per stage {layers}\n"
-        f"  bubble           : {est.bubble_fraction:.1%} of the {est.pipeline_duration_s:.3f} s"
-        f" pipeline (slowest stage {slow.stage}: "
-        f"{(slow.forward_s + slow.backward_s) * 1e3:.1f} ms per microbatch)\n"
-        f"  waiting GPUs     : {waiting:.1%} of the energy at {est.blocking_power_w:.0f} W each\n"
-        f"  memory per GPU   : {mem} GB by stage (stage 0 has the embedding, "
-        f"stage {est.pipeline_parallel - 1} the LM head)\n"
-        f"  after the flush  : {est.gradient_sync_s:.3f} s gradient sync, "
-        f"{est.optimizer_update_s:.3f} s Adam update"
-    )
 
 
 def split_layers(num_layers: int, stages: int, layers_per_stage: list[int] | None) -> list[int]:

@@ -8,6 +8,7 @@ prints as one line with exit status 2.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -15,13 +16,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeGuard, overload
 
 from mlenergy.errors import UserError
+from mlenergy.estimate.configs import resolve_model_config
+from mlenergy.models.info import model_info_from_config
 from mlenergy.records import ModelInfo, Software, canonical_json, sha256_hex
+from mlenergy.records.provenance import Weights
 from mlenergy.records.quality import ModelRef, model_ref
+from mlenergy.reference import default_configs_dir
 from mlenergy.reference.gpus import catalog_names, find_gpu
 from mlenergy.reference.precisions import precision_name, spelling
+from mlenergy.reference.runs import published_model_info
 
 IMPORTED_MLENERGY = "not used (imported)"
 """``Software.mlenergy`` of an imported record: the figures were not measured by this project.
@@ -86,11 +92,24 @@ def lookup(obj: Mapping[str, Any], key: str, default: Any = _MISSING) -> Any:
     return value
 
 
-def is_number(value: Any) -> bool:
+def is_number(value: Any) -> TypeGuard[float]:
     """True for a finite int or float (not a bool)."""
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
+@overload
+def number(
+    obj: Mapping[str, Any],
+    key: str,
+    path: Path | str,
+    *,
+    positive: bool = False,
+    required: Literal[True] = True,
+) -> float: ...
+@overload
+def number(
+    obj: Mapping[str, Any], key: str, path: Path | str, *, positive: bool = False, required: bool
+) -> float | None: ...
 def number(
     obj: Mapping[str, Any],
     key: str,
@@ -128,6 +147,12 @@ def number(
     return float(value)
 
 
+@overload
+def text(
+    obj: Mapping[str, Any], key: str, path: Path | str, *, required: Literal[True] = True
+) -> str: ...
+@overload
+def text(obj: Mapping[str, Any], key: str, path: Path | str, *, required: bool) -> str | None: ...
 def text(
     obj: Mapping[str, Any], key: str, path: Path | str, *, required: bool = True
 ) -> str | None:
@@ -157,8 +182,6 @@ def stable_id(prefix: str, *parts: object) -> str:
 
 def file_sha256(*paths: Path) -> str:
     """SHA-256 of the bytes of ``paths`` (in order), hex."""
-    import hashlib
-
     digest = hashlib.sha256()
     for path in paths:
         digest.update(path.read_bytes())
@@ -243,7 +266,7 @@ def model_info(
     key: str,
     total_b: float | None = None,
     active_b: float | None = None,
-    weights: str = "pretrained",
+    weights: Weights = "pretrained",
     sizes_optional: bool = False,
 ) -> tuple[ModelInfo | ModelRef, str, str | None]:
     """Describe a model from its ``config.json`` (the estimator's one resolution rule).
@@ -271,17 +294,12 @@ def model_info(
     Raises:
         UserError: No config and no parameter count (says where to put the config).
     """
-    from mlenergy.estimate.configs import resolve_model_config
-    from mlenergy.models.info import model_info_from_config
-    from mlenergy.reference import default_configs_dir
-    from mlenergy.reference.runs import published_model_info
-
     folder = configs_dir if configs_dir is not None else default_configs_dir()
     if folder.is_dir():
         try:
             found = resolve_model_config(model_id, folder).path
             config = json.loads(found.read_text(encoding="utf-8"))
-            info = model_info_from_config(config, model_id, dtype, weights)  # type: ignore[arg-type]
+            info = model_info_from_config(config, model_id, dtype, weights)
             return info, f"config:{found.name}", normalise_dtype(config.get("torch_dtype"))
         except (UserError, ValueError, KeyError, TypeError):
             pass  # fall back to the published counts below
@@ -300,6 +318,7 @@ def model_info(
     return info.model_copy(update={"weights": weights}), source, None
 
 
+@overload
 def describe_model(
     model_id: str,
     dtype: str | None,
@@ -311,7 +330,36 @@ def describe_model(
     why_no_dtype: str = "the file names none",
     total_b: float | None = None,
     active_b: float | None = None,
-    weights: str = "pretrained",
+    weights: Weights = "pretrained",
+    sizes_optional: Literal[False] = False,
+) -> tuple[ModelInfo, str]: ...
+@overload
+def describe_model(
+    model_id: str,
+    dtype: str | None,
+    *,
+    configs_dir: Path | None,
+    path: Path | str,
+    key: str,
+    notes: list[str],
+    why_no_dtype: str = "the file names none",
+    total_b: float | None = None,
+    active_b: float | None = None,
+    weights: Weights = "pretrained",
+    sizes_optional: bool,
+) -> tuple[ModelInfo | ModelRef, str]: ...
+def describe_model(
+    model_id: str,
+    dtype: str | None,
+    *,
+    configs_dir: Path | None,
+    path: Path | str,
+    key: str,
+    notes: list[str],
+    why_no_dtype: str = "the file names none",
+    total_b: float | None = None,
+    active_b: float | None = None,
+    weights: Weights = "pretrained",
     sizes_optional: bool = False,
 ) -> tuple[ModelInfo | ModelRef, str]:
     """:func:`model_info`, with the config's ``torch_dtype`` when ``dtype`` is ``None``.

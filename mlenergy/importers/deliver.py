@@ -17,8 +17,13 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from mlenergy.errors import UserError
+from mlenergy.errors import UserError, ValidationFailed
 from mlenergy.records import QualityResult, RunRecord
+from mlenergy.store import RunStore
+from mlenergy.store.gpus import gpu_lookup
+from mlenergy.store.rules import check_run
+from mlenergy.store.submissions import SubmissionQueue
+from mlenergy.store.validation import terminal_text
 
 Record = RunRecord | QualityResult
 
@@ -118,8 +123,6 @@ def unique_records(batches: Sequence[ImportBatch]) -> list[Record]:
 
 def _stored_keys(data_dir: Path) -> set[str]:
     """Ids and content hashes of every stored record (runs and quality)."""
-    from mlenergy.store import RunStore
-
     store = RunStore(data_dir)
     keys = set(store.run_hashes()) | store.content_hashes()
     if store.results_dir.is_dir():
@@ -176,8 +179,6 @@ def deliver(
 
 def _append(records: list[Record], data_dir: Path, echo: Callable[[str], None]) -> DeliveryResult:
     """Append the records the store does not hold yet (by id or content hash)."""
-    from mlenergy.store import RunStore
-
     store = RunStore(data_dir)
     store.ensure_writable()
     known = _stored_keys(data_dir)
@@ -257,10 +258,6 @@ def _say_submission_problems(
     The records are stored all the same: the rules judge community submissions. The GPUs are
     looked up as ``mlenergy submit`` does (the catalog, then the store's admitted GPUs).
     """
-    from mlenergy.store.gpus import gpu_lookup
-    from mlenergy.store.rules import check_run
-    from mlenergy.store.submissions import SubmissionQueue
-
     lookup = gpu_lookup(SubmissionQueue(data_dir).root)
     for record in records:
         if isinstance(record, RunRecord):
@@ -304,10 +301,6 @@ def _submit(
     echo: Callable[[str], None],
 ) -> DeliveryResult:
     """Queue the new records through the same validation and queue as ``mlenergy submit``."""
-    from mlenergy.errors import ValidationFailed
-    from mlenergy.store.submissions import SubmissionQueue
-    from mlenergy.store.validation import terminal_text
-
     queue = SubmissionQueue(data_dir)  # the GPU lookup of `mlenergy submit`
     known = _stored_keys(data_dir) | queue.pending_hashes()
     for entry in queue.list("pending"):

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from mlenergy.errors import UserError
 from mlenergy.importers.common import fail
 
@@ -88,8 +90,6 @@ def read_yaml(path: Path) -> dict[str, Any]:
     Raises:
         UserError: The file is not readable YAML or not a mapping.
     """
-    import yaml
-
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (yaml.YAMLError, OSError, UnicodeDecodeError) as exc:

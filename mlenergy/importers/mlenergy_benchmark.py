@@ -125,7 +125,7 @@ def _by_device(results: dict[str, Any], energy: float, path: Path) -> dict[str, 
     for gpu in gpu_energy:
         out[f"gpu:{gpu}"] = number(
             gpu_energy, str(gpu), f"{path} steady_state_measurement.gpu_energy", positive=True
-        )  # type: ignore[assignment]
+        )
     summed = sum(out.values())
     if abs(summed - energy) > 0.01 * energy:
         raise fail(
@@ -380,7 +380,7 @@ def read_run(run_dir: Path, opts: HarnessOptions | None = None) -> ImportBatch:
         notes.append("harness version not recorded in results.json: pass --harness-version")
     record = RunRecord(
         run_id=stable_id("mleb", digest, task),
-        created_at=ended or started,
+        created_at=ended or started or datetime.now(UTC),  # _when gives at least one
         started_at=started,
         ended_at=ended,
         model=setup.model,

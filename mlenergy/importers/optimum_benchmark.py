@@ -103,7 +103,7 @@ def _latency_s(report: dict[str, Any], target: str, path: Path) -> float:
         raise fail(path, key, "missing", "run optimum-benchmark with scenario.latency=true")
     if latency.get("unit") != "s":
         raise fail(path, f"{key}.unit", f"expected 's', got {latency.get('unit')!r}")
-    return number(latency, "mean", f"{path} {key}", positive=True)  # type: ignore[return-value]
+    return number(latency, "mean", f"{path} {key}", positive=True)
 
 
 def _decode_tokens(data: dict[str, Any], path: Path, energy_total_j: float) -> int:
@@ -113,13 +113,13 @@ def _decode_tokens(data: dict[str, Any], path: Path, energy_total_j: float) -> i
     new = number(data, "config.scenario.generate_kwargs.max_new_tokens", path, required=False)
     if new is None:
         new = number(data, "config.scenario.new_tokens", path, required=False) or 100
-    tokens = round(batch * beams * (new - 1))  # type: ignore[operator]
+    tokens = round(batch * beams * (new - 1))
     if tokens < 1:
         raise fail(path, "config.scenario.generate_kwargs.max_new_tokens", "decode makes no token")
     eff = lookup(data, "report.decode.efficiency", None)
     if isinstance(eff, dict) and eff.get("unit") == "tokens/kWh":
         value = number(eff, "value", f"{path} report.decode.efficiency", positive=True)
-        implied = value * energy_total_j / KWH_TO_J  # type: ignore[operator]
+        implied = value * energy_total_j / KWH_TO_J
         if abs(implied - tokens) > 0.01 * tokens:
             raise fail(
                 path,
@@ -208,7 +208,7 @@ def read_report(path: Path, opts: OptimumOptions | None = None) -> ImportBatch:
     opts = opts or OptimumOptions()
     data = load_json_object(path)
     report, config, backend, env = _sections(data, path)
-    model_id = normalise_model_id(text(data, "config.backend.model", path))  # type: ignore[arg-type]
+    model_id = normalise_model_id(text(data, "config.backend.model", path))
     notes: list[str] = []
     model, _ = describe_model(
         model_id,
@@ -222,8 +222,8 @@ def read_report(path: Path, opts: OptimumOptions | None = None) -> ImportBatch:
     )
     pre_e, dec_e = _energy_j(report, "prefill", path), _energy_j(report, "decode", path)
     pre_t, dec_t = _latency_s(report, "prefill", path), _latency_s(report, "decode", path)
-    batch = int(number(data, "config.scenario.input_shapes.batch_size", path, positive=True))  # type: ignore[arg-type]
-    seq = int(number(data, "config.scenario.input_shapes.sequence_length", path, positive=True))  # type: ignore[arg-type]
+    batch = int(number(data, "config.scenario.input_shapes.batch_size", path, positive=True))
+    seq = int(number(data, "config.scenario.input_shapes.sequence_length", path, positive=True))
     dec_tokens = _decode_tokens(data, path, dec_e["total"])
     hw, gpu_name = _hardware(env, backend, path, opts)
     digest = file_sha256(path)

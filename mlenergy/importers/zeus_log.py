@@ -16,6 +16,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from mlenergy.errors import UserError
 from mlenergy.importers.common import (
@@ -187,8 +188,10 @@ def _workload(name: str, win: _Window, opts: ZeusLogOptions, path: Path) -> Work
             "or --kind training",
         )
     prefill = name == "prefill"
+    # read_log has checked --kind (inference or training)
+    kind: Literal["inference", "training"] = "training" if opts.kind == "training" else "inference"
     return Workload(
-        kind=opts.kind,  # type: ignore[arg-type]
+        kind=kind,
         task=opts.task or name,
         batch_size=batch,
         input_tokens=tokens // batch if prefill else 0,

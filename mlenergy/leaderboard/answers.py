@@ -91,16 +91,16 @@ def table_page(
     shown = tuple(
         c for c in lb.COLUMNS if columns is None or c.name in columns or c.name == "model_id"
     )
-    active = footprint is not None and footprint.active
-    if active:
+    view = footprint if footprint is not None and footprint.active else None
+    if view is not None:
         shown = with_footprint(shown)
 
     def _render() -> tuple[str, str, int]:
         res = table_result(ctx, quality_key, q)
-        rows = footprint.attach(res.page_rows) if active else res.page_rows
+        rows = view.attach(res.page_rows) if view is not None else res.page_rows
         return render_table(rows, shown), table_status(ctx, res), res.page
 
-    setting = footprint.key() if active else None
+    setting = view.key() if view is not None else None
     key = ("table-html", quality_key or None, q, tuple(c.name for c in shown), setting)
     return ctx.data.memo(key, _render)
 
@@ -112,13 +112,13 @@ def table_csv(
     footprint: ViewFootprint | None = None,
 ) -> str:
     """Every row of the query (all pages) as CSV text, with carbon and cost when set (memoised)."""
-    active = footprint is not None and footprint.active
+    view = footprint if footprint is not None and footprint.active else None
 
     def _csv() -> str:
         rows = table_result(ctx, quality_key, q).rows
-        return lb.to_csv(footprint.attach(rows) if active else rows)
+        return lb.to_csv(view.attach(rows) if view is not None else rows)
 
-    setting = footprint.key() if active else None
+    setting = view.key() if view is not None else None
     return ctx.data.memo(("csv", quality_key or None, replace(q, page=1), setting), _csv)
 
 
@@ -178,7 +178,7 @@ def model_runs(ctx: AppContext, model_id: str, quality_key: str | None) -> list[
     """The run picker's choices for one model: ``(label, run_id)``."""
     rows = model_rows(ctx, model_id, quality_key)
     return [
-        (f"{r.task} · {r.hardware} x{r.accelerator_count} · {r.run_id}", r.run_id)
+        (f"{r.task} · {r.hardware} x{r.accelerator_count} · {r.run_id}", str(r.run_id))
         for r in rows.itertuples()
     ]
 

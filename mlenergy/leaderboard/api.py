@@ -46,10 +46,10 @@ from mlenergy.leaderboard.context import AppContext, ViewChoices, normal_sources
 from mlenergy.leaderboard.estimate_tab import (
     PRECISIONS,
     estimate_figures,
-    estimator_available,
     estimator_choices,
 )
 from mlenergy.optimize.site import SITE_HOST_W_PER_GPU, SITE_PUE
+from mlenergy.store.validation import load_json
 
 ALL = "all"
 """The ``task`` (or ``quality``: ``"none"``) value meaning "no task filter"."""
@@ -183,9 +183,8 @@ def api_functions(ctx: AppContext) -> dict[str, Callable[..., dict]]:
         **_view_functions(ctx),
         **_power_functions(ctx),
         **_catalog_functions(ctx),
+        "estimate": _estimate_endpoint,
     }
-    if estimator_available():
-        functions["estimate"] = _estimate_endpoint
 
     def reload() -> dict:
         """Re-read the store if it changed (e.g. after approvals): ``changed`` and ``runs``."""
@@ -422,8 +421,6 @@ def _uploaded_config(text: str) -> tuple[str, str]:
     the same config. The client never names a server file, and answers name the upload by
     :data:`UPLOADED_NAME`.
     """
-    from mlenergy.store.validation import load_json
-
     raw = text.encode("utf-8")
     if len(raw) > MAX_CONFIG_BYTES:
         raise refuse(f"config_json is over {MAX_CONFIG_BYTES // 1000} kB")

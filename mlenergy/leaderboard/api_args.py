@@ -12,7 +12,7 @@ import logging
 import math
 import re
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Literal, ParamSpec, TypeVar, overload
 
 import gradio as gr
 
@@ -27,7 +27,8 @@ MAX_TEXT_CHARS = 500
 """Longest text argument."""
 _SERVER_PATH = re.compile(r"(?<![\w.])(?:[A-Za-z]:)?[/\\](?:[\w.\-]+[/\\])+[\w.\-]*")
 """An absolute file path in a message (``/srv/app/x.json``), never shown to a client."""
-_F = TypeVar("_F", bound=Callable[..., Any])
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 def refuse(message: str) -> gr.Error:
@@ -40,16 +41,16 @@ def _logged(args: tuple, kwargs: dict) -> str:
     return text if len(text) <= LOGGED_INPUT_CHARS else text[: LOGGED_INPUT_CHARS - 1] + "…"
 
 
-def endpoint(name: str) -> Callable[[_F], _F]:
+def endpoint(name: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
     """Guard an endpoint: a bad call is one log line (input cut short) and one clean error.
 
     ``gr.Error`` and :class:`UserError` keep their message (server paths removed); anything
     else becomes a generic message naming the endpoint, never Python's own text.
     """
 
-    def wrap(fn: _F) -> _F:
+    def wrap(fn: Callable[_P, _R]) -> Callable[_P, _R]:
         @functools.wraps(fn)
-        def guarded(*args: Any, **kwargs: Any) -> Any:
+        def guarded(*args: _P.args, **kwargs: _P.kwargs) -> _R:
             try:
                 return fn(*args, **kwargs)
             except gr.Error as exc:
@@ -64,11 +65,15 @@ def endpoint(name: str) -> Callable[[_F], _F]:
             LOG.info("/%s refused: %s; input %s", name, message[:200], _logged(args, kwargs))
             raise refuse(message) from None
 
-        return guarded  # type: ignore[return-value]
+        return guarded
 
     return wrap
 
 
+@overload
+def text_arg(name: str, value: Any, *, optional: Literal[False] = False) -> str: ...
+@overload
+def text_arg(name: str, value: Any, *, optional: bool) -> str | None: ...
 def text_arg(name: str, value: Any, *, optional: bool = False) -> str | None:
     """A text argument (``None`` allowed when ``optional``)."""
     if value is None and optional:
@@ -113,6 +118,14 @@ def ints_arg(name: str, value: Any, low: int, high: int) -> tuple[int, ...]:
     return tuple(int_arg(f"{name}[{i}]", v, low, high) for i, v in enumerate(value))
 
 
+@overload
+def float_arg(
+    name: str, value: Any, low: float, high: float, *, optional: Literal[False] = False
+) -> float: ...
+@overload
+def float_arg(
+    name: str, value: Any, low: float, high: float, *, optional: bool
+) -> float | None: ...
 def float_arg(
     name: str, value: Any, low: float, high: float, *, optional: bool = False
 ) -> float | None:

@@ -18,6 +18,7 @@ from pathlib import Path
 import gradio as gr
 from starlette.middleware import Middleware
 
+from mlenergy.leaderboard import answers
 from mlenergy.leaderboard.about_tab import build_about_tab
 from mlenergy.leaderboard.api import api_functions, register_api
 from mlenergy.leaderboard.call_guard import CallGuard, cap_log_lines
@@ -25,7 +26,15 @@ from mlenergy.leaderboard.compare_tab import build_compare_tab
 from mlenergy.leaderboard.context import AppContext
 from mlenergy.leaderboard.detail_tab import build_detail_tab
 from mlenergy.leaderboard.estimate_tab import build_estimate_tab
-from mlenergy.leaderboard.filters import build_filter_bar, source_choices, wire_view
+from mlenergy.leaderboard.filters import (
+    FILTERS,
+    build_filter_bar,
+    source_choices,
+    view_outputs,
+    view_updates,
+    widget_query,
+    wire_view,
+)
 from mlenergy.leaderboard.gradio_costs import lighten_gradio_events
 from mlenergy.leaderboard.json_api import JsonApiMount, build_json_api
 from mlenergy.leaderboard.page_cache import PageCache
@@ -68,9 +77,6 @@ def _wire_panel(tabs: gr.Tabs, bar) -> None:
 
 def _wire_reload(ctx: AppContext, bar, table: TableTab, models: list) -> None:
     """The *Reload from store* button: re-read the store, refresh the table and pickers."""
-    from mlenergy.leaderboard import answers
-    from mlenergy.leaderboard.filters import FILTERS, view_outputs, view_updates, widget_query
-
     n = len(table.footprint)
 
     def reload_view(columns, *rest):

@@ -105,7 +105,7 @@ class CallGuard:
         fn = self._function(match, body)
         label = fn.api_name or fn.name or "event"
         if match["v2"]:
-            names = [getattr(i, "label", None) for i in fn.inputs]
+            names = [label for i in fn.inputs if (label := getattr(i, "label", None))]
             known = _parameter_names(fn) or names
             unknown = [k for k in body if k not in known and k != "oauth_token"]
             if unknown:
@@ -221,7 +221,7 @@ class CappedLines(io.TextIOBase):
         return self.stream.isatty()
 
     @property
-    def encoding(self) -> str:  # type: ignore[override]
+    def encoding(self) -> str:  # type: ignore[override]  # a property over the base attribute
         """The stream's encoding."""
         return getattr(self.stream, "encoding", "utf-8")
 

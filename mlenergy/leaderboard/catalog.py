@@ -12,7 +12,7 @@ import pandas as pd
 
 from mlenergy.leaderboard import query as lb
 from mlenergy.leaderboard.context import AppContext
-from mlenergy.leaderboard.estimate_tab import estimator_available, estimator_choices
+from mlenergy.leaderboard.estimate_tab import estimator_choices
 from mlenergy.reference import reference_dir, shipped_files, sources
 
 
@@ -28,8 +28,7 @@ def models_answer(ctx: AppContext) -> dict:
     Returns:
         ``models``: one object per model id (sorted): ``runs`` (count), ``tasks``,
         ``hardware``, ``sources`` (energy-source classes, e.g. ``measured-gpu``) and ``layers``
-        (``reference`` and/or ``store``); ``estimator_models``: the ids ``/estimate`` takes
-        (empty without the estimator).
+        (``reference`` and/or ``store``); ``estimator_models``: the ids ``/estimate`` takes.
     """
     frame = ctx.frame(None)
     out = []
@@ -45,8 +44,7 @@ def models_answer(ctx: AppContext) -> dict:
                     "layers": sorted(rows.get("layer", pd.Series(dtype=str)).dropna().unique()),
                 }
             )
-    estimator = estimator_choices()["models"] if estimator_available() else []
-    return {"models": out, "estimator_models": estimator}
+    return {"models": out, "estimator_models": estimator_choices()["models"]}
 
 
 def reference_answer(ctx: AppContext) -> dict:

@@ -21,6 +21,7 @@ from typing import TypeVar
 
 import pandas as pd
 
+from mlenergy.errors import UserError
 from mlenergy.leaderboard.prepare import prepare_runs
 from mlenergy.leaderboard.published import (
     attach_published,
@@ -32,6 +33,9 @@ from mlenergy.leaderboard.reference_layer import ReferenceLayer, merge_layers, r
 from mlenergy.leaderboard.views import attach_quality, quality_frame, quality_keys
 from mlenergy.quality.published import PublishedScore
 from mlenergy.records import QualityResult, RunRecord
+from mlenergy.store import RunStore
+from mlenergy.store.record_extras import EXTRA_SQL
+from mlenergy.store.tables import RUN_COLUMNS
 
 _T = TypeVar("_T")
 
@@ -55,9 +59,6 @@ def store_runs_frame(store) -> pd.DataFrame:
     Args:
         store: A :class:`~mlenergy.store.RunStore`.
     """
-    from mlenergy.store.record_extras import EXTRA_SQL
-    from mlenergy.store.tables import RUN_COLUMNS
-
     cols = ", ".join(f'"{c}"' for c in RUN_COLUMNS)
     return store.query(
         f"SELECT {cols}, {EXTRA_SQL}, "
@@ -168,8 +169,6 @@ class LeaderboardData:
             UserError: The reference's published-quality file has a bad row, or
                 ``$MLENERGY_REFERENCE_DIR`` names no reference.
         """
-        from mlenergy.store import RunStore
-
         if published is None:
             published = load_published()
         layer = reference_layer() if reference is True else (reference or None)
@@ -291,14 +290,13 @@ class LeaderboardData:
         return self.memo(("run", run_id), lambda: self._read_run(run_id))
 
     def _read_all(self) -> dict[str, RunRecord]:
-        from mlenergy.store import RunStore
-
+        if self.data_dir is None:
+            return {}
         return {r.run_id: r for r in RunStore(self.data_dir).runs()}
 
     def _read_run(self, run_id: str) -> RunRecord | None:
-        from mlenergy.errors import UserError
-        from mlenergy.store import RunStore
-
+        if self.data_dir is None:
+            return None
         try:
             return RunStore(self.data_dir).get(run_id)
         except UserError:

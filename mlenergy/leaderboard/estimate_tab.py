@@ -1,8 +1,8 @@
 """The Estimator tab: the analytical estimator's answer as escaped HTML and a chart.
 
-Only adapts :mod:`mlenergy.estimate` for the app; when the estimator is not installed the
-tab is simply not shown. :func:`estimate_figures` is the data behind the tab and the
-``/estimate`` API endpoint (memoised: the estimate of one configuration never changes).
+Only adapts :mod:`mlenergy.estimate` for the app. :func:`estimate_figures` is the data behind
+the tab and the ``/estimate`` API endpoint (memoised: the estimate of one configuration never
+changes).
 """
 
 from __future__ import annotations
@@ -15,37 +15,24 @@ from pathlib import Path
 import gradio as gr
 
 from mlenergy.errors import UserError
+from mlenergy.estimate.api import estimate
 from mlenergy.leaderboard import plots as plots
 from mlenergy.leaderboard.client_errors import LOG, log_line, public_message
 from mlenergy.leaderboard.html import render_problems
+from mlenergy.reference import default_configs_dir
+from mlenergy.reference.gpus import catalog_names
 
 PRIVATE = "private"
 
 PRECISIONS = ["bfloat16", "fp8", "mxfp4", "float32"]
 
 
-def estimator_available() -> bool:
-    """Whether the estimator (:func:`mlenergy.estimate.api.estimate`) can be imported."""
-    try:
-        from mlenergy.estimate.api import estimate  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def estimator_choices() -> dict[str, list[str]]:
     """Reference models, catalog GPUs and precisions for the playground's pickers."""
-    from mlenergy.reference.gpus import catalog_names
-
     models: list[str] = []
-    try:
-        from mlenergy.reference import default_configs_dir
-
-        folder = default_configs_dir()
-        if folder is not None and folder.is_dir():
-            models = sorted(p.stem.replace("__", "/") for p in folder.glob("*.json"))
-    except ImportError:
-        pass
+    folder = default_configs_dir()
+    if folder.is_dir():
+        models = sorted(p.stem.replace("__", "/") for p in folder.glob("*.json"))
     preferred = "meta-llama/Llama-3.1-8B-Instruct"
     if preferred in models:
         models.remove(preferred)
@@ -86,8 +73,6 @@ def estimate_figures(
     Raises:
         UserError: The estimator refused the inputs (its message says which).
     """
-    from mlenergy.estimate.api import estimate
-
     if not model or not gpu:
         raise UserError("pick a model (or upload a config.json) and a GPU", "name both")
     n = max(1, int(num_gpus or 1))
@@ -178,9 +163,7 @@ def run_estimate(
 
 
 def build_estimate_tab() -> None:
-    """Lay out the Estimator tab (nothing when the estimator is not installed)."""
-    if not estimator_available():
-        return
+    """Lay out the Estimator tab."""
     est = estimator_choices()
     with gr.Tab("Estimator", id="tab-estimator"):
         with gr.Row():
@@ -209,7 +192,17 @@ def build_estimate_tab() -> None:
         button = gr.Button("Estimate", variant="primary", elem_id="est-run")
         text = gr.HTML(elem_id="est-result")
         figure = gr.Plot(elem_id="est-plot")
-    inputs = [model, upload, gpu, gpus, batch, tokens_in, tokens_out, prec, clock]
+    inputs: list[gr.Dropdown | gr.File | gr.Slider] = [
+        model,
+        upload,
+        gpu,
+        gpus,
+        batch,
+        tokens_in,
+        tokens_out,
+        prec,
+        clock,
+    ]
     button.click(run_estimate, inputs, [text, figure], api_visibility=PRIVATE)
     gr.on(
         [w.change for w in inputs],

@@ -17,8 +17,8 @@ from mlenergy.leaderboard import query as lb
 from mlenergy.leaderboard.arch import ARCH_KINDS
 from mlenergy.leaderboard.context import AppContext, ViewChoices, normal_sources
 
-FILTERS = ("task", "hardware", "arch", "precisions", "gpus", "sources", "method", "search")
-FILTERS += ("itl", "budget", "best", "sort_by", "desc")
+FILTERS: tuple[str, ...] = ("task", "hardware", "arch", "precisions", "gpus", "sources")
+FILTERS += ("method", "search", "itl", "budget", "best", "sort_by", "desc")
 """The filter widgets' names, in the order their values reach the event handlers."""
 
 SORT_CHOICES = [(c.label, c.name) for c in lb.COLUMNS]

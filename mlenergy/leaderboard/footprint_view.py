@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -77,12 +78,12 @@ class ViewFootprint:
         return " · ".join([*parts, f"PUE {self.pue:g}; derived from energy per token, not stored"])
 
 
-def _number(value: object, what: str) -> float | None:
+def _number(value: Any, what: str) -> float | None:
     """A typed number, ``None`` when empty; refuses non-finite and negative values."""
     if value is None or value == "":
         return None
     try:
-        v = float(value)  # type: ignore[arg-type]
+        v = float(value)
     except (TypeError, ValueError):
         raise UserError(f"{what} {value!r} is not a number", f"type a number for {what}") from None
     if not math.isfinite(v) or v < 0:

@@ -36,7 +36,7 @@ def mark_absent_modules(names: tuple[str, ...] = ABSENT_OPTIONAL_MODULES) -> lis
     marked = []
     for name in names:
         if name not in sys.modules and importlib.util.find_spec(name) is None:
-            sys.modules[name] = None  # type: ignore[assignment]
+            sys.modules[name] = None  # type: ignore[assignment]  # None: its import fails
             marked.append(name)
     return marked
 
@@ -52,7 +52,7 @@ def fix_component_signatures(demo: gr.Blocks) -> int:
         for klass in cls.__mro__:
             init = klass.__dict__.get("__init__")
             if inspect.isfunction(init) and "__signature__" not in init.__dict__:
-                init.__signature__ = inspect.signature(init)  # type: ignore[attr-defined]
+                init.__dict__["__signature__"] = inspect.signature(init)
                 done += 1
     return done
 

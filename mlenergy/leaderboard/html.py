@@ -9,13 +9,14 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 
 from mlenergy.leaderboard.columns import COLUMN_BY_NAME, COLUMNS, HOVER_ONLY, Column
 
 
-def format_value(value: object, fmt: str = "text") -> str:
+def format_value(value: Any, fmt: str = "text") -> str:
     """Format one cell as escaped text.
 
     Args:

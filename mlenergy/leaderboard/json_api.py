@@ -332,7 +332,7 @@ def _openapi_parameters(route: Route, params: dict[str, Param]) -> list[dict]:
     return out
 
 
-RESPONSES = {
+RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {"description": "The answer (JSON); ETag and Cache-Control set"},
     304: {"description": "Not modified: the ETag given in If-None-Match is current"},
     400: {"description": 'A bad parameter: {"error": "one line naming it"}'},

@@ -42,10 +42,11 @@ MARK_COLUMNS = ("host_bound", "unverified", "unverified_reasons", "marks", "mark
 def reasons_text(value: object) -> str:
     """``SubmissionInfo.unverified`` (a list, or its JSON text) as one line of reasons."""
     if isinstance(value, str):
+        text = value
         try:
-            value = json.loads(value) if value.strip() else []
+            value = json.loads(text) if text.strip() else []
         except ValueError:
-            return value
+            return text
     if isinstance(value, list | tuple | np.ndarray):
         return "; ".join(str(v) for v in value if str(v))
     return ""

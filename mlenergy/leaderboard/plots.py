@@ -194,7 +194,7 @@ def _scatter(
                 marker={
                     "size": 8,
                     "opacity": 0.75,
-                    "color": palette[hw],
+                    "color": palette[str(hw)],
                     "symbol": symbol,
                 },
                 customdata=_custom(group, extra),

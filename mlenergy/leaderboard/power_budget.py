@@ -156,7 +156,7 @@ def task_candidates(ctx: AppContext, task: str) -> dict[str, pd.DataFrame]:
         table = candidate_table(runs[runs["task"] == task]) if len(runs) else None
         if table is None or table.empty:
             return {}
-        return {m: g.reset_index(drop=True) for m, g in table.groupby("model_id", sort=True)}
+        return {str(m): g.reset_index(drop=True) for m, g in table.groupby("model_id", sort=True)}
 
     return ctx.data.memo(("power-candidates", task), _split)
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TypeGuard
 
 import numpy as np
 import pandas as pd
@@ -33,6 +34,7 @@ import pandas as pd
 from mlenergy.analysis.quality_attach import pick_quality
 from mlenergy.quality.published import (
     THINKING_MIN_OUTPUT_TOKENS,
+    Mode,
     PublishedScore,
     default_published_quality_path,
     read_published_quality,
@@ -69,9 +71,9 @@ def published_key(benchmark: str) -> str:
     return f"{PREFIX}{benchmark}"
 
 
-def is_published_key(key: str | None) -> bool:
+def is_published_key(key: str | None) -> TypeGuard[str]:
     """Whether a quality key names a published benchmark."""
-    return bool(key) and str(key).startswith(PREFIX)
+    return key is not None and key.startswith(PREFIX)
 
 
 def load_published(path: str | Path | None = None) -> list[PublishedScore]:
@@ -139,8 +141,8 @@ def _matches(
     records: Sequence[QualityResult],
     scores: Sequence[PublishedScore],
     benchmark: str,
-    pairs: Iterable[tuple[str, str | None]],
-) -> dict[tuple[str, str | None], tuple[float, str, bool, str]]:
+    pairs: Iterable[tuple[str, Mode | None]],
+) -> dict[tuple[str, Mode | None], tuple[float, str, bool, str]]:
     """``(model_id, mode) -> (score, link text, is accuracy, source label)`` with a figure.
 
     The figure is :func:`~mlenergy.analysis.quality_attach.pick_quality`'s: the store's own
@@ -152,7 +154,7 @@ def _matches(
         if fig is None:
             continue
         if fig.published is not None:
-            how = fig.how.replace(f"{mode} run (given)", _MODE_RULE.get(mode, ""))
+            how = fig.how.replace(f"{mode} run (given)", _MODE_RULE.get(mode or "", ""))
             link = _link_text(fig.published, how)
         else:
             link = f"{fig.reference}; {fig.how}"

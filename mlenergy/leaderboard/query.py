@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -303,7 +304,7 @@ def query_table(df: pd.DataFrame, q: TableQuery) -> TableResult:
     )
 
 
-def filter_choices(df: pd.DataFrame) -> dict[str, list]:
+def filter_choices(df: pd.DataFrame) -> dict[str, Any]:
     """Return the values each filter can take, sorted, for the UI's pickers.
 
     Returns:

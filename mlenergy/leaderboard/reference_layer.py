@@ -16,6 +16,9 @@ from pathlib import Path
 import pandas as pd
 
 from mlenergy.records import RunRecord
+from mlenergy.reference import reference_dir
+from mlenergy.reference.runs import read_reference
+from mlenergy.store.tables import RUN_COLUMNS, flatten_run
 
 LAYER_REFERENCE = "reference"
 """``layer`` of the rows read from the shipped reference (read-only)."""
@@ -44,8 +47,6 @@ _LOCK = threading.Lock()
 
 def flat_frame(records: list[RunRecord]) -> pd.DataFrame:
     """The store's flat columns of ``records`` plus ``method`` and ``unverified_reasons``."""
-    from mlenergy.store.tables import RUN_COLUMNS, flatten_run
-
     rows = []
     for record in records:
         row = flatten_run(record)
@@ -69,9 +70,6 @@ def reference_layer(root: str | Path | None = None) -> ReferenceLayer:
         UserError: ``$MLENERGY_REFERENCE_DIR`` names no folder, or the folder holds no
             leaderboard table.
     """
-    from mlenergy.reference import reference_dir
-    from mlenergy.reference.runs import read_reference
-
     folder = Path(root) if root is not None else reference_dir()
     key = folder.resolve()
     with _LOCK:  # one reader; the others wait for its result

@@ -14,6 +14,7 @@ import gradio as gr
 
 from mlenergy.errors import UserError, ValidationFailed
 from mlenergy.leaderboard.html import render_problems
+from mlenergy.store.submissions import SubmissionQueue
 
 SUBMIT_CONCURRENCY = 2
 """Bundles validated at once; further clicks wait in Gradio's queue (bounded memory and CPU)."""
@@ -38,7 +39,6 @@ def submit_bundle(
     """
     if not path:
         return render_problems(["no file was uploaded"], "Nothing to validate"), False
-    from mlenergy.store.submissions import SubmissionQueue
 
     queue = SubmissionQueue(data_dir)  # limits from the GPU catalog, never the record
     try:

@@ -119,7 +119,10 @@ def quality_frame(flat: pd.DataFrame) -> pd.DataFrame:
             "task": flat["task"].astype(str),
             "metric": flat["metric"].astype(str),
             "value": pd.to_numeric(flat["value"], errors="coerce").astype(float),
-            "stderr": pd.to_numeric(flat.get("stderr"), errors="coerce"),
+            "stderr": pd.to_numeric(
+                flat["stderr"] if "stderr" in flat.columns else pd.Series(np.nan, index=flat.index),
+                errors="coerce",
+            ),
             "higher_is_better": flat["higher_is_better"].astype(bool),
         }
     )

@@ -17,6 +17,7 @@ import itertools
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from mlenergy.records.serving import MIN_COUNTER_PERIODS
 
@@ -63,7 +64,7 @@ def estimate_update_period(
     return float(statistics.median(gaps))
 
 
-def gpu_counter_periods(gpus: object, indices: Sequence[int], budget_s: float) -> list[float]:
+def gpu_counter_periods(gpus: Any, indices: Sequence[int], budget_s: float) -> list[float]:
     """Update period in seconds of each GPU's energy counter.
 
     Emulated GPUs state theirs (``counter_period_s``); real ones are polled for ``budget_s``
@@ -86,10 +87,11 @@ def gpu_counter_periods(gpus: object, indices: Sequence[int], budget_s: float) -
         if stated is not None:
             periods.append(float(stated))
             continue
-        found = estimate_update_period(
-            lambda i=i: float(gpus.get_total_energy_consumption(i)),  # type: ignore[attr-defined]
-            budget_s,
-        )
+
+        def reader(index: int = i) -> float:
+            return float(gpus.get_total_energy_consumption(index))
+
+        found = estimate_update_period(reader, budget_s)
         periods.append(found if found is not None else budget_s)
     return periods
 

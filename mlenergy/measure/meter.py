@@ -89,9 +89,9 @@ _CPU_INDEX_FIX = (
 )
 
 
-def _count(devices: object | None) -> int:
+def _count(devices: Any) -> int:
     """Number of devices Zeus found (0 when discovery was skipped)."""
-    return len(devices) if devices is not None else 0  # type: ignore[arg-type]
+    return len(devices) if devices is not None else 0
 
 
 @dataclass
@@ -161,8 +161,10 @@ class EnergyMeter:
             self.cpu_power_model = self._cpu_model_arg
         auto_sync = bool(self.gpu_indices) and not gpu_emulated and torch_cuda_available()
         self.sync_execution = auto_sync if sync_execution is None else bool(sync_execution)
-        self._includes_dram = bool(self.cpu_indices) and all(
-            cpus.supports_get_dram_energy_consumption(i) for i in self.cpu_indices
+        self._includes_dram = (
+            cpus is not None
+            and bool(self.cpu_indices)
+            and all(cpus.supports_get_dram_energy_consumption(i) for i in self.cpu_indices)
         )
         # With GPUs in scope the RAPL packages are measured beside them, never summed in.
         self._host_beside = bool(self.gpu_indices) and bool(self.cpu_indices)
@@ -206,7 +208,7 @@ class EnergyMeter:
     @property
     def scope(self) -> MeasuredScope:
         """Which devices the figures cover."""
-        host = ()
+        host: tuple[int, ...] = ()
         if self.cpu_power_model is not None:
             description = self.cpu_power_model.describe()
         elif self.gpu_indices:
@@ -428,10 +430,14 @@ class EnergyMeter:
             return delta_power_fn(process_cpu_seconds, lambda cpu_s, dt: model.power_w(cpu_s, dt))
 
         def read_j() -> float:
-            total_mj = sum(float(gpus.get_total_energy_consumption(i)) for i in gpu_idx)
-            for i in cpu_idx:
-                mes = cpus.get_total_energy_consumption(i)
-                total_mj += mes.cpu_mj + (mes.dram_mj or 0.0)
+            # Zeus's collections exist wherever indices were accepted (check_indices).
+            total_mj = 0.0
+            if gpus is not None:
+                total_mj += sum(float(gpus.get_total_energy_consumption(i)) for i in gpu_idx)
+            if cpus is not None:
+                for i in cpu_idx:
+                    mes = cpus.get_total_energy_consumption(i)
+                    total_mj += mes.cpu_mj + (mes.dram_mj or 0.0)
             return total_mj / 1000.0
 
         return delta_power_fn(read_j, lambda joules, dt: joules / dt)

@@ -31,6 +31,7 @@ def _version(dist: str) -> str | None:
 
 def _memory_gb() -> float | None:
     try:
+        # lazy: psutil (~60 ms at start-up) only when a record's provenance is collected
         import psutil
 
         return round(psutil.virtual_memory().total / 1e9, 2)

@@ -93,11 +93,13 @@ def measure_resolved(
     """
     passes = max(1, int(passes))
     target = getattr(meter, "target_window_s", 0.0)
+    result: WindowResult
     for attempt in range(attempts):
         with meter.window(name) as w:
             out = run(passes)
-        result = w.result
-        assert result is not None
+        measured = w.result
+        assert measured is not None
+        result = measured
         if result.resolvable:
             return per_pass(result, passes), passes, out
         if attempt + 1 < attempts:

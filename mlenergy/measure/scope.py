@@ -28,10 +28,12 @@ Every record names the devices it covers in its :class:`~mlenergy.records.Measur
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from mlenergy.errors import UserError
+from mlenergy.measure.meter import EnergyMeter
 
 if TYPE_CHECKING:
     from mlenergy.measure.meter import EnergyMeter
@@ -71,8 +73,6 @@ def _current_cuda_index() -> int:
 
 def gpus_in_use() -> list[int]:
     """CUDA indices on which this process holds memory (none if torch has not started CUDA)."""
-    import sys
-
     torch = sys.modules.get("torch")
     if torch is None:
         return []
@@ -194,8 +194,6 @@ def meter_for(
     Returns:
         The meter; its :attr:`~mlenergy.measure.EnergyMeter.scope` names the devices.
     """
-    from mlenergy.measure.meter import EnergyMeter
-
     return EnergyMeter(gpu_indices=measured_gpus(where, gpu_indices), **meter_options)
 
 

@@ -13,10 +13,12 @@ until the block has ended, and :class:`WindowFailed` if the block raised.
 
 from __future__ import annotations
 
+import html
 from types import TracebackType
 from typing import TYPE_CHECKING
 
 from mlenergy.errors import UserError
+from mlenergy.measure.scope import meter_for
 
 if TYPE_CHECKING:
     from mlenergy.measure.meter import EnergyMeter
@@ -68,8 +70,6 @@ class MeasuredWindow:
                 "Make a new window for each measurement",
             )
         if self._meter is None:
-            from mlenergy.measure.scope import meter_for
-
             self._meter = meter_for(self._where, self._gpu_indices)
         self._meter.begin(self.name)
         self._state = "open"
@@ -154,7 +154,6 @@ class MeasuredWindow:
 
 def window_html(result: WindowResult) -> str:
     """A compact HTML table of one window: time, energy per device, average power, source."""
-    import html
 
     def cell(text: str) -> str:
         return f"<td style='text-align:right;padding:2px 8px'>{html.escape(text)}</td>"

@@ -3,8 +3,8 @@
 :class:`ArchitectureSpec` normalises the many spellings of transformer configs (dense with
 grouped-query attention, Mixture-of-Experts with shared experts and dense first layers,
 multi-head latent attention, sliding-window and chunked attention, Mamba-2 hybrids) into one
-layer-by-layer description; :func:`~mlenergy.models.parameters.count_parameters` (re-exported
-here) turns it into total and active (per token) parameter counts. Each family with its own
+layer-by-layer description; :func:`~mlenergy.models.parameters.count_parameters` turns it into
+total and active (per token) parameter counts. Each family with its own
 layer layout (Llama 4, DeepSeek, Nemotron-H, routed MoE) has one small reader below. No torch,
 no transformers: the estimator and the store use this too.
 """
@@ -16,7 +16,6 @@ from typing import Any
 
 from mlenergy.errors import UserError
 from mlenergy.models.config_values import check_config_values, count_field, flatten_text_config
-from mlenergy.models.parameters import ParameterCount, count_parameters, mixer_params, mlp_params
 from mlenergy.records.model_kind import model_kind
 
 __all__ = [
@@ -24,10 +23,6 @@ __all__ = [
     "MLPS",
     "ArchitectureSpec",
     "LayerSpec",
-    "ParameterCount",
-    "count_parameters",
-    "mixer_params",
-    "mlp_params",
 ]
 
 MIXERS = ("attention", "sliding", "chunked", "mla", "mamba", "none")

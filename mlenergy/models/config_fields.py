@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mlenergy.errors import UserError
+from mlenergy.models.architecture import ArchitectureSpec
 from mlenergy.models.config_values import REQUIRED_SIZES, flatten_text_config
 
 if TYPE_CHECKING:
@@ -61,8 +62,6 @@ def check_config_fields(data: dict[str, Any], config: PretrainedConfig, origin: 
         UserError: Naming the missing or invalid fields.
     """
     from transformers import MODEL_FOR_CAUSAL_LM_MAPPING
-
-    from mlenergy.models.architecture import ArchitectureSpec
 
     if type(config) not in MODEL_FOR_CAUSAL_LM_MAPPING:
         return

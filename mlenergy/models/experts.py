@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mlenergy.errors import UserError
-from mlenergy.records.generation import EXPERTS_BACKENDS
+from mlenergy.records.generation import EXPERTS_BACKENDS, ExpertsBackend
 
 if TYPE_CHECKING:
     import torch
@@ -72,12 +72,12 @@ def supports_experts_backend(model: torch.nn.Module) -> bool:
         return False
 
 
-def current_experts_backend(model: torch.nn.Module) -> str | None:
+def current_experts_backend(model: torch.nn.Module) -> ExpertsBackend | None:
     """The experts backend ``model`` runs with now (``None``: no switchable MoE layers)."""
     if not supports_experts_backend(model):
         return None
-    value = model.config._experts_implementation
-    return value if value in EXPERTS_BACKENDS else None
+    value = getattr(getattr(model, "config", None), "_experts_implementation", None)
+    return next((b for b in EXPERTS_BACKENDS if b == value), None)
 
 
 def set_experts_backend(model: torch.nn.Module, backend: str) -> None:
@@ -90,13 +90,14 @@ def set_experts_backend(model: torch.nn.Module, backend: str) -> None:
         raise UserError(
             f"unknown experts backend {backend!r}", "Use one of " + ", ".join(EXPERTS_BACKENDS)
         )
-    if not supports_experts_backend(model):
+    switch = getattr(model, "set_experts_implementation", None)
+    if not supports_experts_backend(model) or switch is None:
         raise UserError(
             f"{type(model).__name__} has no MoE layers with a switchable experts backend",
             "Only MoE models (Mixtral, Qwen-MoE, DeepSeek-V3...) have an experts backend",
         )
-    if model.config._experts_implementation != backend:
-        model.set_experts_implementation(backend)
+    if current_experts_backend(model) != backend:
+        switch(backend)
 
 
 @dataclass(frozen=True)

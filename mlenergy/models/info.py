@@ -1,6 +1,6 @@
 """Describe a model for the records: config fingerprint, MoE shape, total and active parameters.
 
-Parameter counts come from :func:`mlenergy.models.architecture.count_parameters` (pure Python,
+Parameter counts come from :func:`mlenergy.models.parameters.count_parameters` (pure Python,
 from the config) when it understands the architecture; otherwise the real tensors are counted
 (of the given model, or of one built on PyTorch's ``meta`` device, which allocates nothing).
 """
@@ -8,10 +8,12 @@ from the config) when it understands the architecture; otherwise the real tensor
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from mlenergy.models.architecture import ArchitectureSpec, count_parameters
+from mlenergy.models.architecture import ArchitectureSpec
+from mlenergy.models.parameters import count_parameters
 from mlenergy.records import ModelInfo, canonical_json, sha256_hex
+from mlenergy.records.provenance import Weights
 
 if TYPE_CHECKING:
     import torch
@@ -187,7 +189,7 @@ def model_info_from_config(
     config: PretrainedConfig | dict[str, Any],
     model_id: str,
     dtype: str,
-    weights: Literal["pretrained", "random", "trained"],
+    weights: Weights,
     model: torch.nn.Module | None = None,
 ) -> ModelInfo:
     """Build the :class:`~mlenergy.records.ModelInfo` of a model: the one place that does.

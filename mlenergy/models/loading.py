@@ -29,7 +29,7 @@ from mlenergy.reference.precisions import precision
 
 if TYPE_CHECKING:
     import torch
-    from transformers import PretrainedConfig
+    from transformers import PretrainedConfig, PreTrainedModel
 
 SourceKind = Literal["preset", "hub", "local_dir", "config_file", "config"]
 
@@ -160,6 +160,7 @@ def check_device(device: str) -> str:
 
 def _check_fits_in_memory(config: PretrainedConfig, dtype: str, origin: str) -> None:
     """Refuse to build random weights that cannot fit in host memory."""
+    # lazy: psutil (~60 ms at start-up) only when random weights are built
     import psutil
 
     try:
@@ -281,7 +282,7 @@ def _pretrained_config(name: str, local_files_only: bool) -> PretrainedConfig:
 
 def _load_pretrained(
     name: str, dtype: str, device: str, local_files_only: bool
-) -> tuple[torch.nn.Module, Any]:
+) -> tuple[PreTrainedModel, Any]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     try:
@@ -299,7 +300,8 @@ def _load_pretrained(
         tokenizer = AutoTokenizer.from_pretrained(name, local_files_only=local_files_only)
     except Exception:  # a checkpoint without a tokenizer still benchmarks on synthetic ids
         tokenizer = None
-    return model.to(device).eval(), tokenizer
+    # transformers wraps Module.to with functools.wraps, which mypy reads as an unbound method
+    return model.to(device).eval(), tokenizer  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -397,11 +399,12 @@ def load_model(
     resolved = source if isinstance(source, ResolvedSource) else resolve_source(source)
     config = resolved.config
     tokenizer = None
+    model: torch.nn.Module
     if resolved.pretrained:
-        model, tokenizer = _load_pretrained(
+        pretrained, tokenizer = _load_pretrained(
             resolved.source.value, dtype, device, resolved.local_files_only
         )
-        config = model.config
+        model, config = pretrained, pretrained.config
         weights: Literal["pretrained", "random"] = "pretrained"
     else:
         model = build_random(config, dtype, device, seed, resolved.model_id)

@@ -2,17 +2,14 @@
 
 Pure Python (no torch, no transformers): counts come from the layer-by-layer description that
 :meth:`~mlenergy.models.architecture.ArchitectureSpec.from_config` reads from a config, so the
-estimator and the store count a 600B model without building it. Also importable from
-:mod:`mlenergy.models.architecture`.
+estimator and the store count a 600B model without building it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from mlenergy.models.architecture import ArchitectureSpec
+from mlenergy.models.architecture import ArchitectureSpec
 
 
 @dataclass(frozen=True)

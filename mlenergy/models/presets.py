@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from mlenergy.errors import UserError
 
 if TYPE_CHECKING:
     from transformers import PretrainedConfig
@@ -24,7 +26,7 @@ PRESET_PREFIX = "preset:"
 PRESET_VOCAB_SIZE = 2048
 """Vocabulary size shared by all presets (token ids are in ``[0, 2048)``)."""
 
-_COMMON = {
+_COMMON: dict[str, Any] = {
     "vocab_size": PRESET_VOCAB_SIZE,
     "hidden_size": 128,
     "num_hidden_layers": 4,
@@ -80,10 +82,10 @@ def _tiny_moe_fine() -> PretrainedConfig:
         num_experts=32,
         num_experts_per_tok=4,
         norm_topk_prob=True,
-        head_dim=32,
         decoder_sparse_step=1,
         mlp_only_layers=[],
-        **_COMMON,
+        # head_dim is no parameter of this config class; configs keep extra keywords as fields
+        **{**_COMMON, "head_dim": 32},
     )
 
 
@@ -92,6 +94,7 @@ def _tiny_moe_deepseek() -> PretrainedConfig:
 
     common = dict(_COMMON)
     common["num_key_value_heads"] = common["num_attention_heads"]  # MLA: one latent per token
+    common["num_nextn_predict_layers"] = 0  # a field, though no parameter of the config class
     return DeepseekV3Config(
         intermediate_size=512,
         moe_intermediate_size=64,
@@ -108,7 +111,6 @@ def _tiny_moe_deepseek() -> PretrainedConfig:
         qk_rope_head_dim=16,
         qk_nope_head_dim=16,
         v_head_dim=32,
-        num_nextn_predict_layers=0,
         **common,
     )
 
@@ -152,8 +154,6 @@ def preset_config(name: str) -> PretrainedConfig:
     Raises:
         UserError: If no preset has that name.
     """
-    from mlenergy.errors import UserError
-
     key = name.removeprefix(PRESET_PREFIX)
     if key not in PRESETS:
         raise UserError(

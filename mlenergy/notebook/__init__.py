@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from mlenergy.measure.window import MeasuredWindow, measured_window
+from mlenergy.notebook.display import register_formatters
 from mlenergy.notebook.plots import plot
 
 __all__ = ["MeasuredWindow", "load_ipython_extension", "measured_window", "plot"]
@@ -21,7 +22,7 @@ _MAGICS: dict[int, Any] = {}
 
 def load_ipython_extension(ipython: Any) -> None:
     """Register the ``%%energy`` magic and the HTML formatters on ``ipython``."""
-    from mlenergy.notebook.display import register_formatters
+    # lazy: the magic needs IPython, present only inside a kernel
     from mlenergy.notebook.magic import EnergyMagics
 
     magics = EnergyMagics(ipython)

@@ -15,7 +15,8 @@ import math
 from typing import Any
 
 from mlenergy.records import RunRecord
-from mlenergy.records.display import html_table, runs_html
+from mlenergy.records.display import html_table, num_cell
+from mlenergy.records.metrics import headline_phase
 
 UNIT_SUFFIXES: tuple[tuple[str, str], ...] = (
     ("_j_per_token", "J/token"),
@@ -94,6 +95,38 @@ def fields_html(obj: Any) -> str:
     source = getattr(obj, "energy_source", None)
     caption = type(obj).__name__ + (f" - energy source {source}" if source else "")
     return html_table(["field", "value", "unit"], rows, caption)
+
+
+def runs_html(runs: list[RunRecord]) -> str:
+    """Several runs: one row each, with their headline phase (else their first phase)."""
+    header = [
+        "run",
+        "model",
+        "task",
+        "batch",
+        "hardware",
+        "time",
+        "energy",
+        "energy/token",
+        "source",
+    ]
+    rows = []
+    for r in runs:
+        p = headline_phase(r) or (r.phases[0] if r.phases else None)
+        rows.append(
+            [
+                r.run_id[:12],
+                r.model.model_id,
+                r.workload.task or r.workload.kind,
+                str(r.workload.batch_size),
+                r.hardware.accelerator_model or r.hardware.cpu_model or "",
+                num_cell(p.duration_s if p else None, "s"),
+                num_cell(p.energy_j if p else None, "J"),
+                num_cell(p.energy_per_token_j if p else None, "J/token"),
+                r.energy_source,
+            ]
+        )
+    return html_table(header, rows, f"{len(runs)} run record(s)")
 
 
 def list_html(obj: Any) -> str | None:

@@ -40,6 +40,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,17 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
+from mlenergy.errors import UserError
+from mlenergy.measure import measured_gpus, meter_for
+from mlenergy.measure.provenance import collect_hardware, collect_software
+from mlenergy.measure.scope import parse_gpu_indices
 from mlenergy.measure.window import MeasuredWindow, window_html
+from mlenergy.models import LoadedModel
+from mlenergy.models.experts import current_experts_backend
+from mlenergy.records import GenerationInfo, ModelInfo, Phase, PhaseResult, RunRecord, Workload
+from mlenergy.records.generation import GenerationBackend
+from mlenergy.store import RunStore
+from mlenergy.workloads.backends import resolve_generation
 
 DEFAULT_VAR = "energy_result"
 
@@ -77,9 +88,6 @@ def window_record(
         generation: How ``model.generate`` decoded (a
             :class:`~mlenergy.records.GenerationInfo`), or ``None`` when not known.
     """
-    from mlenergy.measure.provenance import collect_hardware, collect_software
-    from mlenergy.records import Phase, PhaseResult, RunRecord, Workload
-
     r = window.result
     if not r.resolvable:
         raise UsageError(
@@ -131,7 +139,6 @@ def store_dir(value: str | None) -> Path:
 
 
 def _model_info(shell: Any, name: str) -> Any:
-    from mlenergy.records import ModelInfo
 
     if name not in shell.user_ns:
         raise UsageError(f"--model {name}: no such variable in the notebook")
@@ -142,7 +149,7 @@ def _model_info(shell: Any, name: str) -> Any:
     return info
 
 
-def apply_generation(obj: Any, policy: str) -> str:
+def apply_generation(obj: Any, policy: str) -> GenerationBackend:
     """Set how ``obj.model.generate`` decodes; return the backend (``eager`` or compiled).
 
     Args:
@@ -152,15 +159,13 @@ def apply_generation(obj: Any, policy: str) -> str:
     Raises:
         UsageError: For a bad policy or a model class that cannot compile.
     """
-    from mlenergy.errors import UserError
-    from mlenergy.workloads.backends import resolve_generation
-
     try:
         backend = resolve_generation(policy, obj.model, str(obj.device))
     except UserError as err:
         raise UsageError(str(err)) from None
     from transformers.generation.configuration_utils import CompileConfig
 
+    # lazy: torch, only when a cell measures a model
     from mlenergy.workloads.generation import compile_mode
 
     config = obj.model.generation_config
@@ -176,27 +181,25 @@ def apply_generation(obj: Any, policy: str) -> str:
     return backend
 
 
-def generation_info(obj: Any, backend: str, warmup_s: float) -> Any:
+def generation_info(obj: Any, backend: GenerationBackend, warmup_s: float) -> Any:
     """The record's :class:`~mlenergy.records.GenerationInfo` of a cell's ``model.generate``.
 
     The experts backend is the one set on the model (``as-set``); transformers' ``generate``
     decodes a ``grouped_mm`` model with ``batched_mm`` on a GPU (docs/measure.md).
     """
-    from mlenergy.measure.provenance import collect_software
-    from mlenergy.models.experts import current_experts_backend
-    from mlenergy.records import GenerationInfo
+    # lazy: torch, only when a cell measures a model
     from mlenergy.workloads.generation import compile_mode
 
     software = collect_software()
     experts = current_experts_backend(obj.model)
     compiled = backend == "compiled-static-cache"
     return GenerationInfo(
-        backend=backend,  # type: ignore[arg-type]
+        backend=backend,
         torch=software.torch or "unknown",
         transformers=software.transformers or "unknown",
         compile_mode=compile_mode(str(obj.device)) if compiled else None,
         warmup_s=warmup_s,
-        experts_backend=experts,  # type: ignore[arg-type]
+        experts_backend=experts,
         experts_backend_source="as-set" if experts else None,
     )
 
@@ -210,6 +213,13 @@ class EnergyMagics(Magics):
         self._meter: Any = None
 
     @property
+    def _shell(self) -> Any:
+        """The IPython shell the magic runs in (given when the extension registers it)."""
+        if self.shell is None:
+            raise UsageError("%%energy runs inside an IPython shell")
+        return self.shell
+
+    @property
     def meter(self) -> Any:
         """The session's :class:`~mlenergy.measure.EnergyMeter` (the last cell's scope)."""
         if self._meter is None:
@@ -218,8 +228,6 @@ class EnergyMagics(Magics):
 
     def meter_for(self, where: Any, gpu_indices: list[int] | None) -> Any:
         """The meter over the devices the scope rule picks; reused while the scope holds."""
-        from mlenergy.measure import measured_gpus, meter_for
-
         gpus = measured_gpus(where, gpu_indices)
         if self._meter is not None and list(self._meter.gpu_indices) == gpus:
             return self._meter
@@ -286,14 +294,14 @@ class EnergyMagics(Magics):
         window = MeasuredWindow(args.name, meter)
         try:
             with window:
-                if not self.shell.run_cell(cell).success:
+                if not self._shell.run_cell(cell).success:
                     raise _CellFailed
         except _CellFailed:
             # The failed window replaces any earlier result: reading it raises WindowFailed.
-            self.shell.user_ns[args.var] = window
+            self._shell.user_ns[args.var] = window
             print(f"%%energy: the cell raised; no energy is kept ({args.var} has no result)")
             return
-        self.shell.user_ns[args.var] = window
+        self._shell.user_ns[args.var] = window
         if not args.quiet:
             from IPython.display import HTML, display
 
@@ -302,10 +310,8 @@ class EnergyMagics(Magics):
             generation = generation_info(where, backend, warmup_s) if backend else None
             self._save(window, info, args, cell, generation)
 
-    def _generation(self, args: Any, where: Any) -> str | None:
+    def _generation(self, args: Any, where: Any) -> GenerationBackend | None:
         """Apply ``--generation`` to the ``--model`` LoadedModel; ``None`` without one."""
-        from mlenergy.models import LoadedModel
-
         if not isinstance(where, LoadedModel):
             if args.generation is not None:
                 raise UsageError("--generation needs --model VAR naming a LoadedModel")
@@ -314,13 +320,11 @@ class EnergyMagics(Magics):
 
     def _warm_up(self, cell: str, runs: int) -> float | None:
         """Run the cell ``runs`` times unmeasured; its seconds, or ``None`` if it raised."""
-        import time
-
         if runs == 0:
             return 0.0
         t0 = time.perf_counter()
         for _ in range(runs):
-            if not self.shell.run_cell(cell).success:
+            if not self._shell.run_cell(cell).success:
                 print("%%energy: the warm-up run raised; nothing was measured")
                 return None
         seconds = time.perf_counter() - t0
@@ -329,14 +333,11 @@ class EnergyMagics(Magics):
 
     def _scope(self, args: Any) -> tuple[Any, list[int] | None]:
         """What the cell runs (the ``--model`` variable) and the ``--gpu-indices`` override."""
-        from mlenergy.errors import UserError
-        from mlenergy.measure.scope import parse_gpu_indices
-
         where = None
         if args.model is not None:
-            if args.model not in self.shell.user_ns:
+            if args.model not in self._shell.user_ns:
                 raise UsageError(f"--model {args.model}: no such variable in the notebook")
-            obj = self.shell.user_ns[args.model]
+            obj = self._shell.user_ns[args.model]
             where = obj if hasattr(obj, "model") or hasattr(obj, "parameters") else None
         try:
             return where, parse_gpu_indices(args.gpu_indices)
@@ -346,8 +347,6 @@ class EnergyMagics(Magics):
     def _save(
         self, window: MeasuredWindow, info: Any, args: Any, cell: str, generation: Any = None
     ) -> None:
-        from mlenergy.store import RunStore
-
         record = window_record(
             window, self.meter, info, args.tokens, args.batch_size, cell, generation
         )

@@ -45,11 +45,13 @@ def zeus_power_limit() -> ModuleType:
     if spec is None or spec.origin is None:
         return importlib.import_module(_ZEUS_MODULE)
     copy_spec = importlib.util.spec_from_file_location(_QUIET_COPY, spec.origin)
-    module = importlib.util.module_from_spec(copy_spec)  # type: ignore[arg-type]
+    if copy_spec is None or copy_spec.loader is None:
+        return importlib.import_module(_ZEUS_MODULE)
+    module = importlib.util.module_from_spec(copy_spec)
     sys.modules[_QUIET_COPY] = module
     sys.modules["transformers"] = None  # type: ignore[assignment]  # its import now fails
     try:
-        copy_spec.loader.exec_module(module)  # type: ignore[union-attr]
+        copy_spec.loader.exec_module(module)
     except BaseException:
         del sys.modules[_QUIET_COPY]
         raise

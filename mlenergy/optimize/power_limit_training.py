@@ -43,7 +43,9 @@ from typing import TYPE_CHECKING, Any
 from zeus.optimizer.power_limit import Done, GlobalPowerLimitOptimizer, HFGlobalPowerLimitOptimizer
 
 from mlenergy.errors import UserError
+from mlenergy.measure.provenance import collect_hardware, collect_software
 from mlenergy.optimize.power_limit import limit_summary, zeus_selector
+from mlenergy.records import Phase, PhaseResult, RunRecord, Workload
 
 if TYPE_CHECKING:
     from mlenergy.measure import EnergyMeter
@@ -278,9 +280,6 @@ def trainer_run_record(
         outcome: What :func:`power_limit_outcome` returned.
         task: Workload label.
     """
-    from mlenergy.measure.provenance import collect_hardware, collect_software
-    from mlenergy.records import Phase, PhaseResult, RunRecord, Workload
-
     args, steps = trainer.args, int(trainer.state.global_step)
     batch = int(args.train_batch_size) * int(args.gradient_accumulation_steps)
     batch *= max(int(args.world_size), 1)

@@ -16,6 +16,7 @@ Source strings:
 from __future__ import annotations
 
 import json
+import pydoc_data.topics as topics
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,8 +84,6 @@ class TextSplit:
 
 
 def _pydoc_corpus() -> TextCorpus:
-    import pydoc_data.topics as topics
-
     docs = tuple(topics.topics[k].strip() for k in sorted(topics.topics))
     return TextCorpus(name="pydoc", source="pydoc_data.topics", documents=docs)
 

@@ -13,7 +13,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mlenergy.errors import UserError
-from mlenergy.quality.lmeval import TASK_PREFIX
+from mlenergy.measure.provenance import collect_software
+from mlenergy.models import load_model, model_info_from_config, resolve_source
+from mlenergy.quality.corpus import load_corpus, split_corpus
+from mlenergy.quality.lmeval import TASK_PREFIX, evaluate_lm_eval, require_lm_eval
+from mlenergy.quality.perplexity import encode_text, perplexity, perplexity_record
+from mlenergy.quality.tokenizer import MIN_VOCAB_SIZE, train_tokenizer
 from mlenergy.records import ModelInfo, QualityResult
 
 if TYPE_CHECKING:
@@ -78,13 +83,10 @@ def evaluate_quality(request: QualityRequest) -> list[QualityResult]:
     Raises:
         UserError: For a bad request, model source or corpus, or a missing lm-eval extra.
     """
-    from mlenergy.measure.provenance import collect_software
-
     request.validate()
     task = request.lm_eval_task
     if task is None:
         return [model_perplexity(request)]
-    from mlenergy.quality.lmeval import evaluate_lm_eval, require_lm_eval
 
     require_lm_eval()
     return evaluate_lm_eval(
@@ -105,8 +107,6 @@ def pretrained_info(model: str, dtype: str) -> ModelInfo:
         UserError: If the source has no real weights (lm-eval needs a checkpoint) or its config
             cannot be read.
     """
-    from mlenergy.models import model_info_from_config, resolve_source
-
     resolved = resolve_source(model)
     if not resolved.pretrained:
         raise UserError(
@@ -130,12 +130,6 @@ def model_perplexity(
         UserError: For a bad model or corpus, or a vocabulary too small for a trained tokenizer.
     """
     import torch
-
-    from mlenergy.measure.provenance import collect_software
-    from mlenergy.models import load_model
-    from mlenergy.quality.corpus import load_corpus, split_corpus
-    from mlenergy.quality.perplexity import encode_text, perplexity, perplexity_record
-    from mlenergy.quality.tokenizer import MIN_VOCAB_SIZE, train_tokenizer
 
     split = split_corpus(load_corpus(request.corpus))
     loaded = load_model(request.model, request.dtype, request.device, seed)

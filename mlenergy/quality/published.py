@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from mlenergy.errors import UserError
+from mlenergy.reference import reference_dir
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -293,8 +294,6 @@ def default_published_quality_path() -> Path | None:
     Returns:
         The path, or ``None`` when ``$MLENERGY_REFERENCE_DIR`` names a folder without it.
     """
-    from mlenergy.reference import reference_dir
-
     path = published_quality_path(reference_dir())
     return path if path.is_file() else None
 
@@ -344,7 +343,7 @@ def _pick(candidates: Sequence[PublishedScore], mode: Mode | None) -> tuple[list
     unstated = [s for s in candidates if s.mode is None]
     if unstated:
         return unstated, "published setting does not state a mode"
-    other = sorted(modes - {None})[0]
+    other = sorted(m for m in modes if m is not None)[0]
     return list(candidates), f"only {other} scores are published (run looks {mode}); used as is"
 
 

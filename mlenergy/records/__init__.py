@@ -18,7 +18,7 @@ from mlenergy.records.base import (
 )
 from mlenergy.records.generation import GenerationInfo
 from mlenergy.records.host_bound import HOST_BOUND_MARK, HostBound
-from mlenergy.records.interval import IntervalBasis, interval_basis, interval_label
+from mlenergy.records.interval import IntervalBasis, interval_label
 from mlenergy.records.provenance import Hardware, ModelInfo, Software
 from mlenergy.records.quality import QualityResult
 from mlenergy.records.run import (
@@ -31,6 +31,7 @@ from mlenergy.records.run import (
     SubmissionInfo,
     TrainingCheckpoint,
     Workload,
+    interval_basis,
     new_run_id,
     utc_now,
 )

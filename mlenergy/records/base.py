@@ -10,11 +10,11 @@ import hashlib
 import json
 import math
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION: Final = "1.0"
 """Version of the record schema; bumped on any incompatible change."""
 
 ENERGY_SOURCE_PATTERN = r"^(measured|modelled|emulated|estimated|reference):[A-Za-z0-9_.+\-]+$"

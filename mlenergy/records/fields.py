@@ -14,27 +14,27 @@ import typing
 
 from pydantic import BaseModel
 
+from mlenergy.records.base import Interval, RepeatStats
+from mlenergy.records.generation import GenerationInfo
+from mlenergy.records.host_bound import HostBound
+from mlenergy.records.interval import IntervalBasis
+from mlenergy.records.provenance import Hardware, ModelInfo, Software
+from mlenergy.records.quality import QualityResult
+from mlenergy.records.run import (
+    IdleBaseline,
+    MeasuredScope,
+    PhaseResult,
+    PowerTimeline,
+    RunRecord,
+    SubmissionInfo,
+    TrainingCheckpoint,
+    Workload,
+)
+from mlenergy.records.serving import EngineMetrics, Percentiles, ServingStats
+from mlenergy.records.submission import Submission
+
 
 def _models() -> list[type[BaseModel]]:
-    from mlenergy.records.base import Interval, RepeatStats
-    from mlenergy.records.generation import GenerationInfo
-    from mlenergy.records.host_bound import HostBound
-    from mlenergy.records.interval import IntervalBasis
-    from mlenergy.records.provenance import Hardware, ModelInfo, Software
-    from mlenergy.records.quality import QualityResult
-    from mlenergy.records.run import (
-        IdleBaseline,
-        MeasuredScope,
-        PhaseResult,
-        PowerTimeline,
-        RunRecord,
-        SubmissionInfo,
-        TrainingCheckpoint,
-        Workload,
-    )
-    from mlenergy.records.serving import EngineMetrics, Percentiles, ServingStats
-    from mlenergy.records.submission import Submission
-
     return [
         RunRecord,
         ModelInfo,

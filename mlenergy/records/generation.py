@@ -20,7 +20,7 @@ GenerationBackend = Literal["eager", "compiled-static-cache"]
 token) or ``compiled-static-cache`` (a static KV cache and a ``torch.compile``'d forward; CUDA
 graphs on a GPU)."""
 
-GENERATION_BACKENDS: tuple[str, ...] = ("eager", "compiled-static-cache")
+GENERATION_BACKENDS: tuple[GenerationBackend, ...] = ("eager", "compiled-static-cache")
 """The values of :data:`GenerationBackend`."""
 
 ExpertsBackend = Literal["eager", "grouped_mm", "batched_mm"]
@@ -28,7 +28,7 @@ ExpertsBackend = Literal["eager", "grouped_mm", "batched_mm"]
 ``grouped_mm`` (one grouped GEMM over tokens sorted by expert) and ``batched_mm`` (each token's
 expert weights gathered and multiplied in one batched GEMM)."""
 
-EXPERTS_BACKENDS: tuple[str, ...] = ("eager", "grouped_mm", "batched_mm")
+EXPERTS_BACKENDS: tuple[ExpertsBackend, ...] = ("eager", "grouped_mm", "batched_mm")
 """The values of :data:`ExpertsBackend`."""
 
 ExpertsBackendSource = Literal["measured", "device-default", "requested", "as-set"]

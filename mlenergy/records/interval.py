@@ -9,21 +9,19 @@ interval says its basis:
 * ``between-runs``: the Student-t interval over ``n`` fresh runs (``mlenergy bench --processes
   N``, a fresh process per run; serving ``--runs N``, a fresh launch or attach per run).
 
-:func:`interval_basis` reads it from a record (records made before the field existed carry
-within-run intervals when their phases have one); :func:`interval_label` words it the same way
-in every view (the bench table, ``mlenergy runs``, the leaderboard, the notebook plots).
+:func:`mlenergy.records.run.interval_basis` reads it from a record (records made before the
+field existed carry within-run intervals when their phases have one); :func:`interval_label`
+words it the same way in every view (the bench table, ``mlenergy runs``, the leaderboard, the
+notebook plots).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import model_validator
 
 from mlenergy.records.base import FrozenModel, NonNegFloat, PosInt
-
-if TYPE_CHECKING:
-    from mlenergy.records.run import RunRecord
 
 IntervalKind = Literal["within-run", "between-runs"]
 FreshRun = Literal["process", "launch", "attach"]
@@ -97,24 +95,3 @@ def interval_label(kind: str | None, n: int | float | None, fresh: str | None = 
         return f"within-run, {count} repeats" if count else "within-run"
     unit = _FRESH_WORDS.get(fresh or "", "runs")
     return f"between-runs, {count} {unit}" if count else "between-runs"
-
-
-def within_run_basis(run: RunRecord) -> IntervalBasis | None:
-    """The basis of a record measured in one run: ``within-run`` over its ``repeats``.
-
-    ``None`` when it carries no interval (a failed run, one repeat, a single serving window).
-    """
-    with_ci = any(p.energy_per_token_j_ci95 is not None for p in run.phases)
-    if run.status == "ok" and run.repeats >= 2 and with_ci:
-        return IntervalBasis(kind="within-run", n=run.repeats)
-    return None
-
-
-def interval_basis(run: RunRecord) -> IntervalBasis | None:
-    """The basis of ``run``'s intervals: the stored one, else inferred for older records.
-
-    A record without the field whose phases carry a 95% interval was made before it existed,
-    by one run's repeats (:func:`within_run_basis`). ``None`` when the record carries no
-    interval at all (one repeat, a single serving window, an estimate).
-    """
-    return run.interval if run.interval is not None else within_run_basis(run)

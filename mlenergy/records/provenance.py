@@ -9,6 +9,9 @@ from pydantic import Field, model_validator
 from mlenergy.records.base import FrozenModel, NonNegInt, PosInt
 from mlenergy.records.model_kind import ModelKind, model_kind
 
+Weights = Literal["pretrained", "random", "trained"]
+"""Where a model's weights came from: a checkpoint, random initialisation, or training here."""
+
 
 class Hardware(FrozenModel):
     """The machine a run executed on (or, for an estimate, the machine it predicts).
@@ -99,7 +102,7 @@ class ModelInfo(FrozenModel):
     total_params: PosInt
     active_params: PosInt
     dtype: str
-    weights: Literal["pretrained", "random", "trained"]
+    weights: Weights
 
     @property
     def kind(self) -> ModelKind:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -21,8 +21,9 @@ from mlenergy.records.base import (
     canonical_json,
     sha256_hex,
 )
+from mlenergy.records.display import html_table, num_cell
 from mlenergy.records.generation import GenerationInfo
-from mlenergy.records.host_bound import HostBound
+from mlenergy.records.host_bound import HOST_BOUND_MARK, HostBound
 from mlenergy.records.interval import IntervalBasis
 from mlenergy.records.provenance import Hardware, ModelInfo, Software
 from mlenergy.records.serving import ServingStats
@@ -155,7 +156,7 @@ class PhaseResult(FrozenModel):
         duration_s: float,
         energy_j: float | None,
         tokens: int,
-        **fields: object,
+        **fields: Any,
     ) -> PhaseResult:
         """Build a phase from its totals, deriving power, energy per token and throughput.
 
@@ -169,14 +170,13 @@ class PhaseResult(FrozenModel):
             tokens: Tokens processed in the phase.
             **fields: Any other :class:`PhaseResult` fields (latencies, repeats, devices).
         """
-        has_energy = energy_j is not None
         return cls(
             phase=phase,
             duration_s=duration_s,
             energy_j=energy_j,
-            avg_power_w=energy_j / duration_s if has_energy and duration_s > 0 else None,
+            avg_power_w=energy_j / duration_s if energy_j is not None and duration_s > 0 else None,
             tokens=tokens,
-            energy_per_token_j=energy_j / tokens if has_energy and tokens > 0 else None,
+            energy_per_token_j=energy_j / tokens if energy_j is not None and tokens > 0 else None,
             throughput_tokens_per_s=tokens / duration_s if duration_s > 0 and tokens > 0 else None,
             **fields,
         )
@@ -390,10 +390,43 @@ class RunRecord(FrozenModel):
         return None
 
     def _repr_html_(self) -> str:
-        """A compact HTML table for notebooks: one row per phase, with units and source."""
-        from mlenergy.records.display import run_html
+        """A compact HTML table for notebooks: one row per phase, with units and source.
 
-        return run_html(self)
+        The caption names model, hardware, energy source and status, and the basis of the
+        95% intervals (:func:`interval_basis`); a missing figure shows as ``n/a``, never 0.
+        """
+        w = self.workload
+        gpu = self.hardware.accelerator_model
+        count = self.hardware.accelerator_count
+        where = f"{count} x {gpu}" if gpu else (self.hardware.cpu_model or "")
+        caption = (
+            f"run {self.run_id}: {self.model.model_id} ({w.kind}, batch {w.batch_size}, "
+            f"{w.input_tokens}+{w.output_tokens} tokens) on {where}; energy source "
+            f"{self.energy_source}; status {self.status}"
+        )
+        basis = interval_basis(self)
+        if basis is not None:
+            caption += f"; 95% intervals {basis.label()}"
+        if self.host_bound is not None and self.host_bound.marked:
+            caption += f"; {HOST_BOUND_MARK}"
+        header = ["phase", "time", "energy", "avg power", "tokens", "energy/token", "throughput"]
+        rows = [
+            [
+                p.phase.value,
+                num_cell(p.duration_s, "s"),
+                num_cell(p.energy_j, "J"),
+                num_cell(p.avg_power_w, "W"),
+                str(p.tokens),
+                num_cell(p.energy_per_token_j, "J/token"),
+                num_cell(p.throughput_tokens_per_s, "tokens/s"),
+            ]
+            for p in self.phases
+        ]
+        if not rows and self.checkpoints:
+            last = self.checkpoints[-1]
+            duration, energy = num_cell(last.duration_s, "s"), num_cell(last.energy_j, "J")
+            rows = [["train", duration, energy, "", "", "", ""]]
+        return html_table(header, rows, caption)
 
     def content_hash(self) -> str:
         """SHA-256 of the record's content, excluding how it was submitted.
@@ -406,3 +439,24 @@ class RunRecord(FrozenModel):
         excluded = {"submission", *(name for name in optional if getattr(self, name) is None)}
         data = self.model_dump(mode="json", exclude=excluded)
         return sha256_hex(canonical_json(data))
+
+
+def within_run_basis(run: RunRecord) -> IntervalBasis | None:
+    """The basis of a record measured in one run: ``within-run`` over its ``repeats``.
+
+    ``None`` when it carries no interval (a failed run, one repeat, a single serving window).
+    """
+    with_ci = any(p.energy_per_token_j_ci95 is not None for p in run.phases)
+    if run.status == "ok" and run.repeats >= 2 and with_ci:
+        return IntervalBasis(kind="within-run", n=run.repeats)
+    return None
+
+
+def interval_basis(run: RunRecord) -> IntervalBasis | None:
+    """The basis of ``run``'s intervals: the stored one, else inferred for older records.
+
+    A record without the field whose phases carry a 95% interval was made before it existed,
+    by one run's repeats (:func:`within_run_basis`). ``None`` when the record carries no
+    interval at all (one repeat, a single serving window, an estimate).
+    """
+    return run.interval if run.interval is not None else within_run_basis(run)

@@ -7,13 +7,13 @@ import os
 import tempfile
 from pathlib import Path
 
+from mlenergy.records.quality import QualityResult
+from mlenergy.records.run import RunRecord
+from mlenergy.records.submission import Submission
+
 
 def schemas() -> dict[str, dict]:
     """Return the JSON Schema of each top-level record, keyed by file stem."""
-    from mlenergy.records.quality import QualityResult
-    from mlenergy.records.run import RunRecord
-    from mlenergy.records.submission import Submission
-
     return {
         "run_record": RunRecord.model_json_schema(),
         "quality_result": QualityResult.model_json_schema(),

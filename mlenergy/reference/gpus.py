@@ -287,6 +287,7 @@ def load_gpu_spec_file(path: str | Path) -> GpuSpec:
                 "Fix the file's syntax",
             ) from None
     else:
+        # lazy: PyYAML (~25 ms at start-up) only for a maintainer file in YAML
         import yaml
 
         try:

@@ -120,6 +120,9 @@ def measurement_row(rec: RunRecord, configs_dir: str | Path | None = None) -> di
     phase = _serving_phase(rec)
     if phase is None or phase.energy_per_token_j is None:
         return None
+    throughput, power = phase.throughput_tokens_per_s, phase.avg_power_w
+    if throughput is None or power is None:  # _serving_phase keeps phases with both
+        return None
     submitter = rec.submission.submitter if rec.submission else ""
     config_id = config_id_for(rec.model.model_id, configs_dir)
     unknown_prompt = rec.tags.get("input_tokens") == "unknown"
@@ -141,8 +144,8 @@ def measurement_row(rec: RunRecord, configs_dir: str | Path | None = None) -> di
         "input_tokens": float("nan") if unknown_prompt else float(w.input_tokens),
         "output_tokens": mean_output_tokens(rec),
         "energy_per_token_j": float(phase.energy_per_token_j),
-        "throughput_tokens_per_s": float(phase.throughput_tokens_per_s),
-        "avg_power_w": float(phase.avg_power_w),
+        "throughput_tokens_per_s": float(throughput),
+        "avg_power_w": float(power),
         "itl_s": phase.itl_p50_s,
         "kind": architecture_family(config_id, rec.model.is_moe, configs_dir),
         "legacy": rec.software.engine == V2_ENGINE,

@@ -247,7 +247,10 @@ def read_v3(path: Path, config_dir: Path) -> list[RunRecord]:
                 _float(row, "total_params_billions"),
                 _float(row, "activated_params_billions"),
             )
-            ms = [_float(row, k) for k in ("median_itl_ms", "p90_itl_ms", "p99_itl_ms")]
+            p50, p90, p99 = (
+                None if (v := _float(row, k)) is None else v / 1000.0
+                for k in ("median_itl_ms", "p90_itl_ms", "p99_itl_ms")
+            )
             parsed = _Row(
                 key=f"{path.name}:{i}:{canonical_json(row)}",
                 task=row["task"],
@@ -263,7 +266,7 @@ def read_v3(path: Path, config_dir: Path) -> list[RunRecord]:
                 energy_per_token_j=float(row["energy_per_token_joules"]),
                 throughput_tokens_per_s=float(row["output_throughput_tokens_per_sec"]),
                 avg_power_w=float(row["avg_power_watts"]),
-                itl_s=tuple(m / 1000.0 if m is not None else None for m in ms),  # type: ignore[arg-type]
+                itl_s=(p50, p90, p99),
             )
             tags = {"nickname": row.get("nickname", "")}
             records.append(_record(parsed, model, source=source, v2=False, tags=tags))

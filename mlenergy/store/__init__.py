@@ -18,8 +18,9 @@ Submissions: :class:`SubmissionQueue` (``submit``, ``list``, ``approve``, ``reje
 from __future__ import annotations
 
 from mlenergy.errors import StoreError
+from mlenergy.store.queue_entry import QueuedSubmission
 from mlenergy.store.store import AppendResult, RunStore
-from mlenergy.store.submissions import QueuedSubmission, SubmissionQueue
+from mlenergy.store.submissions import SubmissionQueue
 from mlenergy.store.tables import QUALITY_COLUMNS, RUN_COLUMNS, flatten_quality, flatten_run
 from mlenergy.store.validation import ValidationReport, escape_text, validate_bundle
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -98,7 +98,8 @@ def skip_value(text: str, pos: int) -> int:
         match = _STRING.match(text, pos)
         return match.end() if match else -1
     if text[pos] not in "[{":
-        return _SCALAR_END.match(text, pos).end()  # type: ignore[union-attr]
+        scalar = _SCALAR_END.match(text, pos)
+        return scalar.end() if scalar else -1
     depth = 0
     for seen, match in enumerate(_BRACKET.finditer(text, pos)):
         if seen > SKIP_TOKENS:
@@ -242,7 +243,7 @@ class BundleStream:
             return Item(where, problem=_not_json_line(where, "Extra data", end + 1))
         return Item(where, value)
 
-    def _array(self, pos: int, key: str | None) -> Iterator[Item]:
+    def _array(self, pos: int, key: str | None) -> Generator[Item, None, int]:
         """Records of the array at ``pos`` (a Submission's ``key`` list, or the whole bundle).
 
         Returns (as the generator's value) the index after the array, or -1 after a syntax

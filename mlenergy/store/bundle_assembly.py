@@ -53,7 +53,11 @@ def parse_record(item: Item) -> tuple[RunRecord | QualityResult | None, list[str
     if not isinstance(obj, dict):
         return None, [tag("schema", f"{where}: expected a JSON object (a run or quality record)")]
     kind = item.expect or kind_of(obj)
-    model = {"run": RunRecord, "quality": QualityResult}.get(kind)
+    models: dict[str, type[RunRecord] | type[QualityResult]] = {
+        "run": RunRecord,
+        "quality": QualityResult,
+    }
+    model = models.get(kind)
     if model is None:
         return None, [tag("schema", f"{where}.record_type: unknown record type {str(kind)[:40]!r}")]
     try:

@@ -96,7 +96,7 @@ def _entries(data: Any, source: str) -> Iterable[tuple[GpuFacts, tuple[str, ...]
 def catalog_facts(spec: GpuSpec) -> GpuFacts:
     """The rules' figures of a catalog GPU."""
     figures = {"bf16": spec.bf16_tflops, "fp8": spec.fp8_tflops, "fp4": spec.fp4_tflops}
-    peaks = {key: value for key, value in figures.items() if _positive(value) is not None}
+    peaks = {key: v for key, value in figures.items() if (v := _positive(value)) is not None}
     return GpuFacts(spec.name, spec.tdp_w, peaks, "catalog")
 
 

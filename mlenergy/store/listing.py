@@ -7,7 +7,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mlenergy.errors import UserError
+from mlenergy.records import HOST_BOUND_MARK, interval_basis
 from mlenergy.records.metrics import HEADLINE_PHASES, headline_column
+from mlenergy.store.record_extras import EXTRA_SQL, interval_labels
+from mlenergy.store.tables import RUN_COLUMNS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -166,10 +169,6 @@ def list_runs(store: RunStore, model: str | None = None, limit: int = 50) -> Run
     Raises:
         StoreError: A store file is damaged.
     """
-    from mlenergy.records import HOST_BOUND_MARK
-    from mlenergy.store.record_extras import EXTRA_SQL, interval_labels
-    from mlenergy.store.tables import RUN_COLUMNS
-
     cols = ", ".join(f'"{c}"' for c in RUN_COLUMNS)
     frame = store.query(
         f"SELECT {cols}, {EXTRA_SQL}, {METHOD_SQL} FROM _runs_all ORDER BY created_at, run_id"
@@ -201,8 +200,6 @@ def show_notes(run: RunRecord) -> list[str]:
         Lines such as ``interval: between-runs, 3 processes`` and ``host-bound: ...`` (the
         verdict and its figures, or that the rule does not apply and why).
     """
-    from mlenergy.records import interval_basis
-
     basis = interval_basis(run)
     lines = [
         f"interval: {basis.label()}"

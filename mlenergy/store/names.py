@@ -40,7 +40,7 @@ _MARKS = "\u200e\u200f"
 @lru_cache(maxsize=1)
 def _prototypes() -> dict[str, str]:
     """Source character -> its prototype string, from the package's confusables table."""
-    # The table is 0.9 MB of JSON: loaded on the first name check, not at import.
+    # lazy: the table is 0.9 MB of JSON, loaded on the first name check, not at import
     from confusable_homoglyphs.confusables import confusables_data
 
     neighbours: dict[str, set[str]] = {}

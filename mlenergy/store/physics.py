@@ -151,7 +151,7 @@ def energy_per_token_floor(facts: RunFacts, gpu: GpuFacts | None) -> float | Non
     """
     active = facts.counts.get("model.active_params")
     peak = gpu.peak_for(facts.dtype) if gpu is not None else None
-    if not active or not peak:
+    if gpu is None or not active or not peak:
         return None
     joules_per_flop = gpu.tdp_w / (peak * 1e12)
     return FLOOR_MARGIN * FLOPS_PER_PARAM_TOKEN * active * joules_per_flop

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from mlenergy.errors import UserError
-from mlenergy.records import RunRecord, Submission
+from mlenergy.records import QualityResult, RunRecord, Submission
 from mlenergy.store.checks import tag
 from mlenergy.store.names import name_key
 from mlenergy.store.near_duplicates import NearDuplicateIndex
+from mlenergy.store.queue_entry import QueuedSubmission
 from mlenergy.store.rules import KNOWN_TASKS, measurement_key
 from mlenergy.store.tables import flatten_run
 
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from mlenergy.store.store import RunStore
-    from mlenergy.store.submissions import QueuedSubmission
 
 MAX_PENDING_ENV = "MLENERGY_MAX_PENDING_PER_SUBMITTER"
 """Environment variable setting the cap on pending bundles per submitter for a deployment."""
@@ -81,13 +81,18 @@ def pending_problem(
     )
 
 
+def _rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """The frame's rows as flat column dicts (the store's columns are named by strings)."""
+    return cast(list[dict[str, Any]], frame.to_dict("records"))
+
+
 def known_tasks(runs: pd.DataFrame) -> set[str]:
     """Tasks accepted without a declaration: the built-in list and every stored task.
 
     Args:
         runs: The store's ``runs_frame()``.
     """
-    stored = runs["task"].dropna().astype(str) if "task" in runs.columns else []
+    stored = runs["task"].dropna().astype(str).tolist() if "task" in runs.columns else []
     return set(KNOWN_TASKS) | set(stored)
 
 
@@ -99,7 +104,7 @@ def known_measurements(runs: pd.DataFrame, pending: Sequence[QueuedSubmission]) 
         pending: The pending entries.
     """
     out: dict[str, str] = {}
-    for row in runs.to_dict("records"):
+    for row in _rows(runs):
         key = measurement_key(row)
         if key is not None:
             out.setdefault(key, f"stored run {row['run_id']} (model {row['model_id']!r})")
@@ -120,7 +125,7 @@ def known_runs(runs: pd.DataFrame, pending: Sequence[QueuedSubmission]) -> NearD
         pending: The pending entries.
     """
     index = NearDuplicateIndex()
-    for row in runs.to_dict("records"):
+    for row in _rows(runs):
         index.add(row, f"stored run {row['run_id']} (model {row['model_id']!r})")
     for entry in pending:
         for run in entry.submission.runs:
@@ -160,10 +165,11 @@ def id_reuse_problems(
         fix: What to do about a clash, ending each problem.
     """
     problems = []
-    for key, records, ids in (
+    groups: tuple[tuple[str, Sequence[RunRecord | QualityResult], Mapping[str, str]], ...] = (
         ("runs", submission.runs, run_ids),
         ("quality", submission.quality, quality_ids),
-    ):
+    )
+    for key, records, ids in groups:
         for i, rec in enumerate(records):
             rid = rec.run_id if isinstance(rec, RunRecord) else rec.quality_id
             if rid in ids and ids[rid] != rec.content_hash():

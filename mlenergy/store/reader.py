@@ -12,19 +12,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeVar
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from pydantic import ValidationError
 
 from mlenergy.errors import StoreError, UserError, first_line
 from mlenergy.records import QualityResult, RunRecord
 from mlenergy.store import scan
 from mlenergy.store import segments as seg
-from mlenergy.store.export import export_store
 
 if TYPE_CHECKING:
     import duckdb
     import pandas as pd
 
 _T = TypeVar("_T")
+EXPORT_FORMATS = ("csv", "parquet", "jsonl")
+"""Formats of :meth:`StoreReader.export`."""
 _READ_RETRIES = 4
 
 
@@ -204,4 +206,28 @@ class StoreReader:
         Returns:
             The written path.
         """
-        return export_store(self, path, fmt, table)
+        if fmt not in EXPORT_FORMATS:
+            raise UserError(f"unknown export format {fmt!r}", "use csv, parquet or jsonl")
+        if table not in ("runs", "quality"):
+            raise UserError(f"unknown table {table!r}", "use runs or quality")
+        out = Path(path)
+        if not out.parent.is_dir():
+            raise UserError(f"output folder {out.parent} does not exist", "create it first")
+        if fmt == "jsonl":
+            records = self._records(table)
+            data = "".join(r.model_dump_json() + "\n" for r in records).encode("utf-8")
+        else:
+            frame = self.runs_frame() if table == "runs" else self.quality_frame()
+            if fmt == "csv":
+                data = frame.to_csv(index=False).encode("utf-8")
+            else:
+                sink = pa.BufferOutputStream()
+                pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), sink)
+                data = sink.getvalue().to_pybytes()
+        try:
+            seg.write_bytes_atomic(out, data)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot write {out} ({exc.strerror or exc})", "choose a writable --out path"
+            ) from exc
+        return out

@@ -50,7 +50,7 @@ def interval_labels(frame: pd.DataFrame) -> list[str]:
 
     Rows whose record has no ``interval`` but a 95% interval on a phase and at least two
     repeats were made before the field existed, by one run's repeats: ``within-run`` (the
-    rule of :func:`mlenergy.records.interval.within_run_basis`, on the flat columns).
+    rule of :func:`mlenergy.records.run.within_run_basis`, on the flat columns).
 
     Args:
         frame: Flat run rows with :data:`EXTRA_COLUMNS` (missing ones read as absent).

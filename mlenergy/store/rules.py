@@ -197,7 +197,7 @@ def time_problems(where: str, record: RunRecord | QualityResult, now: datetime) 
         now: The current time (timezone-aware).
     """
     latest = now + CLOCK_SKEW
-    times = [("created_at", record.created_at)]
+    times: list[tuple[str, datetime | None]] = [("created_at", record.created_at)]
     if isinstance(record, RunRecord):
         times += [("started_at", record.started_at), ("ended_at", record.ended_at)]
     problems = []

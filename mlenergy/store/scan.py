@@ -8,8 +8,10 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pydantic import ValidationError
 
 from mlenergy.errors import StoreError, first_line
+from mlenergy.records import QualityResult, RunRecord
 from mlenergy.store import segments as seg
 from mlenergy.store.tables import (
     QUALITY_COLUMNS,
@@ -123,10 +125,6 @@ def diagnose(results_dir: Path, *, records: bool = False) -> int:
 
 def _check_records(path: Path, kind: str, table: pa.Table) -> None:
     """Parse every record of a segment; the first that fails names the segment and the id."""
-    from pydantic import ValidationError
-
-    from mlenergy.records import QualityResult, RunRecord
-
     model = RunRecord if kind == "runs" else QualityResult
     ids = table.column(KIND_ID[kind]).to_pylist()
     for rid, text in zip(ids, table.column(RECORD_JSON).to_pylist(), strict=True):

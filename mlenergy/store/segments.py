@@ -20,12 +20,15 @@ import os
 import signal
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from types import FrameType
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from mlenergy.errors import StoreError
 
 SEGMENT_SUFFIX = ".parquet"
 TMP_PREFIX = ".tmp-"
@@ -120,9 +123,9 @@ def deferred_interrupts() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    received: list[tuple[int, object]] = []
+    received: list[tuple[int, FrameType | None]] = []
 
-    def _handler(signum: int, frame: object) -> None:
+    def _handler(signum: int, frame: FrameType | None) -> None:
         received.append((signum, frame))
 
     try:
@@ -135,12 +138,12 @@ def deferred_interrupts() -> Iterator[None]:
     finally:
         signal.signal(signal.SIGINT, previous)
         if received and callable(previous):
-            previous(*received[0])  # type: ignore[arg-type]
+            previous(*received[0])
         elif received and previous != signal.SIG_IGN:
             raise KeyboardInterrupt
 
 
-def commit(results_dir: Path, adds: list[tuple[Path, str]], removes: list[str] = ()) -> None:
+def commit(results_dir: Path, adds: list[tuple[Path, str]], removes: Sequence[str] = ()) -> None:
     """Publish temporary files and delete replaced segments as one atomic change.
 
     Args:
@@ -148,7 +151,6 @@ def commit(results_dir: Path, adds: list[tuple[Path, str]], removes: list[str] =
         adds: ``(temporary path, final segment name)`` pairs, temporaries in ``results_dir``.
         removes: Segment names (in ``results_dir``) that the change replaces.
     """
-    removes = list(removes)
     with deferred_interrupts():
         if len(adds) == 1 and not removes:  # a single rename is atomic by itself
             tmp, final = adds[0]
@@ -156,7 +158,7 @@ def commit(results_dir: Path, adds: list[tuple[Path, str]], removes: list[str] =
             fsync_dir(results_dir)
             return
         journal = results_dir / f"{JOURNAL_PREFIX}{uuid.uuid4().hex}.json"
-        payload = {"adds": [[tmp.name, final] for tmp, final in adds], "removes": removes}
+        payload = {"adds": [[tmp.name, final] for tmp, final in adds], "removes": list(removes)}
         write_bytes_atomic(journal, json.dumps(payload).encode("utf-8"))  # commit point
         _apply_journal(results_dir, journal, payload)
 
@@ -200,8 +202,6 @@ def recover(results_dir: Path) -> int:
             try:
                 payload = json.loads(journal.read_text(encoding="utf-8"))
             except (OSError, ValueError) as exc:  # written atomically, so this is outside damage
-                from mlenergy.errors import StoreError
-
                 raise StoreError(
                     f"store journal {journal} is unreadable ({exc})",
                     "move it out of the results folder and check the newest segments",

@@ -57,14 +57,13 @@ def serving_problems(run: RunRecord, where: str) -> list[str]:
     if ept is not None and energy is not None and not _close(ept * phase.tokens, energy):
         problems.append(
             f"{where}.phases[request].energy_per_token_j: x {phase.tokens} tokens = "
-            f"{phase.energy_per_token_j * phase.tokens:.6g} J, not the window's "
-            f"{phase.energy_j:.6g} J"
+            f"{ept * phase.tokens:.6g} J, not the window's {energy:.6g} J"
         )
     tput = phase.throughput_tokens_per_s
     if tput is not None and not _close(tput * phase.duration_s, phase.tokens):
         problems.append(
             f"{where}.phases[request].throughput_tokens_per_s: x {phase.duration_s:.6g} s "
-            f"= {phase.throughput_tokens_per_s * phase.duration_s:.6g} tokens, not the "
+            f"= {tput * phase.duration_s:.6g} tokens, not the "
             f"window's {phase.tokens}"
         )
     if s.window_output_tokens != phase.tokens:

@@ -18,10 +18,10 @@ neither lose nor duplicate records. Readers take no lock: reading and querying a
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -32,14 +32,15 @@ from mlenergy.store import scan
 from mlenergy.store import segments as seg
 from mlenergy.store.locking import locked_folders, probe_writable
 from mlenergy.store.reader import StoreReader
-from mlenergy.store.tables import quality_table, rebuild_table, runs_table
+from mlenergy.store.tables import rebuild_table, segment_table
 
 AUTO_COMPACT_SEGMENTS = 256
 """An append that leaves more segments than this of one kind merges the small ones."""
 AUTO_COMPACT_MAX_ROWS = 20_000
 """Segments with at least this many records are left alone by the automatic compaction."""
 
-_T = TypeVar("_T")
+Record = RunRecord | QualityResult
+"""A record the store holds."""
 
 
 @dataclass(frozen=True)
@@ -185,7 +186,7 @@ class RunStore(StoreReader):
                 return AppendResult(0, 0)
             return self._append_locked(batches)
 
-    def _append_locked(self, batches: dict[str, list[tuple[str, str, _T]]]) -> AppendResult:
+    def _append_locked(self, batches: dict[str, list[tuple[str, str, Record]]]) -> AppendResult:
         """The body of an append (the caller holds the lock)."""
         added_ids: list[str] = []
         dup_ids: list[str] = []
@@ -197,9 +198,7 @@ class RunStore(StoreReader):
                 new = self._filter_new(kind, batch, dup_ids)
                 if not new:
                     continue
-                table = (runs_table if kind == "runs" else quality_table)(
-                    [r for _, _, r in new], [h for _, h, _ in new]
-                )
+                table = segment_table(kind, [r for _, _, r in new], [h for _, h, _ in new])
                 tmp = seg.write_tmp_parquet(table, self.results_dir)
                 name = seg.segment_name(kind)
                 adds.append((tmp, name))
@@ -233,12 +232,12 @@ class RunStore(StoreReader):
                 tmp.unlink()
 
     def _filter_new(
-        self, kind: str, batch: list[tuple[str, str, _T]], dup_ids: list[str]
-    ) -> list[tuple[str, str, _T]]:
+        self, kind: str, batch: list[tuple[str, str, Record]], dup_ids: list[str]
+    ) -> list[tuple[str, str, Record]]:
         """Drop records already stored (by hash); refuse id reuse with different content."""
         id_to_hash = self._stored_ids(kind)
         hashes = set(id_to_hash.values())
-        new: list[tuple[str, str, _T]] = []
+        new: list[tuple[str, str, Record]] = []
         for rid, h, rec in batch:
             if h in hashes:
                 dup_ids.append(rid)
@@ -288,7 +287,7 @@ class RunStore(StoreReader):
         """Return the content hashes of every stored record (runs and quality)."""
         hashes: set[str] = set()
         for kind in seg.KINDS:
-            hashes.update(self._retry(lambda k=kind: self._stored_ids(k)).values())
+            hashes.update(self._retry(functools.partial(self._stored_ids, kind)).values())
         return hashes
 
     def compact(self, *, rebuild: bool = False) -> int:
@@ -334,7 +333,10 @@ class RunStore(StoreReader):
         # Keep the first copy of each content hash (duplicates only come from outside damage).
         hashes = merged.column("content_hash").to_pylist()
         seen: set[str] = set()
-        keep = [not (h in seen or seen.add(h)) for h in hashes]  # type: ignore[func-returns-value]
+        keep = []
+        for h in hashes:
+            keep.append(h not in seen)
+            seen.add(h)
         merged = merged.filter(pa.array(keep, pa.bool_()))
         if rebuild:
             merged = rebuild_table(kind, merged)

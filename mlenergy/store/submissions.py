@@ -15,6 +15,7 @@ between is finished by approving again. A rejected bundle writes nothing at all.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import os
 import re
@@ -22,18 +23,16 @@ import uuid
 from collections.abc import Collection, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
 
-from pydantic import Field, ValidationError
+from pydantic import ValidationError
 
 from mlenergy.errors import StoreError, UserError, ValidationFailed, first_line
-from mlenergy.records import FrozenModel, QualityResult, RunRecord, Submission, SubmissionInfo
 from mlenergy.store import segments as seg
 from mlenergy.store.checks import tag
-from mlenergy.store.facts import facts_from_record
 from mlenergy.store.gpus import gpu_lookup
 from mlenergy.store.locking import locked_folders
 from mlenergy.store.names import submitter_problems
+from mlenergy.store.queue_entry import ID_PATTERN, QueuedSubmission, Status
 from mlenergy.store.queue_facts import (
     id_reuse_problems,
     known_measurements,
@@ -43,7 +42,7 @@ from mlenergy.store.queue_facts import (
     pending_problem,
     taken_ids,
 )
-from mlenergy.store.rules import check_run, unverified_reasons
+from mlenergy.store.rules import check_run
 from mlenergy.store.store import AppendResult, RunStore
 from mlenergy.store.validation import (
     MAX_BUNDLE_BYTES,
@@ -52,71 +51,10 @@ from mlenergy.store.validation import (
     validate_bundle,
 )
 
-Status = Literal["pending", "approved", "rejected"]
 _STATES: tuple[Status, ...] = ("pending", "approved", "rejected")
-_ID_PATTERN = r"^[0-9A-Za-z][0-9A-Za-z_\-]{5,63}$"
-_ID_RE = re.compile(_ID_PATTERN)
+_ID_RE = re.compile(ID_PATTERN)
 QUARANTINE = "quarantine"
 """Folder under ``submissions/`` where unreadable queue files are set aside."""
-
-
-class QueuedSubmission(FrozenModel):
-    """A submission in the queue, with how and when it arrived and what was decided.
-
-    Attributes:
-        submission_id: Queue id (``YYYYmmdd-HHMMSS-<hex>``).
-        status: ``pending``, ``approved`` or ``rejected``.
-        submitted_at: When it was queued (UTC).
-        source: File name it came from, if any.
-        content_hashes: Content hashes of its records (runs, then quality).
-        submission: The validated bundle.
-        decided_at: When it was approved or rejected.
-        reason: Why it was rejected.
-    """
-
-    submission_id: str = Field(pattern=_ID_PATTERN)
-    status: Status
-    submitted_at: datetime
-    source: str | None = None
-    content_hashes: tuple[str, ...]
-    submission: Submission
-    decided_at: datetime | None = None
-    reason: str | None = None
-
-    def approved_records(self, approved_at: datetime) -> list[RunRecord | QualityResult]:
-        """The runs and quality results with :class:`SubmissionInfo` filled in, for the store.
-
-        A measured run lacking the provenance a real run records carries the reasons in
-        ``SubmissionInfo.unverified`` (the leaderboard shows it as unverified).
-        """
-        info = SubmissionInfo(
-            submission_id=self.submission_id,
-            submitter=self.submission.submitter,
-            submitted_at=self.submitted_at,
-            approved_at=approved_at,
-        )
-        out: list[RunRecord | QualityResult] = []
-        for rec in [*self.submission.runs, *self.submission.quality]:
-            reasons = (
-                tuple(unverified_reasons(facts_from_record(rec)))
-                if isinstance(rec, RunRecord)
-                else ()
-            )
-            out.append(
-                rec.model_copy(
-                    update={"submission": info.model_copy(update={"unverified": reasons})}
-                )
-            )
-        return out
-
-    def unverified_runs(self) -> dict[str, list[str]]:
-        """``run_id -> reasons`` of the runs that will be shown as unverified."""
-        out = {}
-        for run in self.submission.runs:
-            reasons = unverified_reasons(facts_from_record(run))
-            if reasons:
-                out[run.run_id] = reasons
-        return out
 
 
 def _cause(exc: BaseException) -> str:
@@ -209,7 +147,7 @@ class SubmissionQueue:
 
     def list(self, status: Status | None = "pending") -> list[QueuedSubmission]:
         """Return queued submissions (``status=None``: all), oldest first."""
-        out: list[QueuedSubmission] = []
+        out: builtins.list[QueuedSubmission] = []
         decided = self._decided_ids()
         for state in _STATES if status is None else (status,):
             folder = self._dir(state)
@@ -226,7 +164,7 @@ class SubmissionQueue:
     def _decided_ids(self) -> set[str]:
         ids: set[str] = set()
         for state in ("approved", "rejected"):
-            folder = self._dir(state)  # type: ignore[arg-type]
+            folder = self._dir(state)
             if folder.is_dir():
                 ids.update(p.stem for p in folder.glob("*.json"))
         return ids
@@ -240,7 +178,7 @@ class SubmissionQueue:
         if not _ID_RE.match(submission_id or ""):
             raise UserError(f"invalid submission id {submission_id!r}", "copy it from the list")
         for state in ("approved", "rejected", "pending"):
-            path = self._dir(state) / f"{submission_id}.json"  # type: ignore[arg-type]
+            path = self._dir(state) / f"{submission_id}.json"
             if path.is_file():
                 return self._load(path)
         raise UserError(
@@ -248,7 +186,7 @@ class SubmissionQueue:
             "list them with `mlenergy submissions list`",
         )
 
-    def pending_hashes(self, pending: list[QueuedSubmission] | None = None) -> set[str]:
+    def pending_hashes(self, pending: builtins.list[QueuedSubmission] | None = None) -> set[str]:
         """Content hashes of the records waiting in the queue.
 
         Args:
@@ -374,8 +312,8 @@ class SubmissionQueue:
         return entry
 
     def _queued_meanwhile(
-        self, entry: QueuedSubmission, pending: list[QueuedSubmission]
-    ) -> list[str]:
+        self, entry: QueuedSubmission, pending: builtins.list[QueuedSubmission]
+    ) -> builtins.list[str]:
         """Records of ``entry`` that a bundle queued since validation duplicates or clashes with."""
         problems = []
         clash = self.pending_hashes(pending) & set(entry.content_hashes)
@@ -417,7 +355,7 @@ class SubmissionQueue:
             self._decide(entry, "approved", when, None)
         return result
 
-    def _recheck(self, entry: QueuedSubmission) -> list[str]:
+    def _recheck(self, entry: QueuedSubmission) -> builtins.list[str]:
         """Problems of a queued submission under today's rules, and ids the store now holds.
 
         An id stored meanwhile with other content (by an import, another approval) is a

@@ -9,6 +9,7 @@ written before a column existed read it as null.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -16,6 +17,7 @@ from pydantic import ValidationError
 
 from mlenergy.errors import StoreError, first_line
 from mlenergy.records import ModelInfo, PhaseResult, QualityResult, RunRecord, canonical_json
+from mlenergy.records.quality import ModelRef
 
 PHASES: tuple[str, ...] = ("prefill", "decode", "request", "train")
 """Phases that get their own group of flat columns, in column order."""
@@ -144,7 +146,7 @@ def _first(phases: list[PhaseResult | None], attr: str) -> float | None:
     return None
 
 
-def model_columns(model: ModelInfo) -> dict[str, Any]:
+def model_columns(model: ModelInfo | ModelRef) -> dict[str, Any]:
     """The model-description columns of one model (the same in the run and quality tables).
 
     :mod:`mlenergy.analysis.tables` reuses them for its study frames.
@@ -269,6 +271,23 @@ def quality_table(results: list[QualityResult], hashes: list[str] | None = None)
     return pa.Table.from_pylist(rows, schema=QUALITY_SCHEMA)
 
 
+def segment_table(
+    kind: str, records: Sequence[RunRecord | QualityResult], hashes: list[str] | None = None
+) -> pa.Table:
+    """The segment table of one kind of records: :func:`runs_table` or :func:`quality_table`.
+
+    Raises:
+        TypeError: A record is not of the segment's kind.
+    """
+    runs = [r for r in records if isinstance(r, RunRecord)]
+    quality = [q for q in records if isinstance(q, QualityResult)]
+    if kind == "runs" and len(runs) == len(records):
+        return runs_table(runs, hashes)
+    if kind == "quality" and len(quality) == len(records):
+        return quality_table(quality, hashes)
+    raise TypeError(f"a {kind} segment holds only {kind} records")
+
+
 def rebuild_table(kind: str, table: pa.Table) -> pa.Table:
     """Recompute every flat column of a segment table from its stored record JSON.
 
@@ -279,8 +298,8 @@ def rebuild_table(kind: str, table: pa.Table) -> pa.Table:
     Raises:
         StoreError: A stored record no longer validates.
     """
-    model = RunRecord if kind == "runs" else QualityResult
-    records = []
+    model: type[RunRecord] | type[QualityResult] = RunRecord if kind == "runs" else QualityResult
+    records: list[RunRecord | QualityResult] = []
     for text in table.column(RECORD_JSON).to_pylist():
         try:
             records.append(model.model_validate_json(text))
@@ -290,5 +309,4 @@ def rebuild_table(kind: str, table: pa.Table) -> pa.Table:
                 "restore the store from a backup, or compact without --rebuild",
             ) from exc
     hashes = table.column("content_hash").to_pylist()
-    build = runs_table if kind == "runs" else quality_table
-    return build(records, hashes)  # type: ignore[arg-type]
+    return segment_table(kind, records, hashes)

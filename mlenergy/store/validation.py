@@ -268,13 +268,13 @@ def _duplicate_problems(
     hashes: list[str] = []
     problems: list[str] = []
     seen: dict[str, str] = {}
-    seen_ids: dict[str, str] = {}
+    seen_ids: dict[tuple[str, str], str] = {}
     known = set(known_hashes)
     for where, rec in records:
         h = rec.content_hash()
         hashes.append(h)
         is_run = isinstance(rec, RunRecord)
-        rid = rec.run_id if is_run else rec.quality_id
+        rid = rec.run_id if isinstance(rec, RunRecord) else rec.quality_id
         taken = known_run_ids if is_run else known_quality_ids
         field_name = "run_id" if is_run else "quality_id"
         if h in seen:

@@ -206,7 +206,10 @@ def _classes_by_batch(table: pd.DataFrame, comp: str) -> dict[int, list[str]]:
     """Per batch size, the verdict on each MoE variant's energy per token (from the table)."""
     sub = table[(table["comparison"] == comp) & (table["measure"] == "inference")]
     sub = sub[sub["batch_size"].notna()]
-    return {int(b): list(g["verdict"]) for b, g in sub.groupby("batch_size")}
+    return {
+        int(b): list(sub.loc[sub["batch_size"] == b, "verdict"])
+        for b in sorted(sub["batch_size"].unique())
+    }
 
 
 def _why(summary: pd.DataFrame, band: float) -> str | None:
@@ -292,7 +295,7 @@ def conclusion(
     """
     out: list[str] = []
     band = tie_band(noise)
-    best = summary.loc[summary["final_val_perplexity"].idxmin()]
+    best = summary.sort_values("final_val_perplexity", kind="stable").iloc[0]
     out.append(
         f"Best held-out perplexity: {best['variant']} ({best['final_val_perplexity']:.4g}); "
         f"the iso-quality target every model reached is perplexity "

@@ -29,26 +29,32 @@ from __future__ import annotations
 import time
 import uuid
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mlenergy.errors import UserError
+from mlenergy.measure import meter_for
+from mlenergy.measure.provenance import collect_hardware, collect_software
+from mlenergy.models import LoadedModel, ModelSource, check_device, model_info_from_config
 from mlenergy.progress import ProgressBar, progress_bar
 from mlenergy.quality.corpus import DEFAULT_CORPUS, load_corpus, split_corpus
 from mlenergy.quality.perplexity import encode_text, perplexity_record
 from mlenergy.quality.tokenizer import train_tokenizer
+from mlenergy.store.preflight import check_output_folder, open_store_for_append
+from mlenergy.studies.dense_vs_moe_result import StudyResult
 from mlenergy.studies.families import StudySize, Variant, get_size
+from mlenergy.studies.report import build_report
 from mlenergy.studies.turns import train_in_turns
+from mlenergy.workloads import InferenceSpec
+from mlenergy.workloads.inference import run_interleaved
 from mlenergy.workloads.training import TrainingSpec, train_model
 
 if TYPE_CHECKING:
-    import pandas as pd
     import torch
 
     from mlenergy.measure import EnergyMeter
-    from mlenergy.records import QualityResult, RunRecord
 
 STUDY = "dense-vs-moe"
 """Value of the ``study`` tag on every record of this study."""
@@ -76,49 +82,6 @@ class StudyData:
     train_ids: torch.Tensor
     val_ids: torch.Tensor
     vocab_size: int
-
-
-@dataclass
-class StudyResult:
-    """What :func:`run_study` returns.
-
-    Attributes:
-        study_id: Tag shared by the study's records.
-        size: Study size name.
-        data_dir: The store folder.
-        report_dir: The report folder.
-        report_path: ``index.html`` of the report.
-        summary_path: ``summary.md`` (the Markdown table and conclusion).
-        runs: Run records made (training and inference).
-        quality: Quality records made.
-        summary: One row per model variant (:func:`mlenergy.analysis.energy_quality.model_summary`).
-        comparisons: MoE versus dense baselines at iso-quality.
-        verdicts: Every MoE/dense ratio with its interval and verdict
-            (:func:`mlenergy.studies.conclusion.verdict_table`; ``verdicts.csv``).
-        conclusion: The conclusion text, computed from the data.
-        verdict: Its verdict paragraphs (MoE against dense matched on active, then on total
-            parameters), the study's answer in short.
-        energy_source: Energy label of the study's figures.
-        elapsed_s: Wall time of the whole study, seconds.
-        train_tokens: Tokens in the corpus's training split.
-    """
-
-    study_id: str
-    size: str
-    data_dir: Path
-    report_dir: Path
-    report_path: Path
-    summary_path: Path
-    runs: list[RunRecord] = field(default_factory=list)
-    quality: list[QualityResult] = field(default_factory=list)
-    summary: pd.DataFrame | None = None
-    comparisons: pd.DataFrame | None = None
-    verdicts: pd.DataFrame | None = None
-    conclusion: str = ""
-    verdict: list[str] = field(default_factory=list)
-    energy_source: str = ""
-    elapsed_s: float = 0.0
-    train_tokens: int = 0
 
 
 def prepare_data(size: StudySize, corpus: str = DEFAULT_CORPUS) -> StudyData:
@@ -227,12 +190,6 @@ def run_study(
         UserError: For bad input, before the store is touched.
     """
     import torch
-
-    from mlenergy.measure import meter_for
-    from mlenergy.measure.provenance import collect_hardware, collect_software
-    from mlenergy.models import check_device
-    from mlenergy.store.preflight import check_output_folder, open_store_for_append
-    from mlenergy.studies.report import build_report
 
     t_start = time.perf_counter()
     spec_size = get_size(size)
@@ -350,6 +307,7 @@ def _train_one(
     study_id: str,
     result: StudyResult,
     bar: Any,
+    *,
     wrap: Any = None,
 ) -> _Trained:
     """Train one model; append its training record at once.
@@ -357,8 +315,6 @@ def _train_one(
     ``wrap(meter, on_turn)``, when given, returns the meter to train with (the turn-taking one
     of :func:`~mlenergy.studies.turns.train_in_turns`).
     """
-    from mlenergy.models import model_info_from_config
-
     hardware, software = provenance
     tags = {
         "study": STUDY,
@@ -446,9 +402,6 @@ def _benchmark(
     One :func:`run_interleaved` per batch size, so the models compared at a batch size are
     measured next to each other in every round.
     """
-    from mlenergy.models import LoadedModel, ModelSource
-    from mlenergy.workloads.inference import run_interleaved
-
     models = []
     for t in trained:
         model = t.outcome.model
@@ -478,8 +431,6 @@ def _benchmark(
 
 def _inference_spec(size: StudySize, batch: int, seed: int, device: str) -> Any:
     """The study's inference benchmark at one batch size."""
-    from mlenergy.workloads import InferenceSpec
-
     return InferenceSpec(
         batch_sizes=(batch,),
         input_tokens=size.infer_input_tokens,

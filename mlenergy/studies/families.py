@@ -17,7 +17,7 @@ or without a shared expert.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from mlenergy.errors import UserError
 
@@ -112,7 +112,7 @@ class StudySize:
         """``(comparison, moe_variant, dense_baseline)`` for every MoE and each baseline."""
         active = [v.name for v in self.variants if v.role == "dense-active"]
         total = [v.name for v in self.variants if v.role == "dense-total"]
-        out = []
+        out: list[tuple[str, str, str]] = []
         for v in self.variants:
             if v.role != "moe":
                 continue
@@ -130,7 +130,7 @@ class StudySize:
         from transformers import Qwen2Config, Qwen2MoeConfig
 
         max_pos = max(self.seq_len, self.infer_input_tokens + self.infer_output_tokens) + 8
-        common = {
+        common: dict[str, Any] = {
             "vocab_size": vocab_size or self.vocab_size,
             "hidden_size": self.hidden_size,
             "num_hidden_layers": self.num_layers,
@@ -143,14 +143,19 @@ class StudySize:
             "pad_token_id": 1,
         }
         if variant.family == "dense":
+            if variant.ffn is None:
+                raise ValueError(f"dense variant {variant.name} has no ffn width")
             return Qwen2Config(intermediate_size=variant.ffn, **common)
+        ffn, experts, top_k = variant.expert_ffn, variant.num_experts, variant.top_k
+        if ffn is None or experts is None or top_k is None:
+            raise ValueError(f"MoE variant {variant.name} needs expert_ffn, num_experts and top_k")
         return Qwen2MoeConfig(
-            intermediate_size=variant.expert_ffn,
-            moe_intermediate_size=variant.expert_ffn,
-            num_experts=variant.num_experts,
-            num_experts_per_tok=variant.top_k,
+            intermediate_size=ffn,
+            moe_intermediate_size=ffn,
+            num_experts=experts,
+            num_experts_per_tok=top_k,
             shared_expert_intermediate_size=variant.shared_ffn,
-            norm_topk_prob=(variant.top_k or 1) > 1,
+            norm_topk_prob=top_k > 1,
             output_router_logits=True,
             router_aux_loss_coef=self.aux_loss_coef,
             decoder_sparse_step=1,

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from mlenergy.analysis.frontier import pareto_frontier
 from mlenergy.studies.conclusion import energy_note, energy_unit
 
 FIGURES = (
@@ -136,8 +137,6 @@ def _train_bars(t: dict[str, Any], path: Path, style: _Style) -> str:
 def _pareto(t: dict[str, Any], path: Path, style: _Style) -> str:
     """Inference energy per token against perplexity, with the Pareto frontier."""
     import matplotlib.pyplot as plt
-
-    from mlenergy.analysis.frontier import pareto_frontier
 
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     ax.set(

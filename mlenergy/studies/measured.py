@@ -35,6 +35,7 @@ from mlenergy.analysis.quality_attach import (
     published_quality,
     store_quality,
 )
+from mlenergy.analysis.stalls import host_bound_flags
 from mlenergy.quality.published import PublishedScore, run_mode
 from mlenergy.records import Phase, QualityResult, RunRecord
 from mlenergy.records.metrics import (
@@ -48,6 +49,8 @@ from mlenergy.records.metrics import (
     task_answers_benchmark,
 )
 from mlenergy.reference.gpus import catalog_name
+from mlenergy.reference.runs import read_reference
+from mlenergy.store import RunStore
 
 __all__ = [
     "QualityFigure",
@@ -165,8 +168,6 @@ def measured_frame(
         frame = frame[frame["gpu"].str.lower().str.startswith(gpu.lower())]
     frame = frame.reset_index(drop=True)
     if not frame.empty:
-        from mlenergy.analysis.stalls import host_bound_flags
-
         frame["host_bound"] = host_bound_flags(frame)
     return frame
 
@@ -360,9 +361,6 @@ def load_measured_runs(
     Raises:
         UserError: The reference folder is missing or holds no table.
     """
-    from mlenergy.reference.runs import read_reference
-    from mlenergy.store import RunStore
-
     store = RunStore(data_dir)
     runs = store.runs() if store.results_dir.is_dir() else []
     if not include_reference:

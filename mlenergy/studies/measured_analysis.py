@@ -26,6 +26,7 @@ import pandas as pd
 
 from mlenergy.analysis.frontier import pareto_mask
 from mlenergy.analysis.model_ids import precision_base
+from mlenergy.studies.measured import best_configurations
 
 MATCH_POINTS = {"%": 3.0, "elo": 15.0}
 """How close two quality scores must be to count as matched: points of % or of Elo."""
@@ -367,8 +368,6 @@ def deadline_table(
         ``task``, ``quality_score`` and one column per deadline (``<= 50 ms``: joules per
         correct answer, NaN where no configuration meets it).
     """
-    from mlenergy.studies.measured import best_configurations
-
     keys = ["model_id", "gpu", "task"]
     acc = rows[rows["quality_is_accuracy"].astype(bool)]
     if acc.empty:

@@ -48,7 +48,7 @@ def _overlap_clause(moe: pd.Series, dense: pd.Series) -> str:
 
 def _per_correct_sentence(task: str, gpu: str, g: pd.DataFrame) -> str | None:
     have = g[g["energy_per_correct_j"].notna()]
-    best = {a: s.sort_values("energy_per_correct_j").iloc[0] for a, s in have.groupby("arch")}
+    best = {str(a): s.sort_values("energy_per_correct_j").iloc[0] for a, s in have.groupby("arch")}
     if not best:
         return None
     parts = [
@@ -261,9 +261,7 @@ def power_comparison(configs: pd.DataFrame) -> str:
     )
 
 
-def _with_and_without(all_text: str | None, clean_text: str | None) -> str | None:
-    if all_text is None:
-        return None
+def _with_and_without(all_text: str, clean_text: str | None) -> str:
     if clean_text is None:
         return all_text
     if clean_text == all_text:
@@ -281,7 +279,7 @@ def measured_conclusion(
 
     Args:
         everything: The findings on every configuration
-            (:class:`mlenergy.studies.measured_study.Findings`: rows, pairs, fits, claim).
+            (:class:`mlenergy.studies.measured_result.Findings`: rows, pairs, fits, claim).
         unstalled: The same without the configurations the host-bound rule flags (None: no
             configuration is flagged, so there is nothing to repeat).
         stalled: The flagged configurations.

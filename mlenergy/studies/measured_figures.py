@@ -8,9 +8,15 @@ the same runs; axis labels say the same.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from matplotlib.typing import RcKeyType
 
 ARCH_COLOURS = {"dense": "#1f77b4", "moe": "#ff7f0e", "hybrid": "#2ca02c"}
 
@@ -28,7 +34,7 @@ MAX_COLUMNS = 2
 (1,200 pixels at most) shows without shrinking."""
 FOOTER_IN = 0.55
 """Height kept below the panels for the footer (two lines at :data:`MIN_FONT_PT`), inches."""
-_RC = {
+_RC: dict[RcKeyType, Any] = {
     "font.size": 10.0,
     "axes.titlesize": 10.5,
     "axes.labelsize": 10.0,
@@ -39,18 +45,18 @@ _RC = {
 """Font sizes (points) of every figure; none is below :data:`MIN_FONT_PT`."""
 
 
-def _footer(fig: object, note: str) -> None:
-    fig.text(0.5, 0.005, note, ha="center", va="bottom", fontsize=MIN_FONT_PT, wrap=True)  # type: ignore[attr-defined]
+def _footer(fig: Figure, note: str) -> None:
+    fig.text(0.5, 0.005, note, ha="center", va="bottom", fontsize=MIN_FONT_PT, wrap=True)
 
 
-def _save(fig: object, path: Path, note: str) -> str:
+def _save(fig: Figure, path: Path, note: str) -> str:
     import matplotlib.pyplot as plt
 
     _footer(fig, note)
-    height = float(fig.get_size_inches()[1])  # type: ignore[attr-defined]
-    fig.tight_layout(rect=(0, FOOTER_IN / height, 1, 1))  # type: ignore[attr-defined]
-    fig.savefig(path, dpi=SAVE_DPI)  # type: ignore[attr-defined]
-    plt.close(fig)  # type: ignore[arg-type]
+    height = float(fig.get_size_inches()[1])
+    fig.tight_layout(rect=(0, FOOTER_IN / height, 1, 1))
+    fig.savefig(path, dpi=SAVE_DPI)
+    plt.close(fig)
     return path.name
 
 
@@ -65,11 +71,10 @@ def _stalled(frame: pd.DataFrame) -> pd.Series:
     return frame["host_bound"].astype("boolean").fillna(False).astype(bool)
 
 
-def _mark_stalled(ax: object, x: pd.Series, y: pd.Series) -> None:
+def _mark_stalled(ax: Axes, x: pd.Series, y: pd.Series) -> None:
     """Overlay a red cross on host-bound points, labelled once."""
     if len(x):
-        ax.scatter(x, y, marker="x", c="red", s=60, lw=1.2,  # type: ignore[attr-defined]
-                   label="host-bound run (stalled)")  # fmt: skip
+        ax.scatter(x, y, marker="x", c="red", s=60, lw=1.2, label="host-bound run (stalled)")
 
 
 def quality_kind(sources: pd.Series) -> str:
@@ -92,14 +97,14 @@ _LABEL_PT = MIN_FONT_PT
 """Font size of point labels (points); a character is about half as wide."""
 
 
-def _label_points(ax: object, g: pd.DataFrame) -> None:
+def _label_points(ax: Axes, g: pd.DataFrame) -> None:
     """Name each point; a label that would cover an earlier one moves down, with a leader line."""
-    ax.get_xlim(), ax.get_ylim()  # type: ignore[attr-defined]  # fix the view before transforming
-    to_pt = 72.0 / ax.figure.dpi  # type: ignore[attr-defined]
+    ax.get_xlim(), ax.get_ylim()  # fix the view before transforming
+    to_pt = 72.0 / ax.figure.dpi
     placed: list[tuple[float, float, float]] = []  # (x0, x1, y) of labels, points
     for _, r in g.sort_values("quality_score", ascending=False).iterrows():
         xy = (r["energy_per_response_j"], r["quality_score"])
-        px, py = ax.transData.transform(xy) * to_pt  # type: ignore[attr-defined]
+        px, py = ax.transData.transform(xy) * to_pt
         name = _short(r["model_id"])
         width = 0.55 * _LABEL_PT * len(name)
         dy = 3.0
@@ -110,8 +115,14 @@ def _label_points(ax: object, g: pd.DataFrame) -> None:
             dy -= _LABEL_PT + 1
         placed.append((px + 3, px + 3 + width, py + dy))
         arrow = {"arrowstyle": "-", "lw": 0.4, "color": "grey"} if dy < 0 else None
-        ax.annotate(name, xy, fontsize=_LABEL_PT, xytext=(3, dy), textcoords="offset points",
-                    arrowprops=arrow)  # type: ignore[attr-defined]  # fmt: skip
+        ax.annotate(
+            name,
+            xy,
+            fontsize=_LABEL_PT,
+            xytext=(3, dy),
+            textcoords="offset points",
+            arrowprops=arrow,
+        )
 
 
 def panel_grid(panels: int, max_columns: int = MAX_COLUMNS) -> tuple[int, int, tuple[float, float]]:
@@ -127,7 +138,7 @@ def panel_grid(panels: int, max_columns: int = MAX_COLUMNS) -> tuple[int, int, t
     return rows, columns, (width, PANEL_IN[1] * rows + FOOTER_IN)
 
 
-def _panels(panels: int, max_columns: int = MAX_COLUMNS) -> tuple[object, list]:
+def _panels(panels: int, max_columns: int = MAX_COLUMNS) -> tuple[Figure, list[Axes]]:
     """A figure of ``panels`` panels on :func:`panel_grid`; the spare cells are removed."""
     import matplotlib.pyplot as plt
 
@@ -139,11 +150,11 @@ def _panels(panels: int, max_columns: int = MAX_COLUMNS) -> tuple[object, list]:
     return fig, flat[:panels]
 
 
-def _arch_legend(ax: object, archs: list[str]) -> None:
+def _arch_legend(ax: Axes, archs: list[str]) -> None:
     from matplotlib.patches import Patch
 
     handles = [Patch(color=ARCH_COLOURS.get(a, "grey"), label=a) for a in sorted(set(archs))]
-    ax.legend(handles=handles, loc="upper right")  # type: ignore[attr-defined]
+    ax.legend(handles=handles, loc="upper right")
 
 
 def _quality_vs_energy(frontier: pd.DataFrame, out: Path, note: str) -> str | None:
@@ -156,10 +167,10 @@ def _quality_vs_energy(frontier: pd.DataFrame, out: Path, note: str) -> str | No
             ax.scatter(
                 s["energy_per_response_j"],
                 s["quality_score"],
-                c=ARCH_COLOURS.get(arch, "grey"),
+                c=ARCH_COLOURS.get(str(arch), "grey"),
                 label=arch,
                 s=36,
-                edgecolors=np.where(s["on_frontier"], "black", "none"),
+                edgecolors=np.where(s["on_frontier"], "black", "none").tolist(),
             )
         flagged = g[_stalled(g)]
         _mark_stalled(ax, flagged["energy_per_response_j"], flagged["quality_score"])

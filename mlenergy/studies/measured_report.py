@@ -27,7 +27,7 @@ from mlenergy.studies.report_page import StudyReport
 
 if TYPE_CHECKING:
     from mlenergy.footprint import Footprint
-    from mlenergy.studies.measured_study import MeasuredStudyResult
+    from mlenergy.studies.measured_result import MeasuredStudyResult
 
 TOY_REPORT_LINK = "../dense-vs-moe/index.html"
 """Relative link to the toy-scale study's report (``reports/dense-vs-moe``)."""

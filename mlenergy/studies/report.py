@@ -37,7 +37,7 @@ from mlenergy.studies.verdicts import load_shift_for
 __all__ = ["build_report", "markdown_table", "study_tables", "table_rows"]
 
 if TYPE_CHECKING:
-    from mlenergy.studies.dense_vs_moe import StudyResult
+    from mlenergy.studies.dense_vs_moe_result import StudyResult
     from mlenergy.studies.families import StudySize
 
 MEASURED_REPORT_LINK = "../dense-vs-moe-measured/index.html"

@@ -139,7 +139,7 @@ def paired_half_width(a: tuple[float, ...], b: tuple[float, ...]) -> float | Non
         return None
     logs = [math.log(x / y) for x, y in zip(a, b, strict=True)]
     stats = RepeatStats.from_values(logs, nonnegative=False)
-    return stats.ci95.high - stats.mean
+    return None if stats.ci95 is None else stats.ci95.high - stats.mean
 
 
 def spread_interval(
@@ -176,8 +176,13 @@ def classify_ratio(
     """
     if ratio is None or not np.isfinite(ratio):
         return "n/a"
-    has_ci = low is not None and high is not None and np.isfinite(low) and np.isfinite(high)
-    if has_ci and high > low:
+    if (
+        low is not None
+        and high is not None
+        and np.isfinite(low)
+        and np.isfinite(high)
+        and high > low
+    ):
         return "less" if high < 1.0 else "more" if low > 1.0 else "tie"
     if ratio < 1.0 - band:
         return "less"

@@ -11,8 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 from mlenergy.errors import UserError
+from mlenergy.measure.devices import discover_gpus
+from mlenergy.models.loading import canonical_dtype, check_buildable, check_device, resolve_source
+from mlenergy.models.presets import PRESET_PREFIX, PRESETS, preset_config
+from mlenergy.quality.lmeval import require_lm_eval
 from mlenergy.sweep.plan import Plan, raise_problems
+from mlenergy.sweep.runs import estimate_record
 from mlenergy.sweep.spec import RunSpec
+from mlenergy.workloads.inference import InferenceSpec, check_context_length
+from mlenergy.workloads.prompts import PromptSource
 
 
 def _named(origin: str, key: str, value: Any, exc: UserError) -> UserError:
@@ -20,8 +27,6 @@ def _named(origin: str, key: str, value: Any, exc: UserError) -> UserError:
 
 
 def _gpus_here() -> int:
-    from mlenergy.measure.devices import discover_gpus
-
     gpus = discover_gpus()
     return len(gpus) if gpus is not None else 0
 
@@ -61,16 +66,6 @@ def _check_bench(plan: Plan, origin: str, local: bool, quick: bool = False) -> l
     load transformers and torch, seconds for a command that runs nothing. The real run checks
     them in full before anything starts.
     """
-    from mlenergy.models.loading import (
-        canonical_dtype,
-        check_buildable,
-        check_device,
-        resolve_source,
-    )
-    from mlenergy.models.presets import PRESET_PREFIX, PRESETS, preset_config
-    from mlenergy.workloads.inference import InferenceSpec, check_context_length
-    from mlenergy.workloads.prompts import PromptSource
-
     errors: list[UserError] = []
     precisions = []
     for i, precision in enumerate(plan.precision_axis):
@@ -115,8 +110,6 @@ def _check_bench(plan: Plan, origin: str, local: bool, quick: bool = False) -> l
 
 def _check_estimates(runs: list[RunSpec], origin: str) -> list[UserError]:
     """Every run whose estimate the estimator refuses, one error each."""
-    from mlenergy.sweep.runs import estimate_record
-
     errors: list[UserError] = []
     for run in runs:
         try:
@@ -135,8 +128,6 @@ def _check_estimates(runs: list[RunSpec], origin: str) -> list[UserError]:
 
 def _check_quality(plan: Plan, origin: str) -> None:
     if plan.quality and plan.quality.startswith("lm-eval:"):
-        from mlenergy.quality.lmeval import require_lm_eval
-
         try:
             require_lm_eval()
         except UserError as exc:

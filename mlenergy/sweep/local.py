@@ -25,12 +25,8 @@ class RunTimeout(Exception):
 
 @contextlib.contextmanager
 def _alarm(timeout_s: float | None) -> Iterator[None]:
-    usable = (
-        timeout_s is not None
-        and hasattr(signal, "setitimer")
-        and threading.current_thread() is threading.main_thread()
-    )
-    if not usable:
+    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    if timeout_s is None or not usable:
         yield
         return
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from mlenergy.errors import UserError
+from mlenergy.measure import measured_gpus, meter_for
 
 
 def _move(value: Any, device: Any) -> Any:
@@ -110,8 +111,6 @@ def run_gpu_indices(devices: list[str], gpus: int) -> list[int]:
     Returns:
         CUDA indices to measure.
     """
-    from mlenergy.measure import measured_gpus
-
     if gpus <= 0:
         return measured_gpus(devices, [])
     occupied = measured_gpus(devices)
@@ -125,7 +124,5 @@ def run_meter(devices: list[str], gpus: int) -> Any:
     them, so their energy is not this run's alone. Without GPUs the RAPL packages (or the CPU
     power model) are the headline.
     """
-    from mlenergy.measure import meter_for
-
     indices = run_gpu_indices(devices, gpus)
     return meter_for(devices, indices, cpu_indices=[] if indices else None)

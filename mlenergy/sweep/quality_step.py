@@ -10,6 +10,10 @@ corpus's training split. ``quality: lm-eval:<task>`` runs lm-evaluation-harness 
 from __future__ import annotations
 
 from mlenergy.errors import UserError
+from mlenergy.measure.provenance import collect_software
+from mlenergy.models.loading import canonical_dtype
+from mlenergy.quality.evaluate import QualityRequest, model_perplexity, pretrained_info
+from mlenergy.quality.lmeval import evaluate_lm_eval, require_lm_eval
 from mlenergy.records import QualityResult
 from mlenergy.sweep.spec import RunSpec
 
@@ -35,7 +39,6 @@ def run_quality(spec: RunSpec, tags: dict[str, str]) -> list[QualityResult]:
 
 
 def _perplexity(spec: RunSpec, tags: dict[str, str]) -> QualityResult:
-    from mlenergy.quality.evaluate import QualityRequest, model_perplexity
 
     request = QualityRequest(
         model=spec.model,
@@ -49,11 +52,6 @@ def _perplexity(spec: RunSpec, tags: dict[str, str]) -> QualityResult:
 
 
 def _lm_eval(spec: RunSpec, task: str, tags: dict[str, str]) -> list[QualityResult]:
-    from mlenergy.measure.provenance import collect_software
-    from mlenergy.models.loading import canonical_dtype
-    from mlenergy.quality.evaluate import pretrained_info
-    from mlenergy.quality.lmeval import evaluate_lm_eval, require_lm_eval
-
     require_lm_eval()
     dtype = canonical_dtype(spec.precision)
     info = pretrained_info(spec.model, dtype)

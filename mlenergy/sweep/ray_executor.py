@@ -21,8 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from mlenergy.errors import UserError
+from mlenergy.errors import UserError as _UserError
 from mlenergy.records import QualityResult, RunRecord
 from mlenergy.sweep.outcome import Outcome, first_line
+from mlenergy.sweep.runs import execute_run
 from mlenergy.sweep.spec import RunSpec
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
@@ -32,9 +34,6 @@ POLL_S = 0.2
 
 def _run_in_worker(spec_json: str, idle_s: float) -> list[tuple[str, str]]:
     """Body of the Ray task: run one spec, return ``(record type, record JSON)`` pairs."""
-    from mlenergy.errors import UserError as _UserError
-    from mlenergy.sweep.runs import execute_run
-
     spec = RunSpec.model_validate_json(spec_json)
     try:
         records = execute_run(spec, idle_s)

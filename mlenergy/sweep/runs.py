@@ -7,12 +7,19 @@ store. Every record carries the run's key in ``tags["sweep_key"]``.
 
 from __future__ import annotations
 
+import math
 import os
 
 from mlenergy.errors import UserError
+from mlenergy.measure.provenance import collect_hardware, collect_software
+from mlenergy.models import load_model, model_info_from_config
+from mlenergy.models.loading import canonical_dtype, resolve_source
 from mlenergy.records import Hardware, QualityResult, RunRecord, Workload, utc_now
+from mlenergy.records.provenance import Weights
 from mlenergy.sweep.placement import run_meter, split_layers
+from mlenergy.sweep.quality_step import run_quality
 from mlenergy.sweep.spec import KEY_TAG, PLAN_TAG, RunSpec
+from mlenergy.workloads.inference import InferenceSpec, run_inference_sweep
 
 Record = RunRecord | QualityResult
 
@@ -46,15 +53,11 @@ def execute_run(spec: RunSpec, idle_s: float = 0.0) -> list[Record]:
         return [_estimate(spec)]
     if spec.kind == "serve":
         return [_serve(spec, idle_s)]
-    from mlenergy.sweep.quality_step import run_quality
 
-    return run_quality(spec, sweep_tags(spec))
+    return [*run_quality(spec, sweep_tags(spec))]
 
 
 def _bench(spec: RunSpec, idle_s: float) -> RunRecord:
-    from mlenergy.models import load_model
-    from mlenergy.workloads.inference import InferenceSpec, run_inference_sweep
-
     inference = InferenceSpec(
         batch_sizes=(spec.batch_size,),
         input_tokens=spec.input_tokens,
@@ -82,8 +85,7 @@ def _bench(spec: RunSpec, idle_s: float) -> RunRecord:
 
 def _serve(spec: RunSpec, idle_s: float) -> RunRecord:
     """One concurrency level of a serving engine; a failed level comes back as a failed point."""
-    import math
-
+    # lazy: the serving client and engine (aiohttp, httpx, scipy), only for serving points
     from mlenergy.workloads.serving.runner import run_serving_bench
     from mlenergy.workloads.serving.spec import ServingSpec
 
@@ -154,6 +156,7 @@ def estimate_record(spec: RunSpec) -> RunRecord:
     Raises:
         UserError: The estimator refuses the configuration.
     """
+    # lazy: the estimator's pandas stack, only for estimate points (not for a dry run)
     from mlenergy.estimate import estimate
     from mlenergy.estimate.to_record import to_run_record
 
@@ -199,12 +202,9 @@ def failed_record(spec: RunSpec, error: str, reason: str, same_host: bool = True
     """
     if spec.kind != "bench":
         raise UserError(f"no failed record for a {spec.kind} run", "Report the error instead")
-    from mlenergy.measure.provenance import collect_hardware, collect_software
-    from mlenergy.models import model_info_from_config
-    from mlenergy.models.loading import canonical_dtype, resolve_source
 
     resolved = resolve_source(spec.model)
-    weights = "pretrained" if resolved.pretrained else "random"
+    weights: Weights = "pretrained" if resolved.pretrained else "random"
     info = model_info_from_config(
         resolved.config, resolved.model_id, canonical_dtype(spec.precision), weights
     )

@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from mlenergy.errors import UserError
+from mlenergy.estimate.training import estimate_training
 from mlenergy.reference import default_configs_dir
 from mlenergy.reference.gpus import catalog_names
 
@@ -133,9 +135,6 @@ def single_training(row: dict[str, str]):
         The :class:`~mlenergy.estimate.training.TrainingEstimate`, or the message of the
         ``UserError`` that refused the row.
     """
-    from mlenergy.errors import UserError
-    from mlenergy.estimate.training import estimate_training
-
     try:
         return estimate_training(
             row["model"],

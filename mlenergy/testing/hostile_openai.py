@@ -73,7 +73,7 @@ def _text(api: str, i: int) -> dict[str, Any]:
 
 
 def _finish(api: str) -> dict[str, Any]:
-    key = {"delta": {}} if api == "chat" else {"text": ""}
+    key: dict[str, Any] = {"delta": {}} if api == "chat" else {"text": ""}
     return {"choices": [{"index": 0, **key, "finish_reason": "length"}]}
 
 

@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -51,8 +52,6 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 def _answers(url: str) -> bool:
     """Whether ``url`` answers HTTP 200 within 2 s."""
-    import urllib.request
-
     try:
         with urllib.request.urlopen(url, timeout=2) as resp:
             return resp.status == 200

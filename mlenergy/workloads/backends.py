@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mlenergy.errors import UserError
+from mlenergy.measure.provenance import collect_software
 from mlenergy.models.experts import (
     ExpertsChoice,
     choose_experts_backend,
@@ -29,7 +30,7 @@ from mlenergy.models.experts import (
     parse_experts_policy,
     set_experts_backend,
 )
-from mlenergy.records.generation import GENERATION_BACKENDS, GenerationInfo
+from mlenergy.records.generation import GENERATION_BACKENDS, GenerationBackend, GenerationInfo
 
 if TYPE_CHECKING:
     import torch
@@ -75,7 +76,7 @@ def can_compile(model: Any) -> bool:
     return bool(getattr(model, "_can_compile_fullgraph", False))
 
 
-def resolve_generation(policy: str, model: Any, device: str) -> str:
+def resolve_generation(policy: str, model: Any, device: str) -> GenerationBackend:
     """The generation backend ``policy`` means for ``model`` on ``device``.
 
     Raises:
@@ -86,15 +87,18 @@ def resolve_generation(policy: str, model: Any, device: str) -> str:
 
     policy = parse_generation_policy(policy)
     if policy == "auto":
-        backend = DEVICE_DEFAULTS.get(torch.device(device).type, "eager")
-        return backend if backend == "eager" or can_compile(model) else "eager"
-    if policy == "compiled-static-cache" and not can_compile(model):
-        raise UserError(
-            f"{type(model).__name__} cannot decode compiled with a static cache "
-            "(its transformers class does not compile a full graph)",
-            "Use --generation eager",
-        )
-    return policy
+        default = DEVICE_DEFAULTS.get(torch.device(device).type, "eager")
+        compiled = default == "compiled-static-cache" and can_compile(model)
+        return "compiled-static-cache" if compiled else "eager"
+    if policy == "compiled-static-cache":
+        if not can_compile(model):
+            raise UserError(
+                f"{type(model).__name__} cannot decode compiled with a static cache "
+                "(its transformers class does not compile a full graph)",
+                "Use --generation eager",
+            )
+        return "compiled-static-cache"
+    return "eager"
 
 
 def check_generation(config: Any, policy: str, origin: str) -> None:
@@ -112,7 +116,8 @@ def check_generation(config: Any, policy: str, origin: str) -> None:
 
     if parse_generation_policy(policy) != "compiled-static-cache":
         return
-    model_class = MODEL_FOR_CAUSAL_LM_MAPPING.get(type(config), None)
+    # A model class here; transformers types the mapping's values wider (class pairs too).
+    model_class: Any = MODEL_FOR_CAUSAL_LM_MAPPING.get(type(config), None)
     if model_class is not None and not can_compile(model_class):
         raise UserError(
             f"{origin!r} ({model_class.__name__}) cannot decode compiled with a static cache "
@@ -142,8 +147,6 @@ class PreparedPoint:
 
     def info(self, warmup_s: float = 0.0) -> GenerationInfo:
         """The record's :class:`GenerationInfo`, ``warmup_s`` (warm-up generations) added."""
-        from mlenergy.measure.provenance import collect_software
-
         software = collect_software()
         return GenerationInfo(
             backend=self.generator.backend,
@@ -157,6 +160,7 @@ class PreparedPoint:
 
 def _probe(generator: EagerGenerator, input_ids: torch.Tensor, output_tokens: int) -> float:
     """Median decode step time (s) of ``generator`` as it is now, after its warm-up."""
+    # lazy: torch, only when a model runs (plans and checks import this module)
     from mlenergy.workloads.generation import synchronize
 
     generator.warm(input_ids, output_tokens)
@@ -203,6 +207,7 @@ def prepare_point(
     Raises:
         UserError: For a bad policy, a backend the model cannot use.
     """
+    # lazy: torch, only when a model runs (plans and checks import this module)
     from mlenergy.workloads.generation import make_generator
 
     t0 = time.perf_counter()

@@ -16,7 +16,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mlenergy.errors import Interrupted, UserError
-from mlenergy.workloads.inference import InferenceSpec, check_context_length
+from mlenergy.measure import measured_gpus, meter_for
+from mlenergy.models import load_model
+from mlenergy.models.loading import canonical_dtype, check_buildable, check_device, resolve_source
+from mlenergy.records import HOST_BOUND_MARK
+from mlenergy.store.preflight import open_store_for_append
+from mlenergy.workloads.backends import check_generation
+from mlenergy.workloads.inference import (
+    InferenceSpec,
+    check_context_length,
+    run_inference_sweep,
+    run_interleaved,
+)
+from mlenergy.workloads.prompts import PromptSource, load_texts
 
 if TYPE_CHECKING:
     from mlenergy.models import ResolvedSource
@@ -64,8 +76,6 @@ class BenchOptions:
         if self.threads is not None and self.threads < 1:
             raise UserError(f"--threads {self.threads} must be at least 1", "Pass e.g. --threads 1")
         if self.gpu_indices is not None:
-            from mlenergy.measure.scope import measured_gpus
-
             measured_gpus(None, self.gpu_indices)
         return self
 
@@ -127,16 +137,6 @@ def preflight(
     Raises:
         UserError: For the first bad input.
     """
-    from mlenergy.models.loading import (
-        canonical_dtype,
-        check_buildable,
-        check_device,
-        resolve_source,
-    )
-    from mlenergy.store.preflight import open_store_for_append
-    from mlenergy.workloads.backends import check_generation
-    from mlenergy.workloads.prompts import PromptSource, load_texts
-
     if not models:
         raise UserError("no --model given", "Pass e.g. --model preset:tiny-dense")
     spec.validate()
@@ -185,9 +185,6 @@ def run_bench(
     """
     import torch
 
-    from mlenergy.models import load_model
-    from mlenergy.workloads.inference import run_inference_sweep
-
     opts = (options or BenchOptions()).validate()
     resolved, store = preflight(models, spec, data_dir)
     if opts.threads is not None:
@@ -229,10 +226,6 @@ def _run_interleaved(
     data_dir: Path | None,
 ) -> list[RunRecord]:
     """Every model loaded at once, repeats interleaved over models and batch sizes."""
-    from mlenergy.measure import measured_gpus, meter_for
-    from mlenergy.models import load_model
-    from mlenergy.workloads.inference import run_interleaved
-
     loaded = [load_model(source, spec.dtype, spec.device, spec.seed) for source in resolved]
     gpus = sorted({i for m in loaded for i in measured_gpus(m.model, opts.gpu_indices)})
     meter = meter_for(None, gpus, cpu_tdp_w=opts.cpu_tdp_w)
@@ -251,8 +244,6 @@ def _run_interleaved(
 
 def _meter_for_model(previous: Any, loaded: Any, opts: BenchOptions) -> Any:
     """The meter for ``loaded``: ``previous`` when it covers the same GPUs, else a new one."""
-    from mlenergy.measure import measured_gpus, meter_for
-
     gpus = measured_gpus(loaded.model, opts.gpu_indices)
     if previous is not None and list(previous.gpu_indices) == gpus:
         return previous
@@ -279,8 +270,6 @@ def interval_text(phase: Any) -> str:
 
 def status_text(record: Any) -> str:
     """``ok``, ``ok, host-bound`` (the host-bound rule marks it) or ``failed: <why>``."""
-    from mlenergy.records import HOST_BOUND_MARK
-
     if record.status != "ok":
         return f"failed: {(record.error or '')[:40]}"
     marked = record.host_bound is not None and record.host_bound.marked

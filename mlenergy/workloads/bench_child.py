@@ -13,6 +13,8 @@ import json
 import sys
 
 from mlenergy.errors import UserError
+from mlenergy.workloads.bench import BenchOptions, run_bench
+from mlenergy.workloads.inference import InferenceSpec
 
 RECORD_PREFIX = "mlenergy-record "
 """Starts each record line on stdout (any other line a library prints there is passed on)."""
@@ -20,9 +22,6 @@ RECORD_PREFIX = "mlenergy-record "
 
 def main() -> int:
     """Run the job on stdin; return the exit status."""
-    from mlenergy.workloads.bench import BenchOptions, run_bench
-    from mlenergy.workloads.inference import InferenceSpec
-
     try:
         job = json.loads(sys.stdin.read())
         spec_fields = dict(job["spec"])

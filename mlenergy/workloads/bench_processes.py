@@ -32,10 +32,12 @@ from typing import TYPE_CHECKING
 
 from mlenergy.errors import Interrupted, UserError
 from mlenergy.records import RunRecord
+from mlenergy.workloads.bench import preflight
 from mlenergy.workloads.bench_child import RECORD_PREFIX
 from mlenergy.workloads.run_spread import combine_static
 
 if TYPE_CHECKING:
+    from mlenergy.store import RunStore
     from mlenergy.workloads.bench import BenchOptions
     from mlenergy.workloads.inference import InferenceSpec
 
@@ -154,8 +156,6 @@ def run_bench_processes(
         UserError: Bad input (before any process starts), or a run that failed.
         Interrupted: On Ctrl-C; models whose runs had all ended are stored.
     """
-    from mlenergy.workloads.bench import preflight
-
     check_processes(processes)
     opts = options.validate()
     if opts.interleave:
@@ -190,7 +190,7 @@ def run_bench_processes(
 
 def _finish(
     per_run: list[list[RunRecord]],
-    store: object | None,
+    store: RunStore | None,
     on_record: Callable[[RunRecord], None] | None,
 ) -> list[RunRecord]:
     """Combine one model's runs point by point; store and report the combined records."""
@@ -199,7 +199,7 @@ def _finish(
         raise UserError("the fresh runs of one model measured different points", "Run it again")
     combined = [combine_static(list(point)) for point in zip(*per_run, strict=True)]
     if store is not None:
-        store.append(combined)  # type: ignore[attr-defined]
+        store.append(combined)
     if on_record is not None:
         for record in combined:
             on_record(record)

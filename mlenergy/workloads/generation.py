@@ -29,6 +29,9 @@ from typing import Any
 
 import torch
 
+from mlenergy.measure.counter_period import windows_needed
+from mlenergy.records.generation import GenerationBackend
+
 
 @dataclass
 class GenerationState:
@@ -229,7 +232,7 @@ class EagerGenerator:
         device: The model's torch device.
     """
 
-    backend = "eager"
+    backend: GenerationBackend = "eager"
     compile_mode: str | None = None
 
     def __init__(self, model: Any, device: str) -> None:
@@ -274,7 +277,7 @@ class StaticCacheGenerator(EagerGenerator):
             ``GenerationInfo`` needs a compile mode for this backend).
     """
 
-    backend = "compiled-static-cache"
+    backend: GenerationBackend = "compiled-static-cache"
 
     def __init__(self, model: Any, device: str, max_tokens: int, compile: bool = True) -> None:
         import torch._dynamo
@@ -285,7 +288,7 @@ class StaticCacheGenerator(EagerGenerator):
         self.cache = StaticCache(config=model.config, max_cache_len=max_tokens)
         self.compile_mode = compile_mode(device) if compile else None
         self.forward: Any = model
-        if compile:
+        if self.compile_mode is not None:
             # Every batch size and experts backend is a graph of its own: keep them compiled
             # rather than let dynamo fall back to eager after its default of 8.
             limit = torch._dynamo.config.recompile_limit
@@ -391,8 +394,6 @@ class PassRunner:
 
     def passes_for(self, target_s: float) -> tuple[int, int]:
         """Passes of prefill and decode that fill ``target_s`` (1 and 1 without a target)."""
-        from mlenergy.measure.counter_period import windows_needed
-
         if target_s <= 0:
             return 1, 1
         t0 = time.perf_counter()

@@ -24,11 +24,14 @@ record and the sweep goes on.
 from __future__ import annotations
 
 import gc
+import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from mlenergy.errors import UserError
+from mlenergy.measure.provenance import collect_hardware, collect_software
+from mlenergy.models import load_model
 from mlenergy.models.experts import parse_experts_policy
 from mlenergy.progress import progress_bar
 from mlenergy.records import (
@@ -42,6 +45,7 @@ from mlenergy.records import (
 from mlenergy.workloads.backends import parse_generation_policy
 from mlenergy.workloads.phases import RepeatWindows, summarise_phases
 from mlenergy.workloads.point import measure_point
+from mlenergy.workloads.prompts import PromptSet
 from mlenergy.workloads.run_spread import mark_one_run
 
 if TYPE_CHECKING:
@@ -252,8 +256,6 @@ def run_point(
     ctx: _Context, batch_size: int, on_step: Callable[[], None] | None = None
 ) -> RunRecord:
     """Measure one batch size; return an ``ok`` record, or a ``failed`` one on out-of-memory."""
-    import time
-
     spec = ctx.spec
     start_s = time.time()
     common = _common(ctx, batch_size, utc_now())
@@ -310,10 +312,6 @@ def run_inference_sweep(
     Raises:
         UserError: For a bad spec, model source or prompt source (before anything runs).
     """
-    from mlenergy.measure.provenance import collect_hardware, collect_software
-    from mlenergy.models import load_model
-    from mlenergy.workloads.prompts import PromptSet
-
     spec.validate()
     if isinstance(loaded_or_model_id, str):
         loaded = load_model(loaded_or_model_id, spec.dtype, spec.device, spec.seed)
@@ -380,11 +378,6 @@ def run_interleaved(
     Returns:
         Per model, one record per batch size (failed ones for out-of-memory arms).
     """
-    from dataclasses import replace
-
-    from mlenergy.measure.provenance import collect_hardware, collect_software
-    from mlenergy.workloads.prompts import PromptSet
-
     spec.validate()
     idle = meter.measure_idle(spec.idle_s) if spec.idle_s > 0 else None
     hardware, software = collect_hardware(meter), collect_software()

@@ -12,6 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from mlenergy.measure.repeats import is_wide
+from mlenergy.measure.resolve import summed
 from mlenergy.records import GenerationInfo, Interval, Phase, PhaseResult, RepeatStats
 
 
@@ -55,7 +59,6 @@ class PointMeasurement:
 def _percentile(values: list[float], q: float) -> float | None:
     if not values:
         return None
-    import numpy as np
 
     return float(np.percentile(np.asarray(values, dtype=float), q))
 
@@ -68,8 +71,8 @@ def _stats(values: list[float | None]) -> RepeatStats | None:
 
 def _mean_host(windows: list[Any]) -> dict[str, Any]:
     """Mean CPU package / DRAM energy measured beside the GPUs (nothing when not measured)."""
-    values = [getattr(w, "host_energy_j", None) for w in windows]
-    if not values or any(v is None for v in values):
+    values = [v for w in windows if (v := getattr(w, "host_energy_j", None)) is not None]
+    if not values or len(values) < len(windows):
         return {}
     devices = [w.host_energy_by_device_j for w in windows]
     keys = set().union(*devices)
@@ -110,8 +113,6 @@ def phase_result(
         energy = None
     noise: dict[str, Any] = {}
     if energy_stats is not None and energy_stats.ci95 is not None and tokens > 0:
-        from mlenergy.measure.repeats import is_wide
-
         ci = energy_stats.ci95
         noise = {
             "energy_per_token_j_ci95": Interval(low=ci.low / tokens, high=ci.high / tokens),
@@ -138,8 +139,6 @@ def summarise_phases(
     repeats: list[RepeatWindows], batch_size: int, input_tokens: int, output_tokens: int
 ) -> tuple[PhaseResult, ...]:
     """Turn measured repeats into prefill, decode and request phase results."""
-    from mlenergy.measure.resolve import summed
-
     pre_d = [r.prefill.duration_s for r in repeats]
     pre_e = [r.prefill.energy_j for r in repeats]
     steps = [t for r in repeats for t in r.step_times_s]
@@ -168,10 +167,12 @@ def summarise_phases(
         [r.prefill.energy_by_device_j for r in repeats],
     )
     if output_tokens > 1:
-        dec_d = [r.decode.duration_s for r in repeats]
-        dec_e = [r.decode.energy_j for r in repeats]
-        dec_dev = [r.decode.energy_by_device_j for r in repeats]
-        dec_w = [r.decode for r in repeats]
+        dec_w = [r.decode for r in repeats if r.decode is not None]
+        if len(dec_w) != len(repeats):
+            raise ValueError("a repeat of a point with output tokens has no decode window")
+        dec_d = [w.duration_s for w in dec_w]
+        dec_e = [w.energy_j for w in dec_w]
+        dec_dev = [w.energy_by_device_j for w in dec_w]
         phases.append(
             phase_result(
                 Phase.DECODE,

@@ -13,6 +13,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from mlenergy.measure.resolve import measure_resolved
+from mlenergy.workloads.backends import prepare_point
 from mlenergy.workloads.phases import PointMeasurement, RepeatWindows
 
 if TYPE_CHECKING:
@@ -57,8 +59,7 @@ def measure_point(
         The window results of each repeat, the expert utilisation (``None`` for dense models
         or without warm-up), how it generated and the prepared point.
     """
-    from mlenergy.measure.resolve import measure_resolved
-    from mlenergy.workloads.backends import prepare_point
+    # lazy: torch, only when a point runs (plans and checks import this module)
     from mlenergy.workloads.generation import PassRunner, generate
     from mlenergy.workloads.routing import ExpertCounter
 
@@ -82,7 +83,8 @@ def measure_point(
     results = []
     for _ in range(repeats):
         pre, n_pre, _ = measure_resolved(meter, "prefill", work.prefill, n_pre)
-        dec, steps = None, []
+        dec = None
+        steps: list[float] = []
         if output_tokens > 1:
             dec, n_dec, steps = measure_resolved(meter, "decode", work.decode, n_dec)
         work.state = None

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from mlenergy.errors import UserError
+from mlenergy.models.loading import hub_reachable
 
 if TYPE_CHECKING:
     import torch
@@ -121,7 +122,8 @@ def _hub_offline_patch(offline: bool) -> list[tuple[Any, str, Any]]:
     import datasets.config
     import huggingface_hub.constants
 
-    for module in (datasets.config, huggingface_hub.constants):
+    modules: tuple[Any, ...] = (datasets.config, huggingface_hub.constants)
+    for module in modules:
         if hasattr(module, "HF_HUB_OFFLINE"):
             restore.append((module, "HF_HUB_OFFLINE", module.HF_HUB_OFFLINE))
             module.HF_HUB_OFFLINE = True
@@ -173,8 +175,6 @@ def _load_texts(source: PromptSource, limit: int) -> list[str]:
                 ) from exc
             return _texts_of(ds, source.label, limit)
     else:
-        from mlenergy.models.loading import hub_reachable
-
         restore = _hub_offline_patch(not hub_reachable())
         try:
             ds = datasets.load_dataset(source.value, split=source.split)

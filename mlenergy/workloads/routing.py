@@ -56,9 +56,10 @@ class ExpertCounter:
             ):
                 return
             flat = indices.detach().reshape(-1).to("cpu", torch.int64)
-            if flat.numel() == 0 or int(flat.max()) >= (self.num_experts or 0):
+            n = self.num_experts
+            if n is None or flat.numel() == 0 or int(flat.max()) >= n:
                 return
-            counts = torch.bincount(flat, minlength=self.num_experts)
+            counts = torch.bincount(flat, minlength=n)
             self.counts[name] = self.counts.get(name, torch.zeros_like(counts)) + counts
 
         return hook

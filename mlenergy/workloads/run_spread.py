@@ -41,7 +41,8 @@ from mlenergy.records import (
     new_run_id,
     utc_now,
 )
-from mlenergy.records.interval import FreshRun, within_run_basis
+from mlenergy.records.interval import FreshRun
+from mlenergy.records.run import within_run_basis
 from mlenergy.workloads.phases import phase_result
 
 
@@ -113,13 +114,13 @@ def _combined_phase(name: Phase, phases: list[PhaseResult]) -> PhaseResult:
 
 
 def _idle(runs: Sequence[RunRecord]) -> IdleBaseline | None:
-    idles = [r.idle for r in runs]
-    if any(i is None for i in idles):
+    idles = [r.idle for r in runs if r.idle is not None]
+    if not idles or len(idles) < len(runs):
         return None
     return IdleBaseline(
-        avg_power_w=_mean_or_none([i.avg_power_w for i in idles if i is not None]),
-        duration_s=fmean(i.duration_s for i in idles if i is not None),
-        energy_source=runs[0].idle.energy_source,  # type: ignore[union-attr]
+        avg_power_w=_mean_or_none([i.avg_power_w for i in idles]),
+        duration_s=fmean(i.duration_s for i in idles),
+        energy_source=idles[0].energy_source,
     )
 
 
@@ -164,7 +165,10 @@ def combine_static(runs: Sequence[RunRecord], fresh: FreshRun = "process") -> Ru
     for r in runs[1:]:
         if [p.phase for p in r.phases] != names:
             raise UserError(f"run {r.run_id} measured other phases", "Combine one point's runs")
-    phases = tuple(_combined_phase(n, [r.phase(n) for r in runs]) for n in names)  # type: ignore[misc]
+    # Every run measured the same phases (checked above).
+    phases = tuple(
+        _combined_phase(n, [p for r in runs if (p := r.phase(n)) is not None]) for n in names
+    )
     epts = [_request_ept(r) for r in runs]
     interval = IntervalBasis(
         kind="between-runs",

@@ -13,11 +13,13 @@ checkpoint interval, i.e. for the trained router.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mlenergy.errors import UserError
+from mlenergy.measure.provenance import collect_hardware, collect_software
 from mlenergy.quality.perplexity import PerplexityResult, perplexity
 from mlenergy.records import (
     Hardware,
@@ -213,8 +215,6 @@ class _Curve:
         off by a whole period: like a window without energy, it leaves the energy unknown
         from there on, with a warning (use fewer checkpoints or more steps between them).
         """
-        import warnings
-
         self.duration_s += window.duration_s
         if not getattr(window, "resolvable", True):
             warnings.warn(
@@ -338,8 +338,6 @@ def train_model(
     _check_stream(train_ids, spec.seq_len, "training")
     _check_stream(val_ids, spec.seq_len, "validation")
     if hardware is None or software is None:
-        from mlenergy.measure.provenance import collect_hardware, collect_software
-
         hardware = hardware or collect_hardware(meter)
         software = software or collect_software()
 

@@ -12,7 +12,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mlenergy.leaderboard.estimate_tab import estimator_available
 from mlenergy.store import RunStore
 from mlenergy.testing.server import LeaderboardStartError, serve_leaderboard
 from mlenergy.testing.synthetic import synthetic_model, synthetic_quality, synthetic_run
@@ -70,7 +69,7 @@ def test_endpoints_are_named_with_named_parameters(served):
     client, _, _, _ = served
     info = client.view_api(print_info=False, return_format="dict")
     names = set(info["named_endpoints"])
-    expected = PUBLIC | ({"/estimate"} if estimator_available() else set())
+    expected = PUBLIC | {"/estimate"}
     assert names == expected
     assert info["unnamed_endpoints"] == {}
     params = [
@@ -146,7 +145,6 @@ def test_reload_sees_new_runs(served):
     assert [r["model_id"] for r in rows] == ["org/dense-8b"]
 
 
-@pytest.mark.skipif(not estimator_available(), reason="the estimator is not installed")
 def test_estimate(served):
     client, _, _, _ = served
     est = client.predict(
@@ -207,7 +205,6 @@ def test_a_string_for_a_list_and_a_page_out_of_range_are_errors(served):
         client.predict(models="org/dense-8b", api_name="/compare")
 
 
-@pytest.mark.skipif(not estimator_available(), reason="the estimator is not installed")
 def test_estimate_refuses_file_names_without_showing_paths(served):
     client, _, _, _ = served
     with pytest.raises(gradio_client.exceptions.AppError) as err:

@@ -11,9 +11,7 @@ import gradio as gr
 import pytest
 
 from mlenergy.leaderboard import api
-from mlenergy.leaderboard.estimate_tab import estimator_available
 
-needs_estimator = pytest.mark.skipif(not estimator_available(), reason="no estimator")
 estimate = api.endpoint("estimate")(api._estimate_endpoint)
 
 
@@ -24,7 +22,6 @@ def _refused(call, *args, **kwargs) -> str:
     return str(err.value.message)
 
 
-@needs_estimator
 @pytest.mark.parametrize(
     "name", ["some_file.json ", " some_file.json", "./some_file.json", "some_file"]
 )
@@ -38,7 +35,6 @@ def test_estimate_never_opens_a_file_named_by_the_client(tmp_path, monkeypatch, 
     assert str(tmp_path) not in message
 
 
-@needs_estimator
 def test_estimate_takes_catalog_names_or_an_uploaded_config():
     answer = estimate(model="meta-llama/Llama-3.1-8B-Instruct", gpu="H100-SXM5-80GB")
     assert answer["energy_per_token_j"] > 0

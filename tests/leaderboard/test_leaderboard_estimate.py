@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import pytest
-
-from mlenergy.leaderboard.estimate_tab import estimator_available, run_estimate
-
-pytestmark = pytest.mark.skipif(not estimator_available(), reason="the estimator is not installed")
+from mlenergy.leaderboard.estimate_tab import run_estimate
 
 CONFIG = {
     "model_type": "llama",

@@ -18,7 +18,6 @@ from mlenergy.leaderboard import answers, catalog
 from mlenergy.leaderboard import query as lb
 from mlenergy.leaderboard.app import build_app
 from mlenergy.leaderboard.columns import COLUMN_BY_NAME
-from mlenergy.leaderboard.estimate_tab import estimator_available
 from mlenergy.leaderboard.export import export_board
 from mlenergy.leaderboard.filters import FILTERS, widget_query
 from mlenergy.leaderboard.html import format_value
@@ -177,7 +176,6 @@ def test_a_run_answers_provenance_without_server_local_tags(app):
     assert answer["power_timeline"] is None or answer["power_timeline"]["power_w"]
 
 
-@pytest.mark.skipif(not estimator_available(), reason="the estimator is not installed")
 def test_estimate_route(app):
     demo, client, _ = app
     answer = client.get("/api/v1/estimate?batch_size=64&output_tokens=256").json()

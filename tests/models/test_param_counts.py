@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from mlenergy.models.architecture import ArchitectureSpec, count_parameters
+from mlenergy.models.architecture import ArchitectureSpec
+from mlenergy.models.parameters import count_parameters
 from mlenergy.reference import reference_dir
 
 TIGHT = 0.004

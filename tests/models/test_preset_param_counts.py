@@ -6,10 +6,8 @@ import pytest
 import torch
 
 from mlenergy.models import PRESETS, count_model_parameters, moe_shape, preset_config
-
-architecture = pytest.importorskip(
-    "mlenergy.models.architecture", reason="the estimator's architecture module is missing"
-)
+from mlenergy.models.architecture import ArchitectureSpec
+from mlenergy.models.parameters import count_parameters
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))
@@ -17,9 +15,7 @@ def test_count_from_config_matches_built_model(name):
     from transformers import AutoModelForCausalLM
 
     config = preset_config(name)
-    counts = architecture.count_parameters(
-        architecture.ArchitectureSpec.from_config(config.to_dict())
-    )
+    counts = count_parameters(ArchitectureSpec.from_config(config.to_dict()))
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_config(config)
     real_total = sum(p.numel() for p in model.parameters())
@@ -63,9 +59,7 @@ def test_qwen2_biases_and_shared_expert_counted(moe, shared):
     from transformers import AutoModelForCausalLM
 
     config = _tiny_qwen2(moe, shared)
-    counts = architecture.count_parameters(
-        architecture.ArchitectureSpec.from_config(config.to_dict())
-    )
+    counts = count_parameters(ArchitectureSpec.from_config(config.to_dict()))
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_config(config)
     assert counts.total == sum(p.numel() for p in model.parameters())

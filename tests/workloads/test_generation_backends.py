@@ -113,7 +113,7 @@ def test_eager_records_say_so_with_versions_and_warmup(dense, moe, meter):
 
 def test_the_compiled_backend_prepares_before_any_window(dense, meter, monkeypatch):
     """The plumbing of compiled-static-cache, with torch.compile itself left out (fast)."""
-    from mlenergy.measure import resolve
+    from mlenergy.workloads import point
 
     calls = {"forward": 0, "at_first_window": None}
 
@@ -126,7 +126,7 @@ def test_the_compiled_backend_prepares_before_any_window(dense, meter, monkeypat
 
         return forward
 
-    real_resolved = resolve.measure_resolved
+    real_resolved = point.measure_resolved
 
     def spy(meter, name, work, passes):
         if calls["at_first_window"] is None:
@@ -134,7 +134,7 @@ def test_the_compiled_backend_prepares_before_any_window(dense, meter, monkeypat
         return real_resolved(meter, name, work, passes)
 
     monkeypatch.setattr(type(dense.model), "get_compiled_call", compiled_call)
-    monkeypatch.setattr(resolve, "measure_resolved", spy)
+    monkeypatch.setattr(point, "measure_resolved", spy)
     spec = InferenceSpec(batch_sizes=(1,), generation="compiled-static-cache", **SMALL)
     (r,) = run_inference_sweep(dense, spec, meter, progress=False)
     g = r.generation

@@ -22,12 +22,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mlenergy.workloads.serving.untrusted import clean_text, excerpt
+from orjson import loads as _loads  # a fast JSON parser (a dependency)
 
-try:  # a fast JSON parser (a dependency of gradio); the standard library's otherwise
-    from orjson import loads as _loads
-except ImportError:  # pragma: no cover
-    _loads = json.loads
+from mlenergy.workloads.serving.untrusted import clean_text, excerpt
 
 _CHAT_TEXT = ("content", "reasoning_content", "reasoning")
 """Delta fields whose text is generated output (answer, and a reasoning model's thoughts)."""

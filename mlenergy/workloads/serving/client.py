@@ -32,20 +32,13 @@ from typing import Any, Literal
 
 import aiohttp
 from aiohttp.http_exceptions import LineTooLong
+from orjson import dumps as _dumps  # a fast JSON writer (a dependency)
 
 from mlenergy.errors import UserError
 from mlenergy.workloads.serving.chunks import ChunkError, name_chunk, parse_chunk
 from mlenergy.workloads.serving.prompts import estimate_tokens
 from mlenergy.workloads.serving.timing import RequestTiming
 from mlenergy.workloads.serving.untrusted import clean_text
-
-try:  # a fast JSON writer (a dependency of gradio); the standard library's otherwise
-    from orjson import dumps as _dumps
-except ImportError:  # pragma: no cover
-
-    def _dumps(obj: Any) -> bytes:
-        return json.dumps(obj).encode()
-
 
 Api = Literal["chat", "completions"]
 

@@ -80,6 +80,13 @@ class _Activity:
     prompt_tokens: np.ndarray  # prompt tokens, spread from admission to the first token
 
 
+def _end_s(r: RequestTiming) -> float:
+    """When a finished request ended (s); the split takes finished requests only."""
+    if r.end_s is None:
+        raise ValueError("the energy split takes finished requests only")
+    return float(r.end_s)
+
+
 def _occupancy(spans: Sequence[tuple[float, float]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Times, cumulative busy seconds and cumulative ``1/n`` seconds at every span edge."""
     edges = sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans])
@@ -101,8 +108,9 @@ def _activity(
     bounds: np.ndarray,
     occ: tuple[np.ndarray, ...],
 ) -> _Activity:
-    end = float(r.end_s)  # type: ignore[arg-type]
-    first = float(r.first_token_s)  # type: ignore[arg-type]
+    end, first = _end_s(r), r.first_token_s
+    if first is None:
+        raise ValueError("the energy split takes requests that produced a token")
     lo = max(0, int(np.searchsorted(bounds, admitted, side="right")) - 1)
     hi = min(len(bounds) - 1, int(np.searchsorted(bounds, end, side="left")))
     b = bounds[lo : hi + 1]
@@ -162,9 +170,7 @@ def split_energy(
     dt = np.diff(bounds)
     energy = np.array([p for _, p in pts])[:-1] * dt
     spans = server_spans(requests, server_cap)
-    occ = _occupancy(
-        [(a, float(r.end_s)) for a, r in zip(spans.admitted_s, requests, strict=True)]  # type: ignore[arg-type]
-    )
+    occ = _occupancy([(a, _end_s(r)) for a, r in zip(spans.admitted_s, requests, strict=True)])
     busy = np.diff(np.interp(bounds, occ[0], occ[1]))
     acts = [
         _activity(r, a, p, bounds, occ)

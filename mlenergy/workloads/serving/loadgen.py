@@ -250,7 +250,8 @@ async def generate_load(
             tasks.append(asyncio.create_task(one(i)))
         waiter = asyncio.gather(*tasks)
         try:
-            await asyncio.wait([waiter, failed], return_when=asyncio.FIRST_COMPLETED)
+            racing: list[asyncio.Future[Any]] = [waiter, failed]
+            await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
         finally:
             if not waiter.done():  # a failure, or this coroutine cancelled (Ctrl-C)
                 for task in tasks:

@@ -14,6 +14,7 @@ samples and the counter disagree by more than
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from mlenergy.measure.timeline import to_power_timeline
@@ -31,6 +32,7 @@ from mlenergy.records import (
     utc_now,
 )
 from mlenergy.records.serving import SPLIT_WINDOW_AGREEMENT as SPLIT_AGREEMENT
+from mlenergy.workloads.prompts import PromptSource
 from mlenergy.workloads.serving.energy_split import SplitResult, split_energy, timeline_energy_j
 from mlenergy.workloads.serving.server_queue import ServerCap, infer_cap
 from mlenergy.workloads.serving.spec import ServingSpec
@@ -140,7 +142,6 @@ def _workload(ctx: LevelContext, ok: list[RequestTiming], batch: float, cap: Ser
     spec = ctx.spec
     mean_out = sum(r.output_tokens for r in ok) / len(ok)
     mean_in = sum(r.prompt_tokens for r in ok) / len(ok)
-    from mlenergy.workloads.prompts import PromptSource
 
     return Workload(
         kind="inference",
@@ -173,12 +174,13 @@ def build_record(ctx: LevelContext, m: LevelMeasurement) -> RunRecord:
     ]
     e2e = [r.end_s - r.sent_s for r in ok if r.end_s is not None]
     itl = percentiles(itls)
+    ttft = percentiles(ttfts)
     phase = PhaseResult.from_totals(
         Phase.REQUEST,
         duration_s=m.window.duration_s,
         energy_j=m.window_energy_j,
         tokens=window_tokens,
-        ttft_s=percentiles(ttfts).p50 if ttfts else None,
+        ttft_s=ttft.p50 if ttft else None,
         itl_p50_s=itl.p50 if itl else None,
         itl_p90_s=itl.p90 if itl else None,
         itl_p99_s=itl.p99 if itl else None,
@@ -294,7 +296,6 @@ def _split(
 def failed_record(ctx: LevelContext, error: str) -> RunRecord:
     """The record of a level that could not be measured (a sweep keeps it as a failed point)."""
     spec = ctx.spec
-    from mlenergy.workloads.prompts import PromptSource
 
     workload = Workload(
         kind="inference",
@@ -324,6 +325,4 @@ def failed_record(ctx: LevelContext, error: str) -> RunRecord:
 
 
 def _utc(unix_s: float) -> Any:
-    from datetime import UTC, datetime
-
     return datetime.fromtimestamp(unix_s, UTC)

@@ -13,6 +13,8 @@ half-written, and a launched server is stopped whatever happens.
 from __future__ import annotations
 
 import asyncio
+import functools
+import tempfile
 import threading
 import time
 import warnings
@@ -26,7 +28,9 @@ import httpx
 from mlenergy.errors import UserError
 from mlenergy.measure.counter_period import MIN_PERIODS
 from mlenergy.measure.host_bound import with_host_bound
+from mlenergy.measure.provenance import collect_hardware, collect_software
 from mlenergy.records import IdleBaseline, new_run_id
+from mlenergy.store.preflight import open_store_for_append
 from mlenergy.workloads.serving.arrivals import arrival_offsets_s
 from mlenergy.workloads.serving.client import (
     IGNORE_EOS_BODIES,
@@ -135,7 +139,7 @@ def negotiate_ignore_eos(
             order.reverse()
         for how in order:
             result = run_async(
-                lambda how=how: _probe(replace(probe, extra_body=IGNORE_EOS_BODIES[how]))
+                functools.partial(_probe, replace(probe, extra_body=IGNORE_EOS_BODIES[how]))
             )
             if result.ok:
                 return IGNORE_EOS_BODIES[how], how
@@ -266,8 +270,6 @@ def _context(
     launched: bool,
     log_path: Path | None,
 ) -> LevelContext:
-    from mlenergy.measure.provenance import collect_hardware, collect_software
-
     hardware = collect_hardware(power.meter)
     if power.meter is None:
         hardware = hardware.model_copy(update={"cpu_tdp_w": power.model.tdp_w})
@@ -377,8 +379,6 @@ def run_serving_bench(
         UserError: Bad input, before anything runs or the store is touched.
         ServingLevelFailed: A level failed (``keep_going`` false); finished levels are stored.
     """
-    from mlenergy.store.preflight import open_store_for_append
-
     spec.validate()
     served = None
     if spec.endpoint is not None:  # unreachable or wrong model: fail first
@@ -457,8 +457,6 @@ def _one_level(spec: ServingSpec, level: int, model: ModelInfo, log_dir: Path | 
 def server_log_dir(data_dir: Path | None) -> Path:
     """The folder of launched servers' logs: ``data_dir/server-logs``, or a kept temp folder."""
     if data_dir is None:
-        import tempfile
-
         return Path(tempfile.mkdtemp(prefix="mlenergy-server-logs-"))
     folder = Path(data_dir) / LOG_FOLDER
     folder.mkdir(parents=True, exist_ok=True)

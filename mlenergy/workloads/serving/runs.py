@@ -13,11 +13,14 @@ Launched servers' logs go to the store's ``server-logs`` folder, as without ``--
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mlenergy.errors import Interrupted, UserError
+from mlenergy.records.interval import FreshRun
+from mlenergy.store.preflight import open_store_for_append
 from mlenergy.workloads.run_spread import combine_serving
 from mlenergy.workloads.serving.runner import run_serving_bench, server_log_dir
 
@@ -67,15 +70,13 @@ def run_serving_runs(
         UserError: Bad input before anything runs, or a failure that stops the runner.
         Interrupted: On Ctrl-C; levels whose last run had ended are stored.
     """
-    from mlenergy.store.preflight import open_store_for_append
-
     check_runs(runs)
     if runs == 1:
         return run_serving_bench(spec, data_dir=data_dir, on_record=on_record)
     spec.validate()
     store = open_store_for_append(data_dir) if data_dir is not None else None
     logs = server_log_dir(data_dir) if spec.launch is not None else None
-    fresh = "launch" if spec.launch is not None else "attach"
+    fresh: FreshRun = "launch" if spec.launch is not None else "attach"
     per_level: dict[int, list[RunRecord]] = {level: [] for level in spec.levels}
     out: list[RunRecord] = []
 
@@ -96,7 +97,7 @@ def run_serving_runs(
         for r in range(1, runs + 1):
             run_serving_bench(
                 spec, data_dir=None, keep_going=True, log_dir=logs,
-                on_record=lambda rec, r=r: finish(r, rec),
+                on_record=functools.partial(finish, r),
             )  # fmt: skip
     except (KeyboardInterrupt, Interrupted) as exc:  # the runner turns Ctrl-C into Interrupted
         kept = f"{len(out)} level(s) stored" if store is not None else "nothing stored"

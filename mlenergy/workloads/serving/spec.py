@@ -9,7 +9,9 @@ from typing import Literal
 import psutil
 
 from mlenergy.errors import UserError
+from mlenergy.models import model_info_from_config, resolve_source
 from mlenergy.records import ModelInfo
+from mlenergy.records.provenance import Weights
 from mlenergy.workloads.serving.engine import check_endpoint
 
 
@@ -154,8 +156,6 @@ def describe_model(spec: ServingSpec) -> ModelInfo:
     Raises:
         UserError: Neither can be read as a model config (a remote server's model name).
     """
-    from mlenergy.models import model_info_from_config, resolve_source
-
     source = spec.model_config or spec.model
     try:
         resolved = resolve_source(source)
@@ -166,5 +166,5 @@ def describe_model(spec: ServingSpec) -> ModelInfo:
         ) from err
     # ``dtype`` (``torch_dtype`` is its deprecated alias, which warns on every read).
     dtype = str(getattr(resolved.config, "dtype", None) or "unknown").removeprefix("torch.")
-    weights = "pretrained" if resolved.pretrained else "random"
+    weights: Weights = "pretrained" if resolved.pretrained else "random"
     return model_info_from_config(resolved.config, spec.model, dtype, weights)

@@ -9,7 +9,7 @@ import numpy as np
 from mlenergy.records import Percentiles
 
 
-def percentiles(values: Sequence[float]) -> Percentiles | None:
+def percentiles(values: Sequence[float | None]) -> Percentiles | None:
     """p50, p90, p99 and mean of ``values`` (units kept); ``None`` when there are none."""
     arr = np.asarray([v for v in values if v is not None], dtype=float)
     if arr.size == 0:

@@ -92,7 +92,7 @@ def save_tiny_model(folder: Path, kind: str = "dense", seed: int = 0) -> TinyMod
     if folder.exists() and not folder.is_dir():
         raise UserError(f"{folder} is a file, not a folder", "Name a folder to write the model to")
     import torch
-    from transformers import AutoModelForCausalLM, LlamaConfig, MixtralConfig
+    from transformers import AutoModelForCausalLM, LlamaConfig, MixtralConfig, PretrainedConfig
     from transformers.utils import logging as hf_logging
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -112,6 +112,7 @@ def save_tiny_model(folder: Path, kind: str = "dense", seed: int = 0) -> TinyMod
         "pad_token_id": tok.pad_token_id,
         "tie_word_embeddings": False,
     }
+    config: PretrainedConfig
     if kind == "dense":
         config = LlamaConfig(intermediate_size=128, **common)
     else:
