@@ -16,6 +16,7 @@ import gradio as gr
 
 from mlenergy.errors import UserError
 from mlenergy.estimate.api import estimate
+from mlenergy.estimate.prediction import BREAKDOWNS
 from mlenergy.leaderboard import plots as plots
 from mlenergy.leaderboard.client_errors import LOG, log_line, public_message
 from mlenergy.leaderboard.html import render_problems
@@ -154,8 +155,6 @@ def run_estimate(
     body = "".join(
         f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in _rows(e)
     )
-    from mlenergy.estimate.prediction import BREAKDOWNS  # the estimator is optional here
-
     parts = e["breakdown_j_per_token"]
     causes = {k: parts[k] for k in BREAKDOWNS["by cause"] if k in parts}
     figure = plots.breakdown_bars(causes, "Energy per output token by cause", "J per token")

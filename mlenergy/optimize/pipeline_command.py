@@ -11,6 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mlenergy.errors import UserError
+from mlenergy.optimize.estimated_profile import (
+    estimated_blocking_power_w,
+    estimated_pipeline_profile,
+)
 from mlenergy.optimize.frontier import Solver
 from mlenergy.optimize.pipeline import (
     PipelineResult,
@@ -136,8 +140,6 @@ def _profile(profile: str | None, estimate: EstimateOptions | None) -> PipelineP
         return read_profile_csv(Path(profile))
     if estimate is None or profile is not None:
         raise UserError("give exactly one of --profile and --from-estimate", "Pass one of them")
-    from mlenergy.optimize.estimated_profile import estimated_pipeline_profile
-
     return estimated_pipeline_profile(**estimate.arguments())
 
 
@@ -150,8 +152,6 @@ def _blocking_w(
         return perseus_blocking_w(profile)
     if estimate is None:
         raise UserError("--p-blocking is required with --profile", "Pass the power in W")
-    from mlenergy.optimize.estimated_profile import estimated_blocking_power_w
-
     return estimated_blocking_power_w(estimate.gpu or "")
 
 

@@ -37,6 +37,12 @@ from lowtime.perseus.instruction import Backward, Forward, Instruction
 from lowtime.perseus.schedule import Synchronous1F1B
 
 from mlenergy.errors import UserError
+from mlenergy.optimize.pipeline_options import (
+    OptionKey,
+    OptionTable,
+    option_table,
+)
+from mlenergy.optimize.pipeline_perseus import perseus_spec
 from mlenergy.optimize.profile import PipelineProfile
 
 SCHEDULES = ("1f1b",)
@@ -98,23 +104,6 @@ class ConvexHullCost(CostModel):
 
 
 @dataclass
-class OptionTable:
-    """Every option of the profile, indexed by the knob lowtime assigns.
-
-    Attributes:
-        frequency_mhz: SM clock of option ``k``.
-        time_s: Real time of option ``k`` (s).
-        energy_j: Energy of option ``k`` (J).
-        quant_time: ``time_s`` in whole time units, rounded as the accounting rounds.
-    """
-
-    frequency_mhz: np.ndarray
-    time_s: np.ndarray
-    energy_j: np.ndarray
-    quant_time: np.ndarray
-
-
-@dataclass
 class PipelineDag:
     """A pipeline's 1F1B DAG ready for :class:`lowtime.solver.PhillipsDessouky`.
 
@@ -168,44 +157,6 @@ class PipelineDag:
         busy = float(self.table.time_s[knobs].sum())
         energy = float(self.table.energy_j[knobs].sum())
         return energy + self.p_blocking_w * (self.num_stages * iteration_time_s - busy)
-
-
-def quantise_up(time_s: float, unit_s: float) -> int:
-    """Whole time units needed for ``time_s`` (rounded up, robust to float noise)."""
-    return max(1, math.ceil(round(time_s / unit_s, 9)))
-
-
-def quantise_down(time_s: float, unit_s: float) -> int:
-    """Whole time units in ``time_s``, rounded down as lowtime does (``int(t // unit)``)."""
-    return int(time_s // unit_s)
-
-
-OptionKey = tuple[int, str]
-
-
-def _option_table(
-    profile: PipelineProfile, unit_s: float, accounting: str
-) -> tuple[OptionTable, dict[OptionKey, list[int]]]:
-    """One knob per profile option (keys sorted, options in profile order)."""
-    quantise = quantise_down if accounting == "perseus" else quantise_up
-    freq: list[int] = []
-    times: list[float] = []
-    energies: list[float] = []
-    knobs_of: dict[OptionKey, list[int]] = {}
-    for key in sorted(profile.options):
-        knobs_of[key] = []
-        for o in profile.options[key]:
-            knobs_of[key].append(len(freq))
-            freq.append(o.frequency_mhz)
-            times.append(o.time_s)
-            energies.append(o.energy_j)
-    table = OptionTable(
-        np.array(freq, dtype=np.int64),
-        np.array(times, dtype=float),
-        np.array(energies, dtype=float),
-        np.array([quantise(t, unit_s) for t in times], dtype=np.int64),
-    )
-    return table, knobs_of
 
 
 def _cost(table: OptionTable, k: int, p_blocking_w: float) -> float:
@@ -309,10 +260,8 @@ def build_pipeline_dag(
     if time_unit_s is None:
         time_unit_s = DEFAULT_TIME_UNIT_S.get(accounting, DEFAULT_TIME_UNIT_S["real"])
     _check_args(num_microbatches, time_unit_s, p_blocking_w, schedule, accounting)
-    table, knobs_of = _option_table(profile, time_unit_s, accounting)
+    table, knobs_of = option_table(profile, time_unit_s, accounting)
     if accounting == "perseus":
-        from mlenergy.optimize.pipeline_perseus import perseus_spec
-
         specs = {
             key: perseus_spec(table, knobs, time_unit_s, p_blocking_w, key)
             for key, knobs in knobs_of.items()

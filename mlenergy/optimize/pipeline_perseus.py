@@ -35,7 +35,7 @@ from lowtime.operation import CandidateExecutionOptions, ExecutionOption, Operat
 from mlenergy.errors import UserError
 
 if TYPE_CHECKING:
-    from mlenergy.optimize.pipeline_dag import OptionKey, OptionTable
+    from mlenergy.optimize.pipeline_options import OptionKey, OptionTable
 
 NOISE_FACTOR = 0.95
 """Perseus's noise factor, applied where the strict filtering leaves three or fewer options."""

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from mlenergy.studies.measured_conclusion import fits_headline
+from mlenergy.studies.measured_footprint import headline_text
 
 if TYPE_CHECKING:
     from mlenergy.studies.measured_study import MeasuredStudyResult
@@ -92,8 +93,6 @@ def terminal_lines(result: MeasuredStudyResult) -> list[str]:
 
     With a footprint, the headline table of carbon and cost comes first.
     """
-    from mlenergy.studies.measured_footprint import headline_text
-
     lines: list[str] = []
     if result.footprint is not None:
         lines += [headline_text(result.rows, result.footprint), ""]
