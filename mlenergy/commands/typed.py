@@ -129,6 +129,24 @@ def typed_command(fn: Callable[..., R]) -> Callable[..., R]:
     return command
 
 
+def changed(obj: Any) -> list[str]:
+    """The options of dataclass ``obj`` whose value is not their default, by name, in order.
+
+    A switch pair (``--with-x/--without-x``) is named by the side given; a field without
+    default counts as changed.
+    """
+    out: list[str] = []
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        factory = f.default_factory
+        if value == (factory() if factory is not dataclasses.MISSING else f.default):
+            continue
+        flags = f.metadata.get("cli", {}).get("flags", ())
+        pair = flags[0].split("/") if flags and "/" in flags[0] else None
+        out.append(pair[0 if value else 1] if pair else _long_flag(f))
+    return out
+
+
 def flags_of(cls: type) -> dict[str, str]:
     """The long option name of every field of ``cls`` (nested dataclasses' fields flat)."""
     return {f.name: _long_flag(f) for f, _, _ in _flat_fields(cls)}

@@ -104,10 +104,9 @@ class EstimateRequest:
         """
         if len(args) == 1 and isinstance(args[0], EstimateRequest):
             return cls.of(**{**args[0].flat(), **values})
-        required = [f.name for f in dataclasses.fields(cls) if _required(f)]
-        if len(args) > len(required):
-            raise TypeError(f"at most {len(required)} positional fields, got {len(args)}")
-        given = dict(zip(required, args, strict=False))
+        if len(args) > len(REQUIRED_FIELDS):
+            raise TypeError(f"at most {len(REQUIRED_FIELDS)} positional fields, got {len(args)}")
+        given = dict(zip(REQUIRED_FIELDS, args, strict=False))
         twice = sorted(set(given) & set(values))
         if twice:
             raise TypeError(f"fields given twice: {', '.join(twice)}")
@@ -176,6 +175,10 @@ FIELDS: tuple[str, ...] = tuple(_FLAT)
 """Every field of a request, flat, in order: the keywords, the CSV and table columns."""
 NUMBER_FIELDS: tuple[str, ...] = tuple(n for n, (hint, _) in _FLAT.items() if _holds_numbers(hint))
 """The fields that hold numbers, in order (a cell given but not a number is its row's error)."""
+REQUIRED_FIELDS: tuple[str, ...] = tuple(
+    f.name for f in dataclasses.fields(EstimateRequest) if _required(f)
+)
+"""The fields without default, in order (the positional arguments of ``EstimateRequest.of``)."""
 TEXT_FIELDS: tuple[str, ...] = tuple(n for n in FIELDS if n not in NUMBER_FIELDS)
 """The fields that hold text (``gpu`` may also hold a :class:`GpuSpec`)."""
 NUMBER_DEFAULTS: dict[str, float] = {
