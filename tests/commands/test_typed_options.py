@@ -78,7 +78,7 @@ def test_given_leaves_required_fields_to_the_command():
     def lazy(req: Given[Outer]) -> None:
         assert req.missing() == ["--name"]
         assert req.part(Inner) == Inner(depth=5)
-        with pytest.raises(UserError, match="--name is required. Pass a name"):
+        with pytest.raises(UserError, match=r"--name is required\. Pass a name"):
             req.build("Pass a name")
         assert req.build("unused", name="x").name == "x"
 
