@@ -233,7 +233,8 @@ def compare_cmd(
     if result.rows.empty:
         typer.echo(f"no measured GPU serving run in {data} could be compared", err=True)
     else:
-        typer.echo(format_table(result.rows.to_dict("records")))
+        rows = result.rows.to_dict("records")
+        typer.echo(format_table([{str(k): v for k, v in row.items()} for row in rows]))
         typer.echo("\nerrors by half (percent; signed: predicted / measured - 1)")
         typer.echo(result.summary().round(1).to_string())
     for run_id, why in result.skipped:

@@ -275,7 +275,7 @@ def power_cap(query: PowerCapQuery, show: PowerCapOutput) -> None:
         return
     for line in summary_lines(result):
         typer.echo(line)
-    if carbon is not None:
+    if carbon is not None and carbon.intensity is not None:
         grams = carbon.per_token(result.best["energy_per_token_j"])["carbon_g_per_1k_tokens"]
         typer.echo(
             f"best: carbon {grams:.4g} gCO2e per 1k tokens (site energy, PUE "
