@@ -15,7 +15,7 @@ APP_SETTINGS: dict[str, Any] = {
     "rich_markup_mode": None,
     "pretty_exceptions_enable": False,
     "add_completion": False,
-    "context_settings": {"max_content_width": 120},
+    "context_settings": {"max_content_width": 10_000},
 }
 """How every ``mlenergy`` app and group is made: plain help (click's layout, which wraps an
-option's help and never cuts its name), at most 120 columns wide, no completion install."""
+option's help and never cuts its name) as wide as the terminal, no completion install."""

@@ -267,7 +267,7 @@ def test_fp8_model_with_other_precision(capsys, configs_dir):
         "H100",
         64,
         256,
-        512,
+        input_tokens=512,
         precision="fp8",
         configs_dir=configs_dir,
     )
