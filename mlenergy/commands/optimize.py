@@ -24,14 +24,12 @@ from mlenergy.commands.typed import typed_command
 from mlenergy.errors import UserError
 from mlenergy.footprint import Footprint
 from mlenergy.optimize.candidates import parse_power_limits
-from mlenergy.optimize.pipeline_inputs import pipeline_inputs
 from mlenergy.optimize.power_cap import PowerCapResult, plan_power_cap, summary_lines
 from mlenergy.optimize.power_limit import (
     choose_power_limit,
     profile_source,
     read_power_limit_profile,
 )
-from mlenergy.optimize.profile import check_outputs, write_profile_csv
 from mlenergy.optimize.site import SITE_HOST_W_PER_GPU, SITE_PUE
 
 optimize_app = typer.Typer(
@@ -40,6 +38,31 @@ optimize_app = typer.Typer(
     no_args_is_help=True,
     **APP_SETTINGS,
 )
+
+
+def _pipeline_profile(
+    profile: str | None,
+    from_estimate: bool,
+    estimate_args: dict,
+    profile_out: Path | None,
+):
+    from mlenergy.optimize.profile import read_profile_csv
+    from mlenergy.optimize.reference_profiles import is_perseus_name, load_perseus_profile
+
+    if from_estimate == (profile is not None):
+        raise UserError("give exactly one of --profile and --from-estimate", "Pass one of them")
+    if profile is not None:
+        if is_perseus_name(profile):
+            return load_perseus_profile(profile)
+        return read_profile_csv(Path(profile))
+    from mlenergy.optimize.estimated_profile import estimated_pipeline_profile
+
+    missing = [k for k in ("model", "gpu") if not estimate_args.get(k)]
+    if missing:
+        raise UserError(
+            f"--from-estimate needs --{' and --'.join(missing)}", "Pass the model and GPU"
+        )
+    return estimated_pipeline_profile(**estimate_args)
 
 
 @optimize_app.command("pipeline")
@@ -109,8 +132,14 @@ def pipeline(
     ] = None,
 ) -> None:
     """Frequency plan of a pipeline-parallel training iteration (Perseus-style, on lowtime)."""
-    # The planner loads lowtime, which loads matplotlib: imported when a plan is asked for.
-    from mlenergy.optimize.pipeline import plan_pipeline, summary_lines, write_pipeline_outputs
+    from mlenergy.optimize.pipeline import (
+        check_outputs,
+        plan_pipeline,
+        summary_lines,
+        write_pipeline_outputs,
+    )
+    from mlenergy.optimize.profile import write_profile_csv
+    from mlenergy.optimize.reference_profiles import PERSEUS_A40_BLOCKING_W, is_perseus_name
 
     if solver not in ("fast", "lowtime"):
         raise UserError(f"--solver {solver!r} is not fast or lowtime", "Use fast or lowtime")
@@ -120,39 +149,57 @@ def pipeline(
             f"--zeus-plan {zeus_plan} must end in .py (Zeus's PointSolution refuses other files)",
             "Name it e.g. plan.py",
         )
-    estimate = None
-    if from_estimate:
-        split = _layers(layers_per_stage)
-        estimate = dict(model=model, gpu=gpu, stages=stages, tensor_parallel=tensor_parallel,
-                        microbatch_size=microbatch_size, seq_len=seq_len,
-                        layers_per_stage=split, data_parallel=data_parallel)  # fmt: skip
-    prof, p_blocking_w = pipeline_inputs(profile, p_blocking, estimate)
+    split = None
+    if layers_per_stage:
+        try:
+            split = [int(x) for x in layers_per_stage.split(",")]
+        except ValueError:
+            raise UserError(
+                f"--layers-per-stage {layers_per_stage!r} is not a list of integers",
+                "Pass e.g. 12,12,12,12",
+            ) from None
+    estimate_args = {
+        "model": model,
+        "gpu": gpu,
+        "stages": stages,
+        "tensor_parallel": tensor_parallel,
+        "microbatch_size": microbatch_size,
+        "seq_len": seq_len,
+        "layers_per_stage": split,
+        "data_parallel": data_parallel,
+    }
+    prof = _pipeline_profile(profile, from_estimate, estimate_args, profile_out)
+    if p_blocking is None and profile is not None and is_perseus_name(profile):
+        p_blocking = PERSEUS_A40_BLOCKING_W
+    if p_blocking is None:
+        if not from_estimate:
+            raise UserError("--p-blocking is required with --profile", "Pass the power in W")
+        from mlenergy.optimize.estimated_profile import estimated_blocking_power_w
+
+        p_blocking = estimated_blocking_power_w(gpu or "")
     result = plan_pipeline(
-        prof, microbatches=microbatches, p_blocking_w=p_blocking_w, time_unit_s=time_unit,
-        schedule=schedule, straggler_time_s=straggler_time, straggler_slowdown=straggler_slowdown,
-        solver=solver,  # type: ignore[arg-type]  # checked above
-    )  # fmt: skip
-    written = [write_profile_csv(prof, profile_out)] if profile_out is not None else []
+        prof,
+        microbatches=microbatches,
+        p_blocking_w=p_blocking,
+        time_unit_s=time_unit,
+        schedule=schedule,
+        straggler_time_s=straggler_time,
+        straggler_slowdown=straggler_slowdown,
+        solver=solver,  # type: ignore[arg-type]
+    )
+    written = []
+    if profile_out is not None:
+        written.append(write_profile_csv(prof, profile_out))
     written += write_pipeline_outputs(result, frontier_out, out, zeus_plan, plot)
-    for line in [*summary_lines(result), *(f"wrote {p}" for p in written)]:
+    for line in summary_lines(result):
         typer.echo(line)
+    for p in written:
+        typer.echo(f"wrote {p}")
     if zeus_plan is not None:
         typer.echo(
             f"{zeus_plan}: serve it with Zeus's PointSolution scheduler to "
             "PipelineFrequencyOptimizer; the comments at its top say how"
         )
-
-
-def _layers(text: str | None) -> list[int] | None:
-    """``--layers-per-stage 12,12,12,12`` as a list (``None``: an even split)."""
-    if not text:
-        return None
-    try:
-        return [int(x) for x in text.split(",")]
-    except ValueError:
-        raise UserError(
-            f"--layers-per-stage {text!r} is not a list of integers", "Pass e.g. 12,12,12,12"
-        ) from None
 
 
 @optimize_app.command("power-limit")
@@ -258,6 +305,8 @@ class PowerCapOutput:
 @typed_command
 def power_cap(query: PowerCapQuery, show: PowerCapOutput) -> None:
     """The configuration that serves the most tokens per second under a site power cap."""
+    from mlenergy.optimize.pipeline import check_outputs  # lowtime, which loads matplotlib
+
     check_outputs(show.plot)
     # The planner's energy per token is site energy (PUE and host power included already).
     carbon = Footprint.from_options(show.carbon_intensity, show.region, None, None)

@@ -179,6 +179,10 @@ REQUIRED_FIELDS: tuple[str, ...] = tuple(
     f.name for f in dataclasses.fields(EstimateRequest) if _required(f)
 )
 """The fields without default, in order (the positional arguments of ``EstimateRequest.of``)."""
+INTEGER_FIELDS: tuple[str, ...] = tuple(
+    n for n, (hint, _) in _FLAT.items() if int in (typing.get_args(hint) or (hint,))
+)
+"""The number fields that hold whole numbers (GPU counts, parallel degrees, the sequence cap)."""
 TEXT_FIELDS: tuple[str, ...] = tuple(n for n in FIELDS if n not in NUMBER_FIELDS)
 """The fields that hold text (``gpu`` may also hold a :class:`GpuSpec`)."""
 NUMBER_DEFAULTS: dict[str, float] = {

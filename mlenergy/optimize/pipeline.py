@@ -49,6 +49,17 @@ class PipelineResult:
     plan_json: dict[str, Any]
 
 
+def check_outputs(*paths: str | Path | None) -> None:
+    """Every output's folder exists, before anything is computed or written.
+
+    Raises:
+        UserError: A folder is missing.
+    """
+    for p in paths:
+        if p is not None and not Path(p).resolve().parent.is_dir():
+            raise UserError(f"output folder of {p} does not exist", "Create it first")
+
+
 def plan_pipeline(
     profile: PipelineProfile,
     microbatches: int,

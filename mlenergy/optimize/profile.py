@@ -229,14 +229,3 @@ def profile_from_table(
         stage, inst, opt = _parse_row({k: str(v) for k, v in row.items()}, line, "rows")
         options.setdefault((stage, inst), []).append(opt)
     return PipelineProfile(options, energy_source=energy_source)
-
-
-def check_outputs(*paths: str | Path | None) -> None:
-    """Every output's folder exists, before anything is computed or written.
-
-    Raises:
-        UserError: A folder is missing.
-    """
-    for p in paths:
-        if p is not None and not Path(p).resolve().parent.is_dir():
-            raise UserError(f"output folder of {p} does not exist", "Create it first")
