@@ -17,5 +17,6 @@ APP_SETTINGS: dict[str, Any] = {
     "add_completion": False,
     "context_settings": {"max_content_width": 10_000},
 }
-"""How every ``mlenergy`` app and group is made: plain help (click's layout, which wraps an
-option's help and never cuts its name) as wide as the terminal, no completion install."""
+"""How the ``mlenergy`` app is made (:mod:`mlenergy.cli`; every command and group under it takes
+the same): plain help (click's layout, which wraps an option's help and never cuts its name) as
+wide as the terminal, no completion install."""

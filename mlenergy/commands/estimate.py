@@ -18,7 +18,7 @@ import typer
 from typer.core import TyperGroup
 
 from mlenergy import strict_json
-from mlenergy.commands import APP_SETTINGS, estimate_fit
+from mlenergy.commands import estimate_fit
 from mlenergy.commands.estimate_report import (
     format_estimate,
     format_table,
@@ -71,7 +71,6 @@ app = typer.Typer(
     cls=_SweepGroup,
     help="Predict energy per token, throughput and power of LLM serving on any GPU.",
     no_args_is_help=False,
-    **APP_SETTINGS,
 )
 
 

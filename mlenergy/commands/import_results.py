@@ -8,7 +8,6 @@ from typing import Annotated
 
 import typer
 
-from mlenergy.commands import APP_SETTINGS
 from mlenergy.commands.options import DataDirOption, resolve_data_dir
 from mlenergy.errors import UserError
 from mlenergy.importers.deliver import ImportBatch, deliver
@@ -22,7 +21,6 @@ import_app = typer.Typer(
     name="import",
     help="Import results of other tools (ML.ENERGY benchmark, lm-eval, optimum-benchmark, Zeus).",
     no_args_is_help=True,
-    **APP_SETTINGS,
 )
 
 SubmitOption = Annotated[

@@ -10,7 +10,6 @@ from typing import Annotated
 
 import typer
 
-from mlenergy.commands import APP_SETTINGS
 from mlenergy.commands.options import DataDirOption, resolve_data_dir
 from mlenergy.errors import UserError
 from mlenergy.leaderboard.context import AppContext
@@ -20,7 +19,6 @@ leaderboard_app = typer.Typer(
     help="Serve the leaderboard app: the shipped ML.ENERGY reference beside your store.",
     invoke_without_command=True,
     no_args_is_help=False,
-    **APP_SETTINGS,
 )
 
 REFERENCE_NOTE = (

@@ -13,7 +13,6 @@ from typing import Annotated
 import typer
 
 from mlenergy import strict_json
-from mlenergy.commands import APP_SETTINGS
 from mlenergy.commands.options import (
     CarbonIntensityOption,
     DataDirOption,
@@ -36,7 +35,6 @@ optimize_app = typer.Typer(
     name="optimize",
     help="Plan lower-energy runs: pipeline frequency plans, power limits, site power caps.",
     no_args_is_help=True,
-    **APP_SETTINGS,
 )
 
 

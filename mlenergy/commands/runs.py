@@ -11,7 +11,6 @@ from rich.table import Table
 from rich.text import Text
 
 from mlenergy import strict_json
-from mlenergy.commands import APP_SETTINGS
 from mlenergy.commands.options import DataDirOption, resolve_data_dir
 from mlenergy.errors import terminal_text
 from mlenergy.store import RunStore
@@ -19,10 +18,7 @@ from mlenergy.store.listing import PER_TOKEN_NOTE, find_run, show_notes
 from mlenergy.store.listing import list_runs as run_listing
 
 runs_app = typer.Typer(
-    name="runs",
-    help="List, show and export the runs in the store.",
-    no_args_is_help=True,
-    **APP_SETTINGS,
+    name="runs", help="List, show and export the runs in the store.", no_args_is_help=True
 )
 
 

@@ -7,14 +7,11 @@ from typing import Annotated
 
 import typer
 
-from mlenergy.commands import APP_SETTINGS
 from mlenergy.errors import UserError
 from mlenergy.records import export_schemas
 from mlenergy.records.fields import field_tables
 
-schema_app = typer.Typer(
-    name="schema", help="The records' JSON Schemas.", no_args_is_help=True, **APP_SETTINGS
-)
+schema_app = typer.Typer(name="schema", help="The records' JSON Schemas.", no_args_is_help=True)
 
 
 @schema_app.command("export")

@@ -20,7 +20,6 @@ from typing import Annotated
 
 import typer
 
-from mlenergy.commands import APP_SETTINGS
 from mlenergy.commands.options import DataDirOption, FootprintOptions, resolve_data_dir
 from mlenergy.commands.typed import changed, typed_command
 from mlenergy.errors import UserError
@@ -33,7 +32,6 @@ study_app = typer.Typer(
     name="study",
     help="Run studies that answer a question end to end (records, report, figures).",
     no_args_is_help=True,
-    **APP_SETTINGS,
 )
 
 

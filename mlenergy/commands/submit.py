@@ -7,17 +7,13 @@ from typing import Annotated
 
 import typer
 
-from mlenergy.commands import APP_SETTINGS
 from mlenergy.commands.options import DataDirOption, resolve_data_dir
 from mlenergy.errors import UserError, terminal_text
 from mlenergy.store.checks import explain as explain_checks
 from mlenergy.store.submissions import SubmissionQueue
 
 submissions_app = typer.Typer(
-    name="submissions",
-    help="Review queued result bundles.",
-    no_args_is_help=True,
-    **APP_SETTINGS,
+    name="submissions", help="Review queued result bundles.", no_args_is_help=True
 )
 
 
