@@ -15,6 +15,7 @@ import functools
 import importlib
 import sys
 from importlib.metadata import version as package_version
+from types import ModuleType
 from typing import Any
 
 import typer
@@ -23,14 +24,20 @@ from typer.core import TyperGroup
 from mlenergy.commands import APP_SETTINGS
 from mlenergy.errors import Interrupted, UserError, ValidationFailed, terminal_text
 
-try:  # the exception classes of typer's vendored click and of click itself, when installed
+_CLICK: list[ModuleType] = []
+"""The exception modules of typer's vendored click and of click itself, where installed."""
+try:
     from typer._click import exceptions as _vendored_click
+
+    _CLICK.append(_vendored_click)
 except ImportError:  # older typer uses click directly
-    _vendored_click = None  # type: ignore[assignment]
+    pass
 try:
     import click.exceptions as _plain_click
+
+    _CLICK.append(_plain_click)
 except ImportError:
-    _plain_click = None  # type: ignore[assignment]
+    pass
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "bench": (
@@ -133,13 +140,13 @@ def _root(
 
 def _click_errors(name: str) -> tuple[type[BaseException], ...]:
     """The click exception class ``name`` from typer's vendored click and from click."""
-    modules = (m for m in (_vendored_click, _plain_click) if m is not None)
-    return tuple(getattr(m, name) for m in modules if hasattr(m, name))
+    return tuple(getattr(m, name) for m in _CLICK if hasattr(m, name))
 
 
 def _usage_message(exc: BaseException) -> str:
     """One line for a command-line usage error: what was wrong and where to read the usage."""
-    message = " ".join(str(exc.format_message()).split()).rstrip(".")  # type: ignore[attr-defined]
+    text = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+    message = " ".join(str(text).split()).rstrip(".")
     ctx = getattr(exc, "ctx", None)
     command = ctx.command_path if ctx is not None else "mlenergy"
     return f"{message}. Run '{command} --help' for the usage"
