@@ -35,6 +35,7 @@ def light_commands(data: Path) -> list[list[str]]:
         ["reference"],
         ["reference", "--regions"],
         ["estimate", "--help"],
+        ["bench", "--help"],
         ["runs", "list", "--data-dir", str(data)],
         [
             "optimize",

@@ -2,12 +2,15 @@
 
 Every layer raises :class:`UserError` (or a subclass) for bad input; the CLI prints
 ``error: <what was wrong>. <how to fix it>`` and exits with status 2. Anything else is a bug
-and keeps its traceback. This module imports nothing else of mlenergy.
+and keeps its traceback. Text that came from outside (a submitter's name, a problem that
+quotes a file) is printed through :func:`terminal_text`. This module imports nothing else of
+mlenergy.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 
 
 class UserError(Exception):
@@ -95,3 +98,11 @@ def first_line(exc: BaseException, limit: int | None = None) -> str:
     text = str(exc).strip()
     line = text.splitlines()[0] if text else type(exc).__name__
     return line[:limit] if limit is not None else line
+
+
+def terminal_text(text: object, max_len: int = 200) -> str:
+    """Return ``text`` safe for a terminal: control characters (ANSI escapes) made visible."""
+    out = "".join(
+        ch if unicodedata.category(ch)[0] != "C" else f"\\x{ord(ch):02x}" for ch in str(text)
+    )
+    return out if len(out) <= max_len else out[: max_len - 1] + "…"

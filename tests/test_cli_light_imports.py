@@ -55,6 +55,7 @@ def store(tmp_path_factory) -> Path:
         ["reference"],
         ["reference", "--regions"],
         ["estimate", "--help"],
+        ["bench", "--help"],
         ["leaderboard", "--help"],
         ["runs", "list", "--data-dir", "{store}"],
         ["optimize", "power-limit", "--profile", str(PROFILE)],

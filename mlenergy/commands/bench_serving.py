@@ -1,19 +1,27 @@
 """``mlenergy bench --endpoint URL`` / ``--launch CMD``: the serving side of ``bench``.
 
-:func:`bench_serving` turns the options into a :class:`~mlenergy.workloads.serving.ServingSpec`
-and runs :func:`~mlenergy.workloads.serving.runner.run_serving_bench`;
+:func:`serving_spec` turns the options (:mod:`mlenergy.commands.bench_options`) into a
+:class:`~mlenergy.workloads.serving.spec.ServingSpec`; :func:`bench_serving` runs it with
+:func:`~mlenergy.workloads.serving.runs.run_serving_runs`, and
 :func:`~mlenergy.workloads.serving.display.serving_table` prints one row per level.
 """
 
 from __future__ import annotations
 
 import math
-from pathlib import Path
-from typing import Any
+from typing import Literal, cast
 
 import typer
+from rich.console import Console
 
+from mlenergy.commands.bench_options import BenchTarget, ServingBench
 from mlenergy.errors import UserError
+from mlenergy.measure.scope import parse_gpu_indices
+from mlenergy.records import RunRecord
+from mlenergy.workloads.serving.arrivals import parse_request_rate
+from mlenergy.workloads.serving.display import serving_table
+from mlenergy.workloads.serving.runs import check_runs, run_serving_runs
+from mlenergy.workloads.serving.spec import ServingSpec, parse_levels
 
 MAX_TIMEOUT_S = 86_400.0
 """Longest ``--request-timeout`` / ``--startup-timeout`` taken (a day), in seconds."""
@@ -98,109 +106,90 @@ def check_serving_numbers(
         )
 
 
-def bench_serving(
-    *,
-    models: list[str],
-    endpoint: str | None,
-    launch: str | None,
-    concurrency: str,
-    num_requests: int,
-    request_rate: str,
-    burstiness: float,
-    prompts: str,
-    input_tokens: int,
-    max_output_tokens: int,
-    ignore_eos: bool,
-    api: str,
-    engine: str | None,
-    server_pid: int | None,
-    gpu_indices: str | None,
-    model_config: str | None,
-    cpu_tdp_w: float | None,
-    seed: int,
-    idle_s: float,
-    task: str | None,
-    startup_timeout_s: float,
-    request_timeout_s: float,
-    runs: int = 1,
-    json_out: bool,
-    store_dir: Path | None,
-    client_procs: str = "auto",
-) -> None:
-    """Run the serving benchmark from ``bench``'s options (see ``mlenergy bench --help``)."""
-    from rich.console import Console
+def serving_spec(target: BenchTarget, serving: ServingBench, output_tokens: int) -> ServingSpec:
+    """The serving benchmark of ``bench``'s options, every number checked first.
 
-    from mlenergy.measure.scope import parse_gpu_indices
-    from mlenergy.workloads.serving.arrivals import parse_request_rate
-    from mlenergy.workloads.serving.display import serving_table
-    from mlenergy.workloads.serving.runs import check_runs, run_serving_runs
-    from mlenergy.workloads.serving.spec import ServingSpec, parse_levels
+    Args:
+        target: The shared options (one model: the name the server serves).
+        serving: The serving options.
+        output_tokens: ``--output-tokens``, each request's ``max_tokens`` unless
+            ``--max-output-tokens`` is given.
 
-    if len(models) != 1:
+    Raises:
+        UserError: The first bad option.
+    """
+    if len(target.model) != 1:
         raise UserError(
-            f"a serving benchmark measures one model, {len(models)} were given",
+            f"a serving benchmark measures one model, {len(target.model)} were given",
             "Pass --model once, exactly as the server names it",
         )
-    check_runs(runs)
+    check_runs(serving.runs)
+    max_output_tokens = serving.max_output_tokens or output_tokens
     check_serving_numbers(
-        num_requests=num_requests,
-        input_tokens=input_tokens,
+        num_requests=serving.num_requests,
+        input_tokens=target.input_tokens,
         max_output_tokens=max_output_tokens,
-        burstiness=burstiness,
-        idle_s=idle_s,
-        seed=seed,
-        startup_timeout_s=startup_timeout_s,
-        request_timeout_s=request_timeout_s,
-        cpu_tdp_w=cpu_tdp_w,
-        server_pid=server_pid,
+        burstiness=serving.burstiness,
+        idle_s=target.idle_s,
+        seed=target.seed,
+        startup_timeout_s=serving.startup_timeout,
+        request_timeout_s=serving.request_timeout,
+        cpu_tdp_w=target.cpu_tdp_w,
+        server_pid=serving.server_pid,
     )
-    procs = parse_client_procs(client_procs)
-    spec = ServingSpec(
-        model=models[0],
-        levels=parse_levels(concurrency),
-        num_requests=num_requests,
-        endpoint=endpoint,
-        launch=launch,
-        request_rate=parse_request_rate(request_rate),
-        burstiness=burstiness,
-        prompts=prompts,
-        input_tokens=input_tokens,
+    procs = parse_client_procs(serving.client_procs)
+    return ServingSpec(
+        model=target.model[0],
+        levels=parse_levels(serving.concurrency),
+        num_requests=serving.num_requests,
+        endpoint=serving.endpoint,
+        launch=serving.launch,
+        request_rate=parse_request_rate(serving.request_rate),
+        burstiness=serving.burstiness,
+        prompts=target.prompts,
+        input_tokens=target.input_tokens,
         max_output_tokens=max_output_tokens,
-        ignore_eos=ignore_eos,
-        api=api,  # type: ignore[arg-type]
-        seed=seed,
-        task=task,
-        engine=engine,
-        server_pid=server_pid,
-        gpu_indices=parse_gpu_indices(gpu_indices),
-        cpu_tdp_w=cpu_tdp_w,
-        model_config=model_config,
-        idle_s=idle_s,
-        startup_timeout_s=startup_timeout_s,
-        request_timeout_s=request_timeout_s,
+        ignore_eos=serving.ignore_eos,
+        api=cast(Literal["chat", "completions"], serving.api),  # the spec refuses another
+        seed=target.seed,
+        task=target.task,
+        engine=serving.engine,
+        server_pid=serving.server_pid,
+        gpu_indices=parse_gpu_indices(target.gpu_indices),
+        cpu_tdp_w=target.cpu_tdp_w,
+        model_config=serving.model_config,
+        idle_s=target.idle_s,
+        startup_timeout_s=serving.startup_timeout,
+        request_timeout_s=serving.request_timeout,
         client_procs=procs,
     )
-    console = Console(stderr=True, width=160)
-    shown: list[Any] = []
 
-    def emit(record: Any) -> None:
+
+def bench_serving(target: BenchTarget, serving: ServingBench, output_tokens: int) -> None:
+    """Run the serving benchmark of ``bench``'s options and print a line per level, a table."""
+    spec = serving_spec(target, serving, output_tokens)
+    store_dir = target.store_dir()
+    console = Console(stderr=True, width=160)
+    shown: list[RunRecord] = []
+
+    def emit(record: RunRecord) -> None:
         shown.append(record)
-        if json_out:
+        if target.json_out:
             typer.echo(record.model_dump_json())
         else:
             console.print(f"level {record.workload.batch_size}: {_line(record)}")
 
-    def each_run(round_no: int, record: Any) -> None:
+    def each_run(round_no: int, record: RunRecord) -> None:
         level = record.workload.batch_size
-        console.print(f"run {round_no} of {runs}, level {level}: {_line(record)}")
+        console.print(f"run {round_no} of {serving.runs}, level {level}: {_line(record)}")
 
-    run_serving_runs(spec, runs, data_dir=store_dir, on_record=emit, on_run=each_run)
-    Console(stderr=json_out, width=160).print(serving_table(shown))
+    run_serving_runs(spec, serving.runs, data_dir=store_dir, on_record=emit, on_run=each_run)
+    Console(stderr=target.json_out, width=160).print(serving_table(shown))
     if store_dir is not None:
         console.print(f"store: {store_dir}  ({len(shown)} serving run(s) appended)")
 
 
-def _line(record: Any) -> str:
+def _line(record: RunRecord) -> str:
     phase = record.phase("request")
     if record.status != "ok" or phase is None:
         return f"failed: {record.error}"

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from mlenergy.commands.options import DataDirOption, resolve_data_dir
+from mlenergy.studies.dense_vs_moe import run_study
 
 
 def demo(
@@ -17,8 +18,6 @@ def demo(
     ),
 ) -> None:
     """Run the default dense-vs-MoE study end to end (5 minutes on 2 quiet cores, 17 busy)."""
-    from mlenergy.studies.dense_vs_moe import run_study
-
     result = run_study(
         size="tiny", data_dir=resolve_data_dir(data_dir), report_dir=report_dir, progress=True
     )

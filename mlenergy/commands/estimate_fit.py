@@ -9,16 +9,32 @@ beside their estimates.
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
 
+import pandas as pd
 import typer
 
 from mlenergy import strict_json
+from mlenergy.calibrate.accuracy_markdown import validation_markdown
+from mlenergy.calibrate.compare import compare_runs
+from mlenergy.calibrate.crossval import (
+    HOLD_OUT,
+    TARGETS,
+    CrossValidation,
+    cross_validate,
+    validation_tables,
+)
+from mlenergy.calibrate.refit import calibrate_all
+from mlenergy.commands.estimate_report import format_table
 from mlenergy.commands.options import DataDirOption, resolve_data_dir
 from mlenergy.errors import UserError
-
-# The library is imported inside each command (see mlenergy.commands.estimate).
+from mlenergy.estimate.coefficients import Coefficients, default_coefficients
+from mlenergy.estimate.host_bound import host_bound_label
+from mlenergy.reference import configs_next_to
+from mlenergy.reference.measurements import load_reference, own_measurements
+from mlenergy.store import RunStore
 
 
 def calibrate_cmd(
@@ -54,10 +70,6 @@ def calibrate_cmd(
             f"--folds must be >= 2 (or 0: keep the current interval), got {folds}",
             "Give 2 or more cross-validation folds",
         )
-    from mlenergy.calibrate.refit import calibrate_all
-    from mlenergy.reference import configs_next_to
-    from mlenergy.store import RunStore
-
     runs = None
     if store is not None:
         try:
@@ -108,75 +120,71 @@ def validate_cmd(
             f"--folds must be >= 2, got {folds}",
             "Give 2 or more folds, or omit --folds for leave-one-architecture-out",
         )
-    from dataclasses import asdict
-
-    import pandas as pd
-
-    from mlenergy.calibrate.crossval import HOLD_OUT, TARGETS, cross_validate, validation_tables
-    from mlenergy.estimate.coefficients import default_coefficients
-    from mlenergy.estimate.host_bound import host_bound_label
-    from mlenergy.reference import configs_next_to
-    from mlenergy.reference.measurements import load_reference
-
     if hold_out not in HOLD_OUT:
         raise UserError(f"unknown --hold-out '{hold_out}'", f"Use one of {', '.join(HOLD_OUT)}")
     df = load_reference(reference, include_v2=not no_v2)
     configs = configs_next_to(reference, configs_dir)
     if store is not None:
-        from mlenergy.reference.measurements import own_measurements
-        from mlenergy.store import RunStore
-
         own = own_measurements(RunStore(store).runs(), configs)
         note = f"{len(own)} measured GPU serving run(s) from {store} (source 'store')"
         typer.echo(note, err=True)
         df = pd.concat([df, own], ignore_index=True) if len(own) else df
     cv = cross_validate(df, folds=folds, configs_dir=configs, group_by=hold_out, show_progress=True)
     tables = validation_tables(cv, group_by)
-    checks = cv.target_checks(held_out_gpu=hold_out == "gpu")
-    clean = cv.without_stalled()
-    clean_checks = clean.target_checks(held_out_gpu=hold_out == "gpu") if len(clean.rows) else []
     if out is not None:
         cv.rows.to_csv(out, index=False)
     rule = host_bound_label(default_coefficients().host_bound_rule)
     if markdown:
-        from mlenergy.calibrate.accuracy_markdown import validation_markdown
-
-        words = ["mlenergy estimate validate"]
-        words += [] if hold_out == "architecture" else ["--hold-out", hold_out]
-        words += [] if folds is None else ["--folds", str(folds)]
-        words += ["--no-v2"] if no_v2 else []
-        words += [f"--group-by {g}" for g in group_by or []]
-        command = " ".join([*words, "--markdown"])
-        typer.echo(
-            validation_markdown(command, cv, tables, checks, cv.energy_tail(), rule), nl=False
-        )
-        return
-    if as_json:
-        payload = {k: json.loads(v.to_json(orient="index")) for k, v in tables.items()}
-        payload["targets_percent"] = TARGETS
-        payload["meets_targets"] = cv.meets_targets()
-        payload["target_checks"] = [asdict(c) for c in checks]
-        payload["energy_tail"] = asdict(cv.energy_tail())
-        payload["target_checks_without_stalled"] = [asdict(c) for c in clean_checks]
-        typer.echo(strict_json.dumps(payload, indent=1))
-        return
-    _echo_validation(cv, hold_out, tables, rule, checks, (clean, clean_checks))
+        command = _validate_command(hold_out, folds, no_v2, group_by)
+        checks = cv.target_checks(held_out_gpu=hold_out == "gpu")
+        text = validation_markdown(command, cv, tables, checks, cv.energy_tail(), rule)
+        typer.echo(text, nl=False)
+    elif as_json:
+        typer.echo(strict_json.dumps(_validation_json(cv, tables, hold_out), indent=1))
+    else:
+        _echo_validation(cv, hold_out, tables, rule)
 
 
-def _echo_validation(
-    cv: Any, hold_out: str, tables: dict, rule: str, checks: list, without_stalled: tuple
-) -> None:
+def _validate_command(
+    hold_out: str, folds: int | None, no_v2: bool, group_by: list[str] | None
+) -> str:
+    """The command that makes this Markdown report (the docs quote it above the report)."""
+    words = ["mlenergy estimate validate"]
+    words += [] if hold_out == "architecture" else ["--hold-out", hold_out]
+    words += [] if folds is None else ["--folds", str(folds)]
+    words += ["--no-v2"] if no_v2 else []
+    words += [f"--group-by {g}" for g in group_by or []]
+    return " ".join([*words, "--markdown"])
+
+
+def _validation_json(cv: CrossValidation, tables: dict[str, Any], hold_out: str) -> dict:
+    """The cross-validation report as JSON: tables, targets, checks, the energy tail."""
+    held_out_gpu = hold_out == "gpu"
+    clean = cv.without_stalled()
+    payload = {k: json.loads(v.to_json(orient="index")) for k, v in tables.items()}
+    payload["targets_percent"] = TARGETS
+    payload["meets_targets"] = cv.meets_targets()
+    payload["target_checks"] = [asdict(c) for c in cv.target_checks(held_out_gpu=held_out_gpu)]
+    payload["energy_tail"] = asdict(cv.energy_tail())
+    payload["target_checks_without_stalled"] = [
+        asdict(c)
+        for c in (clean.target_checks(held_out_gpu=held_out_gpu) if len(clean.rows) else [])
+    ]
+    return payload
+
+
+def _echo_validation(cv: CrossValidation, hold_out: str, tables: dict, rule: str) -> None:
     """Print the cross-validation report as text: tables, targets, the energy tail.
 
     Args:
-        cv: The cross-validation (``CrossValidation``).
+        cv: The cross-validation.
         hold_out: What a fold held out.
         tables: Table name to frame of absolute percentage errors.
         rule: The host-bound rule, in words.
-        checks: The target checks on all rows.
-        without_stalled: The cross-validation without the stalled rows, and its target checks.
     """
-    clean, clean_checks = without_stalled
+    checks = cv.target_checks(held_out_gpu=hold_out == "gpu")
+    clean = cv.without_stalled()
+    clean_checks = clean.target_checks(held_out_gpu=hold_out == "gpu") if len(clean.rows) else []
     typer.echo(
         f"grouped cross-validation (held out: {hold_out}): {cv.folds} folds, "
         f"{len(cv.rows)} rows; APE in %"
@@ -209,11 +217,6 @@ def compare_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Every measured GPU serving run in the store beside its estimate, errors by half."""
-    from mlenergy.calibrate.compare import compare_runs
-    from mlenergy.commands.estimate_report import format_table
-    from mlenergy.estimate.coefficients import Coefficients
-    from mlenergy.store import RunStore
-
     data = resolve_data_dir(data_dir)
     coef = Coefficients.load(coefficients) if coefficients else None
     result = compare_runs(RunStore(data).runs(), configs_dir, coef)
@@ -230,7 +233,8 @@ def compare_cmd(
     if result.rows.empty:
         typer.echo(f"no measured GPU serving run in {data} could be compared", err=True)
     else:
-        typer.echo(format_table(result.rows.to_dict("records")))
+        rows = result.rows.to_dict("records")
+        typer.echo(format_table([{str(k): v for k, v in row.items()} for row in rows]))
         typer.echo("\nerrors by half (percent; signed: predicted / measured - 1)")
         typer.echo(result.summary().round(1).to_string())
     for run_id, why in result.skipped:

@@ -1,7 +1,9 @@
 """The axes of ``mlenergy estimate --sweep``: ``name=v1,v2`` or ``name=start:stop:step``.
 
-Each axis names an argument of :func:`mlenergy.estimate.api.estimate`; the parsed axes go to
-:func:`mlenergy.estimate.api.sweep`, which estimates every combination as one table.
+An axis is any option of the request (:class:`~mlenergy.estimate.request_types.EstimateRequest`)
+named as on the command line, without its dashes (``batch-size``, ``sm-clock``,
+``tensor-parallel``); the parsed axes go to :func:`mlenergy.estimate.api.sweep`, which
+estimates every combination as one table.
 """
 
 from __future__ import annotations
@@ -10,21 +12,12 @@ from typing import Any
 
 import numpy as np
 
+from mlenergy.commands.typed import flags_of
 from mlenergy.errors import UserError
+from mlenergy.estimate.request_types import INTEGER_FIELDS, NUMBER_FIELDS, EstimateRequest
 
-SWEEPABLE = {
-    "batch-size": "batch_size",
-    "sm-clock": "sm_clock_mhz",
-    "power-limit": "power_limit_w",
-    "input-tokens": "input_tokens",
-    "output-tokens": "output_tokens",
-    "precision": "precision",
-    "gpu": "gpu",
-    "tensor-parallel": "tensor_parallel",
-    "num-gpus": "num_gpus",
-}
-"""Sweep axis names (CLI spelling) and the argument of
-:func:`~mlenergy.estimate.api.estimate` each sets."""
+SWEEPABLE = {flag.removeprefix("--"): name for name, flag in flags_of(EstimateRequest).items()}
+"""Sweep axis names (the options' names) and the request field each sets."""
 
 
 def parse_sweep_axis(text: str) -> tuple[str, list[Any]]:
@@ -42,7 +35,7 @@ def parse_sweep_axis(text: str) -> tuple[str, list[Any]]:
     key = SWEEPABLE.get(name.strip().replace("_", "-"))
     if key is None:
         raise UserError(f"unknown sweep axis '{name}'", f"Use one of {', '.join(SWEEPABLE)}")
-    if key in ("precision", "gpu"):
+    if key not in NUMBER_FIELDS:
         return key, [v.strip() for v in values.split(",") if v.strip()]
     try:
         if ":" in values:
@@ -60,6 +53,6 @@ def parse_sweep_axis(text: str) -> tuple[str, list[Any]]:
         raise UserError(f"sweep axis '{text}' has malformed values") from None
     if not vals:
         raise UserError(f"sweep axis '{name.strip()}' has no values", "Give v1,v2 or a:b:step")
-    if key in ("tensor_parallel", "num_gpus"):
+    if key in INTEGER_FIELDS:
         vals = [int(v) for v in vals]
     return key, vals

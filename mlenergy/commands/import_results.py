@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from mlenergy.commands.options import DataDirOption, resolve_data_dir
+from mlenergy.errors import UserError
+from mlenergy.importers.deliver import ImportBatch, deliver
+from mlenergy.importers.lmeval_results import LmEvalOptions, read_results, results_files
+from mlenergy.importers.mlenergy_benchmark import HarnessOptions, find_runs, read_run
+from mlenergy.importers.optimum_benchmark import OptimumOptions, read_report
+from mlenergy.importers.zeus_log import ZeusLogOptions, read_log
+from mlenergy.records import ENERGY_SOURCE_PATTERN
 
 import_app = typer.Typer(
     name="import",
@@ -49,10 +57,12 @@ ZeusVersionOption = Annotated[
 
 
 def _deliver(
-    batches, data_dir: Path | None, submit: bool, submitter: str | None, bundle: Path | None
+    batches: list[ImportBatch],
+    data_dir: Path | None,
+    submit: bool,
+    submitter: str | None,
+    bundle: Path | None,
 ) -> None:
-    from mlenergy.importers.deliver import deliver
-
     deliver(
         batches,
         resolve_data_dir(data_dir),
@@ -64,8 +74,6 @@ def _deliver(
 
 
 def _need_submitter(submit: bool, submitter: str | None) -> None:
-    from mlenergy.errors import UserError
-
     if submit and not (submitter or "").strip():
         raise UserError("--submit needs --submitter NAME", "pass your name or lab")
 
@@ -104,8 +112,6 @@ def mlenergy_benchmark(
     bundle: BundleOption = None,
 ) -> None:
     """Import ML.ENERGY benchmark (v3 harness) run folders: GPU energy of the steady state."""
-    from mlenergy.importers.mlenergy_benchmark import HarnessOptions, find_runs, read_run
-
     _need_submitter(submit, submitter)
     opts = HarnessOptions(
         configs_dir=configs_dir,
@@ -143,8 +149,6 @@ def lm_eval(
     bundle: BundleOption = None,
 ) -> None:
     """Import lm-evaluation-harness results: one quality record per task x metric."""
-    from mlenergy.importers.lmeval_results import LmEvalOptions, read_results, results_files
-
     _need_submitter(submit, submitter)
     opts = LmEvalOptions(configs_dir=configs_dir, model=model, dtype=dtype)
     batches = [read_results(f, opts) for f in results_files(files)]
@@ -165,16 +169,12 @@ def optimum_benchmark(
     bundle: BundleOption = None,
 ) -> None:
     """Import optimum-benchmark text-generation reports (CodeCarbon energy, kWh -> J)."""
-    from mlenergy.importers.optimum_benchmark import OptimumOptions, read_report
-
     _need_submitter(submit, submitter)
     opts = OptimumOptions(configs_dir=configs_dir, gpu=gpu, task=task)
     _deliver([read_report(f, opts) for f in files], data_dir, submit, submitter, bundle)
 
 
 def _tokens(values: list[str]) -> dict[str, int]:
-    from mlenergy.errors import UserError
-
     out: dict[str, int] = {}
     for value in values:
         name, sep, count = value.partition("=")
@@ -214,12 +214,6 @@ def zeus_log(
     bundle: BundleOption = None,
 ) -> None:
     """Import a Zeus window log: one run record per window name, repeats with a 95% CI."""
-    import re
-
-    from mlenergy.errors import UserError
-    from mlenergy.importers.zeus_log import ZeusLogOptions, read_log
-    from mlenergy.records import ENERGY_SOURCE_PATTERN
-
     _need_submitter(submit, submitter)
     if not re.match(ENERGY_SOURCE_PATTERN, energy_source):
         raise UserError(

@@ -12,6 +12,7 @@ import typer
 
 from mlenergy.commands.options import DataDirOption, resolve_data_dir
 from mlenergy.errors import UserError
+from mlenergy.leaderboard.context import AppContext
 
 leaderboard_app = typer.Typer(
     name="leaderboard",
@@ -55,7 +56,7 @@ def serve(
         return
     if not 0 < port < 65536:
         raise UserError(f"--port {port} is not a TCP port", "pick a port between 1 and 65535")
-    from mlenergy.leaderboard import app as module
+    from mlenergy.leaderboard import app as module  # gradio: loaded to serve
 
     data = resolve_data_dir(data_dir)
     # a damaged store or quality file fails here, before any URL is printed
@@ -93,8 +94,7 @@ def export_cmd(
     Each file holds what GET /api/v1/... answers; FOLDER/index.json lists them with the date
     and the store snapshot they come from. Serve FOLDER from any static host or CDN.
     """
-    from mlenergy.leaderboard.context import AppContext
-    from mlenergy.leaderboard.export import export_board
+    from mlenergy.leaderboard.export import export_board  # gradio: loaded to export
 
     data = resolve_data_dir(data_dir)
     ctx = AppContext.load(data, published_quality, reference=not no_reference)

@@ -6,19 +6,29 @@ runs before any file is written.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from mlenergy import strict_json
 from mlenergy.commands.options import (
     CarbonIntensityOption,
     DataDirOption,
     RegionOption,
-    footprint_from,
     resolve_data_dir,
 )
+from mlenergy.commands.typed import typed_command
 from mlenergy.errors import UserError
+from mlenergy.footprint import Footprint
+from mlenergy.optimize.candidates import parse_power_limits
+from mlenergy.optimize.power_cap import PowerCapResult, plan_power_cap, summary_lines
+from mlenergy.optimize.power_limit import (
+    choose_power_limit,
+    profile_source,
+    read_power_limit_profile,
+)
 from mlenergy.optimize.site import SITE_HOST_W_PER_GPU, SITE_PUE
 from mlenergy.records.metrics import DEFAULT_ITL_LIMIT_MS
 
@@ -160,13 +170,6 @@ def power_limit(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """The GPU power limit Zeus's own selector picks from a measured power-limit profile."""
-    from mlenergy import strict_json
-    from mlenergy.optimize.power_limit import (
-        choose_power_limit,
-        profile_source,
-        read_power_limit_profile,
-    )
-
     rows = read_power_limit_profile(profile)
     source = profile_source(profile) or f"profile:{profile.name}"
     out = choose_power_limit(rows, objective, eta, max_slowdown, world_size, energy_source=source)
@@ -185,103 +188,112 @@ def power_limit(
     )
 
 
+@dataclass(frozen=True)
+class PowerCapQuery:
+    """A site power cap, the model and task it serves, the deadline, the candidates weighed."""
+
+    budget_w: float
+    """Site power budget (W)."""
+    model: str
+    """Model id."""
+    task: str
+    """Workload, e.g. lm-arena-chat."""
+    itl_limit_ms: float = DEFAULT_ITL_LIMIT_MS
+    """Deadline on median inter-token latency (ms)."""
+    sources: str = "measured"
+    """measured, estimated or all."""
+    objective: str = "throughput"
+    """throughput (site tokens/s) or energy-per-token."""
+    pue: float = SITE_PUE
+    """Power usage effectiveness of the site."""
+    host_w_per_gpu: float = SITE_HOST_W_PER_GPU
+    """Host power per GPU (W)."""
+    peak_factor: float = 1.0
+    """Peak over average GPU power (>= 1): the budget holds the peak, not the average."""
+    gpus: str | None = None
+    """GPUs to estimate for (comma-separated)."""
+    precisions: str | None = None
+    """Weight precisions to estimate for (comma-separated)."""
+    power_limits: str | None = None
+    """Per-GPU power limits to estimate, LOW:HIGH:STEP (W)."""
+    price_kwh: float | None = None
+    """Electricity price per kWh (no cost is shown without one)."""
+    reference: Path | None = None
+    """Reference data folder."""
+    data_dir: DataDirOption = None
+
+    def plan(self) -> PowerCapResult:
+        """The best configuration under the cap (``plan_power_cap``).
+
+        Raises:
+            UserError: Bad values, or no configuration that fits.
+        """
+        return plan_power_cap(
+            self.budget_w, self.model, self.task, self.itl_limit_ms, sources=self.sources,
+            objective=self.objective, pue=self.pue, host_w_per_gpu=self.host_w_per_gpu,
+            price_kwh=self.price_kwh, reference=self.reference,
+            data_dir=resolve_data_dir(self.data_dir),
+            gpus=self.gpus.split(",") if self.gpus else None,
+            precisions=self.precisions.split(",") if self.precisions else None,
+            power_limits=parse_power_limits(self.power_limits), peak_factor=self.peak_factor,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class PowerCapOutput:
+    """How the plan is shown: carbon beside it, JSON, a chart."""
+
+    carbon_intensity: CarbonIntensityOption = None
+    region: RegionOption = None
+    as_json: bool = field(default=False, metadata={"cli": {"flags": ("--json",)}})
+    """Print JSON."""
+    plot: Path | None = None
+    """Write the interactivity chart (PNG)."""
+    plot_metric: str = "site-tokens"
+    """Chart y axis: site-tokens (tokens/s) or tokens-per-watt."""
+
+
 @optimize_app.command("power-cap")
-def power_cap(
-    budget_w: Annotated[float, typer.Option(help="Site power budget (W).")],
-    model: Annotated[str, typer.Option(help="Model id.")],
-    task: Annotated[str, typer.Option(help="Workload, e.g. lm-arena-chat.")],
-    itl_limit_ms: Annotated[
-        float, typer.Option(help="Deadline on median inter-token latency (ms).")
-    ] = DEFAULT_ITL_LIMIT_MS,
-    sources: Annotated[str, typer.Option(help="measured, estimated or all.")] = "measured",
-    objective: Annotated[
-        str, typer.Option(help="throughput (site tokens/s) or energy-per-token.")
-    ] = "throughput",
-    pue: Annotated[float, typer.Option(help="Power usage effectiveness of the site.")] = SITE_PUE,
-    host_w_per_gpu: Annotated[
-        float, typer.Option(help="Host power per GPU (W).")
-    ] = SITE_HOST_W_PER_GPU,
-    peak_factor: Annotated[
-        float,
-        typer.Option(
-            help="Peak over average GPU power (>= 1): the budget holds the peak, not the average."
-        ),
-    ] = 1.0,
-    gpus: Annotated[
-        str | None, typer.Option(help="GPUs to estimate for (comma-separated).")
-    ] = None,
-    precisions: Annotated[
-        str | None, typer.Option(help="Weight precisions to estimate for (comma-separated).")
-    ] = None,
-    power_limits: Annotated[
-        str | None, typer.Option(help="Per-GPU power limits to estimate, LOW:HIGH:STEP (W).")
-    ] = None,
-    price_kwh: Annotated[
-        float | None,
-        typer.Option(help="Electricity price per kWh (no cost is shown without one)."),
-    ] = None,
-    carbon_intensity: CarbonIntensityOption = None,
-    region: RegionOption = None,
-    reference: Annotated[Path | None, typer.Option(help="Reference data folder.")] = None,
-    data_dir: DataDirOption = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
-    plot: Annotated[Path | None, typer.Option(help="Write the interactivity chart (PNG).")] = None,
-    plot_metric: Annotated[
-        str, typer.Option(help="Chart y axis: site-tokens (tokens/s) or tokens-per-watt.")
-    ] = "site-tokens",
-) -> None:
+@typed_command
+def power_cap(query: PowerCapQuery, show: PowerCapOutput) -> None:
     """The configuration that serves the most tokens per second under a site power cap."""
-    from mlenergy import strict_json
-    from mlenergy.optimize.candidates import parse_power_limits
-    from mlenergy.optimize.pipeline import check_outputs
-    from mlenergy.optimize.power_cap import plan_power_cap, summary_lines
+    from mlenergy.optimize.pipeline import check_outputs  # lowtime, which loads matplotlib
 
-    check_outputs(plot)
+    check_outputs(show.plot)
     # The planner's energy per token is site energy (PUE and host power included already).
-    carbon = footprint_from(carbon_intensity, region, None, None)
-    if plot_metric not in ("site-tokens", "tokens-per-watt"):
+    carbon = Footprint.from_options(show.carbon_intensity, show.region, None, None)
+    if show.plot_metric not in ("site-tokens", "tokens-per-watt"):
         raise UserError(
-            f"--plot-metric {plot_metric!r} is unknown", "Use site-tokens or tokens-per-watt"
+            f"--plot-metric {show.plot_metric!r} is unknown", "Use site-tokens or tokens-per-watt"
         )
-    result = plan_power_cap(
-        budget_w,
-        model,
-        task,
-        itl_limit_ms,
-        sources=sources,
-        objective=objective,
-        pue=pue,
-        host_w_per_gpu=host_w_per_gpu,
-        price_kwh=price_kwh,
-        reference=reference,
-        data_dir=resolve_data_dir(data_dir),
-        gpus=gpus.split(",") if gpus else None,
-        precisions=precisions.split(",") if precisions else None,
-        power_limits=parse_power_limits(power_limits),
-        peak_factor=peak_factor,
-    )
-    if plot is not None:
-        from mlenergy.optimize.plots import plot_power_cap
+    result = query.plan()
+    if show.plot is not None:
+        from mlenergy.optimize.plots import plot_power_cap  # matplotlib: loaded for a chart
 
-        plot_power_cap(result, plot, metric=plot_metric)
-    if as_json:
-        payload = result.to_json()
-        payload["cost_per_m_tokens"] = payload["energy_cost_per_million_tokens"]
-        if carbon is not None:
-            payload.update(carbon.per_token(result.best["energy_per_token_j"]))
-            payload["footprint"] = carbon.describe() | {"pue": result.site.pue}
-        typer.echo(strict_json.dumps(payload, indent=2))
-    else:
-        for line in summary_lines(result):
-            typer.echo(line)
-        if carbon is not None:
-            grams = carbon.per_token(result.best["energy_per_token_j"])["carbon_g_per_1k_tokens"]
-            typer.echo(
-                f"best: carbon {grams:.4g} gCO2e per 1k tokens (site energy, PUE "
-                f"{result.site.pue:g} included) at {carbon.intensity.label()}"
-            )
-    if plot is not None and not as_json:
-        typer.echo(f"wrote {plot}")
+        plot_power_cap(result, show.plot, metric=show.plot_metric)
+    if show.as_json:
+        typer.echo(strict_json.dumps(_power_cap_json(result, carbon), indent=2))
+        return
+    for line in summary_lines(result):
+        typer.echo(line)
+    if carbon is not None and carbon.intensity is not None:
+        grams = carbon.per_token(result.best["energy_per_token_j"])["carbon_g_per_1k_tokens"]
+        typer.echo(
+            f"best: carbon {grams:.4g} gCO2e per 1k tokens (site energy, PUE "
+            f"{result.site.pue:g} included) at {carbon.intensity.label()}"
+        )
+    if show.plot is not None:
+        typer.echo(f"wrote {show.plot}")
+
+
+def _power_cap_json(result: PowerCapResult, carbon: Footprint | None) -> dict:
+    """The plan as JSON: its figures, the cost per 1M tokens, and carbon if asked."""
+    payload = result.to_json()
+    payload["cost_per_m_tokens"] = payload["energy_cost_per_million_tokens"]
+    if carbon is not None:
+        payload.update(carbon.per_token(result.best["energy_per_token_j"]))
+        payload["footprint"] = carbon.describe() | {"pue": result.site.pue}
+    return payload
 
 
 def register(app: typer.Typer) -> None:

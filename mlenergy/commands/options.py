@@ -1,12 +1,15 @@
-"""Options shared by several commands."""
+"""Options shared by several commands: the store folder, carbon and cost beside energy."""
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
+
+from mlenergy.footprint import Footprint
 
 DATA_DIR_ENV = "MLENERGY_DATA_DIR"
 
@@ -70,14 +73,23 @@ PueOption = Annotated[
 ]
 
 
-def footprint_from(
-    carbon_intensity: float | None, region: str | None, price_kwh: str | None, pue: float | None
-) -> Any:
-    """The :class:`mlenergy.footprint.Footprint` of the options, or ``None`` when none is given.
+@dataclass(frozen=True)
+class FootprintOptions:
+    """Carbon and cost beside energy: a grid intensity (or region), a price and a PUE."""
 
-    Raises:
-        UserError: A bad value (see :meth:`mlenergy.footprint.Footprint.from_options`).
-    """
-    from mlenergy.footprint import Footprint
+    carbon_intensity: CarbonIntensityOption = None
+    region: RegionOption = None
+    price_kwh: PriceKwhOption = None
+    pue: PueOption = None
 
-    return Footprint.from_options(carbon_intensity, region, price_kwh, pue)
+    def footprint(self) -> Footprint | None:
+        """The :class:`~mlenergy.footprint.Footprint` of the options (``None``: none given).
+
+        Raises:
+            UserError: A bad value (see :meth:`mlenergy.footprint.Footprint.from_options`).
+        """
+        return Footprint.from_options(self.carbon_intensity, self.region, self.price_kwh, self.pue)
+
+    def given(self) -> list[str]:
+        """The options given, by name (``--region``)."""
+        return [f"--{k.replace('_', '-')}" for k, v in vars(self).items() if v is not None]

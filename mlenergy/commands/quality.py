@@ -10,6 +10,8 @@ from typing import Annotated
 import typer
 
 from mlenergy.commands.options import DataDirOption, resolve_data_dir
+from mlenergy.quality.evaluate import QualityRequest, evaluate_quality, link_to_runs
+from mlenergy.store.preflight import open_store_for_append
 
 
 def quality(
@@ -29,9 +31,6 @@ def quality(
     store: Annotated[bool, typer.Option(help="Append the result to the store.")] = True,
 ) -> None:
     """Measure the quality of a model and store it as a quality record."""
-    from mlenergy.quality.evaluate import QualityRequest, evaluate_quality, link_to_runs
-    from mlenergy.store.preflight import open_store_for_append
-
     request = QualityRequest(
         model, task, corpus, seq_len, max_tokens, limit, device, dtype
     ).validate()

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Annotated
 
 import typer
+
+from mlenergy import strict_json
+from mlenergy.footprint import intensity_for
+from mlenergy.footprint import regions as region_codes
+from mlenergy.reference import PACKAGE_DIR, PACKAGE_ONLY, reference_dir, shipped_files, sources
+from mlenergy.reference.gpus import CATALOG_FILE
 
 
 def reference(
@@ -15,17 +22,9 @@ def reference(
     ] = False,
 ) -> None:
     """List the shipped reference data: each file, its source, licence and date."""
-    from dataclasses import asdict
-
-    from mlenergy import strict_json
-
     if regions:
         _print_regions(as_json)
         return
-
-    from mlenergy.reference import PACKAGE_DIR, PACKAGE_ONLY, reference_dir, shipped_files, sources
-    from mlenergy.reference.gpus import CATALOG_FILE
-
     root = reference_dir()
     rows = sources()
     files = [str(p) for p in shipped_files(root) if str(p) not in PACKAGE_ONLY]
@@ -57,12 +56,7 @@ def reference(
 
 def _print_regions(as_json: bool) -> None:
     """Every region of the shipped grid intensity table: code, g CO2e/kWh, year, source."""
-    from dataclasses import asdict
-
-    from mlenergy import strict_json
-    from mlenergy.footprint import intensity_for, regions
-
-    rows = [intensity_for(code) for code in regions()]
+    rows = [intensity_for(code) for code in region_codes()]
     if as_json:
         typer.echo(strict_json.dumps([asdict(r) for r in rows], indent=1))
         return

@@ -6,18 +6,23 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
 
 from mlenergy import strict_json
 from mlenergy.commands.options import DataDirOption, resolve_data_dir
+from mlenergy.errors import terminal_text
+from mlenergy.store import RunStore
+from mlenergy.store.listing import PER_TOKEN_NOTE, find_run, show_notes
+from mlenergy.store.listing import list_runs as run_listing
 
 runs_app = typer.Typer(
     name="runs", help="List, show and export the runs in the store.", no_args_is_help=True
 )
 
 
-def _store(data_dir: Path | None):
-    from mlenergy.store import RunStore
-
+def _store(data_dir: Path | None) -> RunStore:
     return RunStore(resolve_data_dir(data_dir))
 
 
@@ -33,14 +38,6 @@ def list_runs(
 
     The table's caption says what each column holds (docs/records.md).
     """
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
-    from mlenergy.store.listing import PER_TOKEN_NOTE
-    from mlenergy.store.listing import list_runs as run_listing
-    from mlenergy.store.validation import terminal_text
-
     store = _store(data_dir)
     if not store.results_dir.is_dir():
         typer.echo(
@@ -76,8 +73,6 @@ def show(
 
     What its 95% intervals come from and the host-bound verdict follow on stderr.
     """
-    from mlenergy.store.listing import find_run, show_notes
-
     run = find_run(_store(data_dir), run_id)
     typer.echo(strict_json.dumps(run.model_dump(mode="json"), indent=2))
     for line in show_notes(run):

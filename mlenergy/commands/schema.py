@@ -7,6 +7,10 @@ from typing import Annotated
 
 import typer
 
+from mlenergy.errors import UserError
+from mlenergy.records import export_schemas
+from mlenergy.records.fields import field_tables
+
 schema_app = typer.Typer(name="schema", help="The records' JSON Schemas.", no_args_is_help=True)
 
 
@@ -17,9 +21,6 @@ def export(
     ),
 ) -> None:
     """Write run_record, quality_result and submission JSON Schemas into a folder."""
-    from mlenergy.errors import UserError
-    from mlenergy.records import export_schemas
-
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file, not a folder", "pass a folder path")
     try:
@@ -36,8 +37,6 @@ def export(
 @schema_app.command("fields")
 def fields() -> None:
     """Print every record's fields (name, type, meaning) as Markdown tables (docs/records.md)."""
-    from mlenergy.records.fields import field_tables
-
     typer.echo(field_tables(), nl=False)
 
 

@@ -14,21 +14,20 @@ intensity's region, source and year); the report's tables and ``summary.csv`` ad
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from mlenergy.commands.options import (
-    CarbonIntensityOption,
-    DataDirOption,
-    PriceKwhOption,
-    PueOption,
-    RegionOption,
-    footprint_from,
-    resolve_data_dir,
-)
+from mlenergy.commands.options import DataDirOption, FootprintOptions, resolve_data_dir
+from mlenergy.commands.typed import changed, typed_command
 from mlenergy.errors import UserError
+from mlenergy.footprint import Footprint
+from mlenergy.records.metrics import DEFAULT_ITL_LIMIT_MS
+from mlenergy.studies.dense_vs_moe import run_study
+from mlenergy.studies.measured_headline import terminal_lines
+from mlenergy.studies.measured_study import DEFAULT_REPORT_DIR, run_measured_study
 
 study_app = typer.Typer(
     name="study",
@@ -37,113 +36,89 @@ study_app = typer.Typer(
 )
 
 
+@dataclass(frozen=True)
+class StudyOutput:
+    """Where the study's records and report go, and whether progress is shown."""
+
+    data_dir: DataDirOption = None
+    report_dir: Path | None = None
+    """Where the report is written (default: reports/dense-vs-moe, reports/dense-vs-moe-measured
+    with --measured)."""
+    progress: bool = True
+    """Show progress on stderr."""
+
+
+@dataclass(frozen=True)
+class ToyStudy:
+    """The toy study: train small dense and MoE models, then benchmark them."""
+
+    size: str = "tiny"
+    """Study size: test (under a minute, for CI), tiny (default: about 4 minutes on 2 CPU cores,
+    longer on a busy machine), small (for a GPU: --device cuda)."""
+    steps: int | None = None
+    """Training steps per model (default: the size's)."""
+    seeds: int = 1
+    """Training seeds per model (>= 2 for CIs)."""
+    device: str = "cpu"
+    """Torch device: cpu, cuda, cuda:<i>."""
+    corpus: str = "pydoc"
+    """Text: pydoc (built in), a file or folder, or hf:<dataset>."""
+
+
+@dataclass(frozen=True)
+class MeasuredStudy:
+    """The measured study's sources: the reference, quality scores, a GPU, the deadline."""
+
+    reference: Path | None = None
+    """Reference folder (default: $MLENERGY_REFERENCE_DIR, else the shipped one)."""
+    quality_file: Path | None = None
+    """Published-quality CSV (default: the reference's)."""
+    gpu: str | None = None
+    """With --measured: only this GPU (B200, H100)."""
+    itl_limit_ms: float = DEFAULT_ITL_LIMIT_MS
+    """With --measured: median inter-token latency deadline, ms."""
+    benchmark: str = "GPQA-Diamond"
+    """With --measured: quality benchmark of the gpqa task."""
+    with_reference: bool = field(
+        default=True, metadata={"cli": {"flags": ("--with-reference/--without-reference",)}}
+    )
+    """With --measured: read the reference's measurements beside the store's (read only;
+    never imported)."""
+
+
+MEASURED_HELP = (
+    "Real GPU measurements (ML.ENERGY's shipped reference, read beside the store's measured "
+    "runs) against the store's quality records (e.g. imported lm-eval results), else published "
+    "scores, instead of the toy models."
+)
+
+
 @study_app.command("dense-vs-moe")
+@typed_command
 def dense_vs_moe(
-    size: Annotated[
-        str,
-        typer.Option(
-            help=(
-                "Study size: test (under a minute, for CI), tiny (default: about 4 minutes "
-                "on 2 CPU cores, longer on a busy machine), small (for a GPU: --device cuda)."
-            )
-        ),
-    ] = "tiny",
-    steps: Annotated[
-        int | None, typer.Option(help="Training steps per model (default: the size's).")
-    ] = None,
-    device: Annotated[str, typer.Option(help="Torch device: cpu, cuda, cuda:<i>.")] = "cpu",
-    seeds: Annotated[int, typer.Option(help="Training seeds per model (>= 2 for CIs).")] = 1,
-    corpus: Annotated[
-        str, typer.Option(help="Text: pydoc (built in), a file or folder, or hf:<dataset>.")
-    ] = "pydoc",
-    data_dir: DataDirOption = None,
-    report_dir: Annotated[
-        Path | None,
-        typer.Option(
-            help="Where the report is written (default: reports/dense-vs-moe, "
-            "reports/dense-vs-moe-measured with --measured)."
-        ),
-    ] = None,
-    progress: Annotated[bool, typer.Option(help="Show progress on stderr.")] = True,
-    measured: Annotated[
-        bool,
-        typer.Option(
-            "--measured",
-            help="Real GPU measurements (ML.ENERGY's shipped reference, read beside the "
-            "store's measured runs) against the "
-            "store's quality records (e.g. imported lm-eval results), else published scores, "
-            "instead of the toy models.",
-        ),
-    ] = False,
-    reference: Annotated[
-        Path | None,
-        typer.Option(
-            help="Reference folder (default: $MLENERGY_REFERENCE_DIR, else the shipped one)."
-        ),
-    ] = None,
-    with_reference: Annotated[
-        bool,
-        typer.Option(
-            "--with-reference/--without-reference",
-            help="With --measured: read the reference's measurements beside the store's "
-            "(read only; never imported).",
-        ),
-    ] = True,
-    quality_file: Annotated[
-        Path | None,
-        typer.Option(help="Published-quality CSV (default: the reference's)."),
-    ] = None,
-    gpu: Annotated[
-        str | None, typer.Option(help="With --measured: only this GPU (B200, H100).")
-    ] = None,
-    itl_limit_ms: Annotated[
-        float, typer.Option(help="With --measured: median inter-token latency deadline, ms.")
-    ] = 50.0,
-    benchmark: Annotated[
-        str, typer.Option(help="With --measured: quality benchmark of the gpqa task.")
-    ] = "GPQA-Diamond",
-    carbon_intensity: CarbonIntensityOption = None,
-    region: RegionOption = None,
-    price_kwh: PriceKwhOption = None,
-    pue: PueOption = None,
+    output: StudyOutput,
+    toy: ToyStudy,
+    real: MeasuredStudy,
+    site: FootprintOptions,
+    measured: Annotated[bool, typer.Option("--measured", help=MEASURED_HELP)] = False,
 ) -> None:
     """Train dense and MoE models, benchmark them, and report energy per unit of quality."""
-    toy = {"--size": size != "tiny", "--steps": steps is not None, "--seeds": seeds != 1,
-           "--device": device != "cpu", "--corpus": corpus != "pydoc"}  # fmt: skip
-    real = {"--reference": reference is not None, "--quality-file": quality_file is not None,
-            "--gpu": gpu is not None, "--itl-limit-ms": itl_limit_ms != 50.0,
-            "--benchmark": benchmark != "GPQA-Diamond",
-            "--without-reference": not with_reference,
-            "--carbon-intensity": carbon_intensity is not None, "--region": region is not None,
-            "--price-kwh": price_kwh is not None, "--pue": pue is not None}  # fmt: skip
-    misplaced = [k for k, v in (toy if measured else real).items() if v]
+    misplaced = changed(toy) if measured else [*changed(real), *site.given()]
     if misplaced:
         raise UserError(
             f"{', '.join(misplaced)} {'do' if len(misplaced) > 1 else 'does'} not apply "
             f"{'with' if measured else 'without'} --measured",
             "drop it, or " + ("leave out --measured" if measured else "add --measured"),
         )
+    data_dir = resolve_data_dir(output.data_dir)
     if measured:
-        footprint = footprint_from(carbon_intensity, region, price_kwh, pue)
-        _measured(
-            resolve_data_dir(data_dir), reference, quality_file, gpu, itl_limit_ms, benchmark,
-            report_dir, progress, with_reference, footprint,
-        )  # fmt: skip
+        _measured(data_dir, output, real, site.footprint())
         return
-    from mlenergy.studies.dense_vs_moe import run_study
-
-    report_dir = report_dir if report_dir is not None else Path("reports/dense-vs-moe")
-
     result = run_study(
-        size=size,
-        steps=steps,
-        device=device,
-        seeds=seeds,
-        data_dir=resolve_data_dir(data_dir),
-        report_dir=report_dir,
-        progress=progress,
-        corpus=corpus,
-    )
+        size=toy.size, steps=toy.steps, device=toy.device, seeds=toy.seeds, data_dir=data_dir,
+        report_dir=output.report_dir or Path("reports/dense-vs-moe"), progress=output.progress,
+        corpus=toy.corpus,
+    )  # fmt: skip
     typer.echo("")
     typer.echo(result.conclusion)
     typer.echo(f"(study {result.study_id}, {result.elapsed_s:.0f} s)")
@@ -151,33 +126,15 @@ def dense_vs_moe(
 
 
 def _measured(
-    data_dir: Path,
-    reference: Path | None,
-    quality_file: Path | None,
-    gpu: str | None,
-    itl_limit_ms: float,
-    benchmark: str,
-    report_dir: Path | None,
-    progress: bool,
-    with_reference: bool = True,
-    footprint: object = None,
+    data_dir: Path, output: StudyOutput, real: MeasuredStudy, footprint: Footprint | None
 ) -> None:
-    from mlenergy.studies.measured_study import DEFAULT_REPORT_DIR, run_measured_study
-
+    """Run the measured study and print its headline, conclusion and warnings."""
     result = run_measured_study(
-        data_dir,
-        reference,
-        include_reference=with_reference,
-        quality_file=quality_file,
-        gpu=gpu,
-        itl_limit_ms=itl_limit_ms,
-        benchmark=benchmark,
-        report_dir=report_dir if report_dir is not None else DEFAULT_REPORT_DIR,
-        progress=progress,
-        footprint=footprint,  # type: ignore[arg-type]
-    )
-    from mlenergy.studies.measured_headline import terminal_lines
-
+        data_dir, real.reference, include_reference=real.with_reference,
+        quality_file=real.quality_file, gpu=real.gpu, itl_limit_ms=real.itl_limit_ms,
+        benchmark=real.benchmark, report_dir=output.report_dir or DEFAULT_REPORT_DIR,
+        progress=output.progress, footprint=footprint,
+    )  # fmt: skip
     typer.echo("\n" + "\n".join(terminal_lines(result)))
     typer.echo(f"summary: {result.csv_path}  report: {result.report_path}")
 

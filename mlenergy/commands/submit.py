@@ -8,23 +8,22 @@ from typing import Annotated
 import typer
 
 from mlenergy.commands.options import DataDirOption, resolve_data_dir
+from mlenergy.errors import UserError, terminal_text
+from mlenergy.store.checks import explain as explain_checks
+from mlenergy.store.submissions import SubmissionQueue
 
 submissions_app = typer.Typer(
     name="submissions", help="Review queued result bundles.", no_args_is_help=True
 )
 
 
-def _say_notices(queue) -> None:
+def _say_notices(queue: SubmissionQueue) -> None:
     """Print the queue's warnings (quarantined files) to stderr, one line each."""
-    from mlenergy.store.validation import terminal_text
-
     for notice in queue.notices:
         typer.echo(f"warning: {terminal_text(notice, 400)}", err=True)
 
 
-def _queue(data_dir: Path | None):
-    from mlenergy.store.submissions import SubmissionQueue
-
+def _queue(data_dir: Path | None) -> SubmissionQueue:
     # Physical limits come from the GPU catalog (plus the GPUs a maintainer admits), never
     # from the record: the queue's default lookup.
     return SubmissionQueue(resolve_data_dir(data_dir))
@@ -58,12 +57,7 @@ def submit(
     ] = False,
 ) -> None:
     """Validate a result bundle and queue it for approval (every problem is listed)."""
-    from mlenergy.errors import UserError
-    from mlenergy.store.validation import terminal_text
-
     if explain:
-        from mlenergy.store.checks import explain as explain_checks
-
         typer.echo(explain_checks(markdown=markdown))
         return
     if bundle is None:
@@ -93,9 +87,6 @@ def list_submissions(
     data_dir: DataDirOption = None,
 ) -> None:
     """List queued submissions (submitter names are printed literally, never interpreted)."""
-    from mlenergy.errors import UserError
-    from mlenergy.store.validation import terminal_text
-
     if status not in ("pending", "approved", "rejected", "all"):
         raise UserError(f"unknown status {status!r}", "use pending, approved, rejected or all")
     queue = _queue(data_dir)

@@ -15,11 +15,15 @@ import typer
 
 from mlenergy.commands.options import DataDirOption, resolve_data_dir
 from mlenergy.errors import UserError
+from mlenergy.records.metrics import headline_phase
+from mlenergy.store import RunStore
+from mlenergy.sweep import LocalExecutor, check_plan, dry_run_lines, load_plan, run_sweep
+from mlenergy.sweep.plan import Plan
+from mlenergy.sweep.ray_executor import RayExecutor
+from mlenergy.sweep.spec import KEY_TAG, RunSpec
 
 
-def _open_store(data_dir: Path, dry_run: bool):
-    from mlenergy.store import RunStore
-
+def _open_store(data_dir: Path, dry_run: bool) -> RunStore:
     store = RunStore(data_dir)
     if not dry_run:
         store.ensure_writable()
@@ -54,35 +58,18 @@ def sweep(
     quiet: Annotated[bool, typer.Option(help="No progress bar.")] = False,
 ) -> None:
     """Run the grid of a sweep plan, in-process or on Ray, skipping runs already stored."""
-    from mlenergy.sweep import LocalExecutor, check_plan, dry_run_lines, load_plan, run_sweep
-
-    if address is not None and not use_ray:
-        raise UserError(f"--address {address!r} needs --ray", "Add --ray, or drop --address")
-    if ray_cpus < 1:
-        raise UserError(f"--ray-cpus {ray_cpus} must be at least 1", "Pass e.g. --ray-cpus 2")
-    if not 0 <= idle_s <= 600:
-        raise UserError(f"--idle-s {idle_s} is out of range", "Use 0 to 600 seconds")
+    _check_executor_options(use_ray, address, ray_cpus, idle_s)
     plan = load_plan(plan_file)
     runs = check_plan(plan, str(plan_file), use_ray=use_ray, dry_run=dry_run)
     store = _open_store(resolve_data_dir(data_dir), dry_run)
     if dry_run:
-        lines, done = dry_run_lines(runs, store)
-        for line in lines:
-            typer.echo(line)
-        typer.echo(f"{plan.name}: {len(lines)} run(s), {done} done, {len(lines) - done} to run")
-        if plan.kind == "bench" and any(m.startswith("preset:") for m in plan.models):
-            typer.echo(
-                "note: a dry run checks presets by name; the sweep itself checks their "
-                "context length before any run starts",
-                err=True,
-            )
+        _print_dry_run(plan, runs, store)
         return
-    if use_ray:
-        from mlenergy.sweep.ray_executor import RayExecutor
-
-        executor = RayExecutor(address, num_cpus=ray_cpus, idle_s=idle_s)
-    else:
-        executor = LocalExecutor(idle_s=idle_s)
+    executor: LocalExecutor | RayExecutor = (
+        RayExecutor(address, num_cpus=ray_cpus, idle_s=idle_s)
+        if use_ray
+        else LocalExecutor(idle_s=idle_s)
+    )
     try:
         summary = run_sweep(runs, store, executor, progress=not quiet)
     except KeyboardInterrupt:
@@ -101,22 +88,44 @@ def sweep(
         f"{summary.ok} ok, {summary.failed} stored as failed, {summary.unstored} not stored "
         f"({executor.name} executor, store {store.data_dir})"
     )
-    if plan.kind == "estimate":
-        for line in _estimate_lines(runs, store):
-            typer.echo(line)
+    for line in _estimate_lines(runs, store) if plan.kind == "estimate" else []:
+        typer.echo(line)
     if summary.unstored:
         raise typer.Exit(1)
 
 
-def _estimate_lines(runs: list, store: object) -> list[str]:
-    """The plan's stored estimates (this sweep's and earlier ones), one aligned line each."""
-    from mlenergy.records.metrics import headline_phase
-    from mlenergy.sweep.spec import KEY_TAG
+def _check_executor_options(
+    use_ray: bool, address: str | None, ray_cpus: int, idle_s: float
+) -> None:
+    """Refuse ``--address`` without ``--ray``, no CPUs, an idle time out of range."""
+    if address is not None and not use_ray:
+        raise UserError(f"--address {address!r} needs --ray", "Add --ray, or drop --address")
+    if ray_cpus < 1:
+        raise UserError(f"--ray-cpus {ray_cpus} must be at least 1", "Pass e.g. --ray-cpus 2")
+    if not 0 <= idle_s <= 600:
+        raise UserError(f"--idle-s {idle_s} is out of range", "Use 0 to 600 seconds")
 
+
+def _print_dry_run(plan: Plan, runs: list[RunSpec], store: RunStore) -> None:
+    """Each run of the plan and whether it is stored already; nothing runs."""
+    lines, done = dry_run_lines(runs, store)
+    for line in lines:
+        typer.echo(line)
+    typer.echo(f"{plan.name}: {len(lines)} run(s), {done} done, {len(lines) - done} to run")
+    if plan.kind == "bench" and any(m.startswith("preset:") for m in plan.models):
+        typer.echo(
+            "note: a dry run checks presets by name; the sweep itself checks their "
+            "context length before any run starts",
+            err=True,
+        )
+
+
+def _estimate_lines(runs: list[RunSpec], store: RunStore) -> list[str]:
+    """The plan's stored estimates (this sweep's and earlier ones), one aligned line each."""
     keys = {run.key for run in runs}
-    if not store.results_dir.is_dir():  # type: ignore[attr-defined]
+    if not store.results_dir.is_dir():
         return []
-    records = [r for r in store.runs() if r.tags.get(KEY_TAG) in keys]  # type: ignore[attr-defined]
+    records = [r for r in store.runs() if r.tags.get(KEY_TAG) in keys]
     if not records:
         return []
     header = ("model", "gpu", "batch", "in", "out", "J/token", "tokens/s", "W", "source")

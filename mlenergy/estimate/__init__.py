@@ -13,9 +13,11 @@ Modules, by job:
 * physics: ``profile`` (bytes and FLOPs of a model), ``memory`` (does it fit),
   ``features`` and ``physics`` (the vectorised model), ``coefficients`` (the fitted numbers,
   shipped in ``coefficients.json``; their calibration report beside it, with the host-bound rule);
-* the one path of serving and offline estimates: ``requests`` (a table of typed requests;
-  one estimate is a table of one row) -> ``table`` (checks via ``checks``, resolution,
-  features, memory fit, interval, host-bound rule) -> ``physics`` / ``offline``;
+* the one path of serving and offline estimates: ``request_types`` (a request as a typed
+  object: ``EstimateRequest``, its ``ParallelLayout`` and ``GpuSettings``), ``requests`` (a
+  table of requests; one estimate is a table of one row) -> ``table`` (checks via
+  ``checks``, resolution, features, memory fit, interval, host-bound rule) -> ``physics`` /
+  ``offline``;
   ``table_rows`` (the results, a row as an ``Estimate``); ``api`` (one estimate, a sweep)
   and ``batch`` (the CSV contract) call it (``mlenergy.testing.estimate_requests`` draws
   random requests for the agreement check of the two);
@@ -31,7 +33,15 @@ Modules, by job:
 
 from __future__ import annotations
 
-from mlenergy.estimate.api import Estimate, energy_source, estimate, sweep
+from mlenergy.estimate.api import (
+    Estimate,
+    EstimateRequest,
+    GpuSettings,
+    ParallelLayout,
+    energy_source,
+    estimate,
+    sweep,
+)
 from mlenergy.estimate.batch import estimate_frame
 from mlenergy.estimate.coefficients import Coefficients, default_coefficients
 from mlenergy.reference.gpus import GpuSpec, catalog_names, resolve_gpu
@@ -39,7 +49,10 @@ from mlenergy.reference.gpus import GpuSpec, catalog_names, resolve_gpu
 __all__ = [
     "Coefficients",
     "Estimate",
+    "EstimateRequest",
+    "GpuSettings",
     "GpuSpec",
+    "ParallelLayout",
     "catalog_names",
     "default_coefficients",
     "energy_source",

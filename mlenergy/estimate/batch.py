@@ -26,6 +26,7 @@ import pandas as pd
 
 from mlenergy.errors import UserError
 from mlenergy.estimate.coefficients import Coefficients
+from mlenergy.estimate.request_types import REQUIRED_FIELDS
 from mlenergy.estimate.requests import EstimateRequests
 from mlenergy.estimate.table import estimate_table
 from mlenergy.estimate.table_rows import Estimate, EstimateTable
@@ -54,7 +55,7 @@ OUTPUT_COLUMNS = (
 )
 CONTROL_COLUMNS = ("sm_clock_mhz", "power_limit_w")
 """Optional input columns: a locked SM clock (MHz) or a power limit per GPU (W), not both."""
-REQUIRED = ("model", "gpu", "batch_size", "output_tokens")
+REQUIRED = REQUIRED_FIELDS
 
 
 def _check_columns(df: pd.DataFrame) -> None:

@@ -2,7 +2,8 @@
 
 Every estimate of serving or of an offline job, whether one (:func:`~mlenergy.estimate.api.
 estimate`), a sweep, or a batch CSV (:mod:`~mlenergy.estimate.batch`), is a
-:class:`EstimateRequests` handed to :func:`~mlenergy.estimate.table.estimate_table`. Text
+:class:`EstimateRequests` handed to :func:`~mlenergy.estimate.table.estimate_table`. Its
+columns are the flat fields of :class:`~mlenergy.estimate.request_types.EstimateRequest`. Text
 columns hold ``""`` where nothing was given, number columns ``NaN``; a cell that is given but
 is not a number is kept as that row's error (``bad_cells``), so the row keeps its place.
 """
@@ -16,51 +17,23 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-TEXT_COLUMNS = ("model", "gpu", "precision", "task", "engine", "mode")
-"""Text columns (``""``: not given). ``gpu`` may also hold a :class:`GpuSpec`."""
-NUMBER_COLUMNS = (
-    "num_gpus",
-    "tensor_parallel",
-    "expert_parallel",
-    "data_parallel",
-    "pipeline_parallel",
-    "batch_size",
-    "input_tokens",
-    "output_tokens",
-    "max_num_seqs",
-    "sm_clock_mhz",
-    "power_limit_w",
-    "max_output_tokens",
+from mlenergy.estimate.request_types import (
+    NUMBER_DEFAULTS,
+    NUMBER_FIELDS,
+    TEXT_FIELDS,
+    EstimateRequest,
 )
-"""Number columns (``NaN``: not given), in the order their bad cells are reported."""
-PARALLEL_DEGREES = ("tensor_parallel", "expert_parallel", "data_parallel", "pipeline_parallel")
-"""Parallel degrees: 1 when not given."""
 
 
 @dataclass(frozen=True)
 class EstimateRequests:
     """A table of estimate requests (serving or offline), one entry per row in every column.
 
-    Attributes:
-        model: Model id or ``config.json`` path.
-        gpu: Catalog name, alias or spec file path (or a ``GpuSpec``).
-        precision: Weight precision (``""``: the checkpoint's).
-        task: Workload label (``""``: none).
-        engine: Engine profile or alias (``""``: the task's).
-        mode: ``serving`` or ``offline`` as given (``""``: serving).
-        num_gpus: GPUs (NaN: derived from the degrees).
-        tensor_parallel: Tensor-parallel degree.
-        expert_parallel: Expert-parallel degree.
-        data_parallel: Data-parallel replicas.
-        pipeline_parallel: Pipeline stages.
-        batch_size: Sequences decoding together (serving) or the job's requests (offline).
-        input_tokens: Mean prompt tokens (NaN: the task's default).
-        output_tokens: Mean output tokens.
-        max_num_seqs: The engine's concurrency cap, all replicas (NaN: none given).
-        sm_clock_mhz: Locked SM clock in MHz (NaN: the maximum).
-        power_limit_w: Power limit per GPU in W (NaN: TDP).
-        max_output_tokens: An offline job's generation cap (NaN: none).
-        bad_cells: Per row, the error of a cell given but not a number (``""``: none).
+    Each column is the flat field of the same name of
+    :class:`~mlenergy.estimate.request_types.EstimateRequest`, documented there, as an array:
+    text columns hold ``""`` where the field was not given; number columns ``NaN``, or the
+    field's default (the parallel degrees' 1). ``bad_cells`` holds, per row, the error of a
+    cell given but not a number (``""``: none).
     """
 
     model: np.ndarray
@@ -87,23 +60,28 @@ class EstimateRequests:
         return len(self.model)
 
     @classmethod
-    def one(cls, **values: Any) -> EstimateRequests:
-        """A table of one request from keyword values (``None``: not given).
+    def of(cls, requests: list[EstimateRequest]) -> EstimateRequests:
+        """The table of ``requests``, one row each, in order."""
+        return cls.concat([cls.one(**r.flat()) for r in requests])
 
-        Keywords are the column names; ``sm_clock_mhz`` and ``power_limit_w`` as in the
-        table. A number keyword that is not a number becomes the row's error.
+    @classmethod
+    def one(cls, **values: Any) -> EstimateRequests:
+        """A table of one request from flat field values (``None``: not given).
+
+        Keywords are the column names (the flat fields of an ``EstimateRequest``). A number
+        keyword that is not a number becomes the row's error.
         """
         unknown = set(values) - {f.name for f in fields(cls)}
         if unknown:
             raise TypeError(f"unknown request fields: {', '.join(sorted(unknown))}")
         cols: dict[str, np.ndarray] = {}
-        for name in TEXT_COLUMNS:
+        for name in TEXT_FIELDS:
             v = values.get(name)
             cell = "" if v is None else v if name == "gpu" and not isinstance(v, str) else str(v)
             cols[name] = np.array([cell], dtype=object)
         bad = ""
         nums = []
-        for name in NUMBER_COLUMNS:
+        for name in NUMBER_FIELDS:
             v = values.get(name)
             num = math.nan
             if v is not None and not (isinstance(v, str) and not v.strip()):
@@ -111,12 +89,12 @@ class EstimateRequests:
                     num = float(v)
                 except (TypeError, ValueError):
                     bad = bad or f"{name} is not a number (got {v!r})"
-            elif name in PARALLEL_DEGREES:
-                num = 1.0
+            else:
+                num = NUMBER_DEFAULTS[name]
             nums.append(num)
         numbers = np.array(nums, dtype=float)
         numbers.setflags(write=False)  # columns are views of it: never written in place
-        for j, name in enumerate(NUMBER_COLUMNS):
+        for j, name in enumerate(NUMBER_FIELDS):
             cols[name] = numbers[j : j + 1]
         return cls(**cols, bad_cells=np.array([bad], dtype=object))
 
@@ -128,15 +106,14 @@ class EstimateRequests:
         """
         n = len(df)
         cols: dict[str, np.ndarray] = {}
-        for name in TEXT_COLUMNS:
+        for name in TEXT_FIELDS:
             if name in df:
                 cols[name] = df[name].fillna("").astype(str).str.strip().to_numpy(dtype=object)
             else:
                 cols[name] = np.full(n, "", dtype=object)
         bad = np.full(n, "", dtype=object)
-        for name in NUMBER_COLUMNS:
-            default = 1.0 if name in PARALLEL_DEGREES else math.nan
-            values, not_numbers = _numbers(df, name, default)
+        for name in NUMBER_FIELDS:
+            values, not_numbers = _numbers(df, name, NUMBER_DEFAULTS[name])
             cols[name] = values
             for i in np.flatnonzero(not_numbers & (bad == "")):
                 bad[i] = f"{name} is not a number (got {str(df[name].iloc[i]).strip()!r})"
@@ -152,7 +129,7 @@ class EstimateRequests:
     def row(self, i: int) -> dict[str, Any]:
         """Request ``i`` as keyword values (``None`` where not given)."""
         out: dict[str, Any] = {}
-        for name in (*TEXT_COLUMNS, *NUMBER_COLUMNS):
+        for name in (*TEXT_FIELDS, *NUMBER_FIELDS):
             v = getattr(self, name)[i]
             out[name] = None if (isinstance(v, str) and not v) or _is_nan(v) else v
         return out

@@ -49,7 +49,7 @@ from mlenergy.estimate.memory import (
 )
 from mlenergy.estimate.offline import predict_modes
 from mlenergy.estimate.offline_scheduler import default_cap_note, row_schedulers
-from mlenergy.estimate.requests import PARALLEL_DEGREES, EstimateRequests
+from mlenergy.estimate.requests import EstimateRequests
 from mlenergy.estimate.table_keys import (
     ModelOnGpu,
     factorize,
@@ -60,6 +60,7 @@ from mlenergy.estimate.table_keys import (
 )
 from mlenergy.estimate.table_rows import EstimateTable
 from mlenergy.estimate.task_defaults import is_multimodal, task_input_tokens
+from mlenergy.records.parallel import DEGREES
 
 
 def _modes(req: EstimateRequests, errors: RowErrors) -> tuple[np.ndarray, np.ndarray]:
@@ -227,13 +228,13 @@ def prepare_table(
     offline, max_out = _modes(req, errors)
     engines, engine_notes = _engines(req, offline, errors)
 
-    tp, ep, dp, pp = (getattr(req, name) for name in PARALLEL_DEGREES)
+    tp, ep, dp, pp = (getattr(req, name) for name in DEGREES)
     ngpu = np.where(np.isnan(req.num_gpus), expected_num_gpus(tp, ep, dp, pp), req.num_gpus)
     jobs, out_tok = req.batch_size, req.output_tokens
     in_tok, in_given, visual = _task_inputs(req)
     cap = req.max_num_seqs
     check_values(errors, jobs, in_tok, out_tok, cap, offline)
-    degrees = {"num_gpus": ngpu, **{name: getattr(req, name) for name in PARALLEL_DEGREES}}
+    degrees = {"num_gpus": ngpu, **{name: getattr(req, name) for name in DEGREES}}
     heads, experts, mem_gb = key_numbers(keys, codes)
     check_parallel(errors, degrees, heads, experts)
     gpus = [None if k is None else k.gpu for k in keys]

@@ -21,12 +21,12 @@ fields are not rejected for their content: show them through :func:`escape_text`
 from __future__ import annotations
 
 import html
-import unicodedata
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from mlenergy.errors import terminal_text
 from mlenergy.records import QualityResult, RunRecord, Submission
 from mlenergy.store.bundle import (
     MAX_BUNDLE_BYTES,
@@ -109,14 +109,6 @@ class ValidationReport:
 def escape_text(text: object) -> str:
     """Return ``text`` safe to show in HTML (a model named ``<script>`` shows as text)."""
     return html.escape(str(text), quote=True)
-
-
-def terminal_text(text: object, max_len: int = 200) -> str:
-    """Return ``text`` safe for a terminal: control characters (ANSI escapes) made visible."""
-    out = "".join(
-        ch if unicodedata.category(ch)[0] != "C" else f"\\x{ord(ch):02x}" for ch in str(text)
-    )
-    return out if len(out) <= max_len else out[: max_len - 1] + "…"
 
 
 def validate_bundle(

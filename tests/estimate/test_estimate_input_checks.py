@@ -209,7 +209,9 @@ def test_calibrate_rejects_one_fold(tmp_path, capsys):
 def test_num_gpus_must_match_layout(capsys, configs_dir):
     _cli_error(capsys, [*BASE, "--num-gpus", "3"], "num_gpus (3)", "= 1")
     _cli_error(capsys, [*BASE, "--tensor-parallel", "8", "--num-gpus", "4"], "num_gpus (4)", "= 8")
-    e = estimate(LLAMA, "H100", 64, 256, 512, tensor_parallel=2, configs_dir=configs_dir)
+    e = estimate(
+        LLAMA, "H100", 64, 256, input_tokens=512, tensor_parallel=2, configs_dir=configs_dir
+    )
     assert e.num_gpus == 2  # derived when omitted
 
 
@@ -265,7 +267,7 @@ def test_fp8_model_with_other_precision(capsys, configs_dir):
         "H100",
         64,
         256,
-        512,
+        input_tokens=512,
         precision="fp8",
         configs_dir=configs_dir,
     )

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import mlenergy.commands.estimate_fit as estimate_fit
 import mlenergy.estimate.coefficients as shipped_coefficients
 import mlenergy.reference.measurements as measurements
 from mlenergy.cli import main
@@ -23,7 +24,8 @@ def small_reference(monkeypatch):
     """``validate`` on every 12th v3 row (a few seconds instead of minutes)."""
     full = measurements.load_reference(include_v2=False)
     sample = full.iloc[::12].reset_index(drop=True)
-    monkeypatch.setattr(measurements, "load_reference", lambda *a, **k: sample.copy())
+    for module in (measurements, estimate_fit):  # the reader, and the command that calls it
+        monkeypatch.setattr(module, "load_reference", lambda *a, **k: sample.copy())
     return sample
 
 

@@ -18,7 +18,7 @@ def test_joules_take_the_unit_that_reads_best():
 def test_sweep_table_keeps_failed_points_with_their_error(tmp_path, configs_dir):
     axes = dict([parse_sweep_axis("batch-size=8,1000000")])
     base = dict(model=LLAMA, gpu="H100", input_tokens=512, output_tokens=256)
-    rows = sweep_table(sweep({**base, "configs_dir": configs_dir}, axes), axes)
+    rows = sweep_table(sweep(base, axes, configs_dir=configs_dir), axes)
     assert [r["batch_size"] for r in rows] == [8, 1000000]
     assert rows[0]["error"] == "" and rows[0]["energy_per_token_j"] > 0
     assert "does not fit" in rows[1]["error"] and "energy_per_token_j" not in rows[1]

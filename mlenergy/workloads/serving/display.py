@@ -40,7 +40,7 @@ COLUMNS = (
     "source",
 )
 """Column titles, in order (two lines where the figure is narrower than its name)."""
-_WIDTHS = {"engine": {"max_width": 13}, "source": {"min_width": 16}}
+_WIDTHS: dict[str, dict[str, Any]] = {"engine": {"max_width": 13}, "source": {"min_width": 16}}
 """An engine's version may wrap under its name; an energy source is never cut."""
 
 
@@ -65,7 +65,7 @@ def request_energy_cells(record: RunRecord) -> tuple[str, str, str]:
 
 def serving_rows(records: list[RunRecord]) -> list[tuple[str, ...]]:
     """The table's cells, one tuple per record (columns of :data:`COLUMNS`)."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for r in records:
         s, p = r.serving, r.phase("request")
         basis = interval_basis(r)
@@ -89,7 +89,7 @@ def serving_rows(records: list[RunRecord]) -> list[tuple[str, ...]]:
     return rows
 
 
-def serving_table(records: list[Any]) -> Table:
+def serving_table(records: list[RunRecord]) -> Table:
     """A rich table of the levels measured: one row per record.
 
     With ``--runs N`` the ± 95% column is the interval between the runs (``interval`` says
