@@ -18,6 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 import typer
 
@@ -110,7 +111,9 @@ def _command_path(words: list[str]) -> tuple[list[str], object]:
     command = typer.main.get_command(app)
     path = []
     for word in words:
-        sub = getattr(command, "commands", {}).get(word)
+        # the root loads its sub-commands when asked for one (mlenergy.cli._LazyCommands)
+        get = getattr(command, "get_command", None)
+        sub = get(click.Context(command), word) if get is not None else None
         if sub is None:
             break
         path.append(word)

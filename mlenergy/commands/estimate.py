@@ -36,8 +36,7 @@ from mlenergy.estimate.coefficients import Coefficients
 from mlenergy.estimate.engines import CURRENT_ENGINE, PROFILES
 from mlenergy.estimate.request_types import EstimateRequest, GpuSettings, ParallelLayout
 from mlenergy.estimate.to_record import to_run_record
-from mlenergy.estimate.training import estimate_training
-from mlenergy.estimate.training_pipeline import format_pipeline
+from mlenergy.estimate.training import estimate_training, format_pipeline
 from mlenergy.footprint import PER_TOKEN_COLUMNS, Footprint
 from mlenergy.store import RunStore
 
