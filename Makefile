@@ -41,12 +41,18 @@ install-dev: $(VENV)/.installed-dev
 demo: $(VENV)/.installed
 	$(BIN)/mlenergy demo
 
+# Tests run in TEST_WORKERS processes (pytest-xdist; 0: one process). A module's tests share a
+# worker, and so do the tests of one shared server (tests/conftest.py); the slowest tests are
+# listed at the end.
+TEST_WORKERS ?= 2
+PYTEST := $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+
 test: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest -q
+	$(PYTEST) --durations=25
 
 # The inner loop: everything but the tests marked slow (> ~20 s) and the browser tests.
 test-fast: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest -q -m "not slow and not browser"
+	$(PYTEST) --durations=10 -m "not slow and not browser"
 
 # JupyterLab on the notebooks (installed by the notebook extra of `make install`/`make demo`).
 .PHONY: lab

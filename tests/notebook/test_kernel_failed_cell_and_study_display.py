@@ -48,7 +48,8 @@ def test_failed_cell_replaces_the_result_and_study_shows_a_summary(tmp_path, mon
             "RunStore('data').append(fixture_runs())\n"
             "from mlenergy.studies.measured_study import run_measured_study\n"
             "result = run_measured_study('data', quality_file=write_quality(Path('q.csv')),\n"
-            "                            report_dir='report', progress=False)\n"
+            "                            report_dir='report', progress=False,\n"
+            "                            include_reference=False)\n"
             "result",
         ],
         tmp_path,

@@ -13,13 +13,6 @@ from mlenergy.analysis.model_ids import precision_base
 from mlenergy.studies.measured import measured_frame
 from mlenergy.studies.measured_analysis import adjusted_r2, parameter_fits
 from mlenergy.studies.measured_headline import terminal_lines
-from mlenergy.studies.measured_study import run_measured_study
-
-
-@pytest.fixture(scope="module")
-def reference_study(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("study")
-    return run_measured_study(tmp / "data", report_dir=tmp / "rep", progress=False)
 
 
 def test_host_bound_runs_are_marked_and_named(reference_study):

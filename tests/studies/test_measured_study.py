@@ -256,21 +256,19 @@ def test_reference_is_read_beside_the_store_never_imported(tmp_path, measured_st
     )
 
 
-def test_empty_store_reads_the_reference_and_creates_nothing(tmp_path):
-    data = tmp_path / "data"
-    result = run_measured_study(data, report_dir=tmp_path / "rep", progress=False, gpu="H100")
-    assert result.from_reference > 0 and not data.exists()
+def test_empty_store_reads_the_reference_and_creates_nothing(reference_study):
+    result = reference_study  # the study of a store folder that does not exist
+    assert result.from_reference > 0 and not result.data_dir.exists()
 
 
-def test_a_store_seeded_with_the_reference_counts_each_run_once(tmp_path):
+def test_a_store_seeded_with_the_reference_counts_each_run_once(tmp_path, reference_study):
     from mlenergy.reference.runs import read_reference
 
     data = tmp_path / "data"
     RunStore(data).append(read_reference()[:50])
     result = run_measured_study(data, report_dir=tmp_path / "rep", progress=False)
     assert result.configs["run_id"].is_unique
-    alone = run_measured_study(tmp_path / "none", report_dir=tmp_path / "r2", progress=False)
-    assert len(result.configs) == len(alone.configs)
+    assert len(result.configs) == len(reference_study.configs)  # the reference alone
 
 
 def test_study_with_a_reference_variable_naming_no_folder(tmp_path, monkeypatch, measured_store):

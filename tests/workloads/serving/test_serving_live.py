@@ -222,7 +222,8 @@ def test_a_server_dying_mid_run_keeps_finished_levels_and_loses_nothing(tiny_mod
         def kill_soon(record):  # level 2 is stored: kill the server while level 4 runs
             threading.Timer(1.0, lambda: os.killpg(srv.pid, signal.SIGKILL)).start()
 
-        spec = _spec(srv.endpoint, model, levels=(2, 4), num_requests=120, max_output_tokens=64)
+        # level 4 streams 16 rounds of 64 tokens: still under way when the kill comes, 1 s in
+        spec = _spec(srv.endpoint, model, levels=(2, 4), num_requests=64, max_output_tokens=64)
         with install_emulated_gpus(power_w=300.0, count=1), pytest.raises(UserError) as info:
             run_serving_bench(spec, data_dir=data, on_record=kill_soon)
         assert srv.process.wait(timeout=10) == -signal.SIGKILL  # it really died
