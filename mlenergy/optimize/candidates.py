@@ -144,7 +144,8 @@ def parse_power_limits(text: str | None) -> list[float | None]:
         values = [float(x) for x in text.split(",")]
         if any(v <= 0 or not math.isfinite(v) for v in values):
             raise ValueError
-        return values
+        limits: list[float | None] = list(values)
+        return limits
     except ValueError:
         raise UserError(
             f"--power-limits {text!r} is not LOW:HIGH:STEP or a list of positive watts",

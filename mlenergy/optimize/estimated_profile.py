@@ -13,6 +13,7 @@ import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -48,7 +49,7 @@ GPT-3 175B from the GPT-3 paper (Brown et al. 2020, table 2.1: 96 layers, d_mode
 heads, 4 x d_model feed-forward); Bloom 176B from its model card (70 layers, hidden 14336, 112
 heads, vocabulary 250,880). Both are GPT-style decoders with tied embeddings.
 """
-PERSEUS_LAYOUT = {"stages": 8, "tensor_parallel": 8, "data_parallel": 8}
+PERSEUS_LAYOUT: dict[str, Any] = {"stages": 8, "tensor_parallel": 8, "data_parallel": 8}
 """The layout the estimate of a Perseus profile uses: 8 stages of tensor parallel 8 (as the
 profiles), 8 replicas sharding the Adam states so a stage fits an A40's 48 GB."""
 

@@ -168,6 +168,7 @@ class FastPhillipsDessouky(PhillipsDessouky):
 
     def __init__(self, dag: nx.DiGraph, attr_name: str = "op", check_cuts: bool = False) -> None:
         super().__init__(dag, attr_name)
+        self._edge_of: np.ndarray | None = None  # edge of each op :meth:`knobs_of` was asked
         self.check_cuts = check_cuts
         self.cut_calls = 0  # minimum cuts computed (not reused)
         self.lowtime_calls = 0  # of those, asked of lowtime's Rust code
@@ -235,7 +236,7 @@ class FastPhillipsDessouky(PhillipsDessouky):
 
         What lowtime's duration setter assigns (``get_knob_for``), read from a table.
         """
-        if getattr(self, "_edge_of", None) is None or len(self._edge_of) != len(ops):
+        if self._edge_of is None or len(self._edge_of) != len(ops):
             edge = {id(op): e for e, op in enumerate(self.ops)}
             self._edge_of = np.array([edge[id(op)] for op in ops], dtype=np.int64)
         e = self._edge_of
@@ -339,8 +340,8 @@ class FastPhillipsDessouky(PhillipsDessouky):
             if change == float("inf") or abs(change) < FP_ERROR:
                 return
             if sync_ops:
-                for e in np.nonzero(durations != before)[0]:
-                    self.ops[e].duration = int(durations[e])
+                for changed in np.nonzero(durations != before)[0].tolist():
+                    self.ops[changed].duration = int(durations[changed])
             total = kern.critical_edges(
                 self.topo, self.out_start, self.out_edges, self.head, self.tail, durations,
                 self.sink, critical,

@@ -29,7 +29,7 @@ def _short(model_id: str) -> str:
 def _best(g: pd.DataFrame) -> dict[str, Any]:
     """The lowest energy per correct answer of each family (``dense``, ``moe``...)."""
     have = g[g["energy_per_correct_j"].notna()]
-    return {a: s.sort_values("energy_per_correct_j").iloc[0] for a, s in have.groupby("arch")}
+    return {str(a): s.sort_values("energy_per_correct_j").iloc[0] for a, s in have.groupby("arch")}
 
 
 def _ratio(g: pd.DataFrame) -> str | None:
