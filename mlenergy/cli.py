@@ -46,7 +46,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "demo": (
         "demo",
-        "Run the default dense-vs-MoE study end to end (2-5 minutes on 2 CPU cores).",
+        "Run the default dense-vs-MoE study end to end (5 minutes on 2 quiet cores, 17 busy).",
     ),
     "quality": ("quality", "Measure the quality of a model and store it as a quality record."),
     "reference": (
@@ -77,6 +77,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "optimize",
         "Plan lower-energy runs: pipeline frequency plans, power limits, site power caps.",
     ),
+    "models": ("models", "Models to try the tools on."),
     "runs": ("runs", "List, show and export the runs in the store."),
     "schema": ("schema", "The records' JSON Schemas."),
     "study": (

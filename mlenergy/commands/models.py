@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from mlenergy.workloads.serving.tiny_model import next_steps, save_tiny_model
+
 models_app = typer.Typer(name="models", help="Models to try the tools on.", no_args_is_help=True)
 
 
@@ -17,8 +19,6 @@ def save_tiny(
     seed: Annotated[int, typer.Option(help="Seed of the weights and the tokenizer.")] = 0,
 ) -> None:
     """Save a tiny random-weight model, tokenizer and chat template that a server can load."""
-    from mlenergy.workloads.serving.tiny_model import next_steps, save_tiny_model
-
     for line in next_steps(save_tiny_model(folder, kind, seed)):
         typer.echo(line)
 

@@ -159,10 +159,13 @@ def _build(cls: type, values: dict[str, Any]) -> Any:
 
 
 def _flatten(obj: Any) -> dict[str, Any]:
+    """The fields of ``obj``, its parts' (layout, settings) in place; a value that is itself a
+    dataclass but not a part (a :class:`GpuSpec` given as ``gpu``) stays whole."""
+    parts = _parts(type(obj))
     out: dict[str, Any] = {}
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)
-        out.update(_flatten(value) if dataclasses.is_dataclass(value) else {f.name: value})
+        out.update(_flatten(value) if f.name in parts else {f.name: value})
     return out
 
 

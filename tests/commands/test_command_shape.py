@@ -25,7 +25,7 @@ PIPELINE = (
 )
 LONGER = {"optimize.py:pipeline": PIPELINE}
 """Functions allowed over the limit, with the reason (each must still be over it)."""
-INNER_IMPORTS = {"optimize.py:pipeline": PIPELINE, "optimize.py:_pipeline_profile": PIPELINE}
+INNER_IMPORTS = {"optimize.py:pipeline": PIPELINE}
 """Functions allowed light imports inside, with the reason (each must still have one)."""
 HEAVY = ("torch", "transformers", "gradio", "ray", "matplotlib")
 """Third-party stacks a command imports only when it runs."""

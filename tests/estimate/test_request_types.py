@@ -7,7 +7,14 @@ from dataclasses import fields
 import pytest
 
 from mlenergy.cli import load_command
-from mlenergy.estimate import EstimateRequest, GpuSettings, ParallelLayout, estimate, sweep
+from mlenergy.estimate import (
+    EstimateRequest,
+    GpuSettings,
+    GpuSpec,
+    ParallelLayout,
+    estimate,
+    sweep,
+)
 from mlenergy.estimate.batch import CONTROL_COLUMNS, INPUT_COLUMNS, REQUIRED
 from mlenergy.estimate.request_types import FIELDS, NUMBER_FIELDS, REQUIRED_FIELDS, TEXT_FIELDS
 from mlenergy.estimate.requests import EstimateRequests
@@ -66,3 +73,15 @@ def test_a_typed_request_and_its_keywords_estimate_alike(configs_dir):
     assert sweep(req, {"sm_clock_mhz": [99.0]}, configs_dir=configs_dir)[0] == (
         "sm_clock 99 MHz is outside H100-SXM5-80GB's range 345-1980 MHz."
     )
+
+
+def test_a_gpu_spec_stays_whole_through_the_flat_fields():
+    """A hypothetical GPU given as a GpuSpec is the ``gpu`` field, not fields of the request."""
+    chip = GpuSpec(
+        name="H100-2xBW", memory_gb=160, memory_bandwidth_tb_s=6.7, tdp_w=700, bf16_tflops=989.4
+    )
+    req = EstimateRequest.of(LLAMA, chip, 8, 256)
+    assert req.flat()["gpu"] is chip
+    assert EstimateRequest.of(req) == req
+    e = estimate(LLAMA, chip, batch_size=8, output_tokens=256)
+    assert e.energy_per_token_j > 0

@@ -14,9 +14,8 @@ import shlex
 from pathlib import Path
 
 import pytest
-import typer
 
-from mlenergy.cli import app, main
+from mlenergy.cli import load_command, main
 from mlenergy.workloads.serving.tiny_model import serving_extra_missing
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -33,7 +32,7 @@ def saved(tmp_path_factory):
 
 
 def _bench_options() -> set[str]:
-    bench = typer.main.get_command(app).commands["bench"]
+    bench = load_command("bench")
     return {opt for p in bench.params for opt in (*p.opts, *p.secondary_opts)}
 
 
