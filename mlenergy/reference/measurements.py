@@ -197,8 +197,32 @@ def load_reference(
     Raises:
         UserError: The folder or its tables are missing.
     """
-    configs = leaderboard_folder(root).parent / "model-configs"
-    df = measurements_from_records(read_reference(root, include_v2), configs)
-    if text_only:
-        df = df[~df["task"].isin(MULTIMODAL_TASKS)].reset_index(drop=True)
-    return df
+    folder = leaderboard_folder(root)
+    key = (str(folder.resolve()), include_v2, text_only, _fingerprint(folder.parent))
+    cached = _LOADED.get(key)
+    if cached is None:
+        configs = folder.parent / "model-configs"
+        cached = measurements_from_records(read_reference(root, include_v2), configs)
+        if text_only:
+            cached = cached[~cached["task"].isin(MULTIMODAL_TASKS)].reset_index(drop=True)
+        if len(_LOADED) >= _KEEP:
+            _LOADED.pop(next(iter(_LOADED)))  # the oldest
+        _LOADED[key] = cached
+    return cached.copy()
+
+
+_KEEP = 4
+"""Frames :func:`load_reference` keeps (the option combinations in use)."""
+_LOADED: dict[tuple[object, ...], pd.DataFrame] = {}
+"""The last frames :func:`load_reference` read (about 1.5 s each), keyed by folder, options and
+the folder's files (name, size, modification time), so a changed file is read again."""
+
+
+def _fingerprint(folder: Path) -> tuple[tuple[str, int, int], ...]:
+    """Every file under ``folder`` with its size and modification time (ns)."""
+    out = []
+    for path in sorted(folder.rglob("*")):
+        if path.is_file():
+            st = path.stat()
+            out.append((str(path), st.st_size, st.st_mtime_ns))
+    return tuple(out)
