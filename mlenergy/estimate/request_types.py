@@ -166,7 +166,8 @@ def _flatten(obj: Any) -> dict[str, Any]:
 
     A value that is itself a dataclass but not a part (a :class:`GpuSpec` as ``gpu``) stays whole.
     """
-    parts = _parts(type(obj))
+    kind: type = type(obj)
+    parts = _parts(kind)
     out: dict[str, Any] = {}
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)
