@@ -34,7 +34,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import nnls
 
 from mlenergy.workloads.serving.server_queue import server_spans
 from mlenergy.workloads.serving.timing import RequestTiming
@@ -133,6 +132,9 @@ def _activity(
 
 def _fit(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Non-negative least squares of ``y`` on the columns of ``x`` (scaled for conditioning)."""
+    # lazy: scipy.optimize costs ~0.5 s at start-up, which `mlenergy bench --help` would pay
+    from scipy.optimize import nnls
+
     scale = np.linalg.norm(x, axis=0)
     scale[scale == 0] = 1.0
     coef, _ = nnls(x / scale, y)
