@@ -12,6 +12,7 @@ import pandas as pd
 
 from mlenergy.leaderboard.arch import architecture_kinds
 from mlenergy.leaderboard.marks import attach_marks
+from mlenergy.records.generation import method_label
 from mlenergy.records.metrics import (
     energy_per_response_j,
     headline_column,
@@ -133,7 +134,7 @@ def prepare_runs(runs: pd.DataFrame) -> pd.DataFrame:
     df["apart"] = (klass != MEASURED_GPU).to_numpy()
     df["method_kind"] = _text(df, "method")
     backend = _text(df, "generation_backend")
-    df["method"] = df["method_kind"].where(backend == "", df["method_kind"] + " · " + backend)
+    df["method"] = [method_label(m, b) for m, b in zip(df["method_kind"], backend, strict=True)]
     df["active_params_b"] = _col(df, "active_params") / 1e9
     df["total_params_b"] = _col(df, "total_params") / 1e9
     df["batch_size"] = _first(_col(df, "max_num_seqs"), _col(df, "batch_size"))

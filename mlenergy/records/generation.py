@@ -88,3 +88,15 @@ class GenerationInfo(FrozenModel):
         if self.experts_backend is None:
             return self.backend
         return f"{self.backend}, experts {self.experts_backend}"
+
+
+def method_label(method: str, backend: str | None) -> str:
+    """How a run was measured, as tables show it: ``static-batch · eager``, or the method alone.
+
+    Args:
+        method: The workload's method (``static-batch``, ``serving-steady-state``) or, for a
+            record without one, its workload kind.
+        backend: Its ``generation.backend`` (``eager``, ``compiled-static-cache``); empty or
+            ``None`` where the run recorded none (serving runs, older records).
+    """
+    return f"{method} · {backend}" if backend else method

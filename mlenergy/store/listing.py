@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from mlenergy.errors import UserError
 from mlenergy.records import HOST_BOUND_MARK, interval_basis
+from mlenergy.records.generation import method_label
 from mlenergy.records.metrics import HEADLINE_PHASES, headline_column
 from mlenergy.store.record_extras import EXTRA_SQL, interval_labels
 from mlenergy.store.tables import RUN_COLUMNS
@@ -132,7 +133,7 @@ def method_cells(frame: pd.DataFrame) -> list[str]:
         if kind == SERVING:
             cells.append(f"{kind} (level {cell_text(level)})" if _present(level) else kind)
         elif kind is not None:
-            cells.append(f"{kind} · {backend}" if backend else kind)
+            cells.append(method_label(kind, backend))
         else:
             cells.append("-")
     return cells
