@@ -151,12 +151,17 @@ def test_cpu_clock_resolves_milliseconds(busy):
 
 
 def _spin_cpu(cpu_seconds: float) -> None:
-    """Spin one thread until this process has used ``cpu_seconds`` more CPU time."""
+    """Spin this thread until it alone has used ``cpu_seconds`` more CPU time.
+
+    Its own clock, not the process's: with other threads of the process running beside it, the
+    process's CPU time can grow ``cpu_seconds`` in less wall time than that, and the window's
+    power is capped at the TDP of the (one, here) CPU it may use.
+    """
     import time
 
-    end = time.process_time() + cpu_seconds
+    end = time.thread_time() + cpu_seconds
     x = 0
-    while time.process_time() < end:
+    while time.thread_time() < end:
         x += 1
 
 

@@ -54,6 +54,11 @@ def test_a_server_process_names_its_engine_by_its_command_line(tmp_path):
     script.write_text("import time\ntime.sleep(60)\n")
     proc = subprocess.Popen([sys.executable, str(script), "serve", "m", "--port", "9"])
     try:
+        # Until the child has exec'd, its command line is still the parent's.
+        deadline = time.monotonic() + 30
+        while str(script) not in psutil.Process(proc.pid).cmdline():
+            assert time.monotonic() < deadline, "the child never showed its command line"
+            time.sleep(0.05)
         assert engine_of_process(proc.pid) == f"transformers {version('transformers')}"
     finally:
         proc.kill()
