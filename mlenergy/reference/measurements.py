@@ -25,6 +25,7 @@ from mlenergy.estimate.engines import CURRENT_ENGINE, LEGACY_ENGINE
 from mlenergy.estimate.task_defaults import MULTIMODAL_TASKS
 from mlenergy.records import PhaseResult, RunRecord
 from mlenergy.records.metrics import headline_phase, mean_output_tokens
+from mlenergy.reference import shipped_files
 from mlenergy.reference.gpus import find_gpu
 from mlenergy.reference.runs import (
     V2_ENGINE,
@@ -219,10 +220,12 @@ the folder's files (name, size, modification time), so a changed file is read ag
 
 
 def _fingerprint(folder: Path) -> tuple[tuple[str, int, int], ...]:
-    """Every file under ``folder`` with its size and modification time (ns)."""
+    """Every data file of the reference ``folder``, with its size and modification time (ns).
+
+    The files of :func:`shipped_files`: code and bytecode caches do not change the data.
+    """
     out = []
-    for path in sorted(folder.rglob("*")):
-        if path.is_file():
-            st = path.stat()
-            out.append((str(path), st.st_size, st.st_mtime_ns))
+    for name in shipped_files(folder):
+        st = (folder / name).stat()
+        out.append((str(name), st.st_size, st.st_mtime_ns))
     return tuple(out)
