@@ -24,6 +24,7 @@ PKG = ROOT / "mlenergy"
 # Lower number = lower layer. A module may import its own package and any lower layer.
 LAYER = {
     "errors": 0,
+    "dataclass_fields": 0,
     "footprint": 1,
     "progress": 0,
     "strict_json": 1,

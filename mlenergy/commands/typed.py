@@ -36,6 +36,7 @@ from typing import Annotated, Any, Generic, TypeVar
 import typer
 from typer.models import OptionInfo
 
+from mlenergy.dataclass_fields import flat_fields, is_dataclass_type
 from mlenergy.errors import UserError
 
 T = TypeVar("T")
@@ -149,7 +150,7 @@ def changed(obj: Any) -> list[str]:
 
 def flags_of(cls: type) -> dict[str, str]:
     """The long option name of every field of ``cls`` (nested dataclasses' fields flat)."""
-    return {f.name: _long_flag(f) for f, _, _ in _flat_fields(cls)}
+    return {f.name: _long_flag(f) for f, _, _ in flat_fields(cls)}
 
 
 @functools.cache
@@ -188,19 +189,9 @@ def _group_of(ann: Any) -> tuple[type | None, bool]:
     return None, False
 
 
-def _flat_fields(cls: type) -> Iterator[tuple[dataclasses.Field[Any], Any, type]]:
-    """Every field of ``cls`` with its type and its dataclass, nested dataclasses' in place."""
-    hints = typing.get_type_hints(cls, include_extras=True)
-    for f in dataclasses.fields(cls):
-        if _is_dataclass_type(hints[f.name]):
-            yield from _flat_fields(hints[f.name])
-        else:
-            yield f, hints[f.name], cls
-
-
 def _options(cls: type, lazy: bool) -> Iterator[tuple[str, inspect.Parameter]]:
     """One (field name, typer parameter) per option of ``cls``, in order."""
-    for f, hint, owner in _flat_fields(cls):
+    for f, hint, owner in flat_fields(cls):
         yield f.name, _option(f, hint, field_docs(owner), lazy)
 
 
@@ -256,10 +247,6 @@ def _cli_type(hint: Any) -> Any:
     return hint
 
 
-def _is_dataclass_type(hint: Any) -> bool:
-    return isinstance(hint, type) and dataclasses.is_dataclass(hint)
-
-
 def _long_flag(f: dataclasses.Field[Any]) -> str:
     flags = [x for x in f.metadata.get("cli", {}).get("flags", ()) if x.startswith("--")]
     return flags[0].split("/")[0] if flags else "--" + f.name.replace("_", "-")
@@ -280,7 +267,7 @@ def _assemble(cls: type[T], values: dict[str, Any]) -> T:
     kwargs: dict[str, Any] = {}
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         hint = hints[f.name]
-        if _is_dataclass_type(hint):
+        if is_dataclass_type(hint):
             kwargs[f.name] = _assemble(hint, values)
         elif f.name in values:
             value = values[f.name]

@@ -28,6 +28,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any
 
+from mlenergy.dataclass_fields import flat_fields, is_dataclass_type
 from mlenergy.records.parallel import ParallelLayout
 from mlenergy.reference.gpus import GpuSpec
 
@@ -127,23 +128,14 @@ def _parts(cls: type) -> dict[str, type]:
     """The fields of ``cls`` that are dataclasses themselves, with their types."""
     hints = typing.get_type_hints(cls)
     return {
-        f.name: hints[f.name]
-        for f in dataclasses.fields(cls)
-        if isinstance(hints[f.name], type) and dataclasses.is_dataclass(hints[f.name])
+        f.name: hints[f.name] for f in dataclasses.fields(cls) if is_dataclass_type(hints[f.name])
     }
 
 
 @functools.cache
 def _flat_fields(cls: type) -> dict[str, tuple[Any, Any]]:
     """Every flat field of ``cls`` (nested dataclasses' in their place): its type and default."""
-    hints, parts = typing.get_type_hints(cls), _parts(cls)
-    out: dict[str, tuple[Any, Any]] = {}
-    for f in dataclasses.fields(cls):
-        if f.name in parts:
-            out.update(_flat_fields(parts[f.name]))
-        else:
-            out[f.name] = (hints[f.name], f.default)
-    return out
+    return {f.name: (hint, f.default) for f, hint, _ in flat_fields(cls)}
 
 
 def _build(cls: type, values: dict[str, Any]) -> Any:
