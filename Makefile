@@ -45,7 +45,10 @@ demo: $(VENV)/.installed
 # worker, and so do the tests of one shared server (tests/conftest.py); the slowest tests are
 # listed at the end.
 TEST_WORKERS ?= 2
-PYTEST := $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+# The suite starts many Python processes (commands, servers, kernels, Ray workers): they
+# keep compiled bytecode even where the environment sets PYTHONDONTWRITEBYTECODE.
+PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q -n $(TEST_WORKERS) \
+	--dist loadfile --no-loadscope-reorder
 
 test: $(VENV)/.installed-dev
 	$(PYTEST) --durations=25
