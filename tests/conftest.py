@@ -3,7 +3,8 @@
 Each test runs on one worker with the rest of its file, so a module-scoped fixture (a
 leaderboard server with its browser, a Ray cluster, a trained toy study) is built once. The
 files whose tests use one session fixture of ``SHARED_SESSION_FIXTURES`` (a running
-``transformers serve``, the study of the shipped reference) share one worker, so that fixture is
+``transformers serve``, the study of the shipped reference, the browser tests' leaderboard
+server) share one worker, so that fixture is
 built once too (``tests/test_suite_layout.py`` fails when a file that uses one is not listed).
 Files that hold a test marked ``slow`` are handed out first, so that the workers
 finish together rather than one of them running the longest tests alone at the end.
@@ -18,6 +19,10 @@ from __future__ import annotations
 import pytest
 
 SHARED_SESSION_FIXTURES: dict[str, tuple[str, ...]] = {
+    "leaderboard_server": (  # package-scoped: stopped after the last browser test
+        "tests/browser/test_leaderboard_browser.py",
+        "tests/browser/test_leaderboard_views_browser.py",
+    ),
     "dense_server": (
         "tests/workloads/serving/test_serving_live.py",
         "tests/workloads/serving/test_serving_runs.py",
@@ -28,7 +33,7 @@ SHARED_SESSION_FIXTURES: dict[str, tuple[str, ...]] = {
         "tests/studies/test_measured_study.py",
     ),
 }
-"""Session fixture -> the test files that use it (one worker runs them all)."""
+"""Session (or package) fixture -> the test files that use it (one worker runs them all)."""
 
 _GROUP_OF_FILE = {path: name for name, files in SHARED_SESSION_FIXTURES.items() for path in files}
 

@@ -19,15 +19,23 @@ def _shared_session_fixtures() -> dict[str, tuple[str, ...]]:
     return module.SHARED_SESSION_FIXTURES
 
 
+def _uses(node: ast.AST, fixture: str) -> bool:
+    """Whether ``node`` is a function taking ``fixture`` or a ``usefixtures`` mark naming it."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        return fixture in {a.arg for a in node.args.args}
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return False
+    named = {a.value for a in node.args if isinstance(a, ast.Constant)}
+    return node.func.attr == "usefixtures" and fixture in named
+
+
 def _files_using(fixture: str) -> set[str]:
-    """Test files with a function (test or fixture) that takes ``fixture`` as an argument."""
+    """Test files with a function (test or fixture) that takes ``fixture`` as an argument, or
+    a ``pytest.mark.usefixtures`` naming it."""
     found = set()
     for path in TESTS.rglob("test_*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and fixture in {
-                a.arg for a in node.args.args
-            }:
-                found.add(path.relative_to(TESTS.parent).as_posix())
+        if any(_uses(node, fixture) for node in ast.walk(ast.parse(path.read_text("utf-8")))):
+            found.add(path.relative_to(TESTS.parent).as_posix())
     return found
 
 

@@ -35,7 +35,7 @@ from mlenergy.leaderboard.filters import (
     widget_query,
     wire_view,
 )
-from mlenergy.leaderboard.gradio_costs import lighten_gradio_events
+from mlenergy.leaderboard.gradio_costs import lighten_gradio_events, quiet_idle_queue
 from mlenergy.leaderboard.json_api import JsonApiMount, build_json_api
 from mlenergy.leaderboard.page_cache import PageCache
 from mlenergy.leaderboard.plots_tab import build_plots_tab
@@ -172,6 +172,7 @@ def launch(demo: gr.Blocks, host: str = "127.0.0.1", port: int = 7860, block: bo
     lighten_gradio_events(demo)
     cap_log_lines()  # before the server sets up its logging, which holds on to stderr
     demo.queue(default_concurrency_limit=CONCURRENCY)
+    quiet_idle_queue(demo)
     demo.launch(
         server_name=host,
         server_port=port,

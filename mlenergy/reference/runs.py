@@ -27,8 +27,10 @@ importing twice adds nothing the second time.
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -235,12 +237,19 @@ def _record(row: _Row, model: ModelInfo, *, source: str, v2: bool, tags: dict[st
     )
 
 
-def read_v3(path: Path, config_dir: Path) -> list[RunRecord]:
-    """Turn every row of ``v3_llm.csv`` into a run record (see the module docstring)."""
+Describe = Callable[..., tuple[ModelInfo, str]]
+""":func:`describe_model` or a memo of it (the tables repeat each model on many rows)."""
+
+
+def read_v3(path: Path, config_dir: Path, describe: Describe = describe_model) -> list[RunRecord]:
+    """Turn every row of ``v3_llm.csv`` into a run record (see the module docstring).
+
+    ``describe`` describes each row's model (:func:`describe_model`, or a memo of it).
+    """
     records: list[RunRecord] = []
     with path.open(newline="", encoding="utf-8") as fh:
         for i, row in enumerate(csv.DictReader(fh)):
-            model, source = describe_model(
+            model, source = describe(
                 row["model_id"],
                 row["weight_precision"],
                 config_dir,
@@ -273,17 +282,19 @@ def read_v3(path: Path, config_dir: Path) -> list[RunRecord]:
     return records
 
 
-def read_v2(path: Path, task: str, config_dir: Path) -> list[RunRecord]:
+def read_v2(
+    path: Path, task: str, config_dir: Path, describe: Describe = describe_model
+) -> list[RunRecord]:
     """Turn every row of a v2 CSV (H100, vLLM 0.5.4) into a run record.
 
     Energy per output token is ``Energy/req (J) / Avg Output Tokens``; ``Avg TPOT (s)``, the
     mean time per output token, fills ``itl_p50_s`` (tag ``itl``). The dtype is the config's
-    ``torch_dtype`` (vLLM's ``dtype=auto``).
+    ``torch_dtype`` (vLLM's ``dtype=auto``). ``describe`` as in :func:`read_v3`.
     """
     records: list[RunRecord] = []
     with path.open(newline="", encoding="utf-8") as fh:
         for i, row in enumerate(csv.DictReader(fh)):
-            model, source = describe_model(row["Model"], None, config_dir)
+            model, source = describe(row["Model"], None, config_dir)
             out_len = float(row["Avg Output Tokens"])
             energy_per_token_j = float(row["Energy/req (J)"]) / out_len
             throughput = float(row["Token tput (tok/s)"])
@@ -347,10 +358,12 @@ def read_reference(root: str | Path | None = None, include_v2: bool = True) -> l
     """
     board = leaderboard_folder(root)
     config_dir = board.parent / "model-configs"
+    # Each model is described once per reading: its rows repeat it (26 models on 673 v3 rows).
+    describe = functools.cache(describe_model)
     records: list[RunRecord] = []
     if (board / V3_FILE).is_file():
-        records += read_v3(board / V3_FILE, config_dir)
+        records += read_v3(board / V3_FILE, config_dir, describe)
     for name, task in V2_FILES.items():
         if include_v2 and (board / name).is_file():
-            records += read_v2(board / name, task, config_dir)
+            records += read_v2(board / name, task, config_dir, describe)
     return records

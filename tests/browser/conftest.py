@@ -96,12 +96,15 @@ def chromium_path() -> Path:
     return CHROMIUM
 
 
-@pytest.fixture(scope="module")
-def server(chromium_path, tmp_path_factory):
-    """The app served by ``mlenergy leaderboard`` in a subprocess; yields its base URL.
+@pytest.fixture(scope="package")
+def leaderboard_server(chromium_path, tmp_path_factory):
+    """The app served by ``mlenergy leaderboard`` in a subprocess: its base URL and store.
 
-    Module-scoped, like the browser: neither outlives the browser tests, so the tests that
-    come after (CPU-time and timing checks) do not share the machine with them.
+    One server for the browser tests of this folder (both modules; ``tests/conftest.py``
+    runs them on one worker): built before the first of them, stopped after the last, so
+    the tests that come after (CPU-time and timing checks) do not share the machine with it.
+    Tests that add to its store (a late run, a submission) add nothing the others' checks
+    depend on.
     """
     data_dir = tmp_path_factory.mktemp("lb-store")
     seed_store(data_dir)
@@ -113,8 +116,10 @@ def server(chromium_path, tmp_path_factory):
         pytest.fail(str(exc))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def browser(chromium_path):
+    """Headless Chromium, shared like :func:`leaderboard_server`; each test has its own
+    context (cookies, storage, cache) and page."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
@@ -124,14 +129,15 @@ def browser(chromium_path):
 
 
 @pytest.fixture
-def page(browser, server):
+def page(browser, leaderboard_server):
+    """A fresh context and page on the app, its table drawn (a new visitor's first view)."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     pg = context.new_page()
     pg.set_default_timeout(30_000)
     dialogs: list[str] = []
     pg.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     pg.dialogs = dialogs  # type: ignore[attr-defined]
-    pg.goto(server["url"])
+    pg.goto(leaderboard_server["url"])
     pg.wait_for_selector("#lb-table")
     yield pg
     context.close()

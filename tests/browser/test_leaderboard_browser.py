@@ -56,7 +56,7 @@ def _cells(page, column: str, table: str = "#lb-table") -> list[str]:
     return page.locator(f'{table} tbody td[data-col="{column}"]').all_inner_texts()
 
 
-def test_filter_changes_table_and_screenshot(page, server):
+def test_filter_changes_table_and_screenshot(page, leaderboard_server):
     OUTPUT.mkdir(exist_ok=True)
     page.screenshot(path=str(OUTPUT / "leaderboard.png"), full_page=False)  # test data: never docs/
     before = _status(page)
@@ -184,7 +184,7 @@ def _bundle(tmp_path, valid: bool):
     return path
 
 
-def test_submit_bad_then_good(page, tmp_path, server):
+def test_submit_bad_then_good(page, tmp_path, leaderboard_server):
     pytest.importorskip("mlenergy.store.submissions", reason="submission intake not written yet")
     page.get_by_role("tab", name="Submit").click()
     page.locator("#submit-file input[type=file]").set_input_files(
@@ -202,7 +202,7 @@ def test_submit_bad_then_good(page, tmp_path, server):
     page.locator("#submit-run").click()
     page.wait_for_selector("#submit-result .lb-ok", timeout=60_000)
     assert "Queued" in page.locator("#submit-result").inner_text()
-    pending = server["data_dir"] / "submissions" / "pending"
+    pending = leaderboard_server["data_dir"] / "submissions" / "pending"
     assert pending.is_dir() and any(pending.iterdir())
     _shot(page, "leaderboard-submit.png")
 
@@ -248,11 +248,11 @@ def test_all_configs_paging_and_sort(page):
     assert values == sorted(values, reverse=True)
 
 
-def test_reload_shows_new_runs_and_choices(page, server):
+def test_reload_shows_new_runs_and_choices(page, leaderboard_server):
     from mlenergy.store import RunStore
 
     model = synthetic_model("late/arrival-3b", 3.0, False)
-    RunStore(server["data_dir"]).append(
+    RunStore(leaderboard_server["data_dir"]).append(
         [
             synthetic_run(
                 model,
@@ -272,7 +272,7 @@ def test_reload_shows_new_runs_and_choices(page, server):
     _wait_all_cells(page, "model_id", "late/arrival-3b")
 
 
-def test_quality_plot_shows_published_scores_on_reference_data(page, server):
+def test_quality_plot_shows_published_scores_on_reference_data(page, leaderboard_server):
     key = "published:GPQA-Diamond"
     _pick(page, "f-task", "gpqa")
     _pick(page, "f-quality", key)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-pytestmark = pytest.mark.browser
+# The pages load from the folder's one server (tests/browser/conftest.py).
+pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("leaderboard_server")]
 
 
 TOY_CPU = "AMD EPYC 7B13"  # as seeded by conftest.toy_runs

@@ -137,3 +137,13 @@ def test_component_classes_carry_their_signature():
     assert init.__signature__ == inspect.signature(init, follow_wrapped=False)
     assert "value" in inspect.signature(gr.Textbox.__init__).parameters
     assert gradio_costs.fix_component_signatures(demo) == 0  # once
+
+
+def test_the_idle_queue_is_paced_and_an_app_without_queue_left_alone():
+    assert gradio_costs.quiet_idle_queue(object()) is False  # type: ignore[arg-type]
+    demo = _demo()
+    demo.queue()
+    assert demo._queue.sleep_when_free < gradio_costs.IDLE_POLL_S  # Gradio's own pace
+    assert gradio_costs.quiet_idle_queue(demo, idle_s=0.02, progress_s=0.2) is True
+    assert demo._queue.sleep_when_free == 0.02
+    assert demo._queue.progress_update_sleep_when_free == 0.2
