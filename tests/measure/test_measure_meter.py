@@ -109,9 +109,15 @@ def test_measure_does_not_import_transformers_or_torch():
         # Zeus's PowerMonitor needs scikit-learn only to integrate: imported on that call
         "assert 'sklearn' not in sys.modules, 'sklearn imported'\n"
         "from zeus.monitor.power import auc\n"
-        "assert auc([0.0, 1.0, 3.0], [2.0, 4.0, 4.0]) == 11.0\n"
+        "from mlenergy.measure.zeus_import import _StandIn\n"
+        # what a thread importing it while zeus.monitor was imported got: the real one's names
+        "sys.modules['sklearn.metrics'] = _StandIn('sklearn.metrics')\n"
+        "from sklearn.metrics import f1_score\n"
         "import sklearn.metrics\n"
-        "assert sklearn.metrics.__file__ and sklearn.metrics.auc([0, 2], [1, 1]) == 2.0\n"
+        "assert not isinstance(sklearn.metrics, _StandIn) and sklearn.metrics.__file__\n"
+        "assert f1_score is sklearn.metrics.f1_score\n"
+        "x, y = [0.0, 1.0, 3.0], [2.0, 4.0, 4.0]\n"
+        "assert auc(x, y) == sklearn.metrics.auc(x, y) == 11.0\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
