@@ -69,6 +69,7 @@ from mlenergy.measure.window_result import (
     host_total,
     zeus_energies,
 )
+from mlenergy.measure.zeus_import import zeus_monitor
 from mlenergy.records import IdleBaseline, MeasuredScope, PowerTimeline
 
 logger = logging.getLogger(__name__)
@@ -139,8 +140,8 @@ class EnergyMeter:
         counter_poll_s: float = DEFAULT_POLL_BUDGET_S,
     ) -> None:
         from zeus.device.exception import ZeusBaseError
-        from zeus.monitor import ZeusMonitor
 
+        zeus = zeus_monitor()
         self._cpu_model_arg = resolve_cpu_power_model(cpu_tdp_w, cpu_idle_fraction)
         gpus = discover_gpus() if gpu_indices != [] else None
         cpus = discover_cpus() if cpu_indices != [] else None
@@ -177,7 +178,7 @@ class EnergyMeter:
         self.counter_period_s: float = max(periods, default=0.0)
         """Update period in seconds of the slowest headline counter (0: continuous)."""
         try:
-            self._zeus = ZeusMonitor(
+            self._zeus = zeus.ZeusMonitor(
                 gpu_indices=self.gpu_indices,
                 cpu_indices=self.cpu_indices,
                 approx_instant_energy=True,
@@ -399,11 +400,10 @@ class EnergyMeter:
     # ----------------------------------------------------------------- timeline
     def _start_timeline(self, period_s: float) -> None:
         if self.gpu_indices and not self.is_emulated:
-            from zeus.monitor import PowerMonitor
-
+            power_monitor = zeus_monitor().PowerMonitor
             for domain in ("device_instant", "device_average"):
                 try:
-                    self._power_monitor = PowerMonitor(
+                    self._power_monitor = power_monitor(
                         gpu_indices=self.gpu_indices,
                         update_period=max(period_s, 0.05),
                         power_domains=[domain],

@@ -3,6 +3,7 @@
 import subprocess
 import sys
 import time
+import types
 
 import pytest
 
@@ -105,9 +106,37 @@ def test_measure_does_not_import_transformers_or_torch():
         "collect_hardware(m); collect_software()\n"
         "assert 'transformers' not in sys.modules, 'transformers imported'\n"
         "assert 'torch' not in sys.modules, 'torch imported'\n"
+        # Zeus's PowerMonitor needs scikit-learn only to integrate: imported on that call
+        "assert 'sklearn' not in sys.modules, 'sklearn imported'\n"
+        "from zeus.monitor.power import auc\n"
+        "from mlenergy.measure.zeus_import import _StandIn\n"
+        # what a thread importing it while zeus.monitor was imported got: the real one's names
+        "sys.modules['sklearn.metrics'] = _StandIn('sklearn.metrics')\n"
+        "from sklearn.metrics import f1_score\n"
+        "import sklearn.metrics\n"
+        "assert not isinstance(sklearn.metrics, _StandIn) and sklearn.metrics.__file__\n"
+        "assert f1_score is sklearn.metrics.f1_score\n"
+        "x, y = [0.0, 1.0, 3.0], [2.0, 4.0, 4.0]\n"
+        "assert auc(x, y) == sklearn.metrics.auc(x, y) == 11.0\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_zeus_takes_an_already_imported_scikit_learn_as_it_is(monkeypatch):
+    import zeus
+
+    from mlenergy.measure.zeus_import import zeus_monitor
+
+    loaded = types.ModuleType("sklearn.metrics")
+    loaded.auc = lambda x, y: 0.0
+    monkeypatch.setitem(sys.modules, "sklearn.metrics", loaded)
+    monkeypatch.setattr(zeus, "monitor", sys.modules.get("zeus.monitor"), raising=False)
+    for name in [n for n in sys.modules if n == "zeus.monitor" or n.startswith("zeus.monitor.")]:
+        monkeypatch.delitem(sys.modules, name)  # imported afresh, put back after the test
+    assert zeus_monitor() is sys.modules["zeus.monitor"]
+    assert sys.modules["zeus.monitor.power"].auc is loaded.auc
+    assert sys.modules["sklearn.metrics"] is loaded
 
 
 def test_explicit_empty_indices_use_model():
