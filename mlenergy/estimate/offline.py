@@ -63,13 +63,30 @@ def stop_rate(output_tokens: np.ndarray, max_output_tokens: np.ndarray) -> np.nd
     lo, hi = np.zeros_like(o), np.full_like(o, 50.0) / np.maximum(o, 1e-9)
     for _ in range(60):  # the capped mean falls monotonically with the rate
         mid = 0.5 * (lo + hi)
-        mean = np.where(mid > 0, -np.expm1(-mid * m) / np.where(mid > 0, mid, 1.0), m)
-        lo, hi = np.where(mean > o, mid, lo), np.where(mean > o, hi, mid)
+        pos = mid > 0
+        mean = np.where(pos, -np.expm1(-mid * m) / np.where(pos, mid, 1.0), m)
+        above = mean > o
+        lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
     return np.where(m <= o, 0.0, 0.5 * (lo + hi))
 
 
+def job_stop_rate(output_tokens: np.ndarray, max_output_tokens: np.ndarray) -> np.ndarray:
+    """Each job's :func:`stop_rate`: 0 without a cap (NaN), else the capped mean's rate.
+
+    Args:
+        output_tokens: Mean output length ``O`` (tokens).
+        max_output_tokens: Generation cap ``M`` (tokens; NaN: every sequence generates ``O``).
+    """
+    o = np.asarray(output_tokens, float)
+    capped = ~np.isnan(max_output_tokens)
+    return np.where(capped, stop_rate(o, np.where(capped, max_output_tokens, o)), 0.0)
+
+
 def decode_segments(
-    output_tokens: np.ndarray, max_output_tokens: np.ndarray, k: int = SEGMENTS
+    output_tokens: np.ndarray,
+    max_output_tokens: np.ndarray,
+    k: int = SEGMENTS,
+    lam: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Alive fraction, steps and mid position of each decode segment (rows x ``k``).
 
@@ -78,6 +95,7 @@ def decode_segments(
         max_output_tokens: Generation cap per job (tokens; NaN: every sequence generates
             the mean).
         k: Segments per job.
+        lam: The jobs' :func:`job_stop_rate` when already known (default: computed).
 
     Returns:
         ``(alive, steps, position)``: mean share of the job's sequences decoding in the
@@ -87,7 +105,7 @@ def decode_segments(
     o = np.asarray(output_tokens, float)
     capped = ~np.isnan(max_output_tokens)
     horizon = np.where(capped, max_output_tokens, o)
-    lam = np.where(capped, stop_rate(o, np.where(capped, max_output_tokens, o)), 0.0)
+    lam = job_stop_rate(o, max_output_tokens) if lam is None else lam
     edges = horizon[:, None] * np.linspace(0.0, 1.0, k + 1)[None, :]
     a, b = edges[:, :-1], edges[:, 1:]
     steps = b - a
@@ -106,6 +124,7 @@ def predict_offline(
     requests: np.ndarray | None = None,
     budget: np.ndarray | None = None,
     chunked: np.ndarray | None = None,
+    serving: Prediction | None = None,
 ) -> Prediction:
     """:func:`~mlenergy.estimate.physics.predict` for offline jobs (see the module docstring).
 
@@ -121,6 +140,9 @@ def predict_offline(
             :data:`~mlenergy.estimate.physics.PREFILL_TOKEN_BUDGET`; see
             :mod:`~mlenergy.estimate.offline_scheduler`).
         chunked: Whether prompt chunks share steps with decoding sequences (default: yes).
+        serving: :func:`~mlenergy.estimate.physics.predict` of these rows when already made
+            (the steady-state serving that runs the queue of a job of more requests than
+            ``batch``; default: made here).
 
     Returns:
         The whole job: throughput and power are job means, ``step_s`` the mean decode step,
@@ -131,7 +153,9 @@ def predict_offline(
     n_rows = len(f)
     budget = np.full(n_rows, PREFILL_TOKEN_BUDGET) if budget is None else budget
     chunked = np.ones(n_rows, dtype=bool) if chunked is None else chunked
-    together = _drain(f, c, max_output_tokens, budget, chunked)
+    # Every phase of a job shares its output lengths, so their stopping rate is found once.
+    lam = job_stop_rate(f.output_tokens, max_output_tokens)
+    together = _drain(f, c, max_output_tokens, budget, chunked, lam)
     if requests is None:
         return together
     jobs, width, out_len = np.asarray(requests, float), f.batch, f.output_tokens
@@ -140,11 +164,11 @@ def predict_offline(
     waves = np.floor(jobs / width + 1e-9)
     rest = jobs - waves * width
     f_rest = f.replace(batch=np.maximum(rest, 1e-6))
-    last = _drain(f_rest, c, max_output_tokens, budget, chunked)
+    last = _drain(f_rest, c, max_output_tokens, budget, chunked, lam)
     in_waves = _combine(together, [_job(together, waves), _job(last, (rest > 1e-6) * 1.0)])
     # Varying lengths: a waiting request starts whenever a sequence ends.
     queued = np.maximum(jobs - width, 0.0) * out_len
-    serving = predict(f, c)
+    serving = predict(f, c) if serving is None else serving
     in_queue = _combine(together, [_served(serving, queued), _job(together, np.ones_like(jobs))])
     equal = np.isnan(max_output_tokens) | (max_output_tokens <= out_len)
     queue = in_queue.columns()
@@ -214,7 +238,10 @@ def _combine(base: Prediction, phases: list[Phase]) -> Prediction:
 
 
 def ride_tokens(
-    prefill_steps: np.ndarray, output_tokens: np.ndarray, max_output_tokens: np.ndarray
+    prefill_steps: np.ndarray,
+    output_tokens: np.ndarray,
+    max_output_tokens: np.ndarray,
+    lam: np.ndarray | None = None,
 ) -> np.ndarray:
     """Mean tokens a sequence decodes while the job's prompts are still being prefilled.
 
@@ -229,12 +256,13 @@ def ride_tokens(
         prefill_steps: Steps ``S`` of the prefill phase (>= 1).
         output_tokens: Mean output length ``O`` (tokens).
         max_output_tokens: Generation cap ``M`` (tokens; NaN: every sequence generates ``O``).
+        lam: The jobs' :func:`job_stop_rate` when already known (default: computed).
     """
     s = np.asarray(prefill_steps, float)
     o = np.asarray(output_tokens, float)
     capped = ~np.isnan(max_output_tokens)
     m = np.where(capped, max_output_tokens, o)
-    lam = np.where(capped, stop_rate(o, m), 0.0)
+    lam = job_stop_rate(o, max_output_tokens) if lam is None else lam
     length = np.where(capped, m, o)  # the length every sequence reaches when lam = 0
     equal = np.where(s <= length, 0.5 * s, length - length * length / (2.0 * s))
     safe = np.where(lam > 0, lam, 1.0)
@@ -250,6 +278,7 @@ def _prefill_phase(
     max_output_tokens: np.ndarray,
     budget: np.ndarray,
     chunked: np.ndarray,
+    lam: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, Prediction]:
     """The steps that prefill a job's prompts, all started together.
 
@@ -257,6 +286,7 @@ def _prefill_phase(
     (``max_num_batched_tokens``) until every prompt is in; with chunked prefill the
     sequences whose prompts are done decode in the same steps (:func:`ride_tokens`),
     without it they wait. Each step is a mixed step of the physical model at that chunk.
+    ``lam`` is the jobs' :func:`job_stop_rate`.
 
     Returns:
         ``(steps, ride, step)``: prefill steps per replica, the mean tokens each sequence
@@ -269,7 +299,7 @@ def _prefill_phase(
     for _ in range(2):  # the decoding sequences take one token each of the step's budget
         chunk = np.maximum(np.minimum(np.maximum(budget - rows, 0.5 * budget), per_replica), 1.0)
         steps = np.maximum(per_replica / chunk, 1.0)
-        ride = np.where(chunked, ride_tokens(steps, f.output_tokens, max_output_tokens), 0.0)
+        ride = np.where(chunked, ride_tokens(steps, f.output_tokens, max_output_tokens, lam), 0.0)
         rows = jobs / dp * ride / steps
     step_f = f.replace(batch=np.maximum(jobs * ride / steps, 1e-6))  # decoding beside the chunk
     return steps, ride, predict(step_f, c, JobStep(context=i + ride, prefill_chunk=chunk))
@@ -286,8 +316,12 @@ def _drain(
     max_output_tokens: np.ndarray,
     budget: np.ndarray,
     chunked: np.ndarray,
+    lam: np.ndarray,
 ) -> Prediction:
-    """The offline job of ``batch`` requests started together (the module docstring)."""
+    """The offline job of ``batch`` requests started together (the module docstring).
+
+    ``lam`` is the jobs' :func:`job_stop_rate`.
+    """
     n_rows = len(f)
     pp = f.pp
     jobs, out_len = f.batch, f.output_tokens
@@ -295,7 +329,7 @@ def _drain(
     # Prefill: chunks of the prompts, with the sequences already prefilled decoding beside
     # them; a pipeline without micro-batching runs one stage at a time, so a step takes pp
     # stages and each GPU idles the rest.
-    pf_steps, ride, pf = _prefill_phase(f, c, max_output_tokens, budget, chunked)
+    pf_steps, ride, pf = _prefill_phase(f, c, max_output_tokens, budget, chunked, lam)
     t_pf = pf_steps * pf.step_s * pp
     idle_pf = _watts(pf, "energy_static_j")
     e_pf = (pf.avg_power_w - idle_pf) * t_pf / pp + idle_pf * t_pf
@@ -303,7 +337,7 @@ def _drain(
     # Decode: each segment's steps at the sequences still alive, less the tokens they
     # decoded during the prefill (the same steps, fewer sequences in each).
     left = np.clip(1.0 - ride / np.maximum(out_len, 1e-9), 0.0, 1.0)
-    alive, steps, position = decode_segments(out_len, max_output_tokens)
+    alive, steps, position = decode_segments(out_len, max_output_tokens, lam=lam)
     alive = alive * left[:, None]
     k = alive.shape[1]
     seg = f.repeat(k).replace(
@@ -370,10 +404,13 @@ def predict_modes(
     idx = np.flatnonzero(offline)
     if not len(idx):
         return out
-    sub = predict_offline(
-        f.rows(idx), c, max_output_tokens[idx], requests[idx], budget[idx], chunked[idx]
-    )
     merged = {name: v.copy() for name, v in out.columns().items()}
+    # A row's serving prediction is its own (rows never mix): the queue of an offline job
+    # reuses it.
+    serving = Prediction(**{name: v[idx] for name, v in merged.items()})
+    sub = predict_offline(
+        f.rows(idx), c, max_output_tokens[idx], requests[idx], budget[idx], chunked[idx], serving
+    )
     for name, v in sub.columns().items():
         merged[name][idx] = v
     return Prediction(**merged)
