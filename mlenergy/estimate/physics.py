@@ -106,15 +106,20 @@ class JobStep:
             steady state's ``I + O/2``.
         prefill_chunk: Prompt tokens per replica that every step carries (the prefill
             steps), or ``None`` for decode-only steps.
+        prefilling: Which rows are such prefill steps (``None``: every row, when
+            ``prefill_chunk`` is given); the others take the steady state's prompt arrivals,
+            so steps of both kinds are evaluated together.
     """
 
     context: np.ndarray
     prefill_chunk: np.ndarray | None = None
+    prefilling: np.ndarray | None = None
 
     def rows(self, idx: np.ndarray) -> JobStep:
         """The same step for the rows ``idx``."""
         chunk = None if self.prefill_chunk is None else self.prefill_chunk[idx]
-        return JobStep(self.context[idx], chunk)
+        prefilling = None if self.prefilling is None else self.prefilling[idx]
+        return JobStep(self.context[idx], chunk, prefilling)
 
 
 class _AtClock(NamedTuple):
@@ -260,8 +265,8 @@ def _prompt_arrivals(
     In steady state ``B/dp / O`` prompts start per step and replica. With data-parallel
     attention plus expert parallelism the replicas run every MoE layer in lockstep (one
     all-to-all group), so a prompt on any replica stalls all of them: their prefills
-    serialise. An offline job's prefill step (``job.prefill_chunk``) carries a chunk of
-    prompt tokens per replica in every step.
+    serialise. An offline job's prefill step (``job.prefill_chunk``, on the rows
+    ``job.prefilling``) carries a chunk of prompt tokens per replica in every step.
     """
     i = f.input_tokens
     pf_seqs = np.where(lockstep, f.batch, br)
@@ -273,8 +278,11 @@ def _prompt_arrivals(
     if job is not None and job.prefill_chunk is not None:
         # The prefill steps of an offline job (offline.py): every step carries a chunk of
         # ``prefill_chunk`` prompt tokens per replica, whatever decodes beside it.
-        q = np.ones_like(br)
-        m = job.prefill_chunk / np.maximum(i, 1.0)
+        m_chunk = job.prefill_chunk / np.maximum(i, 1.0)
+        if job.prefilling is None:
+            q, m = np.ones_like(br), m_chunk
+        else:
+            q, m = np.where(job.prefilling, 1.0, q), np.where(job.prefilling, m_chunk, m)
     i_w = np.minimum(i, np.where(f.window > 0, f.window, i))
     pf_attn = 0.5 * i * (f.attn_full * i + f.attn_window * i_w)
     return q, m, pf_attn
