@@ -44,8 +44,14 @@ def job_stop_rate(output_tokens: np.ndarray, max_output_tokens: np.ndarray) -> n
         max_output_tokens: Generation cap ``M`` (tokens; NaN: every sequence generates ``O``).
     """
     o = np.asarray(output_tokens, float)
-    capped = ~np.isnan(max_output_tokens)
-    return np.where(capped, stop_rate(o, np.where(capped, max_output_tokens, o)), 0.0)
+    m = np.broadcast_to(np.asarray(max_output_tokens, float), o.shape)
+    lam = np.zeros_like(o)
+    # Without a cap, or with one at or below the mean, every sequence runs to its end: 0.
+    # The search runs on the other rows alone (each row's rate is its own).
+    idx = np.flatnonzero(~np.isnan(m) & ~(m <= o))
+    if len(idx):
+        lam[idx] = stop_rate(o[idx], m[idx])
+    return lam
 
 
 def decode_segments(
