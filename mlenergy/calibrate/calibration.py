@@ -266,7 +266,8 @@ def fit(
     from scipy.optimize import least_squares
 
     base = start or Coefficients()
-    names = [n for n in BOUNDS if n not in unidentified(feat, base)]
+    held = unidentified(feat, base)  # once: each look costs two predictions per coefficient
+    names = [n for n in BOUNDS if n not in held]
     lo = np.log([BOUNDS[n][0] for n in names])
     hi = np.log([BOUNDS[n][1] for n in names])
     x0 = np.clip(np.log([float(getattr(base, n)) for n in names]), lo + 1e-9, hi - 1e-9)

@@ -98,6 +98,11 @@ class Features:
         """The rows ``idx`` (an index array or a boolean mask)."""
         return Features(*(getattr(self, name)[idx] for name in FEATURES))
 
+    @classmethod
+    def concat(cls, parts: list[Features]) -> Features:
+        """The rows of ``parts``, one after the other."""
+        return cls(*(np.concatenate([getattr(p, name) for p in parts]) for name in FEATURES))
+
     def repeat(self, k: int) -> Features:
         """Each row ``k`` times in a row (row ``i`` becomes rows ``i k`` to ``i k + k - 1``)."""
         return Features(*(np.repeat(getattr(self, name), k) for name in FEATURES))

@@ -34,121 +34,35 @@ from __future__ import annotations
 
 import functools
 import operator
+from typing import NamedTuple
 
 import numpy as np
 
 from mlenergy.estimate.coefficients import Coefficients
 from mlenergy.estimate.features import Features
+from mlenergy.estimate.offline_lengths import (
+    SEGMENTS,
+    decode_segments,
+    job_stop_rate,
+    ride_tokens,
+    stop_rate,
+)
 from mlenergy.estimate.physics import PREFILL_TOKEN_BUDGET, JobStep, predict
 from mlenergy.estimate.prediction import Prediction
 
-SEGMENTS = 16
-"""Decode segments per job (each evaluated at its own batch and context)."""
+__all__ = [
+    "SEGMENTS",
+    "decode_segments",
+    "job_stop_rate",
+    "predict_modes",
+    "predict_offline",
+    "ride_tokens",
+    "stop_rate",
+]
+
 _NO_PROMPTS = 1e12
 """An output length so long that no prompt arrives during a decode segment."""
 BREAKDOWN = ("energy_compute_j", "energy_memory_j", "energy_static_j", "energy_overhead_j")
-
-
-def stop_rate(output_tokens: np.ndarray, max_output_tokens: np.ndarray) -> np.ndarray:
-    """Per-token stopping rate ``lam`` whose capped mean length is ``output_tokens``.
-
-    Lengths are exponential with rate ``lam`` cut at the cap ``M``:
-    ``mean = (1 - exp(-lam M)) / lam``. ``M = O`` gives 0 (every sequence runs to the cap).
-
-    Args:
-        output_tokens: Mean output length ``O`` (tokens).
-        max_output_tokens: Cap ``M`` >= ``O`` (tokens).
-    """
-    o, m = np.asarray(output_tokens, float), np.asarray(max_output_tokens, float)
-    lo, hi = np.zeros_like(o), np.full_like(o, 50.0) / np.maximum(o, 1e-9)
-    for _ in range(60):  # the capped mean falls monotonically with the rate
-        mid = 0.5 * (lo + hi)
-        mean = np.where(mid > 0, -np.expm1(-mid * m) / np.where(mid > 0, mid, 1.0), m)
-        lo, hi = np.where(mean > o, mid, lo), np.where(mean > o, hi, mid)
-    return np.where(m <= o, 0.0, 0.5 * (lo + hi))
-
-
-def decode_segments(
-    output_tokens: np.ndarray, max_output_tokens: np.ndarray, k: int = SEGMENTS
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Alive fraction, steps and mid position of each decode segment (rows x ``k``).
-
-    Args:
-        output_tokens: Mean output length per job (tokens).
-        max_output_tokens: Generation cap per job (tokens; NaN: every sequence generates
-            the mean).
-        k: Segments per job.
-
-    Returns:
-        ``(alive, steps, position)``: mean share of the job's sequences decoding in the
-        segment, its decode steps, and its mid position (tokens generated so far). Summed
-        over segments, ``alive * steps`` is the mean output length.
-    """
-    o = np.asarray(output_tokens, float)
-    capped = ~np.isnan(max_output_tokens)
-    horizon = np.where(capped, max_output_tokens, o)
-    lam = np.where(capped, stop_rate(o, np.where(capped, max_output_tokens, o)), 0.0)
-    edges = horizon[:, None] * np.linspace(0.0, 1.0, k + 1)[None, :]
-    a, b = edges[:, :-1], edges[:, 1:]
-    steps = b - a
-    lam_c = lam[:, None]
-    # Sequences alive at position t: exp(-lam t); its mean over [a, b).
-    safe = np.where(lam_c > 0, lam_c, 1.0)
-    mass = np.where(lam_c > 0, (np.exp(-lam_c * a) - np.exp(-lam_c * b)) / safe, steps)
-    alive = mass / np.where(steps > 0, steps, 1.0)
-    return alive, steps, 0.5 * (a + b)
-
-
-def predict_offline(
-    f: Features,
-    c: Coefficients,
-    max_output_tokens: np.ndarray,
-    requests: np.ndarray | None = None,
-    budget: np.ndarray | None = None,
-    chunked: np.ndarray | None = None,
-) -> Prediction:
-    """:func:`~mlenergy.estimate.physics.predict` for offline jobs (see the module docstring).
-
-    Args:
-        f: Feature arrays; ``batch`` is the number of requests decoding together (the job's
-            requests, or the engine's concurrency cap when the job has more), ``output_tokens``
-            their mean output length.
-        c: Coefficients.
-        max_output_tokens: Generation cap per row (tokens; NaN: none).
-        requests: Requests of the job per row (default: ``batch``). More requests than
-            ``batch`` run in phases (:func:`_combine`).
-        budget: Tokens one step of a replica may carry (``max_num_batched_tokens``; default
-            :data:`~mlenergy.estimate.physics.PREFILL_TOKEN_BUDGET`; see
-            :mod:`~mlenergy.estimate.offline_scheduler`).
-        chunked: Whether prompt chunks share steps with decoding sequences (default: yes).
-
-    Returns:
-        The whole job: throughput and power are job means, ``step_s`` the mean decode step,
-        ``t_prefill_s`` the prefill time spread per decode step (as in serving),
-        ``job_duration_s`` and ``prefill_duration_s`` the wall time of the job and of its
-        prefill (s); ``decode_step_s`` and ``median_step_s`` are NaN.
-    """
-    n_rows = len(f)
-    budget = np.full(n_rows, PREFILL_TOKEN_BUDGET) if budget is None else budget
-    chunked = np.ones(n_rows, dtype=bool) if chunked is None else chunked
-    together = _drain(f, c, max_output_tokens, budget, chunked)
-    if requests is None:
-        return together
-    jobs, width, out_len = np.asarray(requests, float), f.batch, f.output_tokens
-    # Equal lengths (no cap, or the cap is the mean): the batch runs in waves of ``width``
-    # requests started together, the last wave holding the rest.
-    waves = np.floor(jobs / width + 1e-9)
-    rest = jobs - waves * width
-    f_rest = f.replace(batch=np.maximum(rest, 1e-6))
-    last = _drain(f_rest, c, max_output_tokens, budget, chunked)
-    in_waves = _combine(together, [_job(together, waves), _job(last, (rest > 1e-6) * 1.0)])
-    # Varying lengths: a waiting request starts whenever a sequence ends.
-    queued = np.maximum(jobs - width, 0.0) * out_len
-    serving = predict(f, c)
-    in_queue = _combine(together, [_served(serving, queued), _job(together, np.ones_like(jobs))])
-    equal = np.isnan(max_output_tokens) | (max_output_tokens <= out_len)
-    queue = in_queue.columns()
-    return Prediction(**{k: np.where(equal, v, queue[k]) for k, v in in_waves.columns().items()})
 
 
 MIXED_KEYS = (
@@ -213,66 +127,199 @@ def _combine(base: Prediction, phases: list[Phase]) -> Prediction:
     )
 
 
-def ride_tokens(
-    prefill_steps: np.ndarray, output_tokens: np.ndarray, max_output_tokens: np.ndarray
-) -> np.ndarray:
-    """Mean tokens a sequence decodes while the job's prompts are still being prefilled.
+Part = tuple[Features, JobStep]
+"""Steps of the physical model to evaluate: their rows' features and the step they take."""
 
-    The prompts finish evenly over the ``S`` prefill steps, so a sequence's prompt finishes
-    ``u`` steps before the last one with ``u`` uniform on ``[0, S]``, and it decodes
-    ``min(u, L)`` tokens in them (``L``: its output length). Equal lengths ``L = O`` give
-    ``S / 2`` (``S <= O``) or ``O - O^2 / (2 S)``; lengths stopping at a constant rate
-    ``lam`` per token, capped at ``M`` (:func:`stop_rate`), the mean of
-    ``(1 - exp(-lam min(u, M))) / lam``.
 
-    Args:
-        prefill_steps: Steps ``S`` of the prefill phase (>= 1).
-        output_tokens: Mean output length ``O`` (tokens).
-        max_output_tokens: Generation cap ``M`` (tokens; NaN: every sequence generates ``O``).
+class _Drain(NamedTuple):
+    """The steps of an offline job of ``batch`` requests started together, to evaluate."""
+
+    f: Features
+    pf_steps: np.ndarray  # prefill steps per replica
+    ride: np.ndarray  # mean tokens a sequence decodes during them
+    prefill: Part  # one prefill step per row
+    segments: Part  # the decode segments (row i's are rows i k to i k + k - 1)
+    seg_steps: np.ndarray  # decode steps per segment (rows x SEGMENTS)
+
+
+class _Job(NamedTuple):
+    """The steps of the offline jobs of :func:`predict_offline`, and what their figures need."""
+
+    f: Features
+    max_output_tokens: np.ndarray
+    requests: np.ndarray | None
+    drains: tuple[_Drain, ...]  # the requests started together, then the last wave's
+
+    def parts(self) -> list[Part]:
+        """Every step to evaluate (:func:`_predict_parts`), prefills first."""
+        return [d.prefill for d in self.drains] + [d.segments for d in self.drains]
+
+
+def _plan(
+    f: Features,
+    max_output_tokens: np.ndarray,
+    requests: np.ndarray | None,
+    budget: np.ndarray | None,
+    chunked: np.ndarray | None,
+) -> _Job:
+    """The steps of the offline jobs of :func:`predict_offline` (same arguments)."""
+    n_rows = len(f)
+    budget = np.full(n_rows, PREFILL_TOKEN_BUDGET) if budget is None else budget
+    chunked = np.ones(n_rows, dtype=bool) if chunked is None else chunked
+    # Every phase of a job shares its output lengths, so their stopping rate is found once.
+    lam = job_stop_rate(f.output_tokens, max_output_tokens)
+    drains = (_plan_drain(f, max_output_tokens, budget, chunked, lam),)
+    if requests is not None:
+        # The last wave of a job run in waves holds the rest (see :func:`_figures`).
+        rest = _rest(np.asarray(requests, float), f.batch)[1]
+        f_rest = f.replace(batch=np.maximum(rest, 1e-6))
+        drains += (_plan_drain(f_rest, max_output_tokens, budget, chunked, lam),)
+    return _Job(f, max_output_tokens, requests, drains)
+
+
+def _rest(jobs: np.ndarray, width: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Full waves of ``width`` requests in a job of ``jobs``, and the requests left over."""
+    waves = np.floor(jobs / width + 1e-9)
+    return waves, jobs - waves * width
+
+
+def _predict_parts(c: Coefficients, parts: list[Part]) -> list[Prediction]:
+    """:func:`~mlenergy.estimate.physics.predict` of every part, as one table of their rows.
+
+    A row's prediction is its own (rows never mix), so the parts' steps are evaluated
+    together: the physics' fixed cost per call is paid once, not once per part.
     """
-    s = np.asarray(prefill_steps, float)
-    o = np.asarray(output_tokens, float)
-    capped = ~np.isnan(max_output_tokens)
-    m = np.where(capped, max_output_tokens, o)
-    lam = np.where(capped, stop_rate(o, m), 0.0)
-    length = np.where(capped, m, o)  # the length every sequence reaches when lam = 0
-    equal = np.where(s <= length, 0.5 * s, length - length * length / (2.0 * s))
-    safe = np.where(lam > 0, lam, 1.0)
-    a = np.minimum(s, m)
-    grow = a / safe + np.expm1(-safe * a) / (safe * safe)  # integral of G over [0, a]
-    flat = np.maximum(s - m, 0.0) * -np.expm1(-safe * m) / safe
-    return np.where(lam > 0, (grow + flat) / s, equal)
+    if len(parts) == 1:
+        return [predict(parts[0][0], c, parts[0][1])]
+    sizes = [len(f) for f, _ in parts]
+    chunk, prefilling = [], []
+    for n, (_, j) in zip(sizes, parts, strict=True):
+        chunk.append(np.ones(n) if j.prefill_chunk is None else j.prefill_chunk)
+        given = np.full(n, j.prefill_chunk is not None)
+        prefilling.append(given if j.prefilling is None else j.prefilling)
+    job = JobStep(
+        context=np.concatenate([j.context for _, j in parts]),
+        prefill_chunk=np.concatenate(chunk),
+        prefilling=np.concatenate(prefilling),
+    )
+    pred = predict(Features.concat([f for f, _ in parts]), c, job).columns()
+    ends = np.cumsum(sizes)
+    return [
+        Prediction(**{name: v[end - n : end] for name, v in pred.items()})
+        for n, end in zip(sizes, ends, strict=True)
+    ]
 
 
-def _prefill_phase(
+def predict_offline(
     f: Features,
     c: Coefficients,
     max_output_tokens: np.ndarray,
-    budget: np.ndarray,
-    chunked: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, Prediction]:
-    """The steps that prefill a job's prompts, all started together.
+    requests: np.ndarray | None = None,
+    budget: np.ndarray | None = None,
+    chunked: np.ndarray | None = None,
+) -> Prediction:
+    """:func:`~mlenergy.estimate.physics.predict` for offline jobs (see the module docstring).
 
-    Each replica's scheduler fills its steps with prompt chunks of up to ``budget`` tokens
-    (``max_num_batched_tokens``) until every prompt is in; with chunked prefill the
-    sequences whose prompts are done decode in the same steps (:func:`ride_tokens`),
-    without it they wait. Each step is a mixed step of the physical model at that chunk.
+    Args:
+        f: Feature arrays; ``batch`` is the number of requests decoding together (the job's
+            requests, or the engine's concurrency cap when the job has more), ``output_tokens``
+            their mean output length.
+        c: Coefficients.
+        max_output_tokens: Generation cap per row (tokens; NaN: none).
+        requests: Requests of the job per row (default: ``batch``). More requests than
+            ``batch`` run in phases (:func:`_combine`).
+        budget: Tokens one step of a replica may carry (``max_num_batched_tokens``; default
+            :data:`~mlenergy.estimate.physics.PREFILL_TOKEN_BUDGET`; see
+            :mod:`~mlenergy.estimate.offline_scheduler`).
+        chunked: Whether prompt chunks share steps with decoding sequences (default: yes).
 
     Returns:
-        ``(steps, ride, step)``: prefill steps per replica, the mean tokens each sequence
-        decodes during them, and :func:`~mlenergy.estimate.physics.predict` of one step.
+        The whole job: throughput and power are job means, ``step_s`` the mean decode step,
+        ``t_prefill_s`` the prefill time spread per decode step (as in serving),
+        ``job_duration_s`` and ``prefill_duration_s`` the wall time of the job and of its
+        prefill (s); ``decode_step_s`` and ``median_step_s`` are NaN.
     """
-    jobs, i, dp = f.batch, f.input_tokens, f.dp
+    job = _plan(f, max_output_tokens, requests, budget, chunked)
+    parts = job.parts()
+    if requests is not None:  # the queue of a job of more requests runs as serving
+        parts.append((f, _steady(f)))
+    preds = _predict_parts(c, parts)
+    return _figures(job, preds[: len(job.drains) * 2], preds[-1])
+
+
+def _steady(f: Features) -> JobStep:
+    """The steady state's serving step as a :class:`~mlenergy.estimate.physics.JobStep`."""
+    return JobStep(context=f.input_tokens + 0.5 * f.output_tokens)
+
+
+def _figures(job: _Job, steps: list[Prediction], serving: Prediction) -> Prediction:
+    """The offline jobs' figures from their steps' predictions (in :meth:`_Job.parts` order).
+
+    Args:
+        job: The jobs' steps (:func:`_plan`).
+        steps: The predictions of ``job.parts()``.
+        serving: Steady-state serving of the jobs' rows (runs the queue of a job of more
+            requests than ``batch``; unused without ``job.requests``).
+    """
+    n = len(job.drains)
+    drained = [_drain(d, steps[i], steps[n + i]) for i, d in enumerate(job.drains)]
+    together = drained[0]
+    if job.requests is None:
+        return together
+    f, max_output_tokens = job.f, job.max_output_tokens
+    jobs, width, out_len = np.asarray(job.requests, float), f.batch, f.output_tokens
+    # Equal lengths (no cap, or the cap is the mean): the batch runs in waves of ``width``
+    # requests started together, the last wave holding the rest.
+    waves, rest = _rest(jobs, width)
+    last = drained[1]
+    in_waves = _combine(together, [_job(together, waves), _job(last, (rest > 1e-6) * 1.0)])
+    # Varying lengths: a waiting request starts whenever a sequence ends.
+    queued = np.maximum(jobs - width, 0.0) * out_len
+    in_queue = _combine(together, [_served(serving, queued), _job(together, np.ones_like(jobs))])
+    equal = np.isnan(max_output_tokens) | (max_output_tokens <= out_len)
+    queue = in_queue.columns()
+    return Prediction(**{k: np.where(equal, v, queue[k]) for k, v in in_waves.columns().items()})
+
+
+def _plan_drain(
+    f: Features,
+    max_output_tokens: np.ndarray,
+    budget: np.ndarray,
+    chunked: np.ndarray,
+    lam: np.ndarray,
+) -> _Drain:
+    """The steps of the offline job of ``batch`` requests started together.
+
+    Prefill: each replica's scheduler fills its steps with prompt chunks of up to ``budget``
+    tokens (``max_num_batched_tokens``) until every prompt is in; with chunked prefill the
+    sequences whose prompts are done decode in the same steps (:func:`ride_tokens`),
+    without it they wait. Each step is a mixed step of the physical model at that chunk.
+    Decode: each segment's steps at the sequences still alive, less the tokens they decoded
+    during the prefill (the same steps, fewer sequences in each). ``lam`` is the jobs'
+    :func:`job_stop_rate`.
+    """
+    n_rows = len(f)
+    jobs, i, dp, out_len = f.batch, f.input_tokens, f.dp, f.output_tokens
     per_replica = jobs * i / dp
     budget = np.asarray(budget, float)
     rows = np.zeros_like(per_replica)
     for _ in range(2):  # the decoding sequences take one token each of the step's budget
         chunk = np.maximum(np.minimum(np.maximum(budget - rows, 0.5 * budget), per_replica), 1.0)
         steps = np.maximum(per_replica / chunk, 1.0)
-        ride = np.where(chunked, ride_tokens(steps, f.output_tokens, max_output_tokens), 0.0)
+        ride = np.where(chunked, ride_tokens(steps, f.output_tokens, max_output_tokens, lam), 0.0)
         rows = jobs / dp * ride / steps
     step_f = f.replace(batch=np.maximum(jobs * ride / steps, 1e-6))  # decoding beside the chunk
-    return steps, ride, predict(step_f, c, JobStep(context=i + ride, prefill_chunk=chunk))
+    prefill = (step_f, JobStep(context=i + ride, prefill_chunk=chunk))
+    left = np.clip(1.0 - ride / np.maximum(out_len, 1e-9), 0.0, 1.0)
+    alive, seg_steps, position = decode_segments(out_len, max_output_tokens, lam=lam)
+    alive = alive * left[:, None]
+    k = alive.shape[1]
+    seg = f.repeat(k).replace(
+        batch=np.maximum(np.repeat(jobs, k) * alive.ravel(), 1e-6),
+        output_tokens=np.full(n_rows * k, _NO_PROMPTS),
+    )
+    segments = (seg, JobStep(context=np.repeat(f.input_tokens, k) + position.ravel()))
+    return _Drain(f, steps, ride, prefill, segments, seg_steps)
 
 
 def _watts(pred: Prediction, name: str) -> np.ndarray:
@@ -280,38 +327,26 @@ def _watts(pred: Prediction, name: str) -> np.ndarray:
     return getattr(pred, name) * pred.throughput_tokens_per_s
 
 
-def _drain(
-    f: Features,
-    c: Coefficients,
-    max_output_tokens: np.ndarray,
-    budget: np.ndarray,
-    chunked: np.ndarray,
-) -> Prediction:
-    """The offline job of ``batch`` requests started together (the module docstring)."""
-    n_rows = len(f)
+def _drain(d: _Drain, pf: Prediction, flat: Prediction) -> Prediction:
+    """The offline job of ``batch`` requests started together (the module docstring).
+
+    Args:
+        d: Its steps (:func:`_plan_drain`).
+        pf: The prediction of its prefill step.
+        flat: The predictions of its decode segments.
+    """
+    f, steps = d.f, d.seg_steps
+    n_rows, k = steps.shape
     pp = f.pp
     jobs, out_len = f.batch, f.output_tokens
     tokens = jobs * out_len
     # Prefill: chunks of the prompts, with the sequences already prefilled decoding beside
     # them; a pipeline without micro-batching runs one stage at a time, so a step takes pp
     # stages and each GPU idles the rest.
-    pf_steps, ride, pf = _prefill_phase(f, c, max_output_tokens, budget, chunked)
-    t_pf = pf_steps * pf.step_s * pp
+    t_pf = d.pf_steps * pf.step_s * pp
     idle_pf = _watts(pf, "energy_static_j")
     e_pf = (pf.avg_power_w - idle_pf) * t_pf / pp + idle_pf * t_pf
     share_pf = np.clip(pf.energy_prefill_j / pf.energy_per_token_j, 0.0, 1.0)
-    # Decode: each segment's steps at the sequences still alive, less the tokens they
-    # decoded during the prefill (the same steps, fewer sequences in each).
-    left = np.clip(1.0 - ride / np.maximum(out_len, 1e-9), 0.0, 1.0)
-    alive, steps, position = decode_segments(out_len, max_output_tokens)
-    alive = alive * left[:, None]
-    k = alive.shape[1]
-    seg = f.repeat(k).replace(
-        batch=np.maximum(np.repeat(jobs, k) * alive.ravel(), 1e-6),
-        output_tokens=np.full(n_rows * k, _NO_PROMPTS),
-    )
-    job = JobStep(context=np.repeat(f.input_tokens, k) + position.ravel())
-    flat = predict(seg, c, job)
     dec = Prediction(**{name: v.reshape(n_rows, k) for name, v in flat.columns().items()})
     t_seg = steps * dec.step_s * pp[:, None]
     idle_seg = _watts(dec, "energy_static_j")
@@ -366,14 +401,17 @@ def predict_modes(
         budget: Tokens per step of each row's replicas (see :func:`predict_offline`).
         chunked: Whether each row's prompt chunks share steps with decoding.
     """
-    out = predict(f, c)
     idx = np.flatnonzero(offline)
     if not len(idx):
-        return out
-    sub = predict_offline(
-        f.rows(idx), c, max_output_tokens[idx], requests[idx], budget[idx], chunked[idx]
-    )
+        return predict(f, c)
+    # Every row's serving step and the offline jobs' steps are evaluated as one table; a
+    # row's serving prediction is its own (rows never mix), so an offline job's queue
+    # reuses it.
+    job = _plan(f.rows(idx), max_output_tokens[idx], requests[idx], budget[idx], chunked[idx])
+    out, *steps = _predict_parts(c, [(f, _steady(f)), *job.parts()])
     merged = {name: v.copy() for name, v in out.columns().items()}
+    serving = Prediction(**{name: v[idx] for name, v in merged.items()})
+    sub = _figures(job, steps, serving)
     for name, v in sub.columns().items():
         merged[name][idx] = v
     return Prediction(**merged)

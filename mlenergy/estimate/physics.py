@@ -70,7 +70,14 @@ from mlenergy.estimate.power_model import (
     throttled_clock,
 )
 from mlenergy.estimate.prediction import Prediction, median_step
-from mlenergy.estimate.step_roofline import step_roofline, step_shape
+from mlenergy.estimate.step_roofline import (
+    StepShape,
+    StepWork,
+    step_rates,
+    step_roofline,
+    step_shape,
+    step_work,
+)
 
 PREFILL_TOKEN_BUDGET = 8192.0
 """Prompt tokens one step may carry (vLLM's ``max_num_batched_tokens`` server default with
@@ -99,15 +106,20 @@ class JobStep:
             steady state's ``I + O/2``.
         prefill_chunk: Prompt tokens per replica that every step carries (the prefill
             steps), or ``None`` for decode-only steps.
+        prefilling: Which rows are such prefill steps (``None``: every row, when
+            ``prefill_chunk`` is given); the others take the steady state's prompt arrivals,
+            so steps of both kinds are evaluated together.
     """
 
     context: np.ndarray
     prefill_chunk: np.ndarray | None = None
+    prefilling: np.ndarray | None = None
 
     def rows(self, idx: np.ndarray) -> JobStep:
         """The same step for the rows ``idx``."""
         chunk = None if self.prefill_chunk is None else self.prefill_chunk[idx]
-        return JobStep(self.context[idx], chunk)
+        prefilling = None if self.prefilling is None else self.prefilling[idx]
+        return JobStep(self.context[idx], chunk, prefilling)
 
 
 class _AtClock(NamedTuple):
@@ -126,10 +138,36 @@ class _AtClock(NamedTuple):
     dyn_seq: np.ndarray
 
 
-def _at_clock(
-    f: Features, c: Coefficients, clock: np.ndarray, job: JobStep | None = None
-) -> _AtClock:
-    """Evaluate time and power at an SM clock (MHz) for every row.
+class _PowerTerms(NamedTuple):
+    """Per-row terms of a step's power that the SM clock leaves alone (W, s, share)."""
+
+    idle: np.ndarray  # idle power per GPU
+    busy: np.ndarray  # busy time not bound by tensor cores per step
+    seq_share: np.ndarray  # the per-sequence work's share of it
+
+
+class _Steps(NamedTuple):
+    """Per-row terms of a row's decode-only and mixed steps that the SM clock leaves alone.
+
+    Everything of :func:`_at_clock` but the compute times and the power: the search for the
+    clock under a power cap evaluates only those at each clock it tries.
+    """
+
+    s: StepShape
+    work0: StepWork  # a decode-only step
+    work1: StepWork  # a step carrying prompt tokens
+    q: np.ndarray  # fraction of steps carrying prompt tokens
+    host_dec: np.ndarray  # host time of a decode-only step (s)
+    host_mix: np.ndarray  # host time of a step carrying prompts (s)
+    mamba: np.ndarray  # a hybrid's chunked-scan prefill time at the datasheet clock (s)
+    t_mem: np.ndarray  # mean step's memory-busy time (s)
+    t_comm: np.ndarray  # mean step's collectives (s)
+    t_quant: np.ndarray  # mean step's time streaming scaled low-precision weights (s)
+    power: _PowerTerms
+
+
+def _steps(f: Features, c: Coefficients, job: JobStep | None = None) -> _Steps:
+    """The terms of every row's steps that do not depend on the SM clock (see :func:`_at_clock`).
 
     The mean step mixes decode-only steps (the median inter-token latency) and steps that
     also carry a chunk of new prompts (chunked prefill: the prompt tokens share the step's
@@ -143,7 +181,7 @@ def _at_clock(
     ctx = f.input_tokens + 0.5 * f.output_tokens if job is None else job.context
     eng = row_overheads(f.engine, c)  # the row's engine profile's own overhead terms
     lockstep = lockstep_replicas(f.ep, dp)
-    s = step_shape(f, c, clock, ctx, lockstep, eng["untuned_moe_tiles"])
+    s = step_shape(f, c, ctx, lockstep, eng["untuned_moe_tiles"])
     a, br = s.a, s.br
     slow = eng["host_slowdown"]
     moe_s = c.moe_layer_s + eng["moe_layer_s"]
@@ -153,49 +191,66 @@ def _at_clock(
     pf_tok = m * f.input_tokens  # prompt tokens of a step that carries prompts
 
     zero = np.zeros_like(br)
-    g0, comm0, mem0, comp0, _, tq0 = step_roofline(f, c, s, zero, zero, zero, s.rate)
+    w0 = step_work(f, c, s, zero, zero, zero)
     # An engine whose driver process hands every step's inputs to each other worker of the
     # replica before the GPUs start (the 2024 one) waits per extra GPU (host time).
     t_workers = eng["worker_s"] * (a - 1.0)
     host_dec = (fixed + c.seq_s * br) * slow + t_workers
-    t_dec = host_dec + g0 + comm0
     # Replicas in lockstep pad their step to the busiest one's tokens (vLLM's data-parallel
     # padding), and the MoE layers take the padded steps of all ``dp`` replicas: a prompt's
     # tokens pass through the experts once per replica.
     pf_exp = np.where(lockstep, dp * pf_tok, pf_tok)
-    g1, comm1, mem1, comp1, pfc1, tq1 = step_roofline(
-        f, c, s, pf_tok, m * pf_attn, pf_exp, s.rate_pf
-    )
-    # Mamba hybrids: the prompt's chunked-scan prefill path (conv1d, chunk cumsum, chunk
-    # state, state passing, chunk scan) costs GPU time per Mamba layer far beyond its FLOPs;
-    # it keeps the SMs busy (compute power) and slows with the SM clock.
-    t_mamba = c.mamba_prefill_s * f.n_mamba_layers / pp / s.speed
+    w1 = step_work(f, c, s, pf_tok, m * pf_attn, pf_exp)
     # A step that carries prompt tokens runs a mixed batch beyond the captured CUDA-graph
     # sizes (kernels launched one by one): a fixed host cost per layer.
     host_mix = host_dec + c.prefill_layer_s * layers_per_stage * slow
     # Multimodal prompts: the engine takes in each prompt's pixel tensors before the step
     # that prefills it (host time per visual token, with the GPUs waiting).
     host_mix = host_mix + c.visual_token_s * m * f.visual_tokens
-    t_mix = host_mix + g1 + comm1 + t_mamba
+
+    def avg(x0: np.ndarray, x1: np.ndarray) -> np.ndarray:
+        return (1.0 - q) * x0 + q * x1
+
+    t_mem = avg(w0.t_mem, w1.t_mem)
+    t_comm = avg(w0.t_comm, w1.t_comm)
+    return _Steps(
+        s=s,
+        work0=w0,
+        work1=w1,
+        q=q,
+        host_dec=host_dec,
+        host_mix=host_mix,
+        mamba=c.mamba_prefill_s * f.n_mamba_layers / pp,
+        t_mem=t_mem,
+        t_comm=t_comm,
+        t_quant=avg(w0.t_quant, w1.t_quant),
+        power=_power_terms(f, c, br, t_mem + t_comm),
+    )
+
+
+def _at_clock(f: Features, c: Coefficients, st: _Steps, clock: np.ndarray) -> _AtClock:
+    """Evaluate time and power at an SM clock (MHz) for every row (``st``: :func:`_steps`)."""
+    s, w0, w1, q = st.s, st.work0, st.work1, st.q
+    r = step_rates(f, c, s, clock)
+    g0, comp0, _ = step_roofline(f, c, s, w0, r, r.rate)
+    t_dec = st.host_dec + g0 + w0.t_comm
+    g1, comp1, pfc1 = step_roofline(f, c, s, w1, r, r.rate_pf)
+    # Mamba hybrids: the prompt's chunked-scan prefill path (conv1d, chunk cumsum, chunk
+    # state, state passing, chunk scan) costs GPU time per Mamba layer far beyond its FLOPs;
+    # it keeps the SMs busy (compute power) and slows with the SM clock.
+    t_mamba = st.mamba / r.speed
+    t_mix = st.host_mix + g1 + w1.t_comm + t_mamba
     t_step = (1.0 - q) * t_dec + q * t_mix
     # Prefill time: what the steps carrying prompts take beyond decode-only steps. At large
     # batches a mixed step can be the shorter (its decode rows share the taller GEMM): then
     # the prompts cost no time of their own, never a negative one.
     t_pf = np.maximum(t_step - t_dec, 0.0)
-
-    def avg(x0: np.ndarray, x1: np.ndarray) -> np.ndarray:
-        return (1.0 - q) * x0 + q * x1
-
-    t_mem = avg(mem0, mem1)
-    t_comp = avg(comp0, comp1)
-    t_comm = avg(comm0, comm1)
-    t_quant = avg(tq0, tq1)
-
+    t_comp = (1.0 - q) * comp0 + q * comp1
     # Busy time bound by tensor cores: the matmuls and attention, the prompts' share of the
     # mixed steps and a hybrid's chunked-scan prefill.
     comp_busy = t_comp + q * (pfc1 + t_mamba)
     power_gpu, idle, dyn_base, dyn_comp, dyn_mem, dyn_seq = _step_power(
-        f, c, clock, br, t_step, comp_busy, t_mem + t_comm, t_quant
+        f, c, st.power, clock, t_step, comp_busy, st.t_quant
     )
     return _AtClock(
         t_step, t_dec, t_mix, q, t_pf, power_gpu, idle, dyn_base, dyn_comp, dyn_mem, dyn_seq
@@ -210,8 +265,8 @@ def _prompt_arrivals(
     In steady state ``B/dp / O`` prompts start per step and replica. With data-parallel
     attention plus expert parallelism the replicas run every MoE layer in lockstep (one
     all-to-all group), so a prompt on any replica stalls all of them: their prefills
-    serialise. An offline job's prefill step (``job.prefill_chunk``) carries a chunk of
-    prompt tokens per replica in every step.
+    serialise. An offline job's prefill step (``job.prefill_chunk``, on the rows
+    ``job.prefilling``) carries a chunk of prompt tokens per replica in every step.
     """
     i = f.input_tokens
     pf_seqs = np.where(lockstep, f.batch, br)
@@ -223,21 +278,43 @@ def _prompt_arrivals(
     if job is not None and job.prefill_chunk is not None:
         # The prefill steps of an offline job (offline.py): every step carries a chunk of
         # ``prefill_chunk`` prompt tokens per replica, whatever decodes beside it.
-        q = np.ones_like(br)
-        m = job.prefill_chunk / np.maximum(i, 1.0)
+        m_chunk = job.prefill_chunk / np.maximum(i, 1.0)
+        if job.prefilling is None:
+            q, m = np.ones_like(br), m_chunk
+        else:
+            q, m = np.where(job.prefilling, 1.0, q), np.where(job.prefilling, m_chunk, m)
     i_w = np.minimum(i, np.where(f.window > 0, f.window, i))
     pf_attn = 0.5 * i * (f.attn_full * i + f.attn_window * i_w)
     return q, m, pf_attn
 
 
+def _power_terms(
+    f: Features, c: Coefficients, br: np.ndarray, mem_comm_busy: np.ndarray
+) -> _PowerTerms:
+    """The clock-free terms of :func:`_step_power`.
+
+    Args:
+        f: The rows' features.
+        c: Coefficients.
+        br: Sequences per replica.
+        mem_comm_busy: Memory traffic and collectives per step (s).
+    """
+    # Busy time not bound by tensor cores: weight/KV traffic, the fp8 expert path,
+    # collectives (NCCL kernels keep SMs and links busy) and the GPU share of the
+    # per-sequence work (sampling, logits, attention metadata: not slowed by the old
+    # engine's host overhead).
+    seq_gpu = c.seq_busy * c.seq_s * br
+    busy = mem_comm_busy + seq_gpu
+    return _PowerTerms(idle_power_w(f.idle, f.tdp, c), busy, seq_gpu / busy)
+
+
 def _step_power(
     f: Features,
     c: Coefficients,
+    terms: _PowerTerms,
     clock: np.ndarray,
-    br: np.ndarray,
     t_step: np.ndarray,
     comp_busy: np.ndarray,
-    mem_comm_busy: np.ndarray,
     t_quant: np.ndarray,
 ) -> tuple[np.ndarray, ...]:
     """Power per GPU (W) of a mean step and its parts: total, idle, base, compute, memory, seq.
@@ -245,24 +322,17 @@ def _step_power(
     Args:
         f: The rows' features.
         c: Coefficients.
+        terms: The clock-free terms (:func:`_power_terms`).
         clock: SM clock (MHz).
-        br: Sequences per replica.
         t_step: Mean step (s).
         comp_busy: Tensor-core busy time per step (s).
-        mem_comm_busy: Memory traffic and collectives per step (s).
         t_quant: Time streaming scaled low-precision weights per step (s).
     """
-    idle = idle_power_w(f.idle, f.tdp, c)
+    idle = terms.idle
     r = clock / f.max_clock
     u_comp = np.clip(comp_busy / t_step, 0.0, 1.0)
-    # Busy time not bound by tensor cores: weight/KV traffic, the fp8 expert path,
-    # collectives (NCCL kernels keep SMs and links busy) and the GPU share of the
-    # per-sequence work (sampling, logits, attention metadata: not slowed by the old
-    # engine's host overhead).
-    seq_gpu = c.seq_busy * c.seq_s * br
-    busy = mem_comm_busy + seq_gpu
-    u_busy = np.clip(busy / t_step, 0.0, 1.0)
-    seq_share = seq_gpu / busy
+    u_busy = np.clip(terms.busy / t_step, 0.0, 1.0)
+    seq_share = terms.seq_share
     # Dequantising scaled low-precision weights keeps the SM ALUs busy while they stream.
     # (per byte streamed: the dequantising kernels work through the stored bytes, so an
     # MXFP4 weight, half the bytes of an fp8 one, keeps them busy half as long).
@@ -287,16 +357,18 @@ def predict(f: Features, c: Coefficients, job: JobStep | None = None) -> Predict
     cap = np.where(np.isnan(f.power_limit), f.tdp, np.minimum(f.power_limit, f.tdp))
     clock = np.where(np.isnan(f.clock), f.max_clock, f.clock)
     clock = np.clip(clock, f.min_clock, f.max_clock)
-    res = _at_clock(f, c, clock, job)
+    steps = _steps(f, c, job)
+    res = _at_clock(f, c, steps, clock)
     if (res.power_gpu > cap * POWER_CAP_TOLERANCE).any():
         # The driver lowers the clock of the rows over the cap (the others keep theirs).
         def rows(idx: np.ndarray):
-            sub, sub_job = f.rows(idx), None if job is None else job.rows(idx)
-            return lambda clk: _at_clock(sub, c, clk, sub_job).power_gpu
+            sub = f.rows(idx)
+            sub_steps = _steps(sub, c, None if job is None else job.rows(idx))
+            return lambda clk: _at_clock(sub, c, sub_steps, clk).power_gpu
 
         first = res.power_gpu
         clock = throttled_clock(lambda _: first, clock, f.min_clock, cap, rows)
-        res = _at_clock(f, c, clock, job)
+        res = _at_clock(f, c, steps, clock)
     # A user's limit below the draw at the lowest clock cannot be met (the driver cannot lower
     # the clock further): flag the row and keep its uncapped lowest-clock power, never a power
     # cut below what the workload draws at that throughput. Without a user limit (cap = TDP)

@@ -193,9 +193,19 @@ def throttled_clock(
 def settled_clock(
     power_at: Callable[[float], float], clock: float, min_clock: float, cap_w: float
 ) -> float:
-    """:func:`throttled_clock` of one configuration (scalars; MHz and W)."""
+    """:func:`throttled_clock` of one configuration (scalars; MHz and W).
 
-    def vector(clk: np.ndarray) -> np.ndarray:
-        return np.array([power_at(float(x)) for x in clk])
-
-    return float(throttled_clock(vector, np.array([clock]), min_clock, cap_w)[0])
+    The same bisection in Python floats (the same operations, so the same clock to the bit):
+    one configuration pays no array overhead per step.
+    """
+    clock, cap = float(clock), float(cap_w)
+    if not power_at(clock) > cap * POWER_CAP_TOLERANCE:
+        return clock
+    lo, hi = float(min_clock), clock
+    for _ in range(THROTTLE_BISECTIONS):
+        mid = 0.5 * (lo + hi)
+        if power_at(mid) <= cap:
+            lo = mid
+        else:
+            hi = mid
+    return lo

@@ -49,6 +49,7 @@ from mlenergy.estimate.memory import (
 )
 from mlenergy.estimate.offline import predict_modes
 from mlenergy.estimate.offline_scheduler import default_cap_note, row_schedulers
+from mlenergy.estimate.prediction import PREDICTIONS, Prediction
 from mlenergy.estimate.requests import EstimateRequests
 from mlenergy.estimate.table_keys import (
     ModelOnGpu,
@@ -307,14 +308,7 @@ def estimate_table(
     gpu_names, ngpu, offline = p.gpu_names, p.num_gpus, p.offline
     n = len(req)
     good = errors.ok()
-    pred = predict_modes(
-        p.features,
-        coef,
-        offline & good,
-        p.max_output_tokens,
-        np.where(good, jobs, 1.0),
-        *p.schedule,
-    )
+    pred = _predict_good(p, coef, good, jobs)
 
     def infeasible(i: int) -> str:
         return (
@@ -360,6 +354,35 @@ def estimate_table(
         interval=(lo, hi),
         memory_gb=p.memory_gb,
     )
+
+
+def _predict_good(
+    p: PreparedTable, coef: Coefficients, good: np.ndarray, jobs: np.ndarray
+) -> Prediction:
+    """The physics' prediction of the rows without error (NaN, and feasible, on the others).
+
+    A row's prediction is its own (rows never mix), so the rows with an error are left out
+    of the physics rather than evaluated on placeholders.
+    """
+    idx = np.flatnonzero(good)
+    if len(idx) == len(good):
+        return predict_modes(p.features, coef, p.offline, p.max_output_tokens, jobs, *p.schedule)
+    out = {name: np.full(len(good), np.nan) for name in PREDICTIONS}
+    out["power_limit_infeasible"] = np.zeros(len(good), dtype=bool)
+    if len(idx):
+        budget, chunked = p.schedule
+        sub = predict_modes(
+            p.features.rows(idx),
+            coef,
+            p.offline[idx],
+            p.max_output_tokens[idx],
+            jobs[idx],
+            budget[idx],
+            chunked[idx],
+        )
+        for name, v in sub.columns().items():
+            out[name][idx] = v
+    return Prediction(**out)
 
 
 def _memory_fit(

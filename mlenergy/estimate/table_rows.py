@@ -119,7 +119,8 @@ class EstimateTable:
         num_gpus: Each row's GPU count (derived where none was given).
         prediction: The physical model's outputs per row (serving rows from
             :func:`~mlenergy.estimate.physics.predict`, offline jobs from
-            :func:`~mlenergy.estimate.offline.predict_offline`).
+            :func:`~mlenergy.estimate.offline.predict_offline`; NaN on rows whose input was
+            refused before the physics).
         interval: Multiplicative (low, high) factors of the 90% interval per row.
         memory_gb: Per-GPU memory in GB per row (``weights``, ``workspace``, ``kv_cache``,
             ``total``, ``usable``).
