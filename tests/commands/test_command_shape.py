@@ -107,12 +107,49 @@ def test_imports_inside_command_functions_load_heavy_stacks_only():
     assert stale == [], f"no light import inside {stale} any more: drop them from INNER_IMPORTS"
 
 
+_ASKS_FOR = """
+import importlib, sys
+
+
+class Stop(ImportError):
+    pass
+
+
+class Block:
+    asked = False
+
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == {stack!r}:
+            Block.asked = True
+            raise Stop(name)
+        return None
+
+
+sys.meta_path.insert(0, Block())
+try:
+    importlib.import_module({module!r})
+except Stop:
+    pass
+print(Block.asked)
+"""
+"""Whether importing ``module`` asks for ``stack``: the import is stopped there, not paid for."""
+
+
 @pytest.mark.parametrize("module", sorted(HEAVY_OWN))
 def test_heavy_own_modules_load_their_stack(module):
     stack = HEAVY_OWN[module]
-    code = f"import sys, {module}; print({stack!r} in sys.modules)"
+    code = _ASKS_FOR.format(module=module, stack=stack)
     proc = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "True", f"{module} no longer loads {stack}: import it at the top"
+
+
+def test_the_stack_rule_sees_a_module_that_does_not_load_it():
+    code = _ASKS_FOR.format(module="mlenergy.errors", stack="matplotlib")
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "False"

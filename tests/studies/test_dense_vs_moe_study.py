@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from mlenergy.cli import main
+from mlenergy.measure.meter import EnergyMeter
 from mlenergy.studies import dense_vs_moe
 from mlenergy.studies.families import SIZES
 
@@ -13,13 +14,33 @@ torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="module")
-def study(tmp_path_factory):
+def built(tmp_path_factory):
+    """The study at the minimal size, once, and the meter windows it opened and closed."""
     root = tmp_path_factory.mktemp("study")
+    events = []
+    begin, end = EnergyMeter.begin, EnergyMeter.end
+
+    def logged_begin(self, name, *args, **kwargs):
+        events.append(("begin", name))
+        return begin(self, name, *args, **kwargs)
+
+    def logged_end(self, name, *args, **kwargs):
+        events.append(("end", name))
+        return end(self, name, *args, **kwargs)
+
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("MLENERGY_CACHE_DIR", str(root / "cache"))
-        return dense_vs_moe.run_study(
+        mp.setattr(EnergyMeter, "begin", logged_begin)
+        mp.setattr(EnergyMeter, "end", logged_end)
+        result = dense_vs_moe.run_study(
             size="test", data_dir=root / "data", report_dir=root / "report", progress=False
         )
+    return result, events
+
+
+@pytest.fixture(scope="module")
+def study(built):
+    return built[0]
 
 
 def test_report_has_one_row_per_model_with_energy_quality_and_energy_per_quality(study):
@@ -175,24 +196,8 @@ def test_ctrl_c_keeps_completed_models(tmp_path, monkeypatch):
     assert not (tmp_path / "r" / "index.html").exists()
 
 
-def test_models_train_in_turns_one_window_at_a_time(tmp_path, monkeypatch):
-    from mlenergy.measure.meter import EnergyMeter
-
-    events = []
-    begin, end = EnergyMeter.begin, EnergyMeter.end
-
-    def logged_begin(self, name, *args, **kwargs):
-        events.append(("begin", name))
-        return begin(self, name, *args, **kwargs)
-
-    def logged_end(self, name, *args, **kwargs):
-        events.append(("end", name))
-        return end(self, name, *args, **kwargs)
-
-    monkeypatch.setattr(EnergyMeter, "begin", logged_begin)
-    monkeypatch.setattr(EnergyMeter, "end", logged_end)
-    dense_vs_moe.run_study(size="test", data_dir=tmp_path / "d", report_dir=tmp_path / "r",
-                           progress=False)  # fmt: skip
+def test_models_train_in_turns_one_window_at_a_time(built):
+    _, events = built
     train = [(kind, name) for kind, name in events if name.startswith("train-")]
     # No window opens while another is open: each model's window holds only its own work.
     for (k1, n1), (k2, n2) in zip(train[::2], train[1::2], strict=True):

@@ -8,7 +8,7 @@ import re
 
 import pandas as pd
 import pytest
-from measured_fixture import QUALITY_ROWS, model, stored_quality, write_quality
+from measured_fixture import QUALITY_ROWS, fixture_runs, model, stored_quality, write_quality
 
 from mlenergy.cli import main
 from mlenergy.errors import UserError
@@ -19,12 +19,15 @@ from mlenergy.studies.measured import SUMMARY_COLUMNS, energy_per_correct
 from mlenergy.studies.measured_study import run_measured_study
 
 
-@pytest.fixture
-def study(measured_store, quality_file, tmp_path):
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    """The study of the fixture store, built once: the tests that take it only read it."""
+    tmp = tmp_path_factory.mktemp("study")
+    RunStore(tmp / "data").append(fixture_runs())
     return run_measured_study(
-        measured_store,
-        quality_file=quality_file,
-        report_dir=tmp_path / "report",
+        tmp / "data",
+        quality_file=write_quality(tmp / "quality.csv"),
+        report_dir=tmp / "report",
         progress=False,
         include_reference=False,
     )
@@ -77,14 +80,14 @@ def test_lowest_energy_within_the_deadline(study):
     assert a["energy_per_response_j"] == pytest.approx(0.30 * 6000)
 
 
-def test_thinking_and_non_thinking_matched_from_output_length(study, quality_file):
+def test_thinking_and_non_thinking_matched_from_output_length(study):
     a = _row(study, "org/dense-a", "gpqa")
     assert a["quality_score"] == 70.0  # 6,000 tokens: a thinking run gets the thinking score
     assert a["run_mode"] == "thinking"
     assert "thinking" in a["quality_how"] and "6,000" in a["quality_how"]
     assert a["quality_source"] == "published:GPQA-Diamond"
     # The same model measured with short outputs gets its non-thinking score.
-    scores = read_published_quality(quality_file)
+    scores = read_published_quality(study.quality_path)
     short = match_score(scores, "org/dense-a", "GPQA-Diamond", mean_output_tokens=600)
     assert short.score.score == 50.0
     assert short.run_mode == "non-thinking"
@@ -265,10 +268,15 @@ def test_a_store_seeded_with_the_reference_counts_each_run_once(tmp_path, refere
     from mlenergy.reference.runs import read_reference
 
     data = tmp_path / "data"
-    RunStore(data).append(read_reference()[:50])
-    result = run_measured_study(data, report_dir=tmp_path / "rep", progress=False)
+    b200 = [r for r in read_reference() if r.hardware.accelerator_model.startswith("B200")]
+    assert len(b200) > 50
+    RunStore(data).append(b200[:50])
+    # One GPU's study (half the fits and figures): the copies are dropped before any filter.
+    result = run_measured_study(data, report_dir=tmp_path / "rep", progress=False, gpu="B200")
     assert result.configs["run_id"].is_unique
-    assert len(result.configs) == len(reference_study.configs)  # the reference alone
+    alone = reference_study.configs[reference_study.configs["gpu"] == "B200"]
+    assert len(alone) > 50
+    assert len(result.configs) == len(alone)  # the reference alone
 
 
 def test_study_with_a_reference_variable_naming_no_folder(tmp_path, monkeypatch, measured_store):
@@ -335,8 +343,6 @@ def test_options_of_the_other_study_are_refused(tmp_path, capsys, args, needle):
 
 def test_too_few_models_for_any_fit_still_reports(tmp_path, quality_file):
     """Two models per task and GPU: too few for a fit; the conclusion and report are written."""
-    from measured_fixture import fixture_runs
-
     data = tmp_path / "small"
     RunStore(data).append([r for r in fixture_runs() if r.model.model_id != "org/dense-c"][3:])
     result = run_measured_study(
