@@ -53,7 +53,7 @@ PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q -n $(TEST_WO
 test: $(VENV)/.installed-dev
 	$(PYTEST) --durations=25
 
-# The inner loop: everything but the tests marked slow (> ~20 s) and the browser tests.
+# The inner loop: everything but the tests marked slow (> ~1 s each) and the browser tests.
 test-fast: $(VENV)/.installed-dev
 	$(PYTEST) --durations=10 -m "not slow and not browser"
 

@@ -57,6 +57,7 @@ def filled_store(tmp_path_factory):
     return data, out.getvalue(), err.getvalue()
 
 
+@pytest.mark.slow
 def test_bench_json_prints_records_and_fills_store(filled_store):
     data, stdout, stderr = filled_store
     lines = [line for line in stdout.splitlines() if line.strip()]
@@ -80,6 +81,7 @@ def test_bench_json_prints_records_and_fills_store(filled_store):
     assert set(frame["model_id"]) == {"preset:tiny-dense", "preset:tiny-moe"}
 
 
+@pytest.mark.slow
 def test_bench_table_and_env_data_dir(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("MLENERGY_DATA_DIR", str(tmp_path / "envdata"))
     rc = main(["bench", "--model", "preset:tiny-moe-deepseek", "--batch-sizes", "2", *FAST])

@@ -95,6 +95,7 @@ def loaded(store, tmp_path_factory) -> list[tuple[int, list[str]]]:
     return _loaded_after_each(argvs, tmp_path_factory.mktemp("light-run"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("index", range(len(ARGVS)), ids=[_id(a) for a in ARGVS])
 def test_light_command_imports_no_heavy_stack(index, loaded):
     command = f"mlenergy {' '.join(ARGVS[index])}"

@@ -157,6 +157,7 @@ def _tour(prefix: str) -> str:
     return command
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [c for c in TOUR if _kind(c) == "run"])
 def test_tour_command_runs_as_written(command, tour_run):
     done = tour_run(command)

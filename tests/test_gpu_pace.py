@@ -86,6 +86,7 @@ def test_without_a_gpu_it_refuses_in_one_line(capsys):
     assert len(err) == 1 and err[0].startswith("error: --pace needs an NVIDIA GPU (or --dry-run)")
 
 
+@pytest.mark.slow
 def test_a_dry_run_process_benches_every_arm():
     """What one fresh process does (run in this one: no subprocess start-up), dry run."""
     dense = pace.dense_config(dry_run=True)

@@ -6,6 +6,8 @@ import ast
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 TESTS = Path(__file__).resolve().parent
 
 
@@ -39,6 +41,7 @@ def _files_using(fixture: str) -> set[str]:
     return found
 
 
+@pytest.mark.slow
 def test_every_file_that_uses_a_shared_session_fixture_is_listed():
     shared = _shared_session_fixtures()
     assert shared

@@ -135,6 +135,7 @@ print(Block.asked)
 """Whether importing ``module`` asks for ``stack``: the import is stopped there, not paid for."""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", sorted(HEAVY_OWN))
 def test_heavy_own_modules_load_their_stack(module):
     stack = HEAVY_OWN[module]

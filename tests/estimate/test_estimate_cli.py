@@ -128,6 +128,7 @@ def test_bad_input_one_line_exit_2(capsys, configs_dir, override, needle):
     assert err.startswith("error:") and needle in err and "\n" not in err
 
 
+@pytest.mark.slow
 def test_calibrate_to_user_path(tmp_path, capsys, configs_dir):
     out = tmp_path / "coef.json"
     assert main(["estimate", "calibrate", "--out", str(out), "--folds", "0", "--no-v2"]) == 0
@@ -191,6 +192,7 @@ def test_engine_option(capsys, configs_dir):
     assert "unknown engine 'tgi'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_calibrate_with_store_without_measurements(tmp_path, configs_dir):
     pytest.importorskip("mlenergy.store")
     data = tmp_path / "data"

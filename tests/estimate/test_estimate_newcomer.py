@@ -61,6 +61,7 @@ def test_calibrate_needs_out_and_leaves_the_package_file_alone(capsys):
     assert hashlib.sha256(PACKAGE_COEFFICIENTS.read_bytes()).hexdigest() == before
 
 
+@pytest.mark.slow
 def test_calibrated_coefficients_load_only_when_named(tmp_path, capsys, configs_dir):
     out = tmp_path / "mine.json"
     assert main(["estimate", "calibrate", "--out", str(out), "--folds", "0", "--no-v2"]) == 0
@@ -76,6 +77,7 @@ def test_calibrated_coefficients_load_only_when_named(tmp_path, capsys, configs_
     assert capsys.readouterr().out != shipped  # the named file was used, the default was not
 
 
+@pytest.mark.slow
 def test_validate_shows_progress_on_stderr(capsys, small_reference, configs_dir):
     assert main(["estimate", "validate", "--folds", "2", "--no-v2"]) == 0
     captured = capsys.readouterr()
@@ -84,6 +86,7 @@ def test_validate_shows_progress_on_stderr(capsys, small_reference, configs_dir)
     assert "cross-validating" not in captured.out
 
 
+@pytest.mark.slow
 def test_validate_markdown_names_its_command(capsys, small_reference, configs_dir):
     argv = ["estimate", "validate", "--folds", "2", "--no-v2", "--hold-out", "gpu"]
     assert main([*argv, "--markdown"]) == 0

@@ -48,6 +48,7 @@ def test_shipped_coefficients_fit_the_reference():
     assert set(default_coefficients().calibrated_gpus) == {"B200", "H100-SXM5-80GB"}
 
 
+@pytest.mark.slow
 def test_grouped_cv_keeps_architectures_apart():
     df = load_reference()
     cv = cross_validate(df, folds=5)
@@ -72,6 +73,7 @@ def test_grouped_cv_keeps_architectures_apart():
     assert (rows["host_bound"] == expected).all()
 
 
+@pytest.mark.slow
 def test_store_measurements_join_the_fit(measured_run):
     import pandas as pd
 

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # each test needs over ~1 s, or a fixture that does
+
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "03_estimator.ipynb"
 
 

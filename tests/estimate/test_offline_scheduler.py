@@ -54,6 +54,7 @@ def _ride_numeric(steps: float, out: float, cap: float) -> float:
     return float(np.minimum(u[:, None], lengths[None, :]).mean())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("steps", "out", "cap"),
     [(8, 256, np.nan), (50, 20, np.nan), (60, 100, 100), (30, 100, 1000), (400, 100, 1000)],

@@ -47,6 +47,7 @@ def _check_agreement(df: pd.DataFrame) -> tuple[int, int]:
     return int(good.sum()), int((~good).sum())
 
 
+@pytest.mark.slow
 def test_single_and_batch_agree_to_the_bit():
     estimated, refused = _check_agreement(random_requests(300, seed=3))
     assert estimated > 100 and refused > 30  # both kinds of rows are exercised

@@ -5,6 +5,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.slow  # each test needs over ~1 s, or a fixture that does
+
 
 def test_zeus_and_ray_import_together():
     pytest.importorskip("ray", reason="the `ray` extra is not installed")

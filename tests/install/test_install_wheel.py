@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # each test needs over ~1 s, or a fixture that does
+
 ROOT = Path(__file__).resolve().parents[2]
 # Files read next to the modules, by Path(__file__).parent: missing from a wheel, the
 # leaderboard loses its style sheet and the estimator its coefficients and catalogs.

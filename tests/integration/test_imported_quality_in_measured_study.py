@@ -30,6 +30,8 @@ from mlenergy.cli import main
 from mlenergy.store import RunStore
 from mlenergy.studies.measured import SUMMARY_COLUMNS
 
+pytestmark = pytest.mark.slow  # each test needs over ~1 s, or a fixture that does
+
 
 @pytest.fixture
 def store_with_imported_energy(tmp_path: Path) -> Path:

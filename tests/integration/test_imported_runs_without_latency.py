@@ -17,6 +17,8 @@ from measured_fixture import fixture_runs, write_quality
 from mlenergy.cli import main
 from mlenergy.store import RunStore
 
+pytestmark = pytest.mark.slow  # each test needs over ~1 s, or a fixture that does
+
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 
 

@@ -26,6 +26,7 @@ def test_app_does_no_io_at_import(monkeypatch):
     assert callable(module.build_app)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seeded", [False, True])
 def test_build_app(tmp_path, seeded):
     if seeded:  # emulated runs: stored, counted, but not in the default view

@@ -49,6 +49,7 @@ def test_integral_of_samples_clips_to_the_window():
     assert integrate_power([], 0.0, 1.0) is None
 
 
+@pytest.mark.slow
 def test_counter_window_agrees_with_sampled_power_on_an_emulated_gpu():
     t0 = time.time()
     profile = PowerProfile.piecewise([(0.0, 150.0), (0.4, 450.0), (0.8, 250.0)], t0=t0)
@@ -72,6 +73,7 @@ def test_disagreement_beyond_five_percent_is_reported():
     assert agreement("w", 0.0, 1.0, 104.0, samples).agrees
 
 
+@pytest.mark.slow
 def test_gpu_check_without_a_gpu_exits_2_with_one_line():
     proc = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "gpu_check.py")],

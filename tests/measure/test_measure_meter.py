@@ -96,6 +96,7 @@ def test_provenance_cpu_only(no_devices):
     assert sw.git_commit is None or len(sw.git_commit) == 40
 
 
+@pytest.mark.slow
 def test_measure_does_not_import_transformers_or_torch():
     code = (
         "import sys, time\n"

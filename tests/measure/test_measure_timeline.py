@@ -30,6 +30,7 @@ def test_to_power_timeline_offsets_and_filters():
     assert to_power_timeline([], "emulated:test") is None
 
 
+@pytest.mark.slow
 def test_meter_timeline_emulated_piecewise():
     # The switch at 1.5 s leaves room for a slow meter start on a busy machine.
     profile = PowerProfile.piecewise([(0.0, 100.0), (1.5, 400.0)])

@@ -5,7 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import nbformat
+import pytest
 from nbclient import NotebookClient
+
+pytestmark = pytest.mark.slow  # each test needs over ~1 s, or a fixture that does
 
 STUDIES = Path(__file__).resolve().parent.parent / "studies"
 

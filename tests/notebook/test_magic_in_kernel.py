@@ -11,6 +11,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+pytestmark = pytest.mark.slow  # each test needs over ~1 s, or a fixture that does
+
 CELLS: dict[str, list[str]] = {}
 """Test name -> the sources of its cells."""
 

@@ -8,6 +8,8 @@ from nbclient import NotebookClient
 
 from mlenergy.testing.notebooks import assert_plots_render
 
+pytestmark = pytest.mark.slow  # each test needs over ~1 s, or a fixture that does
+
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 

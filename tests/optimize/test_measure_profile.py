@@ -12,6 +12,7 @@ from mlenergy.optimize.profile import read_profile_csv, write_profile_csv
 MODEL = DvfsModel(max_clock_mhz=1800, min_clock_mhz=900, clock_step_mhz=300)
 
 
+@pytest.mark.slow
 def test_profile_follows_the_clock_and_matches_the_emulated_truth(tmp_path):
     with install_clock_responsive_gpus(count=2, model=MODEL) as gpus:
         parts = []

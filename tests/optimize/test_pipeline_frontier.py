@@ -15,6 +15,7 @@ P_BLOCK = 60.0
 SIZES = [(2, 2, 3), (3, 2, 3), (2, 3, 3), (3, 3, 2), (1, 3, 3)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("solver", ["lowtime", "fast"])
 @pytest.mark.parametrize("stages,microbatches,clocks", SIZES)
 @pytest.mark.parametrize("seed", range(4))

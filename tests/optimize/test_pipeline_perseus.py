@@ -46,6 +46,7 @@ def published() -> tuple[np.ndarray, np.ndarray]:
     return data[:, 0], data[:, 1]
 
 
+@pytest.mark.slow
 def test_perseus_accounting_reproduces_the_published_frontier(perseus_result):
     times, energies = published()
     f = perseus_result.frontier
@@ -81,6 +82,7 @@ def test_perseus_times_are_the_models_not_the_profiles(perseus_result):
     )
 
 
+@pytest.mark.slow
 def test_no_perseus_plan_beats_the_real_frontier_on_the_profile(perseus_result, real_result):
     pdag = real_result.trace.pdag
     f = real_result.frontier

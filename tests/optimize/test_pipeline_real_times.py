@@ -56,6 +56,7 @@ def real_exhaustive(profile: PipelineProfile, microbatches: int):
     return np.max(list(finish.values()), axis=0), cost
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stages,microbatches,clocks", [(2, 2, 3), (3, 2, 3), (2, 3, 2)])
 @pytest.mark.parametrize("seed", range(4))
 def test_each_frontier_point_is_its_plan_on_the_profile(stages, microbatches, clocks, seed):

@@ -145,6 +145,7 @@ def _runs(states: list[str]) -> list[tuple[str, int]]:
     return out
 
 
+@pytest.mark.slow
 def test_real_trainer_run_profiles_limits_and_records_the_choice(exit_hooks, tmp_path):
     import transformers
 

@@ -5,6 +5,7 @@ import pytest
 from mlenergy.cli import main
 
 
+@pytest.mark.slow
 def test_quality_perplexity_of_a_preset_is_stored(tmp_path, capsys, monkeypatch):
     from mlenergy.measure import EnergyMeter
     from mlenergy.store import RunStore

@@ -31,6 +31,7 @@ def _tiny_model(seed=0):
         return Qwen2ForCausalLM(cfg)
 
 
+@pytest.mark.slow
 def test_memorised_text_has_far_lower_perplexity_than_random_text():
     from mlenergy.measure import EnergyMeter
     from mlenergy.workloads.training import TrainingSpec, train_model

@@ -5,6 +5,8 @@ from __future__ import annotations
 import multiprocessing as mp
 import time
 
+import pytest
+
 from mlenergy.records import RunRecord
 from mlenergy.store import RunStore
 
@@ -30,6 +32,7 @@ def _append_worker(
     return added, dups
 
 
+@pytest.mark.slow
 def test_two_processes_append_200_each(data_dir, factory):
     base = [factory.make_run(seed=i) for i in range(8)]
     # 200 distinct records per process, plus 20 both processes try to write (overlap).

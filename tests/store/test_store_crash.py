@@ -32,6 +32,7 @@ while True:
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGINT], ids=["kill", "ctrl-c"])
 def test_killed_writer_leaves_only_whole_appends(data_dir, factory, tmp_path, signum):
     payload = tmp_path / "run.jsonl"

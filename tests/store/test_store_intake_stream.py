@@ -51,6 +51,7 @@ def test_the_rest_of_json_lines_is_counted_exactly():
     assert stop + len(checked) == 1_000
 
 
+@pytest.mark.slow
 def test_a_record_with_a_million_objects_is_refused_before_it_is_built():
     inner = b"{}," * 1_000_000 + b"{}"
     data = b'{"submitter": "Lab", "runs": [{"phases": [' + inner + b"]}]}"

@@ -109,6 +109,7 @@ def _bad_bundles(factory, stored_run) -> dict[str, tuple[bytes, str | None, str]
     }
 
 
+@pytest.mark.slow
 def test_each_bad_bundle_is_rejected_with_its_reason_and_nothing_changes(
     queue, data_dir, factory, tmp_path
 ):
@@ -281,6 +282,7 @@ def test_task_must_be_known_or_declared_new(queue, factory):
         queue.submit(as_bundle([dump(factory.make_run(seed=67))]), new_tasks=["Bad Task!"])
 
 
+@pytest.mark.slow
 def test_same_measurement_under_other_model_ids_is_a_duplicate(queue, factory):
     """1,000 copies of one measurement under invented ids: rejected, nothing queued."""
     base = dump(factory.make_run(seed=70))

@@ -10,6 +10,8 @@ from mlenergy.measure.meter import EnergyMeter
 from mlenergy.studies import dense_vs_moe
 from mlenergy.studies.families import SIZES
 
+pytestmark = pytest.mark.slow  # each test needs over ~1 s, or a fixture that does
+
 torch.set_num_threads(1)
 
 

@@ -101,6 +101,7 @@ def _png_size(path) -> tuple[int, int]:
     return struct.unpack(">II", head[16:24])
 
 
+@pytest.mark.slow
 def test_saved_figures_fit_a_report_page_with_readable_text(tmp_path, monkeypatch):
     """Four task x GPU panels: a 2 x 2 grid about 1,100 px wide, no text under 9 pt."""
     import matplotlib

@@ -14,6 +14,8 @@ from mlenergy.studies.measured import measured_frame
 from mlenergy.studies.measured_analysis import adjusted_r2, parameter_fits
 from mlenergy.studies.measured_headline import terminal_lines
 
+pytestmark = pytest.mark.slow  # each test needs over ~1 s, or a fixture that does
+
 
 def test_host_bound_runs_are_marked_and_named(reference_study):
     r = reference_study

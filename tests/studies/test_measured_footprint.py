@@ -12,6 +12,8 @@ from mlenergy.footprint import Footprint
 from mlenergy.studies.measured import SUMMARY_COLUMNS
 from mlenergy.studies.measured_study import run_measured_study
 
+pytestmark = pytest.mark.slow  # each test needs over ~1 s, or a fixture that does
+
 
 def _cli(store, quality, report, *extra: str) -> list[str]:
     return [

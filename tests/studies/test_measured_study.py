@@ -18,6 +18,8 @@ from mlenergy.store import RunStore
 from mlenergy.studies.measured import SUMMARY_COLUMNS, energy_per_correct
 from mlenergy.studies.measured_study import run_measured_study
 
+pytestmark = pytest.mark.slow  # each test needs over ~1 s, or a fixture that does
+
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):

@@ -12,6 +12,8 @@ from mlenergy.errors import UserError
 from mlenergy.store import RunStore
 from mlenergy.sweep import KEY_TAG, LocalExecutor, check_plan, parse_plan, run_sweep
 
+pytestmark = pytest.mark.slow  # each test needs over ~1 s, or a fixture that does
+
 
 def _keys(store: RunStore) -> list[str]:
     return [r.tags[KEY_TAG] for r in store.runs()]

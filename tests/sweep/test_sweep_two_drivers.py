@@ -10,10 +10,13 @@ import threading
 from collections import Counter
 from pathlib import Path
 
+import pytest
 import yaml
 
 from mlenergy.store import RunStore
 from mlenergy.sweep import KEY_TAG, LocalExecutor, check_plan, parse_plan, run_sweep
+
+pytestmark = pytest.mark.slow  # each test needs over ~1 s, or a fixture that does
 
 PLAN = {
     "name": "est12",

@@ -30,6 +30,7 @@ def _interrupt_after(monkeypatch, points: int) -> None:
     monkeypatch.setattr(inference, "run_point", run_point)
 
 
+@pytest.mark.slow
 def test_ctrl_c_in_bench_says_what_was_stored(tmp_path, monkeypatch, capsys):
     _interrupt_after(monkeypatch, 2)
     data = tmp_path / "data"

@@ -93,6 +93,7 @@ def test_a_bad_policy_fails_the_spec():
         InferenceSpec(experts_backend="fastest").validate()
 
 
+@pytest.mark.slow
 def test_eager_records_say_so_with_versions_and_warmup(dense, moe, meter):
     spec = InferenceSpec(batch_sizes=(2,), **SMALL)
     (d,) = run_inference_sweep(dense, spec, meter, progress=False)

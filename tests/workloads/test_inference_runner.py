@@ -14,6 +14,8 @@ from mlenergy.workloads import InferenceSpec, parse_batch_sizes, run_inference_s
 from mlenergy.workloads import inference as inference_mod
 from mlenergy.workloads.generation import generate
 
+pytestmark = pytest.mark.slow  # each test needs over ~1 s, or a fixture that does
+
 torch.set_num_threads(1)
 
 SMALL = {"input_tokens": 8, "output_tokens": 6, "repeats": 2, "warmup": 1, "idle_s": 0.05}

@@ -92,6 +92,7 @@ def _group_alive(pgid: int) -> list[psutil.Process]:
     return out
 
 
+@pytest.mark.slow
 def test_launched_group_is_stopped_whole_on_exit_and_on_error(tmp_path):
     with launched_server(FAKE, "m", 2, tmp_path / "a.log", startup_timeout_s=60) as server:
         pid = server.pid
@@ -107,6 +108,7 @@ def test_launched_group_is_stopped_whole_on_exit_and_on_error(tmp_path):
     assert _group_alive(pid) == []
 
 
+@pytest.mark.slow
 def test_a_server_that_exits_or_never_answers_is_one_user_error(tmp_path):
     with (
         pytest.raises(UserError, match=r"exited with status 3.*no such model"),

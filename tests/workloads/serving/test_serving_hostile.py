@@ -79,6 +79,7 @@ REFUSED = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", sorted(REFUSED))
 def test_a_lying_stream_is_one_error_line_and_nothing_is_stored(hostile, mode, tmp_path, capsys):
     rc = _bench(hostile, mode, tmp_path)
@@ -243,6 +244,7 @@ def _load(base, mode, level, n, procs, tokens=16):
     return result, tracker
 
 
+@pytest.mark.slow
 def test_worker_processes_stream_the_same_requests(hostile):
     result, tracker = _load(hostile, "ok", 4, 12, procs=2)
     assert result.client_procs == 2
@@ -253,6 +255,7 @@ def test_worker_processes_stream_the_same_requests(hostile):
         _load(hostile, "shape-list", 2, 4, procs=2)
 
 
+@pytest.mark.slow
 def test_auto_hands_requests_to_a_worker_when_the_client_is_busy(hostile, monkeypatch):
     monkeypatch.setattr(loadgen, "AUTO_BUSY", -1.0)  # always "busy": hand on at the first look
     monkeypatch.setattr(loadgen, "MONITOR_S", 0.05)

@@ -55,6 +55,7 @@ def mixed(request):
     return sc, simulate(sc)
 
 
+@pytest.mark.slow
 def test_identical_requests_behind_a_queue_each_land_within_5_percent(hard):
     sc, run = hard
     end = max(r.end_s for r in run.timings) - min(r.sent_s for r in run.timings)
