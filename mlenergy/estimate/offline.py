@@ -168,7 +168,7 @@ def _plan(
     chunked = np.ones(n_rows, dtype=bool) if chunked is None else chunked
     # Every phase of a job shares its output lengths, so their stopping rate is found once.
     lam = job_stop_rate(f.output_tokens, max_output_tokens)
-    drains = (_plan_drain(f, max_output_tokens, budget, chunked, lam),)
+    drains: tuple[_Drain, ...] = (_plan_drain(f, max_output_tokens, budget, chunked, lam),)
     if requests is not None:
         # The last wave of a job run in waves holds the rest (see :func:`_figures`).
         rest = _rest(np.asarray(requests, float), f.batch)[1]

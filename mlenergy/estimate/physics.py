@@ -141,7 +141,7 @@ class _AtClock(NamedTuple):
 class _PowerTerms(NamedTuple):
     """Per-row terms of a step's power that the SM clock leaves alone (W, s, share)."""
 
-    idle: np.ndarray  # idle power per GPU
+    idle: np.ndarray | float  # idle power per GPU
     busy: np.ndarray  # busy time not bound by tensor cores per step
     seq_share: np.ndarray  # the per-sequence work's share of it
 
