@@ -1,8 +1,9 @@
-"""Checks of executed notebooks shared by the notebook tests: every plot renders as an image."""
+"""Shared by the notebook tests: cells run in a real kernel, every plot renders as an image."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 PLOTTING = re.compile(
     r"(\bplot\w*\(|\bplt\.|\.plot\(|\bImage\(|\bdisplay\(fig|^fig\s*$)", re.MULTILINE
@@ -32,3 +33,33 @@ def assert_plots_render(nb, name: str) -> int:
             images = [o for o in outputs if "image/png" in o.get("data", {})]
             assert images, f"{name} cell {i} plots but shows no image:\n{cell.source[:200]}"
     return plotting
+
+
+def execute_cells(sources: list[str], cwd: str | Path, timeout_s: int = 180) -> list:
+    """Run ``sources`` as the code cells of one notebook in a fresh ``python3`` kernel.
+
+    Errors do not stop the run: each cell keeps its outputs (an ``error`` output where it
+    raised), for the caller to read.
+
+    Args:
+        sources: The cells' code, in order.
+        cwd: The kernel's working folder.
+        timeout_s: Longest a cell may run (s).
+
+    Returns:
+        The executed cells.
+    """
+    # lazy: nbformat and nbclient come with the dev and notebook extras only
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(s) for s in sources]
+    NotebookClient(
+        nb,
+        timeout=timeout_s,
+        kernel_name="python3",
+        allow_errors=True,
+        resources={"metadata": {"path": str(cwd)}},
+    ).execute()
+    return nb.cells

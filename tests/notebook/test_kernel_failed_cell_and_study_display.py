@@ -4,26 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
+
+from mlenergy.testing.notebooks import execute_cells
 
 pytestmark = pytest.mark.slow  # each test needs over ~1 s, or a fixture that does
 
 STUDIES = Path(__file__).resolve().parent.parent / "studies"
-
-
-def _execute(sources: list[str], cwd: Path) -> list:
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(s) for s in sources]
-    NotebookClient(
-        nb,
-        timeout=180,
-        kernel_name="python3",
-        allow_errors=True,
-        resources={"metadata": {"path": str(cwd)}},
-    ).execute()
-    return nb.cells
 
 
 def _text(cell) -> str:
@@ -37,7 +24,7 @@ def _text(cell) -> str:
 
 def test_failed_cell_replaces_the_result_and_study_shows_a_summary(tmp_path, monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    cells = _execute(
+    cells = execute_cells(
         [
             "%load_ext mlenergy.notebook",
             "%%energy --quiet\nx = sum(range(100000))",

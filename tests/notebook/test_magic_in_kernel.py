@@ -7,9 +7,9 @@ reads the outputs of its own cells, and any error in them fails it.
 
 from __future__ import annotations
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
+
+from mlenergy.testing.notebooks import execute_cells
 
 pytestmark = pytest.mark.slow  # each test needs over ~1 s, or a fixture that does
 
@@ -34,24 +34,17 @@ def _text(cell) -> str:
 def executed(tmp_path_factory) -> dict[str, list]:
     """Test name -> its cells, executed in the module's kernel."""
     root = tmp_path_factory.mktemp("kernel")
-    nb = nbformat.v4.new_notebook()
+    sources: list[str] = []
     spans = {}
-    for test, sources in CELLS.items():
+    for test, cells in CELLS.items():
         (root / test).mkdir()
-        chdir = nbformat.v4.new_code_cell(f"import os\nos.chdir({str(root / test)!r})")
-        start = len(nb.cells) + 1
-        nb.cells += [chdir, *(nbformat.v4.new_code_cell(s) for s in sources)]
-        spans[test] = (start, len(nb.cells))
+        sources.append(f"import os\nos.chdir({str(root / test)!r})")
+        spans[test] = (len(sources), len(sources) + len(cells))
+        sources += cells
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("OMP_NUM_THREADS", "1")  # the kernel inherits the environment
-        NotebookClient(
-            nb,
-            timeout=180,
-            kernel_name="python3",
-            allow_errors=True,
-            resources={"metadata": {"path": str(root)}},
-        ).execute()
-    return {test: nb.cells[a:b] for test, (a, b) in spans.items()}
+        executed = execute_cells(sources, root)
+    return {test: executed[a:b] for test, (a, b) in spans.items()}
 
 
 def _run(executed: dict[str, list], test: str) -> list:
