@@ -10,9 +10,11 @@ serving model (:mod:`~mlenergy.estimate.physics`) is evaluated on the phases of 
   :mod:`~mlenergy.estimate.offline_scheduler`), until every prompt is in. Each such step is
   a mixed step of the physical model carrying one chunk, so the prefill is bound by the
   prompts' FLOPs at the prefill rate. With chunked prefill the sequences whose prompts are
-  done decode in the same steps (:func:`ride_tokens`); the 2024 engine's sequences wait;
-* **decode**: the job's decode steps are cut into :data:`SEGMENTS` segments of equal length;
-  each is a decode-only step (no prompts arriving) at the number of sequences still alive
+  done decode in the same steps (:func:`~mlenergy.estimate.offline_lengths.ride_tokens`);
+  the 2024 engine's sequences wait;
+* **decode**: the job's decode steps are cut into
+  :data:`~mlenergy.estimate.offline_lengths.SEGMENTS` segments of equal length; each is a
+  decode-only step (no prompts arriving) at the number of sequences still alive
   and their mean context (prompt plus tokens generated so far), less the tokens decoded
   during the prefill (the same steps, each with fewer sequences: the last prompts in still
   need all their steps).
@@ -40,25 +42,9 @@ import numpy as np
 
 from mlenergy.estimate.coefficients import Coefficients
 from mlenergy.estimate.features import Features
-from mlenergy.estimate.offline_lengths import (
-    SEGMENTS,
-    decode_segments,
-    job_stop_rate,
-    ride_tokens,
-    stop_rate,
-)
+from mlenergy.estimate.offline_lengths import decode_segments, job_stop_rate, ride_tokens
 from mlenergy.estimate.physics import PREFILL_TOKEN_BUDGET, JobStep, predict
 from mlenergy.estimate.prediction import Prediction
-
-__all__ = [
-    "SEGMENTS",
-    "decode_segments",
-    "job_stop_rate",
-    "predict_modes",
-    "predict_offline",
-    "ride_tokens",
-    "stop_rate",
-]
 
 _NO_PROMPTS = 1e12
 """An output length so long that no prompt arrives during a decode segment."""
@@ -292,8 +278,9 @@ def _plan_drain(
 
     Prefill: each replica's scheduler fills its steps with prompt chunks of up to ``budget``
     tokens (``max_num_batched_tokens``) until every prompt is in; with chunked prefill the
-    sequences whose prompts are done decode in the same steps (:func:`ride_tokens`),
-    without it they wait. Each step is a mixed step of the physical model at that chunk.
+    sequences whose prompts are done decode in the same steps
+    (:func:`~mlenergy.estimate.offline_lengths.ride_tokens`), without it they wait. Each step
+    is a mixed step of the physical model at that chunk.
     Decode: each segment's steps at the sequences still alive, less the tokens they decoded
     during the prefill (the same steps, fewer sequences in each). ``lam`` is the jobs'
     :func:`job_stop_rate`.

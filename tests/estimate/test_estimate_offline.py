@@ -12,7 +12,7 @@ from mlenergy.estimate import estimate
 from mlenergy.estimate.batch import estimate_frame
 from mlenergy.estimate.coefficients import default_coefficients
 from mlenergy.estimate.features import stack
-from mlenergy.estimate.offline import decode_segments, stop_rate
+from mlenergy.estimate.offline_lengths import decode_segments, stop_rate
 from mlenergy.estimate.physics import JobStep, predict
 from mlenergy.estimate.serving import ServingSetup
 from mlenergy.testing.estimate_features import prepare

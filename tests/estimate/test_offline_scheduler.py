@@ -11,7 +11,8 @@ from mlenergy.estimate import estimate
 from mlenergy.estimate.batch import estimate_frame
 from mlenergy.estimate.coefficients import default_coefficients
 from mlenergy.estimate.features import stack
-from mlenergy.estimate.offline import predict_offline, ride_tokens, stop_rate
+from mlenergy.estimate.offline import predict_offline
+from mlenergy.estimate.offline_lengths import ride_tokens, stop_rate
 from mlenergy.estimate.offline_scheduler import offline_scheduler
 from mlenergy.estimate.serving import ServingSetup
 from mlenergy.reference.gpus import resolve_gpu
