@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from mlenergy.errors import UserError
+from mlenergy.measure.zeus_import import zeus_monitor
 from mlenergy.optimize.profile import ClockOption, PipelineProfile
 
 
@@ -52,7 +53,6 @@ def measure_stage_profile(
             that read no energy.
     """
     from zeus.device import get_gpus
-    from zeus.monitor import ZeusMonitor
 
     if repeats < 1 or warmup < 0:
         raise UserError(f"repeats {repeats} / warmup {warmup} out of range", "Use repeats >= 1")
@@ -64,7 +64,7 @@ def measure_stage_profile(
     bad = [c for c in clocks if c not in supported]
     if bad:
         raise UserError(f"clock(s) {bad} MHz not supported by GPU {gpu_index}", "Use its clocks")
-    monitor = ZeusMonitor(gpu_indices=[gpu_index], cpu_indices=[])
+    monitor = zeus_monitor().ZeusMonitor(gpu_indices=[gpu_index], cpu_indices=[])
     out: dict[tuple[int, str], list[ClockOption]] = {
         (stage, "forward"): [],
         (stage, "backward"): [],
