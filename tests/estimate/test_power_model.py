@@ -15,6 +15,7 @@ from mlenergy.estimate.power_model import (
     idle_power_w,
     lowest_clock_mhz,
     relative_voltage,
+    settled_clock,
     throttled_clock,
 )
 from mlenergy.estimate.training import estimate_pipeline_stages, estimate_training
@@ -66,6 +67,15 @@ def test_throttled_clock_keeps_rows_that_fit_and_lowers_the_others():
     assert clock[0] == 1000.0
     assert clock[1] == pytest.approx(1200.0, abs=0.2)
     assert clock[2] == 300.0  # cannot fit even at the lowest clock: stays there
+
+
+def test_settled_clock_is_the_throttled_clock_of_one_row_to_the_bit():
+    def power(clock):
+        return 90.0 + 0.31 * clock + 1.7e-4 * clock * clock  # W, rising with the clock (MHz)
+
+    for clock, cap in ((1980.0, 2000.0), (1980.0, 700.0), (1410.0, 333.3), (1980.0, 10.0)):
+        vector = throttled_clock(power, np.array([clock]), 210.0, cap)[0]
+        assert settled_clock(power, clock, 210.0, cap) == vector, (clock, cap)
 
 
 def _floor_ratio(energy_floor_a: float, energy_floor_b: float, idle_j: float) -> float:
