@@ -350,10 +350,13 @@ class EmulatedCPU(CPU):
         self.dram_profile = None if dram_power is None else _as_profile(dram_power, now)
         self._counter = _Counter(self.profile, 0.0)
         self._dram = None if self.dram_profile is None else _Counter(self.dram_profile, 0.0)
+        self.last_read_s: float | None = None
+        """Wall-clock time (``time.time()`` s) of the last counter read: the profile's exact
+        integral between two reads is what the counters say, however late the reader ran."""
 
     def get_total_energy_consumption(self) -> CpuDramMeasurement:
         """Return package (and DRAM) energy counters. Units: mJ."""
-        now = time.time()
+        now = self.last_read_s = time.time()
         dram = None if self._dram is None else self._dram.read_mj(now)
         return CpuDramMeasurement(cpu_mj=self._counter.read_mj(now), dram_mj=dram)
 
